@@ -1,0 +1,25 @@
+# reveal-lab: `make help` lists the targets. Each creates or reuses .venv itself.
+.DEFAULT_GOAL := help
+PRESET ?= full
+OUT ?= out/reproduce
+
+help:  ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup:  ## create/reuse .venv with everything (no-op when up to date)
+	@scripts/bootstrap.sh all,workloads
+
+reproduce: setup  ## the main job: reproduce the studies on the bundled dataset into $(OUT)
+	.venv/bin/reveal-lab reproduce --preset $(PRESET) --out $(OUT)
+
+test: setup  ## run the whole test suite
+	.venv/bin/python -m pytest
+
+lab: setup  ## open the notebooks in JupyterLab
+	@scripts/bootstrap.sh all,workloads,lab
+	.venv/bin/reveal-lab lab
+
+bench: setup  ## run the performance benchmarks (results in benchmarks/results/)
+	.venv/bin/python benchmarks/run_all.py
+
+.PHONY: help setup reproduce test lab bench
