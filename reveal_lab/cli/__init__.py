@@ -24,7 +24,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench",
     "reproduce",
     "lab",
+    "record",
     "watch",
+    "scan",
 )
 
 
