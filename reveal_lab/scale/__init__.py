@@ -1,0 +1,32 @@
+"""Scale-out: per-run work and cross-run studies over a whole dataset as Dask tasks.
+
+``dask.distributed`` is imported lazily (``pip install 'reveal-lab[scale]'``).
+
+Examples
+--------
+>>> from reveal_lab.scale import plan_local_cluster
+>>> plan_local_cluster(2, memory_limit="1GB").threads_per_worker
+1
+"""
+
+from reveal_lab.scale._cluster import ClusterPlan, dashboard_note, dask_client, plan_local_cluster
+from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
+from reveal_lab.scale._tasks import RunOutcome, RunRef, RunResult, detect_task, execute, load_ref, summarize_detection
+
+__all__ = [
+    "ClusterPlan",
+    "plan_local_cluster",
+    "dask_client",
+    "dashboard_note",
+    "scan",
+    "run_refs",
+    "ScanResult",
+    "INPROCESS",
+    "RunRef",
+    "RunOutcome",
+    "RunResult",
+    "detect_task",
+    "execute",
+    "load_ref",
+    "summarize_detection",
+]

@@ -1,0 +1,243 @@
+"""Per-run work over a whole dataset, on Dask (or in this process, for comparison).
+
+The client builds a list of :class:`RunRef` from the dataset index and keeps at most
+``max_in_flight`` of them submitted at a time (``as_completed`` with a window), so
+neither the scheduler nor the client ever holds more than a window of results, and
+each worker holds one run at a time (one thread per worker process).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reveal_lab.scale._cluster import dashboard_note, dask_client
+from reveal_lab.scale._tasks import RunOutcome, RunRef, RunResult, detect_task, execute
+
+__all__ = ["ScanResult", "scan", "run_refs", "INPROCESS"]
+
+log = logging.getLogger(__name__)
+
+#: ``scheduler=INPROCESS`` runs the same per-run function serially in this process
+INPROCESS = "inprocess"
+
+
+@dataclass
+class ScanResult:
+    """Outcomes of a scan, one per run, in run-id order, plus the cross-run studies."""
+
+    outcomes: list[RunOutcome]
+    seconds: float = 0.0
+    n_workers: int = 1
+    backend: str = INPROCESS
+    studies: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def failures(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def succeeded(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.ok]
+
+    @property
+    def anomalies(self) -> pl.DataFrame:
+        """All runs' evidence rows (``run_id`` + the anomalies.csv columns), sorted."""
+        frames = [o.evidence for o in self.succeeded if o.evidence is not None and o.evidence.height]
+        if not frames:
+            return pl.DataFrame(schema={"run_id": pl.String})
+        df = pl.concat(frames, how="diagonal_relaxed")
+        keys = [c for c in ("run_id", "window_id", "host", "metric", "feature") if c in df.columns]
+        return df.sort(keys, maintain_order=True)
+
+    @property
+    def runs(self) -> pl.DataFrame:
+        """One row per run: id, ok, error, seconds, worker, peak RSS and the summary fields."""
+        rows = []
+        for o in self.outcomes:
+            row = {"run_id": o.run_id, "ok": o.ok, "error": o.error, "seconds": o.seconds, "worker": o.worker,
+                   "peak_rss_mb": o.peak_rss_mb, "archive": o.archive, "member": o.member}
+            row.update({k: v for k, v in o.summary.items() if k not in row})
+            rows.append(row)
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(schema={"run_id": pl.String})
+
+    @property
+    def runs_per_minute(self) -> float:
+        return 60.0 * len(self.outcomes) / self.seconds if self.seconds > 0 else float("nan")
+
+    def write(self, out_dir: str | Path) -> Path:
+        """``anomalies.csv`` (all runs), ``runs.csv``, ``failures.json``, ``scan.json`` (+ studies)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        an = self.anomalies
+        if an.height:
+            an = an.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.3f"))
+        an.write_csv(out / "anomalies.csv")
+        self.runs.write_csv(out / "runs.csv")
+        (out / "failures.json").write_text(json.dumps(
+            [{"run_id": o.run_id, "archive": o.archive, "member": o.member, "error": o.error,
+              "traceback": o.traceback} for o in self.failures], indent=2))
+        meta = {"backend": self.backend, "n_workers": self.n_workers, "n_runs": len(self.outcomes),
+                "n_failed": len(self.failures), "seconds": round(self.seconds, 3),
+                "runs_per_minute": round(self.runs_per_minute, 3), "studies": sorted(self.studies)}
+        (out / "scan.json").write_text(json.dumps(meta, indent=2))
+        for name, value in self.studies.items():
+            if isinstance(value, pl.DataFrame):
+                value.write_csv(out / f"study_{name}.csv")
+            else:
+                (out / f"study_{name}.json").write_text(json.dumps(value, indent=2, default=str))
+        return out
+
+
+def run_refs(data: Any, filters: Mapping[str, Any] | None = None,
+             run_ids: Sequence[str] | None = None) -> list[RunRef]:
+    """References to the runs of ``data`` (a dataset root or a ``Dataset``), optionally filtered."""
+    from reveal_lab.io import open_dataset
+
+    if isinstance(data, (str, Path)):
+        root = str(Path(data).resolve())
+        ds = open_dataset(root)
+    else:
+        ds = data
+        root = str(Path(getattr(ds, "root")).resolve())
+    if filters:
+        ds = ds.filter(**dict(filters))
+    index = ds.index
+    cols = set(index.columns)
+    refs = []
+    for row in index.iter_rows(named=True):
+        refs.append(RunRef(root, row["run_id"], str(row["archive"]) if "archive" in cols and row["archive"] else None,
+                           row["member"] if "member" in cols else None))
+    if run_ids is not None:
+        wanted = set(run_ids)
+        missing = wanted - {r.run_id for r in refs}
+        if missing:
+            raise ValueError(f"run ids not in the dataset at {root}: {sorted(missing)[:5]}")
+        refs = [r for r in refs if r.run_id in wanted]
+    return refs
+
+
+def _progress(total: int, enabled: bool, desc: str) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not enabled, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+
+def scan(
+    data: Any,
+    *,
+    task: Callable[..., RunResult] = detect_task,
+    task_kwargs: Mapping[str, Any] | None = None,
+    loader: Callable[[RunRef], Any] | None = None,
+    scheduler: Any = None,
+    n_workers: int | None = None,
+    memory_limit: int | str | None = None,
+    max_in_flight: int | None = None,
+    filters: Mapping[str, Any] | None = None,
+    run_ids: Sequence[str] | None = None,
+    refs: Iterable[RunRef] | None = None,
+    progress: bool = True,
+    studies: Sequence[str] = (),
+    studies_kwargs: Mapping[str, Any] | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> ScanResult:
+    """Run ``task`` over every run of a dataset on Dask; a failing run does not stop the others.
+
+    Parameters
+    ----------
+    data
+        Dataset root (public layout, zipped or not) or a ``reveal_lab.io.Dataset``.
+    task
+        ``task(run, **task_kwargs) -> RunResult``; a module-level function (it is
+        pickled to the workers). Default :func:`detect_task` (``detect_run`` + summary).
+    loader
+        ``loader(ref) -> Run`` run on the worker; default :func:`load_ref` (the
+        dataset's ``load``, streaming the member out of its zip archive).
+    scheduler
+        ``None``: a ``LocalCluster`` sized to this machine; ``"tcp://HOST:PORT"``: a
+        running cluster (workers need reveal-lab installed and the data at the same
+        path); a ``distributed.Client``: used as is (notebooks); ``"inprocess"``: no
+        Dask, the same per-run code serially here.
+    max_in_flight
+        Runs submitted but not yet collected (default: 2 per worker thread).
+    studies
+        Cross-run studies to run on the same cluster afterwards
+        (see :func:`reveal_lab.scale.run_studies`).
+    """
+    say = echo or (lambda msg: log.info("%s", msg))
+    if refs is None and data is None:
+        raise ValueError("scan needs a dataset (data=) or run references (refs=)")
+    ref_list = list(refs) if refs is not None else run_refs(data, filters, run_ids)
+    kwargs = dict(task_kwargs or {})
+    t0 = time.perf_counter()
+    outcomes: dict[str, RunOutcome] = {}
+    if scheduler == INPROCESS:
+        bar = _progress(len(ref_list), progress, "scan (in-process)")
+        for ref in ref_list:
+            outcomes[ref.run_id] = execute(ref, task, kwargs, loader)
+            bar.update(1)
+        bar.close()
+        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, 1, INPROCESS)
+        if studies:
+            from reveal_lab.scale._studies import run_studies
+
+            result.studies = run_studies(data, studies, scheduler=INPROCESS, refs=ref_list,
+                                         **dict(studies_kwargs or {}))
+        return result
+
+    from distributed import as_completed
+
+    with dask_client(scheduler, n_workers=n_workers, memory_limit=memory_limit, quiet=True) as client:
+        info = client.scheduler_info()
+        workers = info.get("workers", {})
+        threads = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
+        say(f"Dask: {len(workers)} worker(s), {threads} thread(s); {len(ref_list)} run(s)")
+        say(dashboard_note(client))
+        window = max(1, max_in_flight or 2 * threads)
+        pending = iter(ref_list)
+        by_key: dict[str, RunRef] = {}
+
+        def submit_next() -> Any | None:
+            ref = next(pending, None)
+            if ref is None:
+                return None
+            fut = client.submit(execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}")
+            by_key[fut.key] = ref
+            return fut
+
+        first = [f for f in (submit_next() for _ in range(window)) if f is not None]
+        bar = _progress(len(ref_list), progress, "scan")
+        ac = as_completed(first)
+        for fut in ac:
+            ref = by_key.pop(fut.key)
+            if fut.status == "finished":
+                outcome = fut.result()
+            else:  # the task itself died (worker killed, e.g. over its memory limit)
+                exc = fut.exception()
+                outcome = RunOutcome(ref.run_id, False, error=f"{type(exc).__name__}: {exc}",
+                                     archive=ref.archive, member=ref.member)
+            outcomes[ref.run_id] = outcome
+            fut.release()
+            bar.update(1)
+            if not outcome.ok:
+                bar.write(f"run {ref.run_id} failed: {outcome.error}")
+            nxt = submit_next()
+            if nxt is not None:
+                ac.add(nxt)
+        bar.close()
+        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, len(workers), "dask")
+        if studies:
+            from reveal_lab.scale._studies import run_studies
+
+            result.studies = run_studies(data, studies, scheduler=client, refs=ref_list,
+                                         **dict(studies_kwargs or {}))
+    return result
+

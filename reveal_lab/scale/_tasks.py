@@ -1,0 +1,139 @@
+"""What a worker does with one run: load it itself, run the per-run work, return a small result.
+
+Only *references* travel from the client to the workers (:class:`RunRef`: dataset
+root, run id, archive and member); each worker opens the dataset once (cached per
+process) and streams the member out of its zip archive. Only small results travel
+back: a summary dict and the evidence rows of the anomalous windows.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+__all__ = ["RunRef", "RunOutcome", "RunResult", "detect_task", "execute", "load_ref", "summarize_detection",
+           "EVIDENCE_COLUMNS"]
+
+#: the evidence / anomalies.csv columns (docs/ARCHITECTURE.md §4), prefixed with ``run_id`` here
+EVIDENCE_COLUMNS = ("window_id", "start", "end", "host", "methods", "agreement", "subsystem", "metric",
+                    "feature", "score", "claim")
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """Where a worker finds one run: the dataset root and the run's (archive, member)."""
+
+    root: str
+    run_id: str
+    archive: str | None = None
+    member: str | None = None
+
+
+@dataclass
+class RunResult:
+    """What a per-run task function returns: a JSON-able summary and an evidence frame."""
+
+    summary: dict[str, Any]
+    evidence: pl.DataFrame
+
+
+@dataclass
+class RunOutcome:
+    """One run's outcome as the client sees it (success or the error that stopped it)."""
+
+    run_id: str
+    ok: bool
+    summary: dict[str, Any] = field(default_factory=dict)
+    evidence: pl.DataFrame | None = None
+    error: str | None = None
+    traceback: str | None = None
+    seconds: float = 0.0
+    worker: str | None = None
+    peak_rss_mb: float | None = None
+    archive: str | None = None
+    member: str | None = None
+
+
+@functools.lru_cache(maxsize=8)
+def _open_dataset(root: str) -> Any:
+    from reveal_lab.io import open_dataset
+
+    return open_dataset(root)
+
+
+def load_ref(ref: RunRef) -> Any:
+    """Load the run ``ref`` points at (on the worker), streaming it out of its archive."""
+    return _open_dataset(ref.root).load(ref.run_id)
+
+
+def _peak_rss_mb() -> float:
+    # ru_maxrss is in kB on Linux: the worker process's high-water mark so far.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def execute(ref: RunRef, task: Callable[..., RunResult], task_kwargs: dict[str, Any] | None = None,
+            loader: Callable[[RunRef], Any] | None = None) -> RunOutcome:
+    """Load ``ref`` (with ``loader``, default :func:`load_ref`) and apply ``task``; any
+    exception becomes a failed :class:`RunOutcome`.
+
+    This is the function submitted to Dask (and called directly by the in-process
+    backend), so both paths run exactly the same code.
+    """
+    t0 = time.perf_counter()
+    where = f"{os.uname().nodename}:{os.getpid()}"
+    try:
+        run = (loader or load_ref)(ref)
+        res = task(run, **(task_kwargs or {}))
+        ev = res.evidence
+        if ev is not None and "run_id" not in ev.columns:
+            ev = ev.select(pl.lit(ref.run_id).alias("run_id"), pl.all())
+        return RunOutcome(ref.run_id, True, summary=res.summary, evidence=ev,
+                          seconds=time.perf_counter() - t0, worker=where, peak_rss_mb=_peak_rss_mb(),
+                          archive=ref.archive, member=ref.member)
+    except Exception as exc:  # noqa: BLE001 - reported per run, the scan goes on
+        return RunOutcome(ref.run_id, False, error=f"{type(exc).__name__}: {exc}",
+                          traceback=traceback.format_exc(), seconds=time.perf_counter() - t0, worker=where,
+                          peak_rss_mb=_peak_rss_mb(), archive=ref.archive, member=ref.member)
+
+
+def summarize_detection(run: Any, det: Any) -> RunResult:
+    """The per-run summary and evidence of a :class:`reveal_lab.pipeline.Detection`."""
+    evidence = det.evidence
+    if not isinstance(evidence, pl.DataFrame):
+        evidence = pl.DataFrame(evidence)
+    windows = det.windows
+    n_windows = int(windows.height if isinstance(windows, pl.DataFrame) else len(windows))
+    anomalous = evidence.get_column("window_id").n_unique() if evidence.height else 0
+    top = (evidence.group_by("subsystem").len().sort(["len", "subsystem"], descending=[True, False])
+           if evidence.height else None)
+    summary: dict[str, Any] = {
+        "run_id": run.meta.run_id,
+        "hosts": ",".join(run.meta.hosts),
+        "workload": run.meta.workload,
+        "platform": run.meta.platform,
+        "phase": run.meta.phase,
+        "n_rows": int(run.frame.height),
+        "n_cols": int(run.frame.width - 1),
+        "n_windows": n_windows,
+        "n_anomalous_windows": int(anomalous),
+        "n_evidence_rows": int(evidence.height),
+        "top_subsystem": top.get_column("subsystem")[0] if top is not None else None,
+        "n_warnings": len(run.warnings),
+    }
+    return RunResult(summary, evidence)
+
+
+def detect_task(run: Any, preset: str = "paper") -> RunResult:
+    """The default per-run work: :func:`reveal_lab.pipeline.detect_run` then a summary."""
+    from reveal_lab.pipeline import detect_run
+
+    det = detect_run(run, preset=preset)
+    return summarize_detection(run, det)
