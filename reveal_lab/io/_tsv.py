@@ -1,0 +1,335 @@
+"""Read one run file of the public Reveal dataset (tab-separated text) into a :class:`Run`.
+
+The format (see ``../shared/reveal-dataset-format.md``): one header line, tab separated;
+the first header is empty and its column holds local timestamps such as
+``2025-04-26 13:38:18.600``; every other column is a float metric named in the metric
+grammar, with empty cells (or ``NaN``) for missing values.
+
+Parsing uses polars' CSV reader; the checks around it turn every malformed input into a
+:class:`TelemetryError` that names the file, the 1-based file line (the header is line 1)
+and the column, or into a recorded warning when the reader can repair it:
+
+========================================  ==============================================
+input                                     outcome
+========================================  ==============================================
+empty file, header only                   error
+not tab separated (commas, semicolons)    error naming the delimiter found
+duplicate column name                     error naming both positions
+a row with more or fewer fields           error naming the line and both counts
+the *last* row cut short (truncated copy)  warning, that partial row is not loaded
+                                          (error with ``strict=True``)
+non-numeric cell                          error naming line, column and the value
+unreadable or empty timestamp             error naming the line
+duplicate / decreasing timestamps         error naming both lines; ``repair_time=True``
+                                          sorts rows by time and keeps the first of
+                                          duplicates, recorded as a warning
+unknown column names                      kept, warned, classified with fall-backs
+all-missing / all-zero columns            kept, warned, listed in ``meta.extra``
+``NaN`` cells                             stored as null (missing), like empty cells
+========================================  ==============================================
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+from typing import BinaryIO
+
+import polars as pl
+
+from reveal_lab.telemetry import (
+    TIMESTAMP,
+    TIMESTAMP_DTYPE,
+    Run,
+    RunMeta,
+    TelemetryError,
+    TelemetryWarning,
+    catalogue,
+    frame_hosts,
+    metric_columns,
+)
+
+__all__ = ["read_public_tsv", "read_source_bytes", "TIMESTAMP_FORMATS"]
+
+#: accepted spellings of the first column (the dataset's is ``%Y-%m-%d %H:%M:%S.%f``)
+TIMESTAMP_FORMATS: tuple[str, ...] = ("%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f")
+#: first-column headers taken for the timestamp besides the dataset's empty one
+_TIMESTAMP_HEADERS = frozenset({"", "timestamp", "time", "Unnamed: 0", "datetime"})
+#: column names listed in full in a warning before it says "and N more"
+_LIST_MAX = 8
+
+
+def read_source_bytes(source: str | Path | bytes | BinaryIO, name: str | None = None) -> tuple[bytes, str]:
+    """The bytes of ``source`` and the label used in messages (``name`` or the path)."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source), name or "<bytes>"
+    if isinstance(source, (str, Path)):
+        p = Path(source)
+        try:
+            return p.read_bytes(), name or str(p)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{p}: no such file") from None
+    data = source.read()
+    return data, name or getattr(source, "name", None) or "<stream>"
+
+
+def _short(names: list[str]) -> str:
+    head = ", ".join(repr(n) for n in names[:_LIST_MAX])
+    return head + (f" and {len(names) - _LIST_MAX} more" if len(names) > _LIST_MAX else "")
+
+
+def read_public_tsv(
+    source: str | Path | bytes | BinaryIO,
+    name: str | None = None,
+    *,
+    meta: RunMeta | None = None,
+    strict: bool = False,
+    repair_time: bool = False,
+) -> Run:
+    """Read one tab-separated run file of the public Reveal dataset.
+
+    Parameters
+    ----------
+    source
+        A path, the file's bytes or a binary stream (e.g. a zip member).
+    name
+        How the file is named in messages and, when ``meta`` is not given, where the
+        run's metadata is parsed from (the dataset's file-name grammar). Defaults to the path.
+    meta
+        Metadata to attach (the dataset index supplies it); ``hosts`` and ``interval_ms``
+        are filled from the data.
+    strict
+        Turn repairable oddities (a truncated last line) into errors.
+    repair_time
+        Sort rows by time and keep the first of duplicated timestamps instead of
+        raising; each repair is recorded in ``Run.warnings``.
+
+    Returns
+    -------
+    Run
+        ``frame`` is a canonical telemetry frame (``timestamp`` + ``Float64`` metrics).
+
+    Examples
+    --------
+    >>> data = (b"\\tPerf:IPC.h1[-]\\tGPU: power.draw.0.h1[W]\\n"
+    ...         b"2025-04-26 13:38:18.600\\t1.5\\t230.0\\n"
+    ...         b"2025-04-26 13:38:18.700\\t\\t231.5\\n")
+    >>> run = read_public_tsv(data, name="train_VGG16forImageClassification_CIFAR10_2025-04-26T13-38-18_h1.txt")
+    >>> run.frame.shape, run.meta.model, run.meta.hosts, run.meta.interval_ms
+    ((2, 3), 'VGG16', ('h1',), 100.0)
+    >>> read_public_tsv(b"a,b\\n1,2\\n", name="x.txt")
+    Traceback (most recent call last):
+    ...
+    reveal_lab.telemetry._frame.TelemetryError: x.txt, line 1: the file is not tab-separated (the header has one column and contains ','); expected tab-separated columns with an empty first header (the timestamp)
+    """
+    data, label = read_source_bytes(source, name)
+    notes: list[str] = []
+
+    def warn(msg: str) -> None:
+        notes.append(f"{label}: {msg}")
+
+    if not data.strip():
+        raise TelemetryError("the file is empty; expected a tab-separated header line and data rows",
+                             path=label)
+    if b"\r\n" in data:
+        data = data.replace(b"\r\n", b"\n")
+    if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte-order mark
+        data = data[3:]
+    lines = data.split(b"\n")
+    while lines and not lines[-1]:
+        lines.pop()
+    ended_with_newline = data.endswith(b"\n")
+
+    # --- header -------------------------------------------------------------------------
+    try:
+        header = lines[0].decode("utf-8").split("\t")
+    except UnicodeDecodeError as exc:
+        raise TelemetryError(f"the header is not UTF-8 text ({exc.reason} at byte {exc.start})",
+                             path=label, line=1) from None
+    if len(header) == 1:
+        found = next((d for d in (",", ";", "|") if d in header[0]), None)
+        what = f"contains {found!r}" if found else "has no tab"
+        raise TelemetryError(f"the file is not tab-separated (the header has one column and {what}); "
+                             "expected tab-separated columns with an empty first header (the timestamp)",
+                             path=label, line=1)
+    first = header[0].strip()
+    if first not in _TIMESTAMP_HEADERS:
+        from reveal_lab.telemetry import parse_metric_name
+
+        if parse_metric_name(first) is not None:
+            raise TelemetryError("the first column must hold the timestamps (empty header); found a metric",
+                                 path=label, line=1, column=first)
+        warn(f"first header {first!r} is taken as the timestamp column (the dataset leaves it empty)")
+    names = [TIMESTAMP, *header[1:]]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        if n in seen:
+            raise TelemetryError(f"duplicate column name (header fields {seen[n] + 1} and {i + 1})",
+                                 path=label, line=1, column=n)
+        seen[n] = i
+    n_fields = len(names)
+    body = lines[1:]
+    if not body:
+        raise TelemetryError("the file has a header but no data rows", path=label, line=2)
+
+    # --- field counts (polars would pad short rows with nulls silently) ------------------
+    counts = [ln.count(b"\t") + 1 for ln in body]
+    bad = [i for i, c in enumerate(counts) if c != n_fields]
+    if bad:
+        last = len(body) - 1
+        i = bad[0]
+        truncated = bad == [last] and counts[last] < n_fields and (
+            not ended_with_newline or len(body[last]) > 0)
+        if truncated and not strict:
+            warn(f"line {last + 2} has {counts[last]} of {n_fields} fields (truncated file?); "
+                 "that partial row is not loaded")
+            body = body[:-1]
+            if not body:
+                raise TelemetryError("the file has a header and only a truncated data row", path=label, line=2)
+        else:
+            more = "more" if counts[i] > n_fields else "fewer"
+            hint = " (a blank line?)" if not body[i] else (" (truncated file?)" if i == last else "")
+            raise TelemetryError(f"{counts[i]} fields, {more} than the {n_fields} of the header on line 1"
+                                 f"{hint}; expected one tab-separated value per column",
+                                 path=label, line=i + 2)
+
+    # --- values ----------------------------------------------------------------------------
+    buf = b"\n".join(body) + b"\n"
+    internal = [f"c{i}" for i in range(n_fields)]
+    schema = {c: (pl.String if i == 0 else pl.Float64) for i, c in enumerate(internal)}
+    try:
+        raw = pl.read_csv(io.BytesIO(buf), separator="\t", has_header=False, schema=schema,
+                          quote_char=None, null_values=[""])
+    except pl.exceptions.ComputeError as exc:
+        _raise_non_numeric(buf, internal, names, label, exc)
+        raise  # unreachable: _raise_non_numeric always raises
+    if raw.height != len(body):  # pragma: no cover - guarded by the field-count check
+        raise TelemetryError(f"read {raw.height} rows from {len(body)} data lines", path=label)
+    raw.columns = names
+    ts = _parse_timestamps(raw.get_column(TIMESTAMP), label)
+    frame = raw.with_columns(ts).with_columns(pl.col(metric_columns(raw)).fill_nan(None))
+    frame = _check_time(frame, label, repair_time, warn)
+    run_meta = _fill_meta(meta, label, frame, warn)
+    _report_columns(frame, run_meta, warn)
+
+    for msg in notes:
+        warnings.warn(msg, TelemetryWarning, stacklevel=2)
+    return Run(run_meta, frame, notes)
+
+
+def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label: str,
+                       exc: Exception) -> None:
+    """Find the first cell that is not a number and raise an error naming it."""
+    text = pl.read_csv(io.BytesIO(buf), separator="\t", has_header=False, new_columns=internal,
+                       infer_schema=False, quote_char=None, null_values=[""])
+    best: tuple[int, str, str] | None = None
+    for c, n in zip(internal[1:], names[1:], strict=True):
+        s = text.get_column(c)
+        bad = s.is_not_null() & s.cast(pl.Float64, strict=False).is_null()
+        if bad.any():
+            row = int(bad.arg_max())  # type: ignore[arg-type]
+            if best is None or row < best[0]:
+                best = (row, n, s[row])
+    if best is None:
+        raise TelemetryError(f"cannot parse the data: {str(exc).splitlines()[0]}", path=label) from None
+    row, col, value = best
+    raise TelemetryError(f"non-numeric value {value!r}; expected a number (or an empty cell for a "
+                         "missing value)", path=label, line=row + 2, column=col) from None
+
+
+def _parse_timestamps(s: pl.Series, label: str) -> pl.Series:
+    parsed = [s.str.strptime(TIMESTAMP_DTYPE, f, strict=False) for f in TIMESTAMP_FORMATS]
+    ts = pl.select(pl.coalesce(parsed)).to_series().alias(TIMESTAMP)
+    if ts.null_count():
+        row = int(ts.is_null().arg_max())  # type: ignore[arg-type]
+        value = s[row]
+        what = "empty timestamp" if value is None else f"cannot read timestamp {value!r}"
+        raise TelemetryError(f"{what}; expected e.g. '2025-04-26 13:38:18.600' in the first column",
+                             path=label, line=row + 2, column=TIMESTAMP)
+    return ts
+
+
+def _check_time(frame: pl.DataFrame, label: str, repair: bool, warn) -> pl.DataFrame:  # noqa: ANN001
+    ts = frame.get_column(TIMESTAMP)
+    d = ts.diff().dt.total_milliseconds()
+    dup = (d == 0).fill_null(False)
+    back = (d < 0).fill_null(False)
+    if not (dup.any() or back.any()):
+        return frame
+    if not repair:
+        row = int((dup | back).arg_max())  # type: ignore[arg-type]
+        kind = "duplicate timestamp" if dup[row] else "timestamp goes back in time"
+        raise TelemetryError(f"{kind}: {ts[row]} after {ts[row - 1]} on line {row + 1}; timestamps must "
+                             "increase strictly (read with repair_time=True to sort rows and keep the first "
+                             "of duplicates)", path=label, line=row + 2, column=TIMESTAMP)
+    lines = pl.int_range(2, frame.height + 2, eager=True).alias("__line")
+    if back.any():
+        where = (lines.filter(back)).to_list()
+        warn(f"timestamps go back in time on lines {where[:_LIST_MAX]}"
+             f"{' …' if len(where) > _LIST_MAX else ''}; rows were sorted by time")
+    framed = frame.with_columns(lines).sort(TIMESTAMP, maintain_order=True)
+    dupe = framed.get_column(TIMESTAMP).is_duplicated() & ~framed.get_column(TIMESTAMP).is_first_distinct()
+    if dupe.any():
+        where = framed.get_column("__line").filter(dupe).to_list()
+        warn(f"duplicate timestamps on lines {where[:_LIST_MAX]}{' …' if len(where) > _LIST_MAX else ''}: "
+             f"{len(where)} later row(s) with an already-seen timestamp were not loaded (the first is kept)")
+        framed = framed.filter(~dupe)
+    return framed.drop("__line")
+
+
+def _fill_meta(meta: RunMeta | None, label: str, frame: pl.DataFrame, warn) -> RunMeta:  # noqa: ANN001
+    from reveal_lab.io._public import meta_from_name
+
+    hosts = tuple(frame_hosts(frame))
+    if meta is None:
+        meta = meta_from_name(label)
+    name_host = meta.host or (meta.hosts[0] if meta.hosts else None)
+    if name_host and hosts and name_host not in hosts:
+        warn(f"the file name says host {name_host!r} but its columns name {list(hosts)}")
+    ts = frame.get_column(TIMESTAMP)
+    interval = None
+    if frame.height > 1:
+        med = ts.diff().dt.total_milliseconds().median()
+        interval = float(med) if med is not None else None  # type: ignore[arg-type]
+    meta.hosts = hosts or meta.hosts
+    meta.interval_ms = interval
+    meta.source_path = meta.source_path or label
+    if meta.start_time is None:
+        meta.start_time = ts[0].isoformat()
+    meta.extra.setdefault("first_timestamp", ts[0].isoformat())
+    return meta
+
+
+def _report_columns(frame: pl.DataFrame, meta: RunMeta, warn) -> None:  # noqa: ANN001
+    metrics = metric_columns(frame)
+    if not metrics:
+        warn("the file has a timestamp column but no metric columns")
+        return
+    stats = frame.select(
+        pl.struct(pl.col(metrics).null_count()).alias("nulls"),
+        pl.struct((pl.col(metrics) == 0).all()).alias("zeros"),
+        pl.struct(pl.col(metrics).is_infinite().any()).alias("infs"),
+    ).row(0)
+    nulls, zeros, infs = stats
+    all_null = [c for c in metrics if nulls[c] == frame.height]
+    all_zero = [c for c in metrics if zeros[c] and nulls[c] < frame.height]
+    with_inf = [c for c in metrics if infs[c]]
+    meta.extra["all_null_columns"] = all_null
+    meta.extra["all_zero_columns"] = all_zero
+    if all_null:
+        warn(f"{len(all_null)} column(s) hold no value at all (kept): {_short(all_null)}")
+    if all_zero:
+        warn(f"{len(all_zero)} column(s) are zero throughout (kept): {_short(all_zero)}")
+    if with_inf:
+        warn(f"{len(with_inf)} column(s) hold infinite values (kept): {_short(with_inf)}")
+    cat = catalogue(metrics)
+    unparsed = cat.filter(~pl.col("parsed")).get_column("column").to_list()
+    unknown = cat.filter(pl.col("parsed") & ~pl.col("known")).get_column("column").to_list()
+    meta.extra["unknown_columns"] = unparsed + unknown
+    if unparsed:
+        warn(f"{len(unparsed)} column name(s) do not follow <Source>:<field>[.<instance>].<host>[<unit>] "
+             f"(kept, classified as subsystem 'system', kind 'dynamic'): {_short(unparsed)}")
+    if unknown:
+        warn(f"{len(unknown)} metric(s) are not in the metric registry (kept, fall-back subsystem "
+             f"'system'; teach it with reveal_lab.telemetry.register_metric): {_short(unknown)}")
