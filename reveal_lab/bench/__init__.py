@@ -1,0 +1,50 @@
+"""Benchmarks on labelled external data: readers, metrics, the labelled-server bench
+and its separate scorer."""
+
+from reveal_lab.bench._data import (
+    InterpretationSegment,
+    LabelledServer,
+    label_runs,
+    list_servers,
+    load_server,
+    read_interpretation_labels,
+    read_matrix,
+    read_point_labels,
+    server_family,
+)
+from reveal_lab.bench._metrics import (
+    average_precision,
+    best_f1,
+    best_f1_point_adjusted,
+    decision_f1,
+    hit_rate,
+    ndcg,
+    point_adjust_decisions,
+    point_adjust_scores,
+    random_hit_rate,
+    random_ndcg,
+    top_k,
+)
+
+__all__ = [
+    "InterpretationSegment",
+    "LabelledServer",
+    "label_runs",
+    "list_servers",
+    "load_server",
+    "read_interpretation_labels",
+    "read_matrix",
+    "read_point_labels",
+    "server_family",
+    "average_precision",
+    "best_f1",
+    "best_f1_point_adjusted",
+    "decision_f1",
+    "hit_rate",
+    "ndcg",
+    "point_adjust_decisions",
+    "point_adjust_scores",
+    "random_hit_rate",
+    "random_ndcg",
+    "top_k",
+]

@@ -1,0 +1,291 @@
+"""``reveal-lab bench labelled``: the reveal-lab pipeline on labelled server telemetry.
+
+For each server: window features of the training half fit the three detectors; the
+test half is scored window by window; every test row gets a score, a 0/1 decision and,
+for each run of flagged rows, a ranking of the metrics most responsible. The files
+written are the contract read by :mod:`reveal_lab.bench._score` (see there).
+
+Choices (the same for every server; nothing is tuned per server):
+
+* **Windows in samples.** The paper's windows are 30 samples (3 s at 100 ms). Here a
+  window is ``window_rows`` consecutive rows (default :data:`DEFAULT_WINDOW_ROWS`) with a
+  stride of one row, so that every test row has its own window; the time span follows
+  the sampling (10 rows = 10 min on SMD at 1 min, 50 min on ASD at 5 min).
+* **The score of a row is the score of the window ending at it** (causal: what a live
+  detector knows at that row, and the protocol of OmniAnomaly/InterFusion, which score
+  the window ending at ``t``). The max over covering windows would smear a short
+  anomaly ``W - 1`` rows to both sides instead of one. The last ``W - 1`` training rows
+  are prepended to the test rows (the test half follows the training half in time), so
+  the first test rows get full windows too.
+* **Decisions:** each detector flags a window above its own ``threshold_`` (a quantile of
+  its training scores). The combined score is the mean of the three scores in units of
+  their thresholds (:class:`~reveal_lab.detectors.DetectorEnsemble`); its threshold is the
+  same quantile of the combined training scores.
+* **Attribution:** the detectors' ``explain`` contributions (negative parts clipped to
+  0) are summed over each metric's features and over the windows of a flagged run,
+  turned into shares per detector and, for the combined ranking, averaged over the
+  three detectors. Ties (metrics no detector credits) are broken by how far the run's
+  mean lies from the metric's training median.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import logging
+import platform
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reveal_lab.bench._data import LabelledServer, label_runs, list_servers, load_server
+
+__all__ = ["LabelledConfig", "DEFAULT_WINDOW_ROWS", "DETECTOR_NAMES", "run_labelled", "bench_server",
+           "server_frame", "server_features"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WINDOW_ROWS = 10
+DETECTOR_NAMES = ("zscore", "mahalanobis", "iforest")
+COMBINED = "combined"
+
+#: nominal sampling of the published sets (only sets the timestamps; windows are in rows)
+_SAMPLING_S = {"SMD": 60.0, "ASD": 300.0}
+
+
+@dataclass(frozen=True)
+class LabelledConfig:
+    """Settings of the labelled bench (one set for every server)."""
+
+    window_rows: int = DEFAULT_WINDOW_ROWS
+    quantile: float = 0.99
+    pca_variance: float = 0.95
+    iforest_estimators: int = 200
+    seed: int = 0
+    backend: str = "numba"
+    #: cap on training windows (evenly spaced) fed to the detectors; None: all
+    max_train_windows: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def server_frame(matrix: np.ndarray, host: str, *, interval_s: float, start_row: int = 0):
+    """A canonical telemetry frame for a header-less matrix: one ``Server:mNN.<host>``
+    column per metric (``NN`` the 1-based metric number), timestamps one interval apart."""
+    import polars as pl
+
+    from reveal_lab.telemetry import TIMESTAMP, TIMESTAMP_DTYPE, sanitize_host
+
+    h = sanitize_host(host)
+    width = max(2, len(str(matrix.shape[1])))
+    t0 = dt.datetime(2000, 1, 1)
+    step = int(round(interval_s * 1000))
+    ts = pl.Series(TIMESTAMP, [t0 + dt.timedelta(milliseconds=step * (start_row + i))
+                               for i in range(matrix.shape[0])], dtype=TIMESTAMP_DTYPE)
+    cols = {f"Server:m{j + 1:0{width}d}.{h}": matrix[:, j] for j in range(matrix.shape[1])}
+    return pl.DataFrame({TIMESTAMP: ts, **cols}).with_columns(pl.exclude(TIMESTAMP).cast(pl.Float64))
+
+
+@dataclass
+class _Features:
+    X: np.ndarray           # windows x pairs
+    end_row: np.ndarray     # last row (inclusive) of each window, in the frame's rows
+    pair_metric: np.ndarray  # 0-based metric index of each column of X
+
+
+def server_features(matrix: np.ndarray, host: str, cfg: LabelledConfig, *, interval_s: float,
+                    start_row: int = 0) -> _Features:
+    """Window features of ``matrix`` with reveal-lab's ``window_features``: windows of
+    ``cfg.window_rows`` rows, stride one row; only full windows are kept."""
+    from reveal_lab.config import WindowConfig
+    from reveal_lab.features import window_features
+
+    frame = server_frame(matrix, host, interval_s=interval_s, start_row=start_row)
+    wcfg = WindowConfig(window_s=cfg.window_rows * interval_s, stride_s=interval_s, interval_s=interval_s,
+                        min_fill=1.0)
+    wf = window_features(frame, wcfg, backend=cfg.backend)
+    X = np.asarray(wf.X, dtype=np.float64)
+    win = wf.windows
+    n = win.get_column("n_samples").to_numpy()
+    row_end = win.get_column("row_end").to_numpy().astype(np.int64)
+    row_start = win.get_column("row_start").to_numpy().astype(np.int64)
+    # row_end may be exclusive (slice convention) or inclusive; normalise to inclusive
+    last = np.where(row_end - row_start == n, row_end - 1, row_end)
+    full = n >= cfg.window_rows
+    names = frame.columns[1:]
+    index = {c: i for i, c in enumerate(names)}
+    metric = wf.pairs.get_column("metric").to_list()
+    try:
+        pair_metric = np.array([index[m] for m in metric], dtype=np.int64)
+    except KeyError as exc:
+        raise RuntimeError(f"window_features returned a pair for unknown metric {exc}") from None
+    return _Features(X[full], last[full], pair_metric)
+
+
+def _fit_detectors(X: np.ndarray, cfg: LabelledConfig):
+    from reveal_lab.detectors import IsolationForestDetector, PCAMahalanobisDetector, ZScoreDetector
+
+    dets = {
+        "zscore": ZScoreDetector(quantile=cfg.quantile),
+        "mahalanobis": PCAMahalanobisDetector(variance=cfg.pca_variance, quantile=cfg.quantile),
+        "iforest": IsolationForestDetector(contamination=1.0 - cfg.quantile, n_estimators=cfg.iforest_estimators,
+                                           random_state=cfg.seed),
+    }
+    return {k: d.fit(X) for k, d in dets.items()}
+
+
+def _normalised(score: np.ndarray, thr: float) -> np.ndarray:
+    # same rule as DetectorEnsemble / BaseDetector.normalized_scores
+    return score / thr if thr > 0 else score - thr + 1.0
+
+
+def _metric_shares(contrib: np.ndarray, pair_metric: np.ndarray, n_metrics: int) -> np.ndarray:
+    """Per-metric share of a block of per-window, per-pair contributions."""
+    c = np.clip(np.nan_to_num(contrib, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None).sum(axis=0)
+    per_metric = np.bincount(pair_metric, weights=c, minlength=n_metrics)
+    tot = per_metric.sum()
+    return per_metric / tot if tot > 0 else per_metric
+
+
+def _ranking(shares: np.ndarray, tiebreak: np.ndarray) -> list[int]:
+    order = np.lexsort((-tiebreak, -np.round(shares, 12)))
+    return [int(i) + 1 for i in order]
+
+
+def _write_outputs(out_dir: Path, name: str, score: np.ndarray, dec: np.ndarray,
+                   rankings: list[tuple[int, int, list[int]]]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with (out_dir / f"{name}.scores.csv").open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["score", "label"])
+        for s, d in zip(score.tolist(), dec.tolist(), strict=True):
+            w.writerow([repr(float(s)), int(d)])
+    with (out_dir / f"{name}.attribution.jsonl").open("w") as fh:
+        for a, b, r in rankings:
+            fh.write(json.dumps({"start": a, "end": b, "ranking": r}) + "\n")
+
+
+def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
+                 *, featurize: Callable[..., _Features] = server_features) -> dict:
+    """Fit on ``server.train``, score ``server.test``; write the combined outputs to
+    ``out_dir`` and each detector's to ``out_dir/detectors/<name>/``. Returns timings."""
+    t0 = time.perf_counter()
+    interval = _SAMPLING_S.get(server.family, 60.0)
+    W = cfg.window_rows
+    if server.train.shape[0] < W + 2:
+        raise ValueError(f"{server.name}: {server.train.shape[0]} training rows; need more than {W + 1}")
+    tr = featurize(server.train, server.name, cfg, interval_s=interval)
+    Xtr = tr.X
+    if cfg.max_train_windows and Xtr.shape[0] > cfg.max_train_windows:
+        idx = np.linspace(0, Xtr.shape[0] - 1, cfg.max_train_windows).round().astype(int)
+        Xtr = Xtr[idx]
+    t_feat_train = time.perf_counter() - t0
+
+    # test rows preceded by the last W-1 training rows: a full window ends at every test row
+    pad = server.train[-(W - 1):] if W > 1 else server.train[:0]
+    te = featurize(np.vstack([pad, server.test]), server.name, cfg, interval_s=interval,
+                   start_row=server.train.shape[0] - pad.shape[0])
+    row_of_window = te.end_row - pad.shape[0]
+    n_test = server.test.shape[0]
+    ok = (row_of_window >= 0) & (row_of_window < n_test)
+    Xte, row_of_window = te.X[ok], row_of_window[ok]
+    if not np.array_equal(row_of_window, np.arange(n_test)):
+        raise RuntimeError(f"{server.name}: expected one full window ending at each of the {n_test} test rows, "
+                           f"got {row_of_window.size}")
+    t_feat = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    dets = _fit_detectors(Xtr, cfg)
+    t_fit = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    norm_test, norm_train, scores = {}, {}, {}
+    for k, d in dets.items():
+        scores[k] = d.decision_function(Xte)
+        norm_test[k] = _normalised(scores[k], float(d.threshold_))
+        norm_train[k] = _normalised(d.decision_scores_, float(d.threshold_))
+    comb_train = np.mean(list(norm_train.values()), axis=0)
+    comb_test = np.mean(list(norm_test.values()), axis=0)
+    comb_thr = float(np.quantile(comb_train, cfg.quantile))
+    decisions = {k: (scores[k] > float(d.threshold_)).astype(np.int8) for k, d in dets.items()}
+    decisions[COMBINED] = (comb_test > comb_thr).astype(np.int8)
+    scores[COMBINED] = comb_test
+    t_score = time.perf_counter() - t1
+
+    # attribution: explain only the windows of flagged runs
+    t1 = time.perf_counter()
+    n_metrics = server.n_metrics
+    med = np.median(server.train, axis=0)
+    flagged_any = np.zeros(n_test, dtype=bool)
+    for d in decisions.values():
+        flagged_any |= d.astype(bool)
+    rows_needed = np.flatnonzero(flagged_any)
+    contrib = {k: np.zeros((0, Xte.shape[1])) for k in dets}
+    pos = np.full(n_test, -1, dtype=np.int64)
+    if rows_needed.size:
+        pos[rows_needed] = np.arange(rows_needed.size)
+        for k, d in dets.items():
+            contrib[k] = d.explain(Xte[rows_needed])
+    pm = te.pair_metric
+    for method, dec in decisions.items():
+        rankings = []
+        for a, b in label_runs(dec):
+            sel = pos[a:b]
+            dev = np.abs(server.test[a:b].mean(axis=0) - med)
+            if method == COMBINED:
+                shares = np.mean([_metric_shares(contrib[k][sel], pm, n_metrics) for k in dets], axis=0)
+            else:
+                shares = _metric_shares(contrib[method][sel], pm, n_metrics)
+            rankings.append((a, b, _ranking(shares, dev)))
+        target = out_dir if method == COMBINED else out_dir / "detectors" / method
+        _write_outputs(target, server.name, scores[method], dec, rankings)
+    t_attr = time.perf_counter() - t1
+    return {"server": server.name, "n_train_windows": int(Xtr.shape[0]), "n_features": int(Xte.shape[1]),
+            "seconds": {"features": t_feat, "features_train": t_feat_train, "fit": t_fit, "score": t_score,
+                        "attribution": t_attr, "total": time.perf_counter() - t0}}
+
+
+def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence[str] | None = None,
+                 config: LabelledConfig | None = None, featurize: Callable[..., _Features] = server_features) -> dict:
+    """Run the bench on every server (or ``servers``), score the outputs with the separate
+    scorer, write ``out_dir/summary.json`` and return it."""
+    from reveal_lab.bench._score import json_safe, score_folder
+
+    cfg = config or LabelledConfig()
+    data_dir, out_dir = Path(data_dir), Path(out_dir)
+    names = list(servers) if servers else list_servers(data_dir)
+    missing = sorted(set(names) - set(list_servers(data_dir)))
+    if missing:
+        raise FileNotFoundError(f"{data_dir}: no data for server(s) {missing}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = []
+    for name in names:
+        srv = load_server(data_dir, name)
+        info = bench_server(srv, out_dir, cfg, featurize=featurize)
+        log.info("%s: %d test rows, %d features, %.1f s", name, srv.test.shape[0], info["n_features"],
+                 info["seconds"]["total"])
+        runs.append(info)
+    results = {COMBINED: score_folder(out_dir, data_dir, names)}
+    for k in DETECTOR_NAMES:
+        results[k] = score_folder(out_dir / "detectors" / k, data_dir, names)
+    summary = {
+        "benchmark": "labelled_servers",
+        "data": str(data_dir),
+        "servers": names,
+        "config": asdict(cfg),
+        "protocol": {
+            "point_score": "score of the window ending at the row (causal)",
+            "windows": f"{cfg.window_rows} rows, stride 1 row, last {cfg.window_rows - 1} train rows prepended",
+            "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
+            "attribution": "explain() contributions clipped at 0, summed per metric over the flagged run",
+        },
+        "machine": {"python": platform.python_version(), "platform": platform.platform(),
+                    "processor": platform.processor() or platform.machine()},
+        "runs": runs,
+        "results": results,
+    }
+    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
+    return summary
+
