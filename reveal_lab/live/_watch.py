@@ -1,0 +1,159 @@
+"""``watch``: follow a collector directory and report every window's verdict as it happens."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from reveal_lab.config import WindowConfig, get_preset
+from reveal_lab.live._engine import LiveDetector, Verdict
+from reveal_lab.live._follow import CollectorFollower
+from reveal_lab.telemetry import Run
+
+__all__ = ["watch", "WatchSummary"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WatchSummary:
+    """What a :func:`watch` session saw."""
+
+    windows: int = 0
+    warmup_windows: int = 0
+    scored: int = 0
+    anomalies: int = 0
+    gaps: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+    compute_ms: list[float] = field(default_factory=list)
+    follow: dict[str, int] = field(default_factory=dict)
+    fitted_on: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        import numpy as np
+
+        c = np.asarray(self.compute_ms) if self.compute_ms else None
+        return {"windows": self.windows, "warmup_windows": self.warmup_windows, "scored": self.scored,
+                "anomalies": self.anomalies, "gaps": self.gaps, "rows": self.rows,
+                "seconds": round(self.seconds, 3), "fitted_on": self.fitted_on, "follow": self.follow,
+                "compute_ms_median": float(np.median(c)) if c is not None else None,
+                "compute_ms_p95": float(np.percentile(c, 95)) if c is not None else None}
+
+
+def _load_baseline(baseline: Run | str | Path | None) -> Run | None:
+    if baseline is None or isinstance(baseline, Run):
+        return baseline
+    from reveal_lab.io import load_run
+
+    p = Path(baseline)
+    if not p.exists():
+        raise FileNotFoundError(f"baseline run {p} does not exist (a collector directory, .txt or .parquet)")
+    return load_run(p)
+
+
+def watch(
+    directory: str | Path,
+    *,
+    baseline: Run | str | Path | None = None,
+    warmup_s: float = 30.0,
+    window: WindowConfig | None = None,
+    preset: str = "paper",
+    min_agreement: int = 2,
+    jsonl: str | Path | None = None,
+    duration_s: float | None = None,
+    max_windows: int | None = None,
+    idle_exit_s: float | None = None,
+    poll_s: float = 0.1,
+    from_start: bool = True,
+    show: str = "anomalies",
+    echo: Callable[[str], None] | None = print,
+    on_verdict: Callable[[Verdict], None] | None = None,
+) -> WatchSummary:
+    """Follow the collector output ``directory`` and score each window as it completes.
+
+    Parameters
+    ----------
+    baseline : a reference run (``Run`` or a path ``load_run`` reads) to fit the
+        detectors on; without it the first ``warmup_s`` seconds of the stream are used.
+    window : windowing (default: the preset's, 3 s windows every 1 s).
+    jsonl : append one JSON object per scored window (and per warm-up fit) to this file.
+    duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
+        this long without new data (after some data was seen). Without any, runs
+        until interrupted.
+    show : what ``echo`` prints: ``"anomalies"`` (default), ``"all"`` (every
+        window) or ``"none"``.
+    on_verdict : called with every :class:`Verdict` (warm-up ones included).
+    """
+    if show not in ("anomalies", "all", "none"):
+        raise ValueError(f"show must be 'anomalies', 'all' or 'none', got {show!r}")
+    p = get_preset(preset)
+    cfg = window or p.window
+    det = LiveDetector(cfg, p.detect, warmup_s=warmup_s, baseline=_load_baseline(baseline),
+                       min_agreement=min_agreement)
+    summary = WatchSummary(fitted_on=det.fitted_on)
+    out: IO[str] | None = None
+    if jsonl is not None:
+        Path(jsonl).parent.mkdir(parents=True, exist_ok=True)
+        out = open(jsonl, "a", buffering=1)  # noqa: SIM115 - closed in finally
+    say = echo or (lambda _msg: None)
+    t_begin = time.monotonic()
+    last_data = None
+    announced = det.fitted
+    if det.fitted:
+        say(f"watching {directory}: detectors fitted on {det.fitted_on}")
+    else:
+        say(f"watching {directory}: warm-up {warmup_s:g} s, then scoring {cfg.window_s:g} s windows "
+            f"every {cfg.stride_s:g} s")
+    try:
+        with CollectorFollower(directory, from_start=from_start) as follower:
+            while True:
+                now = time.monotonic()
+                if duration_s is not None and now - t_begin >= duration_s:
+                    break
+                if idle_exit_s is not None and last_data is not None and now - last_data >= idle_exit_s:
+                    break
+                rows = follower.poll()
+                if rows is None:
+                    time.sleep(poll_s)
+                    continue
+                last_data = time.monotonic()
+                summary.rows += rows.height
+                for v in det.push(rows):
+                    summary.windows += 1
+                    if on_verdict is not None:
+                        on_verdict(v)
+                    if v.phase == "warmup":
+                        summary.warmup_windows += 1
+                    elif v.phase == "gap":
+                        summary.gaps += 1
+                    else:
+                        summary.scored += 1
+                        summary.compute_ms.append(v.compute_ms)
+                        summary.anomalies += int(v.anomalous)
+                        if out is not None:
+                            out.write(json.dumps({"event": "window", **v.to_dict()}, default=float) + "\n")
+                        if show == "all" or (show == "anomalies" and v.anomalous):
+                            say(v.line())
+                    if show == "all" and v.phase != "scored":
+                        say(v.line())
+                    if det.fitted and not announced:
+                        announced = True
+                        summary.fitted_on = det.fitted_on
+                        say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features")
+                        if out is not None:
+                            out.write(json.dumps({"event": "fitted", "on": det.fitted_on,
+                                                  "n_features": len(det.keys or [])}) + "\n")
+                if max_windows is not None and summary.scored >= max_windows:
+                    break
+            summary.follow = follower.stats.as_dict()
+    finally:
+        if out is not None:
+            out.close()
+        summary.seconds = time.monotonic() - t_begin
+    return summary
