@@ -1,0 +1,241 @@
+"""The probe interface and the probe registry.
+
+A probe reads one family of sources (``/proc/stat``, ``perf stat``, NVML, ...).
+It is opened once (files opened, children started, channels discovered), then
+sampled on every tick, then closed. Sampling appends exactly one value per
+integer channel to ``ints`` and one per float channel to ``floats``; a value
+the probe could not read this tick is :data:`MISSING_INT` or ``nan``.
+
+Adding a probe is a subclass and a :func:`register_probe` call::
+
+    @register_probe
+    class Uptime(Probe):
+        name, group = "uptime", "procfs"
+
+        def open(self, ctx):
+            self.fd = ctx.open_ro("/proc/uptime")
+            self.channels = [Channel("System", "uptime", None, "s", counter=False, dtype="f")]
+
+        def sample(self, ints, floats):
+            floats.append(float(os.pread(self.fd, 64, 0).split()[0]))
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Literal
+
+from reveal_lab.telemetry._names import MetricName, format_metric_name
+
+__all__ = [
+    "MISSING_INT",
+    "Channel",
+    "Probe",
+    "ProbeContext",
+    "ProbeUnavailable",
+    "PROBES",
+    "GROUPS",
+    "register_probe",
+    "resolve_probes",
+    "sanitize_instance",
+]
+
+log = logging.getLogger("reveal_lab.collect")
+
+#: sentinel for "no value this tick" in integer channels (stored as null)
+MISSING_INT = -(2**63)
+
+#: probe groups a user can name in ``--probes`` (besides single probe names)
+GROUPS: dict[str, str] = {
+    "procfs": "/proc and /sys readers (no privileges needed)",
+    "cgroup": "cgroup v2 per-container cpu.stat / memory.current / io.stat",
+    "perf": "one long-lived `perf stat -I` child",
+    "turbostat": "one long-lived `turbostat` child",
+    "gpu": "NVML (nvidia-ml-py) or a long-lived `nvidia-smi -lms` child",
+    "self": "the collector's own timing (lag, missed ticks, CPU time)",
+}
+
+
+class ProbeUnavailable(RuntimeError):
+    """A probe cannot run here (missing file, tool, device or permission)."""
+
+
+def sanitize_instance(name: str) -> str:
+    """Instance names may not contain dots, brackets, colons, slashes or spaces.
+
+    >>> sanitize_instance("eth0.100"), sanitize_instance("system.slice/docker-1.scope")
+    ('eth0-100', 'system-slice-docker-1-scope')
+    """
+    out = "".join("-" if c in ".[]:/ \t" else c for c in name.strip()).strip("-")
+    return out or "_"
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """One column a probe produces.
+
+    ``counter`` marks a cumulative counter: stored raw, turned into first
+    differences (``<Source>_diff``) in the dataset view. ``dataset_source``
+    overrides the source used in the dataset view (``""`` keeps the channel out
+    of the dataset view); ``perf`` counts, for instance, keep ``Perf`` without
+    ``_diff`` to match the public dataset.
+    """
+
+    source: str
+    field: str
+    instance: str | None
+    unit: str | None
+    counter: bool = False
+    dtype: Literal["i", "f"] = "i"
+    dataset_source: str | None = None
+
+    def name(self, host: str) -> str:
+        return format_metric_name(MetricName(self.source, self.field, host, self.instance, self.unit))
+
+    def dataset_name(self, host: str) -> str | None:
+        src = self.dataset_source
+        if src == "":
+            return None
+        if src is None:
+            src = self.source + ("_diff" if self.counter else "")
+        diff = src.endswith("_diff")
+        base = src[:-5] if diff else src
+        return format_metric_name(MetricName(base, self.field, host, self.instance, self.unit, diff=diff))
+
+    def to_dict(self, host: str, probe: str) -> dict[str, Any]:
+        """The ``channels.json`` entry (source, field, instance and unit are in ``name``)."""
+        d = asdict(self)
+        return {"name": self.name(host), "dataset": self.dataset_name(host), "probe": probe,
+                "counter": d["counter"], "dtype": d["dtype"], "unit": d["unit"], "field": d["field"],
+                "instance": d["instance"]}
+
+
+@dataclass
+class ProbeContext:
+    """What a probe may use while opening: options and the host name."""
+
+    host: str
+    interval_s: float
+    cgroup_root: str | None = None
+    max_cgroups: int = 16
+    perf_events: tuple[str, ...] | None = None
+    gpu_backend: str = "auto"  # auto | nvml | nvidia-smi
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def open_ro(self, path: str) -> int:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ProbeUnavailable(f"{path} does not exist") from None
+        except PermissionError:
+            raise ProbeUnavailable(f"no permission to read {path} (uid {os.getuid()})") from None
+
+
+def read_all(fd: int, hint: int = 4096) -> bytes:
+    """Read a whole (proc) file from offset 0 with ``pread``; grows the buffer as needed."""
+    size = hint
+    while True:
+        data = os.pread(fd, size, 0)
+        if len(data) < size:
+            return data
+        size *= 4
+
+
+class Probe:
+    """Base class. Subclasses set ``name`` and ``group`` and implement :meth:`open`
+    and :meth:`sample`; :meth:`close` releases files and children."""
+
+    name: ClassVar[str] = ""
+    group: ClassVar[str] = "procfs"
+    #: shown in ``--help`` and meta.json
+    description: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.channels: list[Channel] = []
+        self.info: dict[str, Any] = {}
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def open(self, ctx: ProbeContext) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sample(self, ints: list[int], floats: list[float]) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def close(self) -> None:
+        for fd in getattr(self, "_fds", ()):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    # -- helpers -----------------------------------------------------------------------
+    @property
+    def n_int(self) -> int:
+        return sum(1 for c in self.channels if c.dtype == "i")
+
+    @property
+    def n_float(self) -> int:
+        return sum(1 for c in self.channels if c.dtype == "f")
+
+    def fill_missing(self, ints: list[int], floats: list[float]) -> None:
+        ints.extend([MISSING_INT] * self.n_int)
+        floats.extend([float("nan")] * self.n_float)
+
+
+PROBES: dict[str, type[Probe]] = {}
+
+
+def register_probe(cls: type[Probe]) -> type[Probe]:
+    """Class decorator: make a probe selectable by name and group."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.group not in GROUPS:
+        raise ValueError(f"{cls.__name__}: unknown group {cls.group!r}; expected one of {sorted(GROUPS)}")
+    PROBES[cls.name] = cls
+    return cls
+
+
+def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
+    """Probe names from a ``--probes`` spec such as ``"procfs,perf,-gpu"``.
+
+    Items are probe names or group names (or ``all``); a leading ``-`` removes.
+    Starting with a removal means "everything except". Unknown names raise.
+
+    >>> from reveal_lab.collect import probes  # noqa: F401  (registers the probes)
+    >>> "gpu" in resolve_probes("all,-gpu")
+    False
+    >>> resolve_probes("meminfo,cpu")
+    ['cpu', 'meminfo']
+    """
+    if spec is None:
+        spec = "all"
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if not items:
+        raise ValueError("empty --probes")
+    order = list(PROBES)
+    chosen: set[str] = set()
+    if items[0].startswith("-"):
+        chosen = set(order)
+
+    def expand(item: str) -> set[str]:
+        if item == "all":
+            return set(order)
+        if item in GROUPS:
+            return {n for n, c in PROBES.items() if c.group == item}
+        if item in PROBES:
+            return {item}
+        raise ValueError(f"unknown probe or group {item!r}; probes: {', '.join(order)}; "
+                         f"groups: {', '.join(GROUPS)}, all")
+
+    for it in items:
+        if it.startswith("-"):
+            chosen -= expand(it[1:])
+        else:
+            chosen |= expand(it.lstrip("+"))
+    return [n for n in order if n in chosen]
+
+
+ProbeFactory = Callable[[], Probe]

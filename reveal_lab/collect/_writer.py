@@ -1,0 +1,261 @@
+"""Crash-safe run writer: an append-only journal of compressed chunks, written and
+``fdatasync``-ed every ``flush_s`` seconds, rolled into a zstd Parquet segment every
+``segment_s`` seconds and at a clean stop. See ``FORMAT.md``."""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reveal_lab.collect._format import (
+    CHANNELS_FILE,
+    FORMAT_VERSION,
+    JOURNAL_HEADER,
+    JOURNAL_MAGIC,
+    encode_chunk,
+    journal_name,
+    segment_name,
+)
+from reveal_lab.collect._probe import MISSING_INT
+
+__all__ = ["RunWriter", "DiskFull", "write_json_atomic", "write_segment"]
+
+log = logging.getLogger("reveal_lab.collect")
+
+
+class DiskFull(OSError):
+    """The output filesystem is full; everything flushed before is readable."""
+
+
+def _is_enospc(exc: BaseException) -> bool:
+    return getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON to ``path`` via a temporary file, fsync and rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    data = json.dumps(obj, indent=1, default=str).encode()
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        if _is_enospc(exc):
+            raise DiskFull(errno.ENOSPC, f"disk full writing {path}") from exc
+        raise
+
+
+class RunWriter:
+    """Append samples to ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : Path
+    channels : list of dict
+        One entry per stored channel (ints first, then floats), as in ``channels.json``.
+    flush_s, segment_s : float
+        Journal write+sync period and Parquet roll period (monotonic seconds).
+    """
+
+    def __init__(self, out_dir: Path, channels: list[dict[str, Any]], *, flush_s: float = 1.0,
+                 segment_s: float = 300.0) -> None:
+        self.out = Path(out_dir)
+        self.channels = channels
+        self.ints = [c for c in channels if c["dtype"] == "i"]
+        self.floats = [c for c in channels if c["dtype"] == "f"]
+        self.ni, self.nf = len(self.ints), len(self.floats)
+        self.flush_ns = int(flush_s * 1e9)
+        self.segment_ns = int(segment_s * 1e9)
+        blob = json.dumps(channels, separators=(",", ":")).encode()
+        self.channels_crc = zlib.crc32(blob)
+        self.segment = 0
+        self.n_records = 0
+        self.bytes_segments = 0
+        self.bytes_journal = 0
+        self.fd: int | None = None
+        # the current flush period, as Python lists (cheap to append in the hot loop)
+        self._times: list[tuple[int, int, int]] = []
+        self._ints: list[list[int]] = []
+        self._floats: list[list[float]] = []
+        # the current segment, as numpy blocks (one per flushed chunk)
+        self._seg: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._unwritten = b""
+        try:
+            with open(self.out / CHANNELS_FILE, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:
+            if _is_enospc(exc):
+                raise DiskFull(errno.ENOSPC, f"disk full writing {self.out / CHANNELS_FILE}") from exc
+            raise
+        self._open_journal(0)
+
+    @property
+    def seg_records(self) -> int:
+        return sum(b[0].shape[0] for b in self._seg) + len(self._times)
+
+    # -- journal ---------------------------------------------------------------------------
+    def _open_journal(self, mono_ns: int) -> None:
+        path = self.out / journal_name(self.segment)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        self._unwritten = JOURNAL_HEADER.pack(JOURNAL_MAGIC, FORMAT_VERSION, 0, self.ni, self.nf,
+                                              self.channels_crc, self.segment)
+        self.last_flush = mono_ns
+        self.seg_start: int | None = None
+        self._write_pending()
+        _fsync_dir(self.out)
+
+    def append(self, seq: int, t_wall_ns: int, t_mono_ns: int, ints: list[int], floats: list[float]) -> None:
+        """Queue one sample; it reaches the disk at the next flush (see :meth:`tick`)."""
+        self._times.append((seq, t_wall_ns, t_mono_ns))
+        self._ints.append(ints)
+        self._floats.append(floats)
+        self.n_records += 1
+        if self.seg_start is None:
+            self.seg_start = t_mono_ns
+
+    def tick(self, mono_ns: int) -> None:
+        """Flush and/or roll when due. Raises :class:`DiskFull`."""
+        if mono_ns - self.last_flush >= self.flush_ns:
+            self.flush(mono_ns)
+            if self.seg_start is not None and mono_ns - self.seg_start >= self.segment_ns:
+                self.roll(mono_ns)
+
+    def _write_pending(self) -> None:
+        data = self._unwritten
+        written = 0
+        try:
+            while written < len(data):
+                written += os.write(self.fd, data[written:])  # type: ignore[arg-type]
+            os.fdatasync(self.fd)  # type: ignore[arg-type]
+        except OSError as exc:
+            if _is_enospc(exc):
+                raise DiskFull(errno.ENOSPC, f"disk full writing {self.out / journal_name(self.segment)}") from exc
+            raise
+        finally:
+            # what reached the file stays there; a torn chunk is detected by the reader
+            self.bytes_journal += written
+            self._unwritten = data[written:]
+
+    def flush(self, mono_ns: int | None = None) -> None:
+        """Encode the samples queued since the last flush as one chunk, write it, fdatasync."""
+        if mono_ns is not None:
+            self.last_flush = mono_ns
+        if self._times:
+            times = np.array(self._times, dtype=np.int64)
+            ints = np.array(self._ints, dtype=np.int64).reshape(len(self._times), self.ni)
+            floats = np.array(self._floats, dtype=np.float64).reshape(len(self._times), self.nf)
+            self._times, self._ints, self._floats = [], [], []
+            self._seg.append((times, ints, floats))
+            self._unwritten += encode_chunk(times, ints, floats)
+        if self._unwritten and self.fd is not None:
+            self._write_pending()
+
+    # -- segments --------------------------------------------------------------------------
+    def roll(self, mono_ns: int) -> None:
+        """Write the current segment as Parquet, then drop its journal."""
+        self.flush(mono_ns)
+        if not self._seg:
+            return
+        path = self.out / segment_name(self.segment)
+        tmp = path.with_name(path.name + ".tmp")
+        try:
+            write_segment(tmp, np.vstack([b[0] for b in self._seg]), np.vstack([b[1] for b in self._seg]),
+                          np.vstack([b[2] for b in self._seg]), self.ints, self.floats, {"segment": self.segment})
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            _fsync_dir(self.out)
+        except OSError as exc:
+            try:
+                tmp.unlink()
+            except OSError:
+                pass
+            if _is_enospc(exc):
+                raise DiskFull(errno.ENOSPC, f"disk full writing {path}; journal "
+                               f"{journal_name(self.segment)} keeps the segment's samples") from exc
+            raise
+        self.bytes_segments += path.stat().st_size
+        os.close(self.fd)  # type: ignore[arg-type]
+        self.fd = None
+        os.unlink(self.out / journal_name(self.segment))
+        self._seg = []
+        self.segment += 1
+        self._open_journal(mono_ns)
+
+    def close(self, mono_ns: int, *, roll: bool = True) -> None:
+        """Final flush (and roll into Parquet unless ``roll=False``, e.g. on a full disk)."""
+        try:
+            if roll:
+                self.roll(mono_ns)
+            elif self.fd is not None:
+                try:
+                    self.flush(mono_ns)
+                except DiskFull:
+                    pass
+        finally:
+            if self.fd is not None:
+                os.close(self.fd)
+                self.fd = None
+                if roll and not self._seg:  # the fresh journal after the last roll holds no sample
+                    try:
+                        os.unlink(self.out / journal_name(self.segment))
+                    except OSError:
+                        pass
+
+
+def write_segment(path: Path, times: np.ndarray, ints: np.ndarray, floats: np.ndarray,
+                  int_channels: list[dict], float_channels: list[dict], meta: dict) -> None:
+    """One Parquet file: ``seq, t_wall_ns, t_mono_ns`` and one column per channel.
+
+    Integer channels use DELTA_BINARY_PACKED (a cumulative counter costs a few bits
+    a sample), floats BYTE_STREAM_SPLIT, all zstd-compressed; no statistics and no
+    embedded Arrow schema (the column metadata of ~700 channels would dominate).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    cols: dict[str, pa.Array] = {name: pa.array(np.ascontiguousarray(times[:, j]), type=pa.int64())
+                                 for j, name in enumerate(("seq", "t_wall_ns", "t_mono_ns"))}
+    enc = dict.fromkeys(cols, "DELTA_BINARY_PACKED")
+    if int_channels:
+        mat = np.ascontiguousarray(ints.T)
+        for j, c in enumerate(int_channels):
+            col = mat[j]
+            miss = col == MISSING_INT
+            cols[c["name"]] = pa.array(col, mask=miss if miss.any() else None, type=pa.int64())
+            enc[c["name"]] = "DELTA_BINARY_PACKED"
+    if float_channels:
+        mat = np.ascontiguousarray(floats.T)
+        for j, c in enumerate(float_channels):
+            cols[c["name"]] = pa.array(mat[j], type=pa.float64())
+            enc[c["name"]] = "BYTE_STREAM_SPLIT"
+    table = pa.table(cols).replace_schema_metadata({"reveal_lab.collector": json.dumps(meta)})
+    pq.write_table(table, path, compression="zstd", compression_level=9, use_dictionary=False,
+                   column_encoding=enc, write_statistics=False, store_schema=False)

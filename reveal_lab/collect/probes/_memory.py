@@ -1,0 +1,102 @@
+"""``/proc/meminfo`` and ``/proc/vmstat``."""
+
+from __future__ import annotations
+
+import re
+
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
+from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+
+
+def _meminfo_index(data: bytes) -> Layout:
+    mapping: dict = {}
+    anchors: dict[int, bytes] = {}
+    for off, toks in lines_tokens(data):
+        if len(toks) >= 2 and toks[0].endswith(b":"):
+            key = toks[0][:-1].decode()
+            mapping[(key, toks[2].decode() if len(toks) > 2 else "")] = off + 1
+            anchors[off] = toks[0]
+    return mapping, anchors
+
+
+@register_probe
+class MemInfo(Probe):
+    """Every ``/proc/meminfo`` line as a gauge (kB, or a count for HugePages_*)."""
+
+    name, group = "meminfo", "procfs"
+    description = "/proc/meminfo: all fields (kB)"
+
+    def open(self, ctx: ProbeContext) -> None:
+        self.table = Table(ctx, "/proc/meminfo", _meminfo_index)
+        self.channels = [
+            Channel("Memory", sanitize_field(key), None, unit or "count") for key, unit in self.table.keys
+        ]
+
+    def sample(self, ints: list[int], floats: list[float]) -> None:
+        ints.extend(self.table.values())
+
+    def close(self) -> None:
+        self.table.close()
+
+
+def sanitize_field(name: str) -> str:
+    """``Active(anon)`` → ``Active_anon``: fields keep to ``[A-Za-z0-9_%-]``."""
+    return re.sub(r"[^A-Za-z0-9_%-]+", "_", name).strip("_")
+
+
+#: /proc/vmstat keys kept by default: dirty/writeback, reclaim, swap, faults, THP,
+#: compaction, OOM, NUMA and working set (the full file has ~190 keys).
+VMSTAT_KEYS = re.compile(
+    r"^(nr_(free_pages|dirty|writeback|dirtied|written|file_pages|anon_pages|mapped|shmem|slab_reclaimable|"
+    r"slab_unreclaimable|inactive_anon|active_anon|inactive_file|active_file|unevictable|anon_transparent_hugepages|"
+    r"swapcached|kernel_stack|page_table_pages)|pgpgin|pgpgout|pswpin|pswpout|pgfault|pgmajfault|pgalloc_normal|"
+    r"pgfree|pgactivate|pgdeactivate|pgsteal_(kswapd|direct)|pgscan_(kswapd|direct)|allocstall_normal|"
+    r"workingset_(refault_anon|refault_file|activate_anon|activate_file)|oom_kill|compact_(stall|fail|success)|"
+    r"thp_fault_alloc|thp_fault_fallback|thp_collapse_alloc|numa_(hit|miss|foreign|local|other)|"
+    r"htlb_buddy_alloc_success|drop_pagecache|kswapd_low_wmark_hit_quickly|pgmigrate_success)$"
+)
+
+
+def _vmstat_index(data: bytes) -> Layout:
+    mapping: dict = {}
+    anchors: dict[int, bytes] = {}
+    for off, toks in lines_tokens(data):
+        if len(toks) == 2:
+            mapping[toks[0].decode()] = off + 1
+            anchors[off] = toks[0]
+    return mapping, anchors
+
+
+@register_probe
+class VmStat(Probe):
+    """``/proc/vmstat``: ``nr_*`` gauges (pages) and cumulative event counters.
+
+    ``ctx.options["vmstat_all"] = True`` keeps every key instead of the default set.
+    """
+
+    name, group = "vmstat", "procfs"
+    description = "/proc/vmstat: dirty, writeback, swap, page faults, reclaim, THP, NUMA"
+
+    def open(self, ctx: ProbeContext) -> None:
+        keep_all = bool(ctx.options.get("vmstat_all"))
+
+        def index(data: bytes) -> Layout:
+            mapping, anchors = _vmstat_index(data)
+            if not keep_all:
+                keep = {k: v for k, v in mapping.items() if VMSTAT_KEYS.match(k)}
+                anchors = {v - 1: anchors[v - 1] for v in keep.values()}
+                mapping = keep
+            return mapping, anchors
+
+        self.table = Table(ctx, "/proc/vmstat", index)
+        self.channels = [
+            Channel("Vmstat", k, None, "pages", counter=False) if k.startswith("nr_") and k not in
+            ("nr_dirtied", "nr_written") else Channel("Vmstat", k, None, "count", counter=True)
+            for k in self.table.keys
+        ]
+
+    def sample(self, ints: list[int], floats: list[float]) -> None:
+        ints.extend(self.table.values())
+
+    def close(self) -> None:
+        self.table.close()
