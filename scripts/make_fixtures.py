@@ -209,31 +209,142 @@ class RunSpec:
 
 
 GPU_RUNS = [
-    RunSpec("train_separated", "train", "BARTBASE", "TableQuestionAnswering", "default",
-            "2025-04-26T13-38-18", "htc-g004", 34, "train", "nonllm"),
-    RunSpec("train_separated", "train", "VGG16", "ImageClassification", "CIFAR10",
-            "2025-05-11T12-27-13", "htc-g003", 31, "train", "nonllm"),
-    RunSpec("train_separated", "data", "LLAMA", "TextClassification", "imdb",
-            "2025-05-02T09-10-11", "htc-g004", 33, "fine-tuning", "llm"),
-    RunSpec("infer_separated", "infer", "Resnet18", "ImageClassification", "CIFAR10",
-            "2025-05-12T10-00-05", "htc-g003", 30, "infer", "nonllm"),
-    RunSpec("infer_separated", "infer", "ViTB16", "ImageSemanticSegmentation", "scene_parse_150",
-            "2025-05-13T08-15-30", "htc-g004", 32, "infer", "nonllm"),
-    RunSpec("infer_separated", "infer", "BERTBASE", "TextClassification", "imdb",
-            "2025-05-14T16-42-09", "htc-g003", 30, "infer", "nonllm"),
+    RunSpec(
+        "train_separated",
+        "train",
+        "BARTBASE",
+        "TableQuestionAnswering",
+        "default",
+        "2025-04-26T13-38-18",
+        "htc-g004",
+        34,
+        "train",
+        "nonllm",
+    ),
+    RunSpec(
+        "train_separated",
+        "train",
+        "VGG16",
+        "ImageClassification",
+        "CIFAR10",
+        "2025-05-11T12-27-13",
+        "htc-g003",
+        31,
+        "train",
+        "nonllm",
+    ),
+    RunSpec(
+        "train_separated",
+        "data",
+        "LLAMA",
+        "TextClassification",
+        "imdb",
+        "2025-05-02T09-10-11",
+        "htc-g004",
+        33,
+        "fine-tuning",
+        "llm",
+    ),
+    RunSpec(
+        "infer_separated",
+        "infer",
+        "Resnet18",
+        "ImageClassification",
+        "CIFAR10",
+        "2025-05-12T10-00-05",
+        "htc-g003",
+        30,
+        "infer",
+        "nonllm",
+    ),
+    RunSpec(
+        "infer_separated",
+        "infer",
+        "ViTB16",
+        "ImageSemanticSegmentation",
+        "scene_parse_150",
+        "2025-05-13T08-15-30",
+        "htc-g004",
+        32,
+        "infer",
+        "nonllm",
+    ),
+    RunSpec(
+        "infer_separated",
+        "infer",
+        "BERTBASE",
+        "TextClassification",
+        "imdb",
+        "2025-05-14T16-42-09",
+        "htc-g003",
+        30,
+        "infer",
+        "nonllm",
+    ),
 ]
 
 CPU_RUNS = [
-    RunSpec("train_separated", "train", "Resnet50", "ImageClassification", "CIFAR10",
-            "2025-06-03T11-02-44", "nserver07", 35, "train", "nonllm"),
-    RunSpec("train_separated", "data", "MISTRAL", "TextClassification", "imdb",
-            "2025-06-04T07-30-00", "nserver15", 31, "fine-tuning", "llm"),
-    RunSpec("train_separated", "train", "BERTLARGE", "TextClassification", "imdb",
-            "2025-06-05T14-20-31", "nserver07", 30, "train", "nonllm", extra_host="nserver08"),
-    RunSpec("infer_separated", "infer", "VGG19", "ImageClassification", "CIFAR10",
-            "2025-06-06T09-45-12", "nserver08", 30, "infer", "nonllm"),
-    RunSpec("infer_separated", "infer", "BARTLARGE", "TableQuestionAnswering", "default",
-            "2025-06-07T18-05-55", "nserver15", 31, "infer", "nonllm"),
+    RunSpec(
+        "train_separated",
+        "train",
+        "Resnet50",
+        "ImageClassification",
+        "CIFAR10",
+        "2025-06-03T11-02-44",
+        "nserver07",
+        35,
+        "train",
+        "nonllm",
+    ),
+    RunSpec(
+        "train_separated",
+        "data",
+        "MISTRAL",
+        "TextClassification",
+        "imdb",
+        "2025-06-04T07-30-00",
+        "nserver15",
+        31,
+        "fine-tuning",
+        "llm",
+    ),
+    RunSpec(
+        "train_separated",
+        "train",
+        "BERTLARGE",
+        "TextClassification",
+        "imdb",
+        "2025-06-05T14-20-31",
+        "nserver07",
+        30,
+        "train",
+        "nonllm",
+        extra_host="nserver08",
+    ),
+    RunSpec(
+        "infer_separated",
+        "infer",
+        "VGG19",
+        "ImageClassification",
+        "CIFAR10",
+        "2025-06-06T09-45-12",
+        "nserver08",
+        30,
+        "infer",
+        "nonllm",
+    ),
+    RunSpec(
+        "infer_separated",
+        "infer",
+        "BARTLARGE",
+        "TableQuestionAnswering",
+        "default",
+        "2025-06-07T18-05-55",
+        "nserver15",
+        31,
+        "infer",
+        "nonllm",
+    ),
 ]
 
 
@@ -298,8 +409,9 @@ def make_run(spec: RunSpec, columns: list[Col], rng: np.random.Generator) -> tup
     phase = np.clip(t / 3.0, 0, 1) * (0.5 + 0.5 * np.sin(2 * np.pi * t / rng.uniform(4, 9)) ** 2)
     hosts = [spec.host] + ([spec.extra_host] if spec.extra_host else [])
     header = [""]
-    cells: list[list[str]] = [[ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}"
-                               for ts in times]]
+    cells: list[list[str]] = [
+        [ts.strftime("%Y-%m-%d %H:%M:%S.") + f"{ts.microsecond // 1000:03d}" for ts in times]
+    ]
     for h_i, host in enumerate(hosts):
         for col in columns:
             header.append(col.name.format(host=host))
@@ -320,8 +432,9 @@ def _zip_write(z: zipfile.ZipFile, name: str, data: bytes, when: tuple[int, ...]
     z.writestr(info, data, compresslevel=9)
 
 
-def write_archive(path: Path, runs: list[RunSpec], columns: list[Col], rng: np.random.Generator,
-                  ds_store: bool) -> list[dict]:
+def write_archive(
+    path: Path, runs: list[RunSpec], columns: list[Col], rng: np.random.Generator, ds_store: bool
+) -> list[dict]:
     rows = []
     when = (2025, 10, 1, 0, 0, 0)
     with zipfile.ZipFile(path, "w") as z:
@@ -332,17 +445,35 @@ def write_archive(path: Path, runs: list[RunSpec], columns: list[Col], rng: np.r
             for spec in (r for r in runs if r.split == split):
                 data, n_rows, n_cols = make_run(spec, columns, rng)
                 _zip_write(z, f"{split}/{spec.file_name}", data, when)
-                rows.append({
-                    "source_file": f"./{split}/{spec.file_name}", "n_rows": n_rows, "n_cols": n_cols,
-                    "phase": spec.phase, "mode": spec.mode, "model": spec.model, "task": spec.task,
-                    "dataset": spec.dataset, "model_task": f"{spec.model}__{spec.task}",
-                    "workload": f"{spec.model}__{spec.task}__{spec.dataset}",
-                })
+                rows.append(
+                    {
+                        "source_file": f"./{split}/{spec.file_name}",
+                        "n_rows": n_rows,
+                        "n_cols": n_cols,
+                        "phase": spec.phase,
+                        "mode": spec.mode,
+                        "model": spec.model,
+                        "task": spec.task,
+                        "dataset": spec.dataset,
+                        "model_task": f"{spec.model}__{spec.task}",
+                        "workload": f"{spec.model}__{spec.task}__{spec.dataset}",
+                    }
+                )
     return rows
 
 
-META_FIELDS = ["source_file", "n_rows", "n_cols", "phase", "mode", "model", "task", "dataset",
-               "model_task", "workload"]
+META_FIELDS = [
+    "source_file",
+    "n_rows",
+    "n_cols",
+    "phase",
+    "mode",
+    "model",
+    "task",
+    "dataset",
+    "model_task",
+    "workload",
+]
 
 
 def write_meta(path: Path, rows: list[dict]) -> None:
@@ -369,19 +500,34 @@ def main(argv: list[str] | None = None) -> int:
     # meta_gpu.csv does not match its files, like the real one: the LLAMA fine-tuning run and
     # one inference run are unlisted, a Resnet50 run is listed without a file, and the VGG16
     # row has a wrong n_rows.
-    gpu_meta = [dict(r) for r in gpu_rows if "LLAMA" not in r["source_file"] and "BERTBASE" not in r["source_file"]]
+    gpu_meta = [
+        dict(r) for r in gpu_rows if "LLAMA" not in r["source_file"] and "BERTBASE" not in r["source_file"]
+    ]
     for r in gpu_meta:
         if "VGG16" in r["source_file"]:
             r["n_rows"] = int(r["n_rows"]) + 17
-    gpu_meta.insert(1, {
-        "source_file": "./train_separated/train_Resnet50forImageClassification_CIFAR10_2025-05-09T08-00-00_htc-g003.txt",
-        "n_rows": 412, "n_cols": 78, "phase": "train", "mode": "nonllm", "model": "Resnet50",
-        "task": "ImageClassification", "dataset": "CIFAR10", "model_task": "Resnet50__ImageClassification",
-        "workload": "Resnet50__ImageClassification__CIFAR10",
-    })
+    gpu_meta.insert(
+        1,
+        {
+            "source_file": "./train_separated/"
+            "train_Resnet50forImageClassification_CIFAR10_2025-05-09T08-00-00_htc-g003.txt",
+            "n_rows": 412,
+            "n_cols": 78,
+            "phase": "train",
+            "mode": "nonllm",
+            "model": "Resnet50",
+            "task": "ImageClassification",
+            "dataset": "CIFAR10",
+            "model_task": "Resnet50__ImageClassification",
+            "workload": "Resnet50__ImageClassification__CIFAR10",
+        },
+    )
     write_meta(out / "meta_gpu.csv", gpu_meta)
     total = sum(p.stat().st_size for p in out.iterdir())
-    print(f"wrote {out} ({total / 1e6:.2f} MB): GPU {len(gpu_rows)} runs, CPU {len(cpu_rows)} runs, seed {args.seed}")
+    print(
+        f"wrote {out} ({total / 1e6:.2f} MB): GPU {len(gpu_rows)} runs, CPU {len(cpu_rows)} runs, "
+        f"seed {args.seed}"
+    )
     return 0
 
 

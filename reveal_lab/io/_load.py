@@ -72,8 +72,9 @@ def _kv_meta(data: bytes | Path) -> dict[str, Any] | None:
     return None
 
 
-def read_parquet_run(source: str | Path | bytes | BinaryIO, name: str | None = None, *,
-                     meta: RunMeta | None = None) -> Run:
+def read_parquet_run(
+    source: str | Path | bytes | BinaryIO, name: str | None = None, *, meta: RunMeta | None = None
+) -> Run:
     """Read a canonical Parquet run.
 
     Metadata comes from the file's key-value metadata; fields it lacks are filled from
@@ -90,10 +91,18 @@ def read_parquet_run(source: str | Path | bytes | BinaryIO, name: str | None = N
         frame = pl.read_parquet(io.BytesIO(data))
         stored = _kv_meta(data)
     except Exception as exc:  # noqa: BLE001 - pyarrow/polars raise many types for bad files
-        raise TelemetryError(f"not a readable Parquet file ({type(exc).__name__}: {exc})", path=label) from None
-    if TIMESTAMP in frame.columns and isinstance(frame.schema[TIMESTAMP], pl.Datetime) \
-            and frame.schema[TIMESTAMP] != TIMESTAMP_DTYPE:
-        notes.append(f"{label}: timestamp stored as {frame.schema[TIMESTAMP]}, converted to {TIMESTAMP_DTYPE}")
+        raise TelemetryError(
+            f"not a readable Parquet file ({type(exc).__name__}: {exc})", path=label
+        ) from None
+    if (
+        TIMESTAMP in frame.columns
+        and isinstance(frame.schema[TIMESTAMP], pl.Datetime)
+        and frame.schema[TIMESTAMP] != TIMESTAMP_DTYPE
+    ):
+        notes.append(
+            f"{label}: timestamp stored as {frame.schema[TIMESTAMP].time_unit} units, "
+            "converted to datetime[ms]"
+        )
         frame = frame.with_columns(pl.col(TIMESTAMP).dt.replace_time_zone(None).cast(TIMESTAMP_DTYPE))
     casts = [c for c, t in frame.schema.items() if c != TIMESTAMP and t.is_numeric() and t != pl.Float64]
     if casts:
@@ -104,7 +113,17 @@ def read_parquet_run(source: str | Path | bytes | BinaryIO, name: str | None = N
     base = meta if meta is not None else meta_from_name(label)
     if stored:
         m = RunMeta.from_dict(stored)
-        for f in ("workload", "model", "task", "dataset", "phase", "mode", "platform", "start_time", "interval_ms"):
+        for f in (
+            "workload",
+            "model",
+            "task",
+            "dataset",
+            "phase",
+            "mode",
+            "platform",
+            "start_time",
+            "interval_ms",
+        ):
             if getattr(m, f) is None:
                 setattr(m, f, getattr(base, f))
         m.extra = {**base.extra, **m.extra}
@@ -135,10 +154,12 @@ def _meta_for_file(path: Path) -> RunMeta:
             hit = table.filter(pl.col("run_id") == meta.run_id)
             if hit.height:
                 r = hit.row(0, named=True)
-                meta.platform = meta.platform or csv.stem[len("meta_"):].lower()
+                meta.platform = meta.platform or csv.stem[len("meta_") :].lower()
                 meta.phase = r.get("phase") or meta.phase
                 meta.mode = r.get("mode") or meta.mode
-                meta.extra.update({"n_rows": r.get("n_rows"), "n_cols": r.get("n_cols"), "meta_file": str(csv)})
+                meta.extra.update(
+                    {"n_rows": r.get("n_rows"), "n_cols": r.get("n_cols"), "meta_file": str(csv)}
+                )
                 return meta
     return meta
 
@@ -181,8 +202,11 @@ def load_run(path: str | Path, **options: Any) -> Run:
             from reveal_lab.io._collector import read_collector_run
 
             return read_collector_run(p, **options)
-        raise TelemetryError("a folder without meta.json is not a collector run; for a dataset folder use "
-                             "reveal_lab.io.open_dataset(path)", path=str(p))
+        raise TelemetryError(
+            "a folder without meta.json is not a collector run; for a dataset folder use "
+            "reveal_lab.io.open_dataset(path)",
+            path=str(p),
+        )
     suffix = p.suffix.lower()
     if suffix in (".txt", ".tsv"):
         meta = _meta_for_file(p)
@@ -192,7 +216,11 @@ def load_run(path: str | Path, **options: Any) -> Run:
         meta = _meta_for_file(p)
         return read_parquet_run(p, meta=meta)
     if suffix == ".zip":
-        raise TelemetryError("an archive holds many runs: open it with reveal_lab.io.open_dataset(path), "
-                             "or name one member as ARCHIVE.zip::member", path=str(p))
-    raise TelemetryError(f"unknown run file type {suffix!r}; expected a collector folder, .txt/.tsv or .parquet",
-                         path=str(p))
+        raise TelemetryError(
+            "an archive holds many runs: open it with reveal_lab.io.open_dataset(path), "
+            "or name one member as ARCHIVE.zip::member",
+            path=str(p),
+        )
+    raise TelemetryError(
+        f"unknown run file type {suffix!r}; expected a collector folder, .txt/.tsv or .parquet", path=str(p)
+    )

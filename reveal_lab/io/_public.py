@@ -24,7 +24,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -50,8 +50,13 @@ _PLATFORM_RE = re.compile(r"(?i)(?:^|[^a-z])(gpu|cpu|lab)(?:[^a-z]|$)")
 #: models the paper runs as LLM fine-tuning (``mode="llm"`` when no meta row says otherwise)
 LLM_MODELS: frozenset[str] = frozenset({"DEEPSEEK", "LLAMA", "MISTRAL"})
 #: ``prefix`` of the file name → phase, when no meta row says otherwise
-PREFIX_PHASE: dict[str, str] = {"data": "fine-tuning", "train": "train", "infer": "infer",
-                                "inference": "infer", "test": "infer"}
+PREFIX_PHASE: dict[str, str] = {
+    "data": "fine-tuning",
+    "train": "train",
+    "infer": "infer",
+    "inference": "infer",
+    "test": "infer",
+}
 
 _NAME_RE = re.compile(
     r"^(?P<prefix>[A-Za-z][A-Za-z0-9]*)_(?P<model>[A-Za-z0-9.\-]+?)for(?P<task>[A-Z][A-Za-z0-9]*)_"
@@ -96,7 +101,8 @@ class RunFileName:
 
     @property
     def run_id(self) -> str:
-        return f"{self.prefix}_{self.model}for{self.task}_{self.dataset}_{self.start:%Y-%m-%dT%H-%M-%S}_{self.host}"
+        when = f"{self.start:%Y-%m-%dT%H-%M-%S}"
+        return f"{self.prefix}_{self.model}for{self.task}_{self.dataset}_{when}_{self.host}"
 
     @property
     def workload(self) -> str:
@@ -131,8 +137,15 @@ def parse_run_filename(name: str) -> RunFileName | None:
         start = dt.datetime.strptime(m.group("start"), "%Y-%m-%dT%H-%M-%S")
     except ValueError:
         return None
-    return RunFileName(m.group("prefix"), m.group("model"), m.group("task"), m.group("dataset"), start,
-                       m.group("host"), m.group("suffix") or "")
+    return RunFileName(
+        m.group("prefix"),
+        m.group("model"),
+        m.group("task"),
+        m.group("dataset"),
+        start,
+        m.group("host"),
+        m.group("suffix") or "",
+    )
 
 
 def _derive_phase(prefix: str | None, split: str | None) -> str | None:
@@ -160,9 +173,18 @@ def meta_from_name(name: str, platform: str | None = None) -> RunMeta:
     if r is None:
         return RunMeta(run_id=stem, platform=platform, source_path=str(name))
     return RunMeta(
-        run_id=r.run_id, hosts=(r.host,), workload=r.workload, model=r.model, task=r.task, dataset=r.dataset,
-        phase=_derive_phase(r.prefix, None), mode=_derive_mode(r.prefix, r.model), platform=platform,
-        source_path=str(name), start_time=r.start.isoformat(), extra={"prefix": r.prefix},
+        run_id=r.run_id,
+        hosts=(r.host,),
+        workload=r.workload,
+        model=r.model,
+        task=r.task,
+        dataset=r.dataset,
+        phase=_derive_phase(r.prefix, None),
+        mode=_derive_mode(r.prefix, r.model),
+        platform=platform,
+        source_path=str(name),
+        start_time=r.start.isoformat(),
+        extra={"prefix": r.prefix},
     )
 
 
@@ -189,8 +211,10 @@ def _zip_members(path: Path, skipped: list[str]) -> list[_Member]:
         with zipfile.ZipFile(path) as z:
             infos = z.infolist()
     except zipfile.BadZipFile as exc:
-        raise TelemetryError(f"not a readable zip archive ({exc}); re-download it "
-                             "(reveal-lab dataset pull) or check the copy", path=str(path)) from None
+        raise TelemetryError(
+            f"not a readable zip archive ({exc}); re-download it (reveal-lab dataset pull) or check the copy",
+            path=str(path),
+        ) from None
     except OSError as exc:
         raise TelemetryError(f"cannot read the archive ({exc})", path=str(path)) from None
     out = []
@@ -220,7 +244,9 @@ def _dir_members(split_dir: Path, skipped: list[str]) -> list[_Member]:
         if p.suffix.lower() not in MEMBER_SUFFIXES:
             skipped.append(str(p))
             continue
-        out.append(_Member(str(p), None, split.group("split").lower(), p.stat().st_size, split_dir.parent.name))
+        out.append(
+            _Member(str(p), None, split.group("split").lower(), p.stat().st_size, split_dir.parent.name)
+        )
     return out
 
 
@@ -236,18 +262,33 @@ def _find_split_dirs(root: Path, depth: int = 2) -> list[Path]:
     return found
 
 
-META_COLUMNS = ("source_file", "n_rows", "n_cols", "phase", "mode", "model", "task", "dataset",
-                "model_task", "workload")
+META_COLUMNS = (
+    "source_file",
+    "n_rows",
+    "n_cols",
+    "phase",
+    "mode",
+    "model",
+    "task",
+    "dataset",
+    "model_task",
+    "workload",
+)
 
 
 def _read_meta_csv(path: Path) -> pl.DataFrame:
     try:
         df = pl.read_csv(path, infer_schema=False)
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise TelemetryError(f"cannot read the metadata table ({str(exc).splitlines()[0]})", path=str(path)) from None
+        raise TelemetryError(
+            f"cannot read the metadata table ({str(exc).splitlines()[0]})", path=str(path)
+        ) from None
     if "source_file" not in df.columns:
-        raise TelemetryError(f"no 'source_file' column (found {df.columns[:6]}); expected the columns "
-                             f"{list(META_COLUMNS)}", path=str(path), line=1)
+        raise TelemetryError(
+            f"no 'source_file' column (found {df.columns[:6]}); expected the columns {list(META_COLUMNS)}",
+            path=str(path),
+            line=1,
+        )
     casts = [pl.col(c).cast(pl.Int64, strict=False) for c in ("n_rows", "n_cols") if c in df.columns]
     df = df.with_columns(casts)
     for c in META_COLUMNS:
@@ -286,10 +327,13 @@ class Reconciliation:
     def summary(self) -> str:
         lines = []
         for r in self.per_platform.iter_rows(named=True):
-            state = "matches its files" if r["missing"] == r["extra"] == r["disagreements"] == 0 else "MISMATCH"
+            state = (
+                "matches its files" if r["missing"] == r["extra"] == r["disagreements"] == 0 else "MISMATCH"
+            )
             lines.append(
-                f"{r['platform']}: {r['meta_file'] or 'no meta file'}: {r['meta_rows']} rows, {r['files']} files, "
-                f"{r['matched']} matched, {r['missing']} listed without a file, {r['extra']} files not listed, "
+                f"{r['platform']}: {r['meta_file'] or 'no meta file'}: {r['meta_rows']} rows, "
+                f"{r['files']} files, {r['matched']} matched, {r['missing']} listed without a file, "
+                f"{r['extra']} files not listed, "
                 f"{r['disagreements']} disagreements — {state}"
             )
         return "\n".join(lines)
@@ -302,8 +346,15 @@ class Dataset:
     :meth:`close` (or a ``with`` block) releases them.
     """
 
-    def __init__(self, root: Path, index: pl.DataFrame, meta_tables: dict[str, pl.DataFrame],
-                 meta_files: dict[str, str], warnings: list[str], skipped: list[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        index: pl.DataFrame,
+        meta_tables: dict[str, pl.DataFrame],
+        meta_files: dict[str, str],
+        warnings: list[str],
+        skipped: list[str],
+    ) -> None:
         self.root = root
         self._index = index
         self.meta_tables = meta_tables
@@ -364,8 +415,14 @@ class Dataset:
                 continue
             values = [value] if isinstance(value, str) else list(value)
             expr = expr & pl.col(key).cast(pl.String).is_in(values)
-        out = Dataset(self.root, self._index.filter(expr), self.meta_tables, self.meta_files, self.warnings,
-                      self.skipped)
+        out = Dataset(
+            self.root,
+            self._index.filter(expr),
+            self.meta_tables,
+            self.meta_files,
+            self.warnings,
+            self.skipped,
+        )
         out._zips = self._zips  # share open archives
         return out
 
@@ -373,7 +430,9 @@ class Dataset:
         rows = self._index.filter(pl.col("run_id") == run_id)
         if rows.is_empty():
             close = [r for r in self.run_ids if run_id in r][:3]
-            raise KeyError(f"no run {run_id!r} in {self.root}" + (f"; did you mean {close}?" if close else ""))
+            raise KeyError(
+                f"no run {run_id!r} in {self.root}" + (f"; did you mean {close}?" if close else "")
+            )
         return rows.row(0, named=True)
 
     # -- reading ----------------------------------------------------------------------------------
@@ -408,8 +467,11 @@ class Dataset:
             with self.open_member(run_id) as f:
                 return f.read()
         except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-            raise TelemetryError(f"corrupt archive member ({type(exc).__name__}: {exc}); the archive "
-                                 "is damaged: re-download it", path=self._label(row)) from None
+            raise TelemetryError(
+                f"corrupt archive member ({type(exc).__name__}: {exc}); the archive "
+                "is damaged: re-download it",
+                path=self._label(row),
+            ) from None
 
     def header(self, run_id: str) -> list[str]:
         """Column names of one run (reads only the header, streamed)."""
@@ -430,9 +492,17 @@ class Dataset:
         """The metadata the index knows for a run (before reading it)."""
         r = self.row(run_id)
         return RunMeta(
-            run_id=r["run_id"], hosts=(r["host"],) if r["host"] else (), workload=r["workload"], model=r["model"],
-            task=r["task"], dataset=r["dataset"], phase=r["phase"], mode=r["mode"], platform=r["platform"],
-            source_path=self._label(r), start_time=r["start"].isoformat() if r["start"] else None,
+            run_id=r["run_id"],
+            hosts=(r["host"],) if r["host"] else (),
+            workload=r["workload"],
+            model=r["model"],
+            task=r["task"],
+            dataset=r["dataset"],
+            phase=r["phase"],
+            mode=r["mode"],
+            platform=r["platform"],
+            source_path=self._label(r),
+            start_time=r["start"].isoformat() if r["start"] else None,
             extra={k: r[k] for k in ("prefix", "split", "archive", "member", "in_meta", "n_rows", "n_cols")},
         )
 
@@ -479,14 +549,30 @@ class Dataset:
             meta = self.meta_tables.get(plat)
             n_dis = 0
             if meta is None:
-                per.append({"platform": plat, "meta_file": None, "meta_rows": 0, "files": files.height,
-                            "matched": 0, "missing": 0, "extra": 0, "disagreements": 0})
+                per.append(
+                    {
+                        "platform": plat,
+                        "meta_file": None,
+                        "meta_rows": 0,
+                        "files": files.height,
+                        "matched": 0,
+                        "missing": 0,
+                        "extra": 0,
+                        "disagreements": 0,
+                    }
+                )
                 continue
             ids = set(files.get_column("run_id").to_list())
             meta_ids = set(meta.get_column("run_id").to_list())
             for r in meta.filter(~pl.col("run_id").is_in(list(ids))).iter_rows(named=True):
-                missing.append({"platform": plat, "run_id": r["run_id"], "source_file": r["source_file"],
-                                "meta_line": r["meta_line"]})
+                missing.append(
+                    {
+                        "platform": plat,
+                        "run_id": r["run_id"],
+                        "source_file": r["source_file"],
+                        "meta_line": r["meta_line"],
+                    }
+                )
             for r in files.filter(~pl.col("run_id").is_in(list(meta_ids))).iter_rows(named=True):
                 extra.append({"platform": plat, "run_id": r["run_id"], "member": self._label(r)})
             joined = files.join(meta, on="run_id", how="inner", suffix="_meta")
@@ -494,42 +580,105 @@ class Dataset:
                 name = parse_run_filename(r["run_id"])
                 file_vals: dict[str, Any] = {}
                 if name is not None:
-                    file_vals = {"model": name.model, "task": name.task, "dataset": name.dataset,
-                                 "workload": name.workload}
+                    file_vals = {
+                        "model": name.model,
+                        "task": name.task,
+                        "dataset": name.dataset,
+                        "workload": name.workload,
+                    }
                 for f, v in file_vals.items():
                     mv = r.get(f"{f}_meta")
                     if mv is not None and str(mv) != str(v):
-                        dis.append({"platform": plat, "run_id": r["run_id"], "field": f, "meta": str(mv),
-                                    "file": str(v)})
+                        dis.append(
+                            {
+                                "platform": plat,
+                                "run_id": r["run_id"],
+                                "field": f,
+                                "meta": str(mv),
+                                "file": str(v),
+                            }
+                        )
                 if r.get("split_meta") and r["split"] and r["split_meta"] != r["split"]:
-                    dis.append({"platform": plat, "run_id": r["run_id"], "field": "split",
-                                "meta": r["split_meta"], "file": r["split"]})
+                    dis.append(
+                        {
+                            "platform": plat,
+                            "run_id": r["run_id"],
+                            "field": "split",
+                            "meta": r["split_meta"],
+                            "file": r["split"],
+                        }
+                    )
                 if check_cols and r.get("n_cols_meta") is not None:
                     n = len(self.header(r["run_id"]))
                     if r["n_cols_meta"] not in (n, n - 1):
-                        dis.append({"platform": plat, "run_id": r["run_id"], "field": "n_cols",
-                                    "meta": str(r["n_cols_meta"]), "file": str(n)})
+                        dis.append(
+                            {
+                                "platform": plat,
+                                "run_id": r["run_id"],
+                                "field": "n_cols",
+                                "meta": str(r["n_cols_meta"]),
+                                "file": str(n),
+                            }
+                        )
                 if check_rows and r.get("n_rows_meta") is not None:
                     n = self._count_rows(r["run_id"])
                     if r["n_rows_meta"] not in (n, n + 1):
-                        dis.append({"platform": plat, "run_id": r["run_id"], "field": "n_rows",
-                                    "meta": str(r["n_rows_meta"]), "file": str(n)})
+                        dis.append(
+                            {
+                                "platform": plat,
+                                "run_id": r["run_id"],
+                                "field": "n_rows",
+                                "meta": str(r["n_rows_meta"]),
+                                "file": str(n),
+                            }
+                        )
             n_dis = len({d["run_id"] for d in dis if d["platform"] == plat})
-            per.append({
-                "platform": plat, "meta_file": self.meta_files.get(plat), "meta_rows": meta.height,
-                "files": files.height, "matched": joined.height,
-                "missing": sum(1 for m in missing if m["platform"] == plat),
-                "extra": sum(1 for e in extra if e["platform"] == plat), "disagreements": n_dis,
-            })
+            per.append(
+                {
+                    "platform": plat,
+                    "meta_file": self.meta_files.get(plat),
+                    "meta_rows": meta.height,
+                    "files": files.height,
+                    "matched": joined.height,
+                    "missing": sum(1 for m in missing if m["platform"] == plat),
+                    "extra": sum(1 for e in extra if e["platform"] == plat),
+                    "disagreements": n_dis,
+                }
+            )
         return Reconciliation(
-            pl.DataFrame(missing, schema={"platform": pl.String, "run_id": pl.String, "source_file": pl.String,
-                                          "meta_line": pl.Int64}),
+            pl.DataFrame(
+                missing,
+                schema={
+                    "platform": pl.String,
+                    "run_id": pl.String,
+                    "source_file": pl.String,
+                    "meta_line": pl.Int64,
+                },
+            ),
             pl.DataFrame(extra, schema={"platform": pl.String, "run_id": pl.String, "member": pl.String}),
-            pl.DataFrame(dis, schema={"platform": pl.String, "run_id": pl.String, "field": pl.String,
-                                      "meta": pl.String, "file": pl.String}),
-            pl.DataFrame(per, schema={"platform": pl.String, "meta_file": pl.String, "meta_rows": pl.Int64,
-                                      "files": pl.Int64, "matched": pl.Int64, "missing": pl.Int64,
-                                      "extra": pl.Int64, "disagreements": pl.Int64}),
+            pl.DataFrame(
+                dis,
+                schema={
+                    "platform": pl.String,
+                    "run_id": pl.String,
+                    "field": pl.String,
+                    "meta": pl.String,
+                    "file": pl.String,
+                },
+            ),
+            pl.DataFrame(
+                per,
+                schema={
+                    "platform": pl.String,
+                    "meta_file": pl.String,
+                    "meta_rows": pl.Int64,
+                    "files": pl.Int64,
+                    "matched": pl.Int64,
+                    "missing": pl.Int64,
+                    "extra": pl.Int64,
+                    "disagreements": pl.Int64,
+                },
+            ),
             checked,
         )
 
@@ -570,8 +719,10 @@ def open_dataset(root: str | Path) -> Dataset:
     """
     root = Path(root)
     if not root.exists():
-        raise FileNotFoundError(f"{root}: no such file or folder; fetch the dataset with "
-                                "`reveal-lab dataset pull --dest {root}` or place the files there by hand")
+        raise FileNotFoundError(
+            f"{root}: no such file or folder; fetch the dataset with "
+            "`reveal-lab dataset pull --dest {root}` or place the files there by hand"
+        )
     skipped: list[str] = []
     warnings: list[str] = []
     members: list[_Member] = []
@@ -589,14 +740,16 @@ def open_dataset(root: str | Path) -> Dataset:
     meta_tables: dict[str, pl.DataFrame] = {}
     meta_files: dict[str, str] = {}
     for p in sorted(meta_dir.glob("meta_*.csv")):
-        plat = p.stem[len("meta_"):].lower()
+        plat = p.stem[len("meta_") :].lower()
         meta_tables[plat] = _read_meta_csv(p)
         meta_files[plat] = str(p)
     if not members and not meta_tables:
         raise TelemetryError(
             "no Reveal dataset here: expected Reveal_GPU.zip / Reveal_CPU.zip (zipped is fine) or folders "
             "train_separated/ and infer_separated/, and meta_gpu.csv / meta_cpu.csv "
-            "(`reveal-lab dataset pull --help` says how to get them)", path=str(root))
+            "(`reveal-lab dataset pull --help` says how to get them)",
+            path=str(root),
+        )
 
     rows = []
     seen: dict[tuple[str | None, str], str] = {}
@@ -607,8 +760,15 @@ def open_dataset(root: str | Path) -> Dataset:
         platform = _platform_of(m.container)
         if platform is None:
             hits = [p for p, t in meta_tables.items() if stem in set(t.get_column("run_id").to_list())]
-            platform = hits[0] if len(hits) == 1 else (
-                next(iter(meta_tables)) if len(meta_tables) == 1 else ("lab" if suffix == ".parquet" else None))
+            platform = (
+                hits[0]
+                if len(hits) == 1
+                else (
+                    next(iter(meta_tables))
+                    if len(meta_tables) == 1
+                    else ("lab" if suffix == ".parquet" else None)
+                )
+            )
         label = f"{m.archive}::{m.member}" if m.archive else m.member
         key = (platform, stem)
         if key in seen:
@@ -617,18 +777,34 @@ def open_dataset(root: str | Path) -> Dataset:
         seen[key] = label
         name = parse_run_filename(base)
         if name is None:
-            warnings.append(f"{label}: file name does not follow "
-                            "{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.txt; "
-                            "indexed without model/task/dataset/host")
-        rows.append({
-            "run_id": stem, "member": m.member, "archive": m.archive,
-            "prefix": name.prefix if name else None, "model": name.model if name else None,
-            "task": name.task if name else None, "dataset": name.dataset if name else None,
-            "start": name.start if name else None, "host": name.host if name else None,
-            "phase": None, "mode": None, "workload": name.workload if name else None, "platform": platform,
-            "n_rows": None, "n_cols": None, "split": m.split, "format": MEMBER_SUFFIXES[suffix],
-            "size_bytes": m.size, "in_meta": False,
-        })
+            warnings.append(
+                f"{label}: file name does not follow "
+                "{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.txt; "
+                "indexed without model/task/dataset/host"
+            )
+        rows.append(
+            {
+                "run_id": stem,
+                "member": m.member,
+                "archive": m.archive,
+                "prefix": name.prefix if name else None,
+                "model": name.model if name else None,
+                "task": name.task if name else None,
+                "dataset": name.dataset if name else None,
+                "start": name.start if name else None,
+                "host": name.host if name else None,
+                "phase": None,
+                "mode": None,
+                "workload": name.workload if name else None,
+                "platform": platform,
+                "n_rows": None,
+                "n_cols": None,
+                "split": m.split,
+                "format": MEMBER_SUFFIXES[suffix],
+                "size_bytes": m.size,
+                "in_meta": False,
+            }
+        )
     index = pl.DataFrame(rows, schema=INDEX_SCHEMA)
     index = _attach_meta(index, meta_tables)
     return Dataset(root, index, meta_tables, meta_files, warnings, skipped)
@@ -638,26 +814,43 @@ def _attach_meta(index: pl.DataFrame, meta_tables: dict[str, pl.DataFrame]) -> p
     """Fill phase, mode, n_rows, n_cols from the platform's meta table; derive the rest."""
     if meta_tables:
         meta = pl.concat(
-            [t.select(pl.lit(p).alias("platform"), "run_id",
-                      pl.col("phase").alias("m_phase"), pl.col("mode").alias("m_mode"),
-                      pl.col("n_rows").alias("m_rows"), pl.col("n_cols").alias("m_cols"), pl.lit(True).alias("m_in"))
-             for p, t in meta_tables.items()]
+            [
+                t.select(
+                    pl.lit(p).alias("platform"),
+                    "run_id",
+                    pl.col("phase").alias("m_phase"),
+                    pl.col("mode").alias("m_mode"),
+                    pl.col("n_rows").alias("m_rows"),
+                    pl.col("n_cols").alias("m_cols"),
+                    pl.lit(True).alias("m_in"),
+                )
+                for p, t in meta_tables.items()
+            ]
         ).unique(subset=["platform", "run_id"], keep="first", maintain_order=True)
         index = index.join(meta, on=["platform", "run_id"], how="left", maintain_order="left")
     else:
-        index = index.with_columns(pl.lit(None, pl.String).alias(c) for c in ("m_phase", "m_mode")).with_columns(
-            pl.lit(None, pl.Int64).alias(c) for c in ("m_rows", "m_cols")).with_columns(pl.lit(None, pl.Boolean).alias("m_in"))
+        index = (
+            index.with_columns(pl.lit(None, pl.String).alias(c) for c in ("m_phase", "m_mode"))
+            .with_columns(pl.lit(None, pl.Int64).alias(c) for c in ("m_rows", "m_cols"))
+            .with_columns(pl.lit(None, pl.Boolean).alias("m_in"))
+        )
     derived_phase = pl.col("prefix").str.to_lowercase().replace_strict(PREFIX_PHASE, default=None)
     derived_phase = pl.coalesce(derived_phase, pl.col("split"))
     derived_mode = (
-        pl.when(pl.col("model").is_null()).then(None)
+        pl.when(pl.col("model").is_null())
+        .then(None)
         .when((pl.col("prefix") == "data") | pl.col("model").str.to_uppercase().is_in(list(LLM_MODELS)))
-        .then(pl.lit("llm")).otherwise(pl.lit("nonllm"))
+        .then(pl.lit("llm"))
+        .otherwise(pl.lit("nonllm"))
     )
-    return index.with_columns(
-        pl.coalesce("m_phase", derived_phase).alias("phase"),
-        pl.coalesce("m_mode", derived_mode).alias("mode"),
-        pl.col("m_rows").alias("n_rows"),
-        pl.col("m_cols").alias("n_cols"),
-        pl.col("m_in").fill_null(False).alias("in_meta"),
-    ).select(list(INDEX_SCHEMA)).cast(INDEX_SCHEMA)  # type: ignore[arg-type]
+    return (
+        index.with_columns(
+            pl.coalesce("m_phase", derived_phase).alias("phase"),
+            pl.coalesce("m_mode", derived_mode).alias("mode"),
+            pl.col("m_rows").alias("n_rows"),
+            pl.col("m_cols").alias("n_cols"),
+            pl.col("m_in").fill_null(False).alias("in_meta"),
+        )
+        .select(list(INDEX_SCHEMA))
+        .cast(INDEX_SCHEMA)
+    )  # type: ignore[arg-type]

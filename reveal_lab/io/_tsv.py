@@ -115,13 +115,14 @@ def read_public_tsv(
     >>> data = (b"\\tPerf:IPC.h1[-]\\tGPU: power.draw.0.h1[W]\\n"
     ...         b"2025-04-26 13:38:18.600\\t1.5\\t230.0\\n"
     ...         b"2025-04-26 13:38:18.700\\t\\t231.5\\n")
-    >>> run = read_public_tsv(data, name="train_VGG16forImageClassification_CIFAR10_2025-04-26T13-38-18_h1.txt")
+    >>> name = "train_VGG16forImageClassification_CIFAR10_2025-04-26T13-38-18_h1.txt"
+    >>> run = read_public_tsv(data, name=name)
     >>> run.frame.shape, run.meta.model, run.meta.hosts, run.meta.interval_ms
     ((2, 3), 'VGG16', ('h1',), 100.0)
-    >>> read_public_tsv(b"a,b\\n1,2\\n", name="x.txt")
+    >>> read_public_tsv(b"a,b\\n1,2\\n", name="x.txt")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    reveal_lab.telemetry._frame.TelemetryError: x.txt, line 1: the file is not tab-separated (the header has one column and contains ','); expected tab-separated columns with an empty first header (the timestamp)
+    reveal_lab.telemetry._frame.TelemetryError: x.txt, line 1: the file is not tab-separated ...
     """
     data, label = read_source_bytes(source, name)
     notes: list[str] = []
@@ -130,8 +131,9 @@ def read_public_tsv(
         notes.append(f"{label}: {msg}")
 
     if not data.strip():
-        raise TelemetryError("the file is empty; expected a tab-separated header line and data rows",
-                             path=label)
+        raise TelemetryError(
+            "the file is empty; expected a tab-separated header line and data rows", path=label
+        )
     if b"\r\n" in data:
         data = data.replace(b"\r\n", b"\n")
     if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte-order mark
@@ -145,28 +147,40 @@ def read_public_tsv(
     try:
         header = lines[0].decode("utf-8").split("\t")
     except UnicodeDecodeError as exc:
-        raise TelemetryError(f"the header is not UTF-8 text ({exc.reason} at byte {exc.start})",
-                             path=label, line=1) from None
+        raise TelemetryError(
+            f"the header is not UTF-8 text ({exc.reason} at byte {exc.start})", path=label, line=1
+        ) from None
     if len(header) == 1:
         found = next((d for d in (",", ";", "|") if d in header[0]), None)
         what = f"contains {found!r}" if found else "has no tab"
-        raise TelemetryError(f"the file is not tab-separated (the header has one column and {what}); "
-                             "expected tab-separated columns with an empty first header (the timestamp)",
-                             path=label, line=1)
+        raise TelemetryError(
+            f"the file is not tab-separated (the header has one column and {what}); "
+            "expected tab-separated columns with an empty first header (the timestamp)",
+            path=label,
+            line=1,
+        )
     first = header[0].strip()
     if first not in _TIMESTAMP_HEADERS:
         from reveal_lab.telemetry import parse_metric_name
 
         if parse_metric_name(first) is not None:
-            raise TelemetryError("the first column must hold the timestamps (empty header); found a metric",
-                                 path=label, line=1, column=first)
+            raise TelemetryError(
+                "the first column must hold the timestamps (empty header); found a metric",
+                path=label,
+                line=1,
+                column=first,
+            )
         warn(f"first header {first!r} is taken as the timestamp column (the dataset leaves it empty)")
     names = [TIMESTAMP, *header[1:]]
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         if n in seen:
-            raise TelemetryError(f"duplicate column name (header fields {seen[n] + 1} and {i + 1})",
-                                 path=label, line=1, column=n)
+            raise TelemetryError(
+                f"duplicate column name (header fields {seen[n] + 1} and {i + 1})",
+                path=label,
+                line=1,
+                column=n,
+            )
         seen[n] = i
     n_fields = len(names)
     body = lines[1:]
@@ -179,28 +193,42 @@ def read_public_tsv(
     if bad:
         last = len(body) - 1
         i = bad[0]
-        truncated = bad == [last] and counts[last] < n_fields and (
-            not ended_with_newline or len(body[last]) > 0)
+        truncated = (
+            bad == [last] and counts[last] < n_fields and (not ended_with_newline or len(body[last]) > 0)
+        )
         if truncated and not strict:
-            warn(f"line {last + 2} has {counts[last]} of {n_fields} fields (truncated file?); "
-                 "that partial row is not loaded")
+            warn(
+                f"line {last + 2} has {counts[last]} of {n_fields} fields (truncated file?); "
+                "that partial row is not loaded"
+            )
             body = body[:-1]
             if not body:
-                raise TelemetryError("the file has a header and only a truncated data row", path=label, line=2)
+                raise TelemetryError(
+                    "the file has a header and only a truncated data row", path=label, line=2
+                )
         else:
             more = "more" if counts[i] > n_fields else "fewer"
             hint = " (a blank line?)" if not body[i] else (" (truncated file?)" if i == last else "")
-            raise TelemetryError(f"{counts[i]} fields, {more} than the {n_fields} of the header on line 1"
-                                 f"{hint}; expected one tab-separated value per column",
-                                 path=label, line=i + 2)
+            raise TelemetryError(
+                f"{counts[i]} fields, {more} than the {n_fields} of the header on line 1"
+                f"{hint}; expected one tab-separated value per column",
+                path=label,
+                line=i + 2,
+            )
 
     # --- values ----------------------------------------------------------------------------
     buf = b"\n".join(body) + b"\n"
     internal = [f"c{i}" for i in range(n_fields)]
     schema = {c: (pl.String if i == 0 else pl.Float64) for i, c in enumerate(internal)}
     try:
-        raw = pl.read_csv(io.BytesIO(buf), separator="\t", has_header=False, schema=schema,
-                          quote_char=None, null_values=[""])
+        raw = pl.read_csv(
+            io.BytesIO(buf),
+            separator="\t",
+            has_header=False,
+            schema=schema,
+            quote_char=None,
+            null_values=[""],
+        )
     except pl.exceptions.ComputeError as exc:
         _raise_non_numeric(buf, internal, names, label, exc)
         raise  # unreachable: _raise_non_numeric always raises
@@ -218,11 +246,17 @@ def read_public_tsv(
     return Run(run_meta, frame, notes)
 
 
-def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label: str,
-                       exc: Exception) -> None:
+def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label: str, exc: Exception) -> None:
     """Find the first cell that is not a number and raise an error naming it."""
-    text = pl.read_csv(io.BytesIO(buf), separator="\t", has_header=False, new_columns=internal,
-                       infer_schema=False, quote_char=None, null_values=[""])
+    text = pl.read_csv(
+        io.BytesIO(buf),
+        separator="\t",
+        has_header=False,
+        new_columns=internal,
+        infer_schema=False,
+        quote_char=None,
+        null_values=[""],
+    )
     best: tuple[int, str, str] | None = None
     for c, n in zip(internal[1:], names[1:], strict=True):
         s = text.get_column(c)
@@ -234,8 +268,12 @@ def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label:
     if best is None:
         raise TelemetryError(f"cannot parse the data: {str(exc).splitlines()[0]}", path=label) from None
     row, col, value = best
-    raise TelemetryError(f"non-numeric value {value!r}; expected a number (or an empty cell for a "
-                         "missing value)", path=label, line=row + 2, column=col) from None
+    raise TelemetryError(
+        f"non-numeric value {value!r}; expected a number (or an empty cell for a missing value)",
+        path=label,
+        line=row + 2,
+        column=col,
+    ) from None
 
 
 def _parse_timestamps(s: pl.Series, label: str) -> pl.Series:
@@ -245,8 +283,12 @@ def _parse_timestamps(s: pl.Series, label: str) -> pl.Series:
         row = int(ts.is_null().arg_max())  # type: ignore[arg-type]
         value = s[row]
         what = "empty timestamp" if value is None else f"cannot read timestamp {value!r}"
-        raise TelemetryError(f"{what}; expected e.g. '2025-04-26 13:38:18.600' in the first column",
-                             path=label, line=row + 2, column=TIMESTAMP)
+        raise TelemetryError(
+            f"{what}; expected e.g. '2025-04-26 13:38:18.600' in the first column",
+            path=label,
+            line=row + 2,
+            column=TIMESTAMP,
+        )
     return ts
 
 
@@ -260,20 +302,29 @@ def _check_time(frame: pl.DataFrame, label: str, repair: bool, warn) -> pl.DataF
     if not repair:
         row = int((dup | back).arg_max())  # type: ignore[arg-type]
         kind = "duplicate timestamp" if dup[row] else "timestamp goes back in time"
-        raise TelemetryError(f"{kind}: {ts[row]} after {ts[row - 1]} on line {row + 1}; timestamps must "
-                             "increase strictly (read with repair_time=True to sort rows and keep the first "
-                             "of duplicates)", path=label, line=row + 2, column=TIMESTAMP)
+        raise TelemetryError(
+            f"{kind}: {ts[row]} after {ts[row - 1]} on line {row + 1}; timestamps must "
+            "increase strictly (read with repair_time=True to sort rows and keep the first "
+            "of duplicates)",
+            path=label,
+            line=row + 2,
+            column=TIMESTAMP,
+        )
     lines = pl.int_range(2, frame.height + 2, eager=True).alias("__line")
     if back.any():
         where = (lines.filter(back)).to_list()
-        warn(f"timestamps go back in time on lines {where[:_LIST_MAX]}"
-             f"{' …' if len(where) > _LIST_MAX else ''}; rows were sorted by time")
+        warn(
+            f"timestamps go back in time on lines {where[:_LIST_MAX]}"
+            f"{' …' if len(where) > _LIST_MAX else ''}; rows were sorted by time"
+        )
     framed = frame.with_columns(lines).sort(TIMESTAMP, maintain_order=True)
     dupe = framed.get_column(TIMESTAMP).is_duplicated() & ~framed.get_column(TIMESTAMP).is_first_distinct()
     if dupe.any():
         where = framed.get_column("__line").filter(dupe).to_list()
-        warn(f"duplicate timestamps on lines {where[:_LIST_MAX]}{' …' if len(where) > _LIST_MAX else ''}: "
-             f"{len(where)} later row(s) with an already-seen timestamp were not loaded (the first is kept)")
+        warn(
+            f"duplicate timestamps on lines {where[:_LIST_MAX]}{' …' if len(where) > _LIST_MAX else ''}: "
+            f"{len(where)} later row(s) with an already-seen timestamp were not loaded (the first is kept)"
+        )
         framed = framed.filter(~dupe)
     return framed.drop("__line")
 
@@ -328,8 +379,12 @@ def _report_columns(frame: pl.DataFrame, meta: RunMeta, warn) -> None:  # noqa: 
     unknown = cat.filter(pl.col("parsed") & ~pl.col("known")).get_column("column").to_list()
     meta.extra["unknown_columns"] = unparsed + unknown
     if unparsed:
-        warn(f"{len(unparsed)} column name(s) do not follow <Source>:<field>[.<instance>].<host>[<unit>] "
-             f"(kept, classified as subsystem 'system', kind 'dynamic'): {_short(unparsed)}")
+        warn(
+            f"{len(unparsed)} column name(s) do not follow <Source>:<field>[.<instance>].<host>[<unit>] "
+            f"(kept, classified as subsystem 'system', kind 'dynamic'): {_short(unparsed)}"
+        )
     if unknown:
-        warn(f"{len(unknown)} metric(s) are not in the metric registry (kept, fall-back subsystem "
-             f"'system'; teach it with reveal_lab.telemetry.register_metric): {_short(unknown)}")
+        warn(
+            f"{len(unknown)} metric(s) are not in the metric registry (kept, fall-back subsystem "
+            f"'system'; teach it with reveal_lab.telemetry.register_metric): {_short(unknown)}"
+        )

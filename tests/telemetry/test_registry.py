@@ -1,0 +1,78 @@
+"""The metric registry: every fixture column gets a known subsystem and kind."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from reveal_lab.io._sample import sample_columns
+from reveal_lab.telemetry import (
+    KINDS,
+    SUBSYSTEMS,
+    MetricRegistry,
+    MetricRule,
+    catalogue,
+    classify,
+    register_metric,
+)
+
+FIXTURE_COLUMNS = {"gpu": sample_columns("gpu"), "cpu": sample_columns("cpu")}
+ALL_COLUMNS = FIXTURE_COLUMNS["gpu"] + FIXTURE_COLUMNS["cpu"]
+
+
+@pytest.mark.parametrize("platform", ["gpu", "cpu"])
+def test_catalogue_assigns_every_fixture_column(platform: str) -> None:
+    cat = catalogue(["timestamp", *FIXTURE_COLUMNS[platform]])
+    assert cat.height == len(FIXTURE_COLUMNS[platform])  # the timestamp is not a metric
+    assert cat.get_column("parsed").all() and cat.get_column("known").all()
+    assert set(cat.get_column("subsystem")) <= set(SUBSYSTEMS)
+    assert set(cat.get_column("kind")) <= set(KINDS)
+    assert cat.null_count().select("subsystem", "kind").row(0) == (0, 0)
+
+
+def test_subsystems_cover_the_column_families() -> None:
+    cat = catalogue(ALL_COLUMNS)
+    sub = dict(zip(cat.get_column("column"), cat.get_column("subsystem"), strict=True))
+    kind = dict(zip(cat.get_column("column"), cat.get_column("kind"), strict=True))
+    assert sub["GPU: power.draw.0.htc-g004[W]"] == "gpu"
+    assert sub["Turbostat:Busy%.-.nserver07[%]"] == "cpu"
+    assert sub["Perf:Mem-loads.htc-g003[count]"] == "memory"
+    assert sub["Meminfo_diff:MemAvailable.nserver07[kB]"] == "memory"
+    assert sub["Storage_diff:sectors_read.nserver15[sectors]"] == "storage"
+    assert sub["Storage:sectors_read.htc-g004[sectors]"] == "storage"
+    assert sub["NetworkInterStat_diff:rx_bytes.ib0.htc-g004[Bytes]"] == "network"
+    assert sub["NetworkProtocolCounts:TCP.nserver08[count]"] == "network"
+    assert kind["NetworkTCPRetrans_diff:TcpRetransSegs.nserver08[count]"] == "counter"
+    assert kind["GPU: ecc.errors.corrected.volatile.dram.1.htc-g003[count]"] == "counter"
+    assert kind["Memory:MemTotal.nserver07[kB]"] == "static"
+    assert kind["Turbostat:TSC_MHz.-.htc-g004[MHz]"] == "static"
+    assert kind["GPU: utilization.gpu.0.htc-g004[%]"] == "dynamic"
+    assert set(cat.get_column("subsystem")) == {"cpu", "gpu", "memory", "network", "storage"}
+
+
+def test_unknown_names_fall_back_without_crashing() -> None:
+    info = classify("Habana:utilization.0.h1[%]")
+    assert (info.subsystem, info.kind, info.known) == ("system", "dynamic", False)
+    cat = catalogue(["free text", "Perf:IPC.h1[-]"])
+    assert cat.filter(pl.col("column") == "free text").select("parsed", "known", "subsystem").row(0) == (
+        False,
+        False,
+        "system",
+    )
+
+
+def test_registry_is_extensible_for_new_hardware() -> None:
+    rule = register_metric("Habana", subsystem="gpu", description="Gaudi hl-smi")
+    try:
+        assert classify("Habana:utilization.0.h1[%]").subsystem == "gpu"
+        assert classify("Habana:utilization.0.h1[%]").known
+    finally:
+        from reveal_lab.telemetry import DEFAULT_REGISTRY
+
+        DEFAULT_REGISTRY.rules.remove(rule)
+    assert not classify("Habana:utilization.0.h1[%]").known
+    reg = MetricRegistry([MetricRule("Perf", subsystem="cpu")])
+    assert classify("Perf:IPC.h[-]", registry=reg).subsystem == "cpu"
+    assert classify("GPU: power.draw.0.h[W]", registry=reg).known is False
+    with pytest.raises(ValueError, match="unknown subsystem"):
+        MetricRule("X", subsystem="disk")
