@@ -1,0 +1,45 @@
+"""Figures of the paper's studies: one function per figure, each returning a
+matplotlib :class:`~matplotlib.figure.Figure` in one house style
+(:func:`reveal_lab.plots.style`); :func:`save_figure` writes PNG and PDF."""
+
+from reveal_lab.plots._figures import (
+    plot_causes_per_window,
+    plot_collector_overhead,
+    plot_crosshost_deviation,
+    plot_detector_windows,
+    plot_dtw_distances,
+    plot_granularity_timelines,
+    plot_projection,
+    plot_pruning_curve,
+    plot_raw_traces,
+    plot_usage_cdfs,
+)
+from reveal_lab.plots._style import (
+    METHOD_COLORS,
+    STYLE,
+    SUBSYSTEM_COLORS,
+    color_for,
+    new_figure,
+    save_figure,
+    style,
+)
+
+__all__ = [
+    "STYLE",
+    "SUBSYSTEM_COLORS",
+    "METHOD_COLORS",
+    "style",
+    "new_figure",
+    "save_figure",
+    "color_for",
+    "plot_usage_cdfs",
+    "plot_pruning_curve",
+    "plot_detector_windows",
+    "plot_causes_per_window",
+    "plot_collector_overhead",
+    "plot_granularity_timelines",
+    "plot_raw_traces",
+    "plot_crosshost_deviation",
+    "plot_projection",
+    "plot_dtw_distances",
+]

@@ -1,0 +1,354 @@
+"""One function per figure of the paper (and of our extensions). Each takes the
+frames that a :mod:`reveal_lab.studies` function returns and gives back a
+matplotlib :class:`~matplotlib.figure.Figure` (pyplot's global state is not used)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.plots._style import color_for, new_figure, style
+
+__all__ = [
+    "plot_usage_cdfs",
+    "plot_pruning_curve",
+    "plot_detector_windows",
+    "plot_causes_per_window",
+    "plot_collector_overhead",
+    "plot_granularity_timelines",
+    "plot_raw_traces",
+    "plot_crosshost_deviation",
+    "plot_projection",
+    "plot_dtw_distances",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _styled(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with style():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _empty(ax, text: str = "no data") -> None:  # noqa: ANN001
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _short(name: str, n: int = 28) -> str:
+    return name if len(name) <= n else name[: n - 1] + "…"
+
+
+@_styled
+def plot_usage_cdfs(
+    samples: pl.DataFrame, labels: dict[str, str] | None = None, *, by: str = "workload", max_groups: int = 8
+):
+    """CDFs of key resource usage (one panel per quantity, one line per ``by`` group)
+    from :func:`reveal_lab.studies.usage_samples`."""
+    from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf
+
+    labels = labels or {q: str(s["label"]) for q, s in USAGE_QUANTITIES.items()}
+    quantities = [q for q in USAGE_QUANTITIES if samples.height and q in set(samples["quantity"].to_list())]
+    n = max(len(quantities), 1)
+    fig, axes = new_figure(1, n, width=3.0 * n, height=2.8)
+    if not quantities:
+        _empty(axes[0, 0], "no usage metrics found")
+        return fig
+    for ax, q in zip(axes[0], quantities, strict=False):
+        part = samples.filter(pl.col("quantity") == q)
+        groups = part.get_column(by).unique(maintain_order=True).to_list()
+        for i, g in enumerate(groups[:max_groups]):
+            x, p = ecdf(part.filter(pl.col(by) == g).get_column("value").to_numpy())
+            ax.step(x, p, where="post", color=color_for("", i), label=_short(str(g), 22), alpha=0.8)
+        x, p = ecdf(part.get_column("value").to_numpy())
+        ax.step(x, p, where="post", color="k", lw=2, label="all")
+        ax.set_xlabel(labels.get(q, q))
+        if q == "network_bytes" and x.size and x.max() > 0 and (x > 0).any():
+            ax.set_xscale("symlog")
+        ax.set_ylim(0, 1.02)
+    axes[0, 0].set_ylabel("CDF")
+    axes[0, -1].legend(loc="lower right", frameon=False)
+    return fig
+
+
+@_styled
+def plot_pruning_curve(
+    curve: pl.DataFrame,
+    *,
+    x: str = "threshold",
+    y: str = "n_selected",
+    group: str | None = "workload",
+    total: str | None = "n_metrics",
+):
+    """Fig. 4: metrics kept after correlation pruning against the threshold."""
+    fig, axes = new_figure(width=4.8, height=3.2)
+    ax = axes[0, 0]
+    if curve.height == 0:
+        _empty(ax)
+        return fig
+    groups = (
+        curve.get_column(group).unique(maintain_order=True).to_list()
+        if group and group in curve.columns
+        else [None]
+    )
+    for i, g in enumerate(groups):
+        part = curve if g is None else curve.filter(pl.col(group) == g)  # type: ignore[arg-type]
+        part = part.sort(x)
+        ax.plot(
+            part[x], part[y], marker="o", ms=3, color=color_for("", i), label=_short(str(g)) if g else None
+        )
+    ax.set_xlabel("correlation threshold")
+    ax.set_ylabel("metrics kept")
+    if total and total in curve.columns:
+        ax.set_title(f"of {int(curve[total].max())} metrics")
+    if groups != [None] and len(groups) <= 10:
+        ax.legend(frameon=False)
+    return fig
+
+
+@_styled
+def plot_detector_windows(counts: pl.DataFrame):
+    """Fig. 2: anomalous windows per detector and host (grouped bars)."""
+    fig, axes = new_figure(
+        width=max(4.0, 0.9 * max(counts["host"].n_unique() if counts.height else 1, 1) + 2.5), height=3.0
+    )
+    ax = axes[0, 0]
+    if counts.height == 0:
+        _empty(ax, "no anomalous windows")
+        return fig
+    hosts = sorted(counts["host"].unique().to_list())
+    methods = sorted(counts["method"].unique().to_list())
+    width = 0.8 / len(methods)
+    xs = np.arange(len(hosts))
+    for i, m in enumerate(methods):
+        part = dict(counts.filter(pl.col("method") == m).select("host", "n_windows").iter_rows())
+        ax.bar(
+            xs + i * width - 0.4 + width / 2,
+            [part.get(h, 0) for h in hosts],
+            width,
+            label=m,
+            color=color_for(m, i),
+        )
+    ax.set_xticks(xs, hosts, rotation=30, ha="right")
+    ax.set_ylabel("anomalous windows")
+    ax.legend(frameon=False)
+    return fig
+
+
+@_styled
+def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
+    """Fig. 3: per anomalous window, the share of evidence per subsystem (stacked bars),
+    and the distribution of distinct subsystems per window."""
+    fig, axes = new_figure(1, 2, width=8.0, height=3.0, gridspec_kw={"width_ratios": [3, 1]})
+    ax, ax2 = axes[0]
+    if causes.height == 0:
+        _empty(ax, "no anomalous windows")
+        _empty(ax2)
+        return fig
+    from reveal_lab.telemetry import SUBSYSTEMS
+
+    subs = [s for s in SUBSYSTEMS if s in causes.columns]
+    part = causes.head(max_windows)
+    bottom = np.zeros(part.height)
+    for s in subs:
+        v = part[s].fill_null(0).to_numpy()
+        ax.bar(np.arange(part.height), v, bottom=bottom, color=color_for(s), label=s, width=0.85)
+        bottom += v
+    ax.set_xlabel(f"anomalous window (first {part.height})")
+    ax.set_ylabel("share of evidence")
+    ax.legend(frameon=False, ncol=min(len(subs), 6), loc="upper center", bbox_to_anchor=(0.5, 1.18))
+    vals, cnt = np.unique(causes["n_subsystems"].to_numpy(), return_counts=True)
+    ax2.bar(vals, cnt, color="0.4")
+    ax2.set_xlabel("subsystems per window")
+    ax2.set_ylabel("windows")
+    return fig
+
+
+@_styled
+def plot_collector_overhead(
+    table: pl.DataFrame,
+    *,
+    x: str = "config",
+    y: str = "value",
+    err: str | None = "err",
+    group: str | None = "measure",
+):
+    """Fig. 5: collector overhead (one panel per measure, a bar per configuration)."""
+    groups = (
+        table[group].unique(maintain_order=True).to_list() if group and group in table.columns else [None]
+    )
+    fig, axes = new_figure(1, max(len(groups), 1), width=3.2 * max(len(groups), 1), height=3.0)
+    if table.height == 0:
+        _empty(axes[0, 0], "no collector benchmark results")
+        return fig
+    for ax, g in zip(axes[0], groups, strict=False):
+        part = table if g is None else table.filter(pl.col(group) == g)  # type: ignore[arg-type]
+        e = part[err].to_numpy() if err and err in part.columns else None
+        ax.bar(
+            np.arange(part.height),
+            part[y].to_numpy(),
+            yerr=e,
+            color=[color_for("", i) for i in range(part.height)],
+        )
+        ax.set_xticks(
+            np.arange(part.height), [_short(str(v), 18) for v in part[x].to_list()], rotation=30, ha="right"
+        )
+        if g is not None:
+            ax.set_title(str(g))
+        if "unit" in part.columns and part.height:
+            ax.set_ylabel(str(part["unit"][0]))
+    return fig
+
+
+@_styled
+def plot_granularity_timelines(intervals: pl.DataFrame, *, max_runs: int = 4):
+    """Fig. 6: anomalous intervals at each granularity along the run, one panel per run
+    (and host) from :func:`reveal_lab.studies.granularity_intervals`."""
+    keys = intervals.select("run_id", "host").unique(maintain_order=True).head(max_runs).rows()
+    fig, axes = new_figure(
+        max(len(keys), 1), 1, width=7.0, height=1.1 + 0.9 * max(len(keys), 1), sharex=False
+    )
+    if not keys:
+        _empty(axes[0, 0])
+        return fig
+    grans = intervals["granularity"].unique(maintain_order=True).to_list()
+    for ax, (run_id, host) in zip(axes[:, 0], keys, strict=False):
+        part = intervals.filter((pl.col("run_id") == run_id) & (pl.col("host") == host))
+        for i, g in enumerate(grans):
+            iv = part.filter((pl.col("granularity") == g) & pl.col("start_s").is_not_null())
+            ax.broken_barh(
+                [(a, b - a) for a, b in iv.select("start_s", "end_s").iter_rows()],
+                (i - 0.35, 0.7),
+                color=color_for("", i),
+            )
+        length = part["run_length_s"].max()
+        ax.set_xlim(0, float(length) if length else None)
+        ax.set_yticks(range(len(grans)), grans)
+        ax.set_ylim(-0.6, len(grans) - 0.4)
+        ax.set_title(f"{_short(str(run_id), 60)} @ {host}", loc="left")
+    axes[-1, 0].set_xlabel("time since run start [s]")
+    return fig
+
+
+@_styled
+def plot_raw_traces(traces: pl.DataFrame, *, title: str | None = None, normalize: bool = False):
+    """Fig. 7/8: raw metric traces around a flagged window (shaded), one panel per metric
+    from :func:`reveal_lab.studies.traces_around`."""
+    metrics = traces["metric"].unique(maintain_order=True).to_list() if traces.height else []
+    fig, axes = new_figure(
+        max(len(metrics), 1), 1, width=6.4, height=0.4 + 1.3 * max(len(metrics), 1), sharex=True
+    )
+    if not metrics:
+        _empty(axes[0, 0])
+        return fig
+    for i, (ax, m) in enumerate(zip(axes[:, 0], metrics, strict=False)):
+        part = traces.filter(pl.col("metric") == m).sort("t_s")
+        y = part["value"].to_numpy().astype(float)
+        if normalize and np.nanstd(y) > 0:
+            y = (y - np.nanmean(y)) / np.nanstd(y)
+        ax.plot(part["t_s"].to_numpy(), y, color=color_for("", i))
+        inside = part.filter(pl.col("in_window"))
+        if inside.height:
+            ax.axvspan(float(inside["t_s"].min()), float(inside["t_s"].max()), color="#c44e52", alpha=0.15)
+        ax.set_title(_short(m, 80), loc="left", fontsize=8)
+    axes[-1, 0].set_xlabel("seconds from window start")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+@_styled
+def plot_crosshost_deviation(
+    dev: pl.DataFrame, *, x: str = "host", y: str = "deviation", group: str = "metric", max_groups: int = 6
+):
+    """Fig. 9: each host's deviation from its peers for memory metrics (bars per host)."""
+    groups = dev[group].unique(maintain_order=True).head(max_groups).to_list() if dev.height else []
+    fig, axes = new_figure(1, max(len(groups), 1), width=max(3.0 * len(groups), 4.0), height=3.0)
+    if not groups:
+        _empty(axes[0, 0], "no cross-host deviation")
+        return fig
+    for ax, g in zip(axes[0], groups, strict=False):
+        part = dev.filter(pl.col(group) == g)
+        v = part[y].to_numpy().astype(float)
+        ax.bar(
+            np.arange(part.height),
+            v,
+            color=["#c44e52" if abs(a) == np.nanmax(np.abs(v)) else "0.6" for a in v],
+        )
+        ax.set_xticks(np.arange(part.height), [str(h) for h in part[x].to_list()], rotation=30, ha="right")
+        ax.set_title(_short(str(g), 40), fontsize=8)
+    axes[0, 0].set_ylabel(y)
+    return fig
+
+
+@_styled
+def plot_projection(embedding: np.ndarray, rows: pl.DataFrame, *, title: str = "", max_legend: int = 10):
+    """Projected windows coloured by workload (left) and by anomaly (right)."""
+    fig, axes = new_figure(1, 2, width=8.0, height=3.6)
+    ax, ax2 = axes[0]
+    emb = np.asarray(embedding)
+    wl = rows["workload"].to_list()
+    groups = list(dict.fromkeys(wl))
+    for i, g in enumerate(groups):
+        m = np.array([w == g for w in wl])
+        ax.scatter(
+            emb[m, 0],
+            emb[m, 1],
+            s=6,
+            color=color_for("", i),
+            label=_short(g, 30) if i < max_legend else None,
+            alpha=0.7,
+            linewidths=0,
+        )
+    ax.set_title(f"{title} by workload".strip())
+    if groups:
+        ax.legend(frameon=False, markerscale=2, fontsize=6, loc="best")
+    an = rows["anomalous"].to_numpy().astype(bool)
+    ax2.scatter(emb[~an, 0], emb[~an, 1], s=5, color="0.7", label="normal", linewidths=0)
+    ax2.scatter(emb[an, 0], emb[an, 1], s=12, color="#c44e52", label="anomalous", linewidths=0)
+    ax2.set_title(f"{title} by anomaly".strip())
+    ax2.legend(frameon=False, markerscale=2)
+    for a in (ax, ax2):
+        a.set_xticks([])
+        a.set_yticks([])
+    return fig
+
+
+@_styled
+def plot_dtw_distances(
+    distances: pl.DataFrame, pairs: pl.DataFrame, *, alpha: float = 0.05, metrics: Sequence[str] | None = None
+):
+    """§5.4: DTW distance to the own workload's median trace vs other workloads'
+    (left), and the p-values of the signed-rank tests (right)."""
+    fig, axes = new_figure(1, 2, width=8.0, height=3.0, gridspec_kw={"width_ratios": [2, 1]})
+    ax, ax2 = axes[0]
+    if distances.height == 0:
+        _empty(ax)
+        _empty(ax2)
+        return fig
+    d = distances if metrics is None else distances.filter(pl.col("metric").is_in(list(metrics)))
+    own = d.filter(pl.col("reference") == "own")["distance"].drop_nans().drop_nulls().to_numpy()
+    oth = d.filter(pl.col("reference") != "own")["distance"].drop_nans().drop_nulls().to_numpy()
+    data = [x for x in (own, oth) if x.size]
+    labels = [lab for lab, x in (("own workload", own), ("other workloads", oth)) if x.size]
+    if data:
+        ax.boxplot(data, tick_labels=labels, showfliers=False)
+    ax.set_ylabel("DTW distance to median trace")
+    p = pairs["pvalue"].drop_nans().drop_nulls().to_numpy()
+    if p.size:
+        ax2.hist(p, bins=np.linspace(0, 1, 21), color="0.4")
+        ax2.axvline(alpha, color="#c44e52", ls="--")
+    else:
+        _empty(ax2, "no testable pairs")
+    ax2.set_xlabel("p-value (Wilcoxon)")
+    ax2.set_ylabel("workload–metric pairs")
+    return fig

@@ -1,0 +1,113 @@
+"""The paper's studies as plain functions over runs, windows and detections.
+
+* :mod:`~reveal_lab.studies._dtw`: DTW reproducibility (§5.4);
+* :mod:`~reveal_lab.studies._granularity` and ``_intervals``: window granularity (§5.5, Table 2, Fig. 6);
+* :mod:`~reveal_lab.studies._detection`: detector runs (Fig. 2, 3, Table 4) and raw traces (Fig. 7/8);
+* :mod:`~reveal_lab.studies._usage`: CDFs of key resource usage;
+* :mod:`~reveal_lab.studies._projections`: UMAP / t-SNE of window features;
+* :mod:`~reveal_lab.studies._overhead`, ``_pruning``, ``_crosshost``: Fig. 5, Fig. 4, Fig. 9;
+* ``_case_studies`` (the lab dataset's case studies) is re-exported when present.
+"""
+
+from reveal_lab.studies._data import (
+    crop_run,
+    iter_study_runs,
+    load_study_runs,
+    parse_list,
+    resolve_data,
+    select_runs,
+    synthetic_runs,
+)
+from reveal_lab.studies._detection import (
+    causes_per_window,
+    detection_summary,
+    detector_window_counts,
+    method_list,
+    run_detection,
+    top_windows,
+    traces_around,
+)
+from reveal_lab.studies._dtw import (
+    DTWStudy,
+    dtw_distance,
+    dtw_reproducibility,
+    dtw_to_median,
+    median_trace,
+    resample,
+    signed_rank_test,
+    znormalize,
+)
+from reveal_lab.studies._granularity import (
+    GRANULARITIES,
+    detect_windows,
+    detection_windows,
+    granularity_comparison,
+    granularity_intervals,
+    granularity_label,
+    granularity_table,
+)
+from reveal_lab.studies._intervals import (
+    as_intervals,
+    hit_rate_count,
+    hit_rate_length,
+    intersection_length,
+    interval_iou,
+    merge_intervals,
+    merge_windows,
+    total_length,
+    union_length,
+)
+from reveal_lab.studies._output import save_table, study_dirs, to_markdown
+from reveal_lab.studies._projections import project, window_feature_table
+from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
+
+__all__ = [
+    "resolve_data",
+    "select_runs",
+    "iter_study_runs",
+    "load_study_runs",
+    "crop_run",
+    "synthetic_runs",
+    "parse_list",
+    "run_detection",
+    "method_list",
+    "detector_window_counts",
+    "causes_per_window",
+    "detection_summary",
+    "top_windows",
+    "traces_around",
+    "DTWStudy",
+    "dtw_distance",
+    "dtw_reproducibility",
+    "dtw_to_median",
+    "median_trace",
+    "resample",
+    "signed_rank_test",
+    "znormalize",
+    "GRANULARITIES",
+    "detect_windows",
+    "detection_windows",
+    "granularity_comparison",
+    "granularity_intervals",
+    "granularity_label",
+    "granularity_table",
+    "as_intervals",
+    "hit_rate_count",
+    "hit_rate_length",
+    "intersection_length",
+    "interval_iou",
+    "merge_intervals",
+    "merge_windows",
+    "total_length",
+    "union_length",
+    "save_table",
+    "study_dirs",
+    "to_markdown",
+    "project",
+    "window_feature_table",
+    "USAGE_QUANTITIES",
+    "ecdf",
+    "usage_columns",
+    "usage_samples",
+    "usage_summary",
+]

@@ -1,0 +1,330 @@
+"""DTW reproducibility (paper §5.4): are runs of one workload closer to their own
+workload's median trace than to other workloads' median traces?
+
+Test used here (the paper leaves the pairing open)
+---------------------------------------------------
+For each workload ``w`` and metric ``m``:
+
+1. every run's trace is z-normalized (a constant trace becomes all zeros) and
+   linearly resampled to ``length`` points, so that runs of different duration can
+   share a pointwise median and DTW cost stays bounded;
+2. the *median trace* of a workload is the pointwise median of its runs' traces;
+3. for each run ``r`` of ``w``: ``d_within(r) = DTW(r, median of w without r)``
+   (leave-one-out, so a run is never compared with a median it helped build) and
+   ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``;
+4. a two-sided Wilcoxon signed-rank test on the paired ``(d_within, d_between)``
+   over the runs of ``w`` (``pairing="run"``), or over every (run, other workload)
+   pair (``pairing="run_x_workload"``: more pairs, but they are not independent).
+
+A workload–metric pair counts as *reproducible* when ``p < alpha``; the study
+reports the share of such pairs (the paper reports 99.75 %). With ``pairing="run"``
+an exact two-sided test needs at least 6 runs to reach ``p < 0.05``; pairs with
+fewer usable runs are reported with ``p = NaN`` and ``reason`` filled, never
+silently dropped. When all paired differences are 0 the test is undefined; we
+report ``p = 1`` (no evidence of a difference).
+
+DTW is exact (no FastDTW approximation): dtaidistance's C implementation on
+float64 C-contiguous arrays, with an optional Sakoe–Chiba band (``window``: the
+radius in samples, as tslearn's ``sakoe_chiba_radius``). It returns
+``sqrt(sum of squared differences along the best path)``, the same quantity as
+:func:`tslearn.metrics.dtw` (checked in the tests and in ``benchmarks/dtw_vs_tslearn.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+__all__ = [
+    "znormalize",
+    "resample",
+    "median_trace",
+    "dtw_distance",
+    "dtw_to_median",
+    "signed_rank_test",
+    "dtw_reproducibility",
+    "DTWStudy",
+]
+
+
+def znormalize(x: np.ndarray) -> np.ndarray:
+    """Zero mean, unit variance; NaNs are interpolated over, a constant trace gives zeros.
+
+    >>> znormalize(np.array([1.0, 2.0, 3.0])).round(3).tolist()
+    [-1.225, 0.0, 1.225]
+    >>> znormalize(np.array([5.0, 5.0])).tolist()
+    [0.0, 0.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 1:
+        raise ValueError(f"a trace must be 1-D, got shape {x.shape}")
+    finite = np.isfinite(x)
+    if not finite.any():
+        return np.zeros_like(x)
+    if not finite.all():
+        idx = np.arange(x.size)
+        x = np.interp(idx, idx[finite], x[finite])
+    sd = x.std()
+    if sd == 0 or not np.isfinite(sd):
+        return np.zeros_like(x)
+    return (x - x.mean()) / sd
+
+
+def resample(x: np.ndarray, length: int | None) -> np.ndarray:
+    """Linear resampling of a trace to ``length`` points (``None``: unchanged).
+
+    >>> resample(np.array([0.0, 1.0]), 3).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if length is None or x.size == length:
+        return x
+    if length < 2:
+        raise ValueError("resample length must be >= 2")
+    if x.size < 2:
+        return np.full(length, x[0] if x.size else 0.0)
+    return np.interp(np.linspace(0, x.size - 1, length), np.arange(x.size), x)
+
+
+def median_trace(traces: Sequence[np.ndarray], length: int | None = None) -> np.ndarray:
+    """Pointwise median of traces, each first resampled to ``length``
+    (default: the median length of the traces).
+
+    >>> median_trace([np.zeros(4), np.ones(4), 2 * np.ones(4)]).tolist()
+    [1.0, 1.0, 1.0, 1.0]
+    """
+    if len(traces) == 0:
+        raise ValueError("median_trace needs at least one trace")
+    if length is None:
+        length = int(np.median([len(t) for t in traces]))
+    return np.median(np.vstack([resample(t, length) for t in traces]), axis=0)
+
+
+def dtw_distance(a: np.ndarray, b: np.ndarray, window: int | None = None) -> float:
+    """Exact DTW distance (sqrt of summed squared differences on the best path).
+
+    ``window`` is the Sakoe–Chiba radius in samples: cells with ``|i - j| <= window``
+    are allowed (tslearn's ``sakoe_chiba_radius``; dtaidistance's own ``window``
+    allows ``|i - j| < window``, so it receives ``window + 1``). ``None``: unconstrained.
+
+    >>> dtw_distance(np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0, 2.0]))
+    0.0
+    >>> dtw_distance(np.array([0.0, 0.0, 1.0]), np.array([0.0, 1.0, 1.0]))
+    0.0
+    """
+    from dtaidistance import dtw
+
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("DTW needs two non-empty traces")
+    if window is not None and window < 0:
+        raise ValueError(f"Sakoe-Chiba radius must be >= 0, got {window}")
+    kw = {} if window is None else {"window": int(window) + 1}
+    return float(dtw.distance_fast(a, b, **kw))
+
+
+def dtw_to_median(
+    traces: Sequence[np.ndarray],
+    *,
+    length: int | None = 256,
+    window: int | None = None,
+    normalize: bool = True,
+) -> np.ndarray:
+    """DTW distance of every trace to the median trace of all of them."""
+    prepared = [resample(znormalize(t) if normalize else np.asarray(t, float), length) for t in traces]
+    med = median_trace(prepared, length)
+    return np.array([dtw_distance(p, med, window) for p in prepared])
+
+
+def signed_rank_test(x: np.ndarray, y: np.ndarray, *, min_pairs: int = 6) -> tuple[float, float, str]:
+    """Two-sided Wilcoxon signed-rank test of paired samples: ``(statistic, p, reason)``.
+
+    ``reason`` is empty when the test ran; ``"identical"`` (p = 1) when every
+    difference is 0; ``"too few pairs"`` (p = NaN) below ``min_pairs`` pairs.
+
+    >>> signed_rank_test(np.arange(8.0), np.arange(8.0) + 10)[1] < 0.05
+    True
+    >>> signed_rank_test(np.ones(8), np.ones(8))
+    (0.0, 1.0, 'identical')
+    """
+    from scipy.stats import wilcoxon
+
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in shape: {x.shape} vs {y.shape}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    x, y = x[ok], y[ok]
+    if x.size < max(min_pairs, 1):
+        return float("nan"), float("nan"), "too few pairs"
+    d = x - y
+    if np.all(d == 0):
+        return 0.0, 1.0, "identical"
+    res = wilcoxon(x, y, alternative="two-sided")
+    return float(res.statistic), float(res.pvalue), ""
+
+
+@dataclass
+class DTWStudy:
+    """Result of :func:`dtw_reproducibility`.
+
+    ``pairs``: one row per workload–metric pair (``workload, metric, n_runs,
+    n_pairs, median_within, median_between, statistic, pvalue, significant,
+    closer_within, reason``); ``distances``: one row per run, metric and reference
+    (``workload, metric, run, reference, distance`` with reference ``"own"`` or the
+    other workload's name).
+    """
+
+    pairs: pl.DataFrame
+    distances: pl.DataFrame
+    alpha: float
+
+    @property
+    def tested(self) -> pl.DataFrame:
+        return self.pairs.filter(pl.col("pvalue").is_not_nan())
+
+    @property
+    def share_significant(self) -> float:
+        """Share of tested workload–metric pairs with ``p < alpha`` (NaN if none tested)."""
+        t = self.tested
+        return float(t["significant"].mean()) if t.height else float("nan")
+
+    def summary(self) -> pl.DataFrame:
+        t = self.tested
+        return pl.DataFrame(
+            {
+                "workload_metric_pairs": [self.pairs.height],
+                "tested": [t.height],
+                "significant": [int(t["significant"].sum()) if t.height else 0],
+                "share_significant_pct": [100 * self.share_significant],
+                "share_closer_within_pct": [
+                    100 * float(t["closer_within"].mean()) if t.height else float("nan")
+                ],
+                "alpha": [self.alpha],
+            }
+        )
+
+
+def dtw_reproducibility(
+    traces: Mapping[str, Mapping[str, Sequence[np.ndarray]]],
+    *,
+    length: int | None = 256,
+    window: int | None = None,
+    alpha: float = 0.05,
+    pairing: str = "run",
+    min_pairs: int | None = None,
+) -> DTWStudy:
+    """The §5.4 study over ``traces[workload][metric] -> [trace of each run]``.
+
+    See the module docstring for the test. ``length`` resamples every trace
+    (``None`` keeps the raw lengths: exact but O(n²) per pair); ``window`` is a
+    Sakoe–Chiba band in samples of the resampled traces.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.linspace(0, 6, 120)
+    >>> runs = {"sine": {"m": [np.sin(t) + 0.1 * rng.normal(size=t.size) for _ in range(8)]},
+    ...         "saw": {"m": [(t % 1) + 0.1 * rng.normal(size=t.size) for _ in range(8)]}}
+    >>> s = dtw_reproducibility(runs, length=60)
+    >>> s.share_significant
+    1.0
+    """
+    if pairing not in ("run", "run_x_workload"):
+        raise ValueError(f"pairing must be 'run' or 'run_x_workload', got {pairing!r}")
+    if min_pairs is None:
+        min_pairs = 6
+    # prepare: z-normalize + resample; medians per workload and metric
+    prep: dict[str, dict[str, list[np.ndarray]]] = {}
+    for w, by_metric in traces.items():
+        prep[w] = {}
+        for m, runs in by_metric.items():
+            ok = [np.asarray(r, float) for r in runs if np.asarray(r).size >= 2]
+            prep[w][m] = [resample(znormalize(r), length) for r in ok]
+    medians = {w: {m: median_trace(rs, length) for m, rs in bm.items() if rs} for w, bm in prep.items()}
+
+    pair_rows: list[dict[str, object]] = []
+    dist_rows: list[dict[str, object]] = []
+    for w, by_metric in prep.items():
+        for m, runs in by_metric.items():
+            others = [w2 for w2 in prep if w2 != w and m in medians[w2]]
+            n = len(runs)
+            within: list[float] = []
+            between: list[list[float]] = []
+            for i, r in enumerate(runs):
+                rest = runs[:i] + runs[i + 1 :]
+                d_own = dtw_distance(r, median_trace(rest, length), window) if rest else float("nan")
+                d_oth = [dtw_distance(r, medians[w2][m], window) for w2 in others]
+                within.append(d_own)
+                between.append(d_oth)
+                dist_rows.append(
+                    {"workload": w, "metric": m, "run": i, "reference": "own", "distance": d_own}
+                )
+                dist_rows.extend(
+                    {"workload": w, "metric": m, "run": i, "reference": w2, "distance": d}
+                    for w2, d in zip(others, d_oth, strict=True)
+                )
+            wi = np.asarray(within)
+            if not others:
+                stat, p, reason, n_pairs, bw = (
+                    float("nan"),
+                    float("nan"),
+                    "no other workload",
+                    0,
+                    np.full(n, np.nan),
+                )
+            else:
+                B = np.asarray(between)  # runs x others
+                if pairing == "run":
+                    x, y = wi, B.mean(axis=1)
+                else:
+                    x, y = np.repeat(wi, B.shape[1]), B.ravel()
+                stat, p, reason = signed_rank_test(x, y, min_pairs=min_pairs)
+                n_pairs = int(np.isfinite(x - y).sum())
+                bw = B.mean(axis=1)
+            pair_rows.append(
+                {
+                    "workload": w,
+                    "metric": m,
+                    "n_runs": n,
+                    "n_pairs": n_pairs,
+                    "median_within": float(np.nanmedian(wi)) if np.isfinite(wi).any() else float("nan"),
+                    "median_between": float(np.nanmedian(bw)) if np.isfinite(bw).any() else float("nan"),
+                    "statistic": stat,
+                    "pvalue": p,
+                    "significant": bool(np.isfinite(p) and p < alpha),
+                    "closer_within": bool(
+                        np.isfinite(wi).any()
+                        and np.isfinite(bw).any()
+                        and np.nanmedian(wi) < np.nanmedian(bw)
+                    ),
+                    "reason": reason,
+                }
+            )
+    pairs_schema = {
+        "workload": pl.String,
+        "metric": pl.String,
+        "n_runs": pl.Int64,
+        "n_pairs": pl.Int64,
+        "median_within": pl.Float64,
+        "median_between": pl.Float64,
+        "statistic": pl.Float64,
+        "pvalue": pl.Float64,
+        "significant": pl.Boolean,
+        "closer_within": pl.Boolean,
+        "reason": pl.String,
+    }
+    dist_schema = {
+        "workload": pl.String,
+        "metric": pl.String,
+        "run": pl.Int64,
+        "reference": pl.String,
+        "distance": pl.Float64,
+    }
+    return DTWStudy(
+        pl.DataFrame(pair_rows, schema=pairs_schema), pl.DataFrame(dist_rows, schema=dist_schema), alpha
+    )

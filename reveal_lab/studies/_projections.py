@@ -1,0 +1,108 @@
+"""2-D projections (UMAP, t-SNE) of window features, to see whether windows group
+by workload and where the anomalous ones fall."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.config import WindowConfig
+from reveal_lab.telemetry import Run, parse_metric_name
+
+__all__ = ["window_feature_table", "project"]
+
+
+def _pair_keys(pairs: pl.DataFrame) -> list[str]:
+    keys = []
+    for metric, feature in pairs.select("metric", "feature").iter_rows():
+        m = parse_metric_name(metric)
+        keys.append(f"{m.key() if m is not None else metric}|{feature}")
+    return keys
+
+
+def window_feature_table(
+    runs: Iterable[Run],
+    window: WindowConfig | None = None,
+    *,
+    anomalous: dict[tuple[str, int], bool] | None = None,
+    max_windows_per_run: int | None = 200,
+) -> tuple[np.ndarray, pl.DataFrame]:
+    """Window features of several runs on the metric–feature pairs they share.
+
+    Columns are matched by host-free metric key and feature, so runs from different
+    hosts line up. Returns ``(X, rows)`` where ``rows`` has ``run_id, workload,
+    window_id, anomalous`` (``anomalous`` from the ``(run_id, window_id)`` map, else False).
+    """
+    from reveal_lab.features import window_features
+
+    window = window or WindowConfig()
+    mats, metas, keysets = [], [], []
+    for run in runs:
+        for _host, sub in run.split_hosts().items():
+            wf = window_features(sub.frame, window)
+            keys = _pair_keys(wf.pairs)
+            X = np.asarray(wf.X, dtype=float)
+            wid = np.asarray(wf.windows.get_column("window_id").to_list())
+            if max_windows_per_run and len(wid) > max_windows_per_run:
+                sel = np.linspace(0, len(wid) - 1, max_windows_per_run).astype(int)
+                X, wid = X[sel], wid[sel]
+            mats.append(dict(zip(keys, X.T, strict=True)))
+            keysets.append(set(keys))
+            metas.append(
+                pl.DataFrame(
+                    {
+                        "run_id": run.meta.run_id,
+                        "workload": run.meta.workload or "",
+                        "window_id": wid.astype(np.int64),
+                    }
+                )
+            )
+    if not mats:
+        raise ValueError("no runs to project")
+    common = sorted(set.intersection(*keysets))
+    if not common:
+        raise ValueError("the runs share no metric-feature pair; cannot project them together")
+    X = np.vstack([np.column_stack([m[k] for k in common]) for m in mats])
+    rows = pl.concat(metas)
+    amap = anomalous or {}
+    rows = rows.with_columns(
+        pl.Series(
+            "anomalous",
+            [bool(amap.get((r, int(w)), False)) for r, w in rows.select("run_id", "window_id").iter_rows()],
+        )
+    )
+    return X, rows
+
+
+def project(
+    X: np.ndarray, method: str = "umap", *, seed: int = 0, n_neighbors: int = 15, perplexity: float = 30.0
+) -> np.ndarray:
+    """``float[n, 2]``: UMAP (umap-learn) or t-SNE (scikit-learn) of standardized features.
+
+    Non-finite values are replaced by the column median; constant columns are dropped.
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim != 2 or X.shape[0] < 3:
+        raise ValueError(f"need at least 3 rows to project, got shape {X.shape}")
+    X = np.where(np.isfinite(X), X, np.nan)
+    med = np.nanmedian(np.where(np.isnan(X).all(axis=0), 0.0, X), axis=0)
+    X = np.where(np.isnan(X), med, X)
+    sd = X.std(axis=0)
+    X = (X[:, sd > 0] - X[:, sd > 0].mean(axis=0)) / sd[sd > 0]
+    if X.shape[1] == 0:
+        raise ValueError("every feature is constant; nothing to project")
+    n = X.shape[0]
+    if method == "umap":
+        import umap  # lazily: umap-learn is heavy
+
+        reducer = umap.UMAP(n_components=2, n_neighbors=min(n_neighbors, n - 1), random_state=seed)
+        return np.asarray(reducer.fit_transform(X))
+    if method == "tsne":
+        from sklearn.manifold import TSNE
+
+        return TSNE(
+            n_components=2, perplexity=min(perplexity, (n - 1) / 3), random_state=seed, init="pca"
+        ).fit_transform(X)
+    raise ValueError(f"projection method {method!r}; expected 'umap' or 'tsne'")

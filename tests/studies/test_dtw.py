@@ -1,0 +1,108 @@
+import numpy as np
+import pytest
+from tslearn.metrics import dtw as tslearn_dtw
+
+from reveal_lab.studies import (
+    dtw_distance,
+    dtw_reproducibility,
+    dtw_to_median,
+    median_trace,
+    signed_rank_test,
+    znormalize,
+)
+
+
+def test_identical_traces_have_zero_distance():
+    x = np.sin(np.linspace(0, 10, 300))
+    assert dtw_distance(x, x.copy()) == 0.0
+    assert np.allclose(dtw_to_median([x, x, x]), 0.0)
+
+
+def test_shifted_trace_warps_to_zero_but_euclidean_does_not():
+    t = np.linspace(0, 1, 200)
+    a = np.exp(-((t - 0.4) ** 2) / 0.002)
+    b = np.exp(-((t - 0.5) ** 2) / 0.002)  # the same bump, 20 samples later
+    assert np.linalg.norm(a - b) > 1.0
+    d = dtw_distance(a, b)
+    assert d < 0.05 * np.linalg.norm(a - b)
+    # a narrow Sakoe-Chiba band cannot absorb a 20-sample shift
+    assert dtw_distance(a, b, window=3) > 10 * d
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("window", [None, 5, 40])
+def test_matches_tslearn(seed, window):
+    rng = np.random.default_rng(seed)
+    a, b = rng.normal(size=180).cumsum(), rng.normal(size=180).cumsum()
+    kw = {} if window is None else {"global_constraint": "sakoe_chiba", "sakoe_chiba_radius": window}
+    assert dtw_distance(a, b, window) == pytest.approx(tslearn_dtw(a, b, **kw), abs=1e-9, rel=1e-12)
+
+
+def test_matches_tslearn_unequal_lengths():
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=150), rng.normal(size=97)
+    assert dtw_distance(a, b) == pytest.approx(tslearn_dtw(a, b), abs=1e-9)
+
+
+def test_znormalize_handles_nan_and_constant():
+    z = znormalize(np.array([1.0, np.nan, 3.0, 5.0]))
+    assert np.isfinite(z).all() and abs(z.mean()) < 1e-12 and abs(z.std() - 1) < 1e-12
+    assert (znormalize(np.full(5, 7.0)) == 0).all()
+
+
+def test_median_trace_resamples_unequal_lengths():
+    m = median_trace([np.linspace(0, 1, 10), np.linspace(0, 1, 30), np.linspace(0, 2, 20)])
+    assert m.shape == (20,)
+    assert m[-1] == pytest.approx(1.0)
+
+
+def test_wilcoxon_separable_and_identical():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=12)
+    _, p, reason = signed_rank_test(x, x + 5 + rng.uniform(0, 1, size=12))
+    assert p < 0.05 and reason == ""
+    stat, p, reason = signed_rank_test(x, x.copy())
+    assert (p, reason) == (1.0, "identical")
+    _, p, reason = signed_rank_test(x[:3], x[:3] + 1)
+    assert np.isnan(p) and reason == "too few pairs"
+
+
+def _workloads(n_runs, noise=0.15, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.linspace(0, 8, 160)
+    shapes = {"sine": np.sin(t), "square": np.sign(np.sin(2.3 * t)), "ramp": (t % 2)}
+    return {
+        w: {
+            "m1": [s + noise * rng.normal(size=t.size) for _ in range(n_runs)],
+            "m2": [np.roll(s, 10) + noise * rng.normal(size=t.size) for _ in range(n_runs)],
+        }
+        for w, s in shapes.items()
+    }
+
+
+def test_study_separates_distinct_workloads():
+    s = dtw_reproducibility(_workloads(8), length=80, window=10)
+    assert s.pairs.height == 6
+    assert s.share_significant == 1.0
+    assert s.pairs["closer_within"].all()
+    assert set(s.distances["reference"].unique()) == {"own", "sine", "square", "ramp"}
+    assert s.summary()["share_significant_pct"][0] == 100.0
+
+
+def test_study_on_indistinguishable_workloads_finds_little():
+    rng = np.random.default_rng(5)
+    same = {w: {"m": [rng.normal(size=100) for _ in range(10)]} for w in ("a", "b", "c")}
+    s = dtw_reproducibility(same, length=50)
+    assert s.share_significant < 0.67
+
+
+def test_study_reports_untestable_pairs():
+    s = dtw_reproducibility(_workloads(3), length=40)
+    assert s.tested.height == 0
+    assert set(s.pairs["reason"]) == {"too few pairs"}
+    assert np.isnan(s.share_significant)
+    # every (run, other workload) pair gives 3 x 2 = 6 pairs: testable
+    s2 = dtw_reproducibility(_workloads(3), length=40, pairing="run_x_workload")
+    assert s2.tested.height == 6 and (s2.pairs["n_pairs"] == 6).all()
+    with pytest.raises(ValueError, match="pairing"):
+        dtw_reproducibility(_workloads(3), pairing="bogus")
