@@ -227,12 +227,17 @@ def channel_table(n_channels: int = 700, n_gpus: int = 2) -> list[tuple[_Tmpl, s
 
 
 def _smooth(x: np.ndarray, alpha: float) -> np.ndarray:
+    """Exponential smoothing started in steady state (no warm-up transient)."""
     from scipy.signal import lfilter
 
-    return lfilter([alpha], [1.0, alpha - 1.0], x, axis=0, zi=None) if alpha < 1 else x
+    if alpha >= 1 or x.size == 0:
+        return x
+    y0 = float(np.mean(x[: max(1, min(x.size, int(round(2 / alpha))))]))
+    y, _ = lfilter([alpha], [1.0, alpha - 1.0], x, zi=[(1.0 - alpha) * y0])
+    return y
 
 
-def _activities(t: np.ndarray, rng: np.random.Generator, period: float, lag: float,
+def _activities(t: np.ndarray, rng: np.random.Generator, period: float, lag: float,  # noqa: ARG001
                 n_hosts: int) -> dict[str, np.ndarray]:
     n = t.size
     u = ((t + lag) / period) % 1.0
@@ -255,7 +260,6 @@ def _activities(t: np.ndarray, rng: np.random.Generator, period: float, lag: flo
         "gmem": gmem,
     }
     a["heat"] = _smooth(0.5 * a["gpu"] + 0.5 * a["cpu"], 0.01)
-    a["heat"] = a["heat"] + (0.5 - a["heat"][: max(1, min(n, 200))].mean())  # start warm
     return a
 
 
@@ -272,6 +276,7 @@ def make_run(
     gaps: Sequence[tuple[float, float]] = (),
     jitter_ms: float = 0.0,
     run_id: str | None = None,
+    profile_seed: int | None = None,
 ) -> SyntheticRun:
     """Synthetic telemetry for one run: ``n_channels`` metrics per host.
 
@@ -280,10 +285,13 @@ def make_run(
     n_seconds : run length; rows are ``n_seconds * 1000 / interval_ms``.
     n_channels : metric columns per host (the public dataset has ≈700-800).
     hosts : host names; several hosts give one multi-host frame (columns carry the host).
-    seed : everything is drawn from ``numpy.random.default_rng(seed)``.
+    seed : the noise, phase and anomalies are drawn from ``numpy.random.default_rng(seed)``.
     anomalies : planted episodes (see :class:`Anomaly`).
     gaps : ``(start_s, end_s)`` spans whose rows are removed (collector outages).
     jitter_ms : uniform jitter added to each timestamp (kept strictly increasing).
+    profile_seed : seed of the machine/workload profile (step period, per-channel gains,
+        host lags); default ``seed``. Runs sharing a ``profile_seed`` but not a ``seed``
+        are repeated runs of one workload on one machine (baseline runs).
 
     Returns
     -------
@@ -300,19 +308,21 @@ def make_run(
         raise ValueError("jitter_ms must be in [0, interval_ms / 2)")
     hosts = [sanitize_host(h) for h in hosts]
     rng = np.random.default_rng(seed)
+    prof = np.random.default_rng(seed if profile_seed is None else profile_seed)
     dt_s = interval_ms / 1000.0
     n = int(round(n_seconds / dt_s))
     t = np.arange(n) * dt_s
-    period = float(rng.uniform(0.6, 1.2))
+    period = float(prof.uniform(0.6, 1.2))
+    phase = float(rng.uniform(0, period))  # where in the training step this run starts
     table = channel_table(n_channels, n_gpus)
 
     columns: dict[str, np.ndarray] = {}
     meta_cols: dict[str, tuple[str, str, str]] = {}  # name -> (host, base, subsystem)
     bounds: dict[str, tuple[float, float]] = {}
     for hi, host in enumerate(hosts):
-        acts = _activities(t, rng, period, lag=float(rng.uniform(0, 0.05)), n_hosts=len(hosts))
+        acts = _activities(t, rng, period, lag=phase + float(prof.uniform(0, 0.05)), n_hosts=len(hosts))
         c = len(table)
-        gain = rng.uniform(0.8, 1.2, size=c)
+        gain = prof.uniform(0.8, 1.2, size=c)
         noise = rng.standard_normal((n, c))
         # AR(1) measurement noise: real counters are autocorrelated at 100 ms
         from scipy.signal import lfilter

@@ -1,0 +1,197 @@
+"""Attribution (paper §4.4): which metric–feature pairs drive each detector's decision
+on each anomalous window, which subsystems (jointly) and which host.
+
+For a window flagged by detector ``d`` we take ``d.explain(x)`` (Z-score: ``|z|``;
+Mahalanobis: the exact additive terms of ``d²``; Isolation Forest: path-based
+credit), keep the positive contributions, and normalize the window's ``agg_k``
+largest to shares that sum to 1. A pair's score is its share averaged over the
+detectors that flag the window; a subsystem's (or host's) score is the sum of its
+pairs' scores. The ``top_k`` pairs of every flagging detector become evidence rows
+with a claim in words; every subsystem whose score is at least ``joint_fraction``
+of the top one is named (joint attribution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.attribution._words import claim
+from reveal_lab.detectors._base import BaseDetector, safe_divide
+from reveal_lab.detectors._ensemble import EnsembleResult
+from reveal_lab.telemetry import SUBSYSTEMS
+
+__all__ = ["Attribution", "attribute", "EVIDENCE_SCHEMA", "WINDOW_SCHEMA"]
+
+EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
+    "window_id": pl.Int64,
+    "start": pl.Datetime("ms"),
+    "end": pl.Datetime("ms"),
+    "host": pl.String,
+    "methods": pl.String,
+    "agreement": pl.Int64,
+    "subsystem": pl.String,
+    "metric": pl.String,
+    "feature": pl.String,
+    "score": pl.Float64,
+    "claim": pl.String,
+    "evidence_of": pl.String,
+    "rank": pl.Int64,
+    "value": pl.Float64,
+    "baseline": pl.Float64,
+    "z": pl.Float64,
+    "combined": pl.Float64,
+}
+
+WINDOW_SCHEMA: dict[str, pl.DataType] = {
+    "window_id": pl.Int64,
+    "start": pl.Datetime("ms"),
+    "end": pl.Datetime("ms"),
+    "host": pl.String,
+    "methods": pl.String,
+    "agreement": pl.Int64,
+    "combined": pl.Float64,
+    "subsystems": pl.String,
+    "top_subsystem": pl.String,
+    "top_share": pl.Float64,
+    **{f"share_{s}": pl.Float64 for s in SUBSYSTEMS},
+}
+
+
+@dataclass
+class Attribution:
+    """``evidence``: one row per anomalous window × metric–feature pair (columns of
+    ``anomalies.csv`` first, then ``evidence_of`` (the detectors whose top pairs include
+    it), ``rank``, ``value``, ``baseline``, ``z``, ``combined``).
+    ``windows``: one row per anomalous window with its (joint) subsystems and shares."""
+
+    evidence: pl.DataFrame
+    windows: pl.DataFrame
+
+
+def _shares(contrib: np.ndarray, agg_k: int) -> np.ndarray:
+    """Positive contributions, the ``agg_k`` largest per row normalized to sum to 1."""
+    c = np.where(np.isfinite(contrib), np.maximum(contrib, 0.0), 0.0)
+    n, p = c.shape
+    if agg_k < p:
+        cut = np.partition(c, p - agg_k, axis=1)[:, p - agg_k][:, None]
+        c = np.where(c >= cut, c, 0.0)
+    tot = c.sum(axis=1, keepdims=True)
+    return safe_divide(c, np.where(tot > 0, tot, 0.0)) if n else c
+
+
+def attribute(
+    detectors: Mapping[str, BaseDetector],
+    X: np.ndarray,
+    pairs: pl.DataFrame,
+    windows: pl.DataFrame,
+    result: EnsembleResult,
+    *,
+    center: np.ndarray | None = None,
+    scale: np.ndarray | None = None,
+    top_k: int = 5,
+    agg_k: int = 20,
+    joint_fraction: float = 0.5,
+    host: str | None = None,
+) -> Attribution:
+    """Explain every anomalous window (``result.agreement > 0``).
+
+    Parameters
+    ----------
+    detectors : fitted detectors by name (``DetectorEnsemble.detectors_``).
+    X : the scored feature matrix (``n_windows × n_pairs``), rows aligned with ``windows``.
+    pairs : one row per column of ``X`` with ``metric, feature, subsystem`` (and ``host``).
+    windows : ``window_id, start, end`` per row of ``X``.
+    result : the ensemble's scores of ``X``.
+    center, scale : typical value and spread of each pair in the fit data (for the
+        claims' baseline and z); default: the ``zscore`` detector's.
+    host : host name for every window (single-host scoring); otherwise the host with
+        the largest attribution share is named.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] != windows.height or X.shape[1] != pairs.height:
+        raise ValueError(f"X is {X.shape}, windows has {windows.height} rows, pairs {pairs.height} rows")
+    if center is None or scale is None:
+        zdet = detectors.get("zscore")
+        if zdet is None:
+            raise ValueError("attribute needs center/scale or a fitted 'zscore' detector")
+        center, scale = zdet.center_, zdet.scale_
+    metric = pairs["metric"].to_list()
+    feature = pairs["feature"].to_list()
+    subsystem = np.asarray(pairs["subsystem"].to_list(), dtype=object)
+    pair_host = np.asarray(pairs["host"].to_list() if "host" in pairs.columns else [host] * pairs.height,
+                           dtype=object)
+    sub_index = {s: np.flatnonzero(subsystem == s) for s in SUBSYSTEMS}
+    hosts = [h for h in dict.fromkeys(pair_host.tolist()) if h is not None]
+    host_index = {h: np.flatnonzero(pair_host == h) for h in hosts}
+
+    anom = np.flatnonzero(result.agreement > 0)
+    names = [n for n in result.methods if n in detectors]
+    wid = windows["window_id"].to_list()
+    wstart = windows["start"].to_list()
+    wend = windows["end"].to_list()
+    ev_rows: list[dict[str, object]] = []
+    win_rows: list[dict[str, object]] = []
+    if anom.size == 0:
+        return Attribution(pl.DataFrame(schema=EVIDENCE_SCHEMA), pl.DataFrame(schema=WINDOW_SCHEMA))
+
+    Xa = X[anom]
+    imputed = detectors[names[0]]._impute(Xa) if names else Xa
+    z_all = safe_divide(imputed - center, scale)
+    # per detector: explanation shares of the windows it flags
+    shares: dict[str, np.ndarray] = {}
+    contribs: dict[str, np.ndarray] = {}
+    for n in names:
+        flagged = result.labels[n][anom] == 1
+        sh = np.zeros_like(Xa)
+        co = np.zeros_like(Xa)
+        if flagged.any():
+            co[flagged] = detectors[n].explain(Xa[flagged])
+            sh[flagged] = _shares(co[flagged], agg_k)
+        shares[n], contribs[n] = sh, co
+
+    for r, i in enumerate(anom):
+        methods = [n for n in names if result.labels[n][i] == 1]
+        pair_score = np.mean([shares[n][r] for n in methods], axis=0)
+        sub_scores = {s: float(pair_score[idx].sum()) for s, idx in sub_index.items()}
+        top_sub = max(sub_scores, key=sub_scores.get)  # type: ignore[arg-type]
+        top_val = sub_scores[top_sub]
+        joint = [s for s, v in sorted(sub_scores.items(), key=lambda kv: -kv[1])
+                 if top_val > 0 and v >= joint_fraction * top_val]
+        if host is not None:
+            w_host = host
+        elif host_index:
+            w_host = max(host_index, key=lambda h: float(pair_score[host_index[h]].sum()))
+        else:
+            w_host = None
+        win_rows.append({
+            "window_id": wid[i], "start": wstart[i], "end": wend[i], "host": w_host,
+            "methods": "+".join(methods), "agreement": int(result.agreement[i]),
+            "combined": float(result.combined[i]), "subsystems": "+".join(joint),
+            "top_subsystem": top_sub if top_val > 0 else None, "top_share": top_val,
+            **{f"share_{s}": v for s, v in sub_scores.items()},
+        })
+        # evidence: the top_k pairs of each flagging detector (deduplicated)
+        evidence_of: dict[int, list[str]] = {}
+        for n in methods:
+            c = contribs[n][r]
+            order = np.argsort(-np.where(np.isfinite(c), c, -np.inf), kind="stable")[:top_k]
+            for j in order:
+                if c[j] > 0:
+                    evidence_of.setdefault(int(j), []).append(n)
+        ranked = sorted(evidence_of, key=lambda j: -pair_score[j])
+        for rank, j in enumerate(ranked, start=1):
+            value, base, z = float(imputed[r, j]), float(center[j]), float(z_all[r, j])
+            ev_rows.append({
+                "window_id": wid[i], "start": wstart[i], "end": wend[i],
+                "host": pair_host[j] if pair_host[j] is not None else w_host,
+                "methods": "+".join(methods), "agreement": int(result.agreement[i]),
+                "subsystem": subsystem[j], "metric": metric[j], "feature": feature[j],
+                "score": float(pair_score[j]), "claim": claim(metric[j], feature[j], value, base, z),
+                "evidence_of": "+".join(evidence_of[j]), "rank": rank, "value": value, "baseline": base,
+                "z": z, "combined": float(result.combined[i]),
+            })
+    return Attribution(pl.DataFrame(ev_rows, schema=EVIDENCE_SCHEMA), pl.DataFrame(win_rows, schema=WINDOW_SCHEMA))

@@ -1,0 +1,169 @@
+"""The shared estimator contract of the detectors (PyOD style, scikit-learn compatible).
+
+* ``__init__`` stores parameters only.
+* ``fit(X)`` learns from ``X`` (the run itself, as the paper, or reference runs) and
+  sets ``decision_scores_`` (the scores of ``X``), ``threshold_`` and ``labels_``.
+* ``decision_function(X)``: higher means more anomalous.
+* ``predict(X)``: ``1`` for anomalous windows, ``0`` otherwise (PyOD convention, *not*
+  scikit-learn's ``-1/+1`` outlier convention).
+* ``explain(X)``: ``float[n_samples, n_features]``, each feature's contribution to each
+  window's score (see each detector for what the numbers mean).
+
+Features may hold NaN or ±inf (a window of a metric that was missing, the kurtosis
+of a constant): they are imputed with the medians of the fit data, and features
+that are constant (or missing) in the fit data are neutral.
+"""
+
+from __future__ import annotations
+
+import warnings
+from abc import ABC, abstractmethod
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["BaseDetector"]
+
+
+class BaseDetector(BaseEstimator, ABC):
+    """Abstract base: validation, imputation, ``predict``/``fit_predict``, thresholds."""
+
+    #: short name used in reports (``methods`` column)
+    name: str = "detector"
+
+    def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.non_deterministic = False
+        return tags
+
+    # -- validation and imputation ---------------------------------------------------------
+    def _validate(self, X, *, reset: bool) -> np.ndarray:  # noqa: ANN001
+        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False,
+                          ensure_min_samples=2 if reset else 1)
+        return np.asarray(X, dtype=np.float64)
+
+    def _fit_impute(self, X: np.ndarray) -> np.ndarray:
+        finite = np.isfinite(X)
+        med = median_rows(np.array(X.T, order="C"), overwrite=True)
+        bad_cols = np.flatnonzero(~finite.all(axis=0))
+        if bad_cols.size:
+            sub = X[:, bad_cols]
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: imputed with 0 below
+                med[bad_cols] = np.nanmedian(np.where(np.isfinite(sub), sub, np.nan), axis=0)
+        self.impute_values_ = np.where(np.isfinite(med), med, 0.0)
+        return self._impute(X, finite)
+
+    def _impute(self, X: np.ndarray, finite: np.ndarray | None = None) -> np.ndarray:
+        if finite is None:
+            finite = np.isfinite(X)
+        if finite.all():
+            return X
+        return np.where(finite, X, self.impute_values_[None, :])
+
+    def _transform_input(self, X) -> np.ndarray:  # noqa: ANN001
+        check_is_fitted(self, "threshold_")
+        return self._impute(self._validate(X, reset=False))
+
+    # -- the contract ------------------------------------------------------------------------
+    def fit(self, X, y=None):  # noqa: ANN001, ARG002 - y ignored (unsupervised)
+        X = self._validate(X, reset=True)
+        Xi = self._fit_impute(X)
+        self._fit(Xi)
+        scores = self._fit_scores(Xi)
+        self.decision_scores_ = scores
+        self.threshold_ = self._fit_threshold(scores)
+        self.labels_ = (scores > self.threshold_).astype(np.int64)
+        return self
+
+    def decision_function(self, X) -> np.ndarray:  # noqa: ANN001
+        """Anomaly score of each row of ``X`` (higher: more anomalous)."""
+        return self._score(self._transform_input(X))
+
+    def predict(self, X) -> np.ndarray:  # noqa: ANN001
+        """``1`` where the score exceeds ``threshold_`` (anomalous), else ``0``."""
+        return (self.decision_function(X) > self.threshold_).astype(np.int64)
+
+    def fit_predict(self, X, y=None) -> np.ndarray:  # noqa: ANN001, ARG002
+        return self.fit(X).labels_
+
+    def explain(self, X) -> np.ndarray:  # noqa: ANN001
+        """Per-feature contributions, ``float[n_samples, n_features]``."""
+        return self._explain(self._transform_input(X))
+
+    def normalized_scores(self, X=None) -> np.ndarray:  # noqa: ANN001
+        """Scores in units of ``threshold_`` (``> 1``: flagged); of the fit data when ``X`` is None."""
+        check_is_fitted(self, "threshold_")
+        return self.normalize(self.decision_scores_ if X is None else self.decision_function(X))
+
+    def normalize(self, scores: np.ndarray) -> np.ndarray:
+        """``scores / threshold_`` (shifted when the threshold is not positive)."""
+        thr = self.threshold_
+        return scores / thr if thr > 0 else scores - thr + 1.0
+
+    # -- what each detector implements ------------------------------------------------------
+    @abstractmethod
+    def _fit(self, X: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def _score(self, X: np.ndarray) -> np.ndarray: ...
+
+    @abstractmethod
+    def _explain(self, X: np.ndarray) -> np.ndarray: ...
+
+    def _fit_scores(self, X: np.ndarray) -> np.ndarray:
+        """Scores of the fit data (a detector may reuse what ``_fit`` computed)."""
+        return self._score(X)
+
+    def _fit_threshold(self, scores: np.ndarray) -> float:
+        return float(np.quantile(scores, self._quantile()))
+
+    def _quantile(self) -> float:
+        return 0.99
+
+
+def robust_scale(X: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature centre and scale; scale 0 for constant features (made neutral by the caller).
+
+    Robust: median and 1.4826·MAD, falling back to the standard deviation where the
+    MAD is 0 (sparse counters that are mostly zero).
+    """
+    if robust:
+        XT = np.array(X.T, order="C")
+        center = median_rows(XT, overwrite=True)  # permutes within rows: harmless for the MAD
+        np.subtract(XT, center[:, None], out=XT)
+        np.abs(XT, out=XT)
+        scale = 1.4826 * median_rows(XT, overwrite=True)
+        del XT
+        std = X.std(axis=0)
+        scale = np.where(scale > 0, scale, std)
+    else:
+        center = X.mean(axis=0)
+        scale = X.std(axis=0)
+    # treat numerically-constant features as constant
+    tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(center))
+    scale = np.where(tiny, 0.0, scale)
+    return center, scale
+
+
+def median_rows(A: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+    """Median of each row of a C-contiguous 2-D array (a partition, in place when
+    ``overwrite``; faster than ``np.median(X, axis=0)`` on wide feature matrices)."""
+    n = A.shape[1]
+    if n == 0:
+        return np.full(A.shape[0], np.nan)
+    k = n // 2
+    kth = [k - 1, k] if n % 2 == 0 else [k]
+    P = A if overwrite else A.copy()
+    P.partition(kth, axis=1)
+    return P[:, k].copy() if n % 2 else 0.5 * (P[:, k - 1] + P[:, k])
+
+
+def safe_divide(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``a / scale`` with 0 where ``scale`` is 0 (constant features are neutral)."""
+    out = np.zeros_like(a)
+    nz = scale > 0
+    np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
+    return out

@@ -1,0 +1,5 @@
+"""The detection pipeline: a run's telemetry in, scored and explained windows out."""
+
+from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection, detect_many, detect_run, detection_view
+
+__all__ = ["Detection", "detect_run", "detect_many", "detection_view", "ANOMALIES_COLUMNS"]

@@ -1,0 +1,318 @@
+"""From a run's telemetry to scored, attributed windows.
+
+derive → detection view (selected metrics, static ones out) → time windows →
+window features → the three detectors (fit on the run itself, as the paper, or on
+baseline runs) → agreement and combined score → attribution (pairs, subsystems,
+host, claims). Multi-host runs are split per host, scored per host, then joined.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.attribution import Attribution, attribute
+from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA, WINDOW_SCHEMA
+from reveal_lab.config import Preset, get_preset
+from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.telemetry import (
+    SUBSYSTEMS,
+    TIMESTAMP,
+    Run,
+    TelemetryError,
+    TelemetryWarning,
+    metric_columns,
+    parse_metric_name,
+)
+
+__all__ = ["Detection", "detect_run", "detect_many", "detection_view", "ANOMALIES_COLUMNS"]
+
+log = logging.getLogger(__name__)
+
+#: the columns of ``anomalies.csv``, in order
+ANOMALIES_COLUMNS: tuple[str, ...] = ("window_id", "start", "end", "host", "methods", "agreement",
+                                      "subsystem", "metric", "feature", "score", "claim")
+
+
+@dataclass
+class Detection:
+    """The outcome of :func:`detect_run` for one run.
+
+    Attributes
+    ----------
+    windows : one row per scored window and host: ``window_id, start, end, host,
+        n_samples``, ``score_<detector>``, ``label_<detector>``, ``agreement``,
+        ``combined``, and for anomalous windows their (joint) ``subsystems``,
+        ``top_subsystem`` and ``share_<subsystem>``.
+    evidence : one row per anomalous window × metric–feature pair (the columns of
+        ``anomalies.csv`` first, see :data:`ANOMALIES_COLUMNS`).
+    thresholds : per host, per detector.
+    summary : counts and shares (see :meth:`make_summary`).
+    """
+
+    run_id: str
+    meta: dict[str, Any]
+    windows: pl.DataFrame
+    evidence: pl.DataFrame
+    methods: list[str]
+    thresholds: dict[str, dict[str, float]]
+    fit_mode: str
+    min_agreement: int
+    config: dict[str, Any]
+    excluded: pl.DataFrame
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def scores(self) -> dict[str, np.ndarray]:
+        return {m: self.windows[f"score_{m}"].to_numpy() for m in self.methods}
+
+    @property
+    def labels(self) -> dict[str, np.ndarray]:
+        return {m: self.windows[f"label_{m}"].to_numpy() for m in self.methods}
+
+    @property
+    def agreement(self) -> np.ndarray:
+        return self.windows["agreement"].to_numpy()
+
+    @property
+    def combined(self) -> np.ndarray:
+        return self.windows["combined"].to_numpy()
+
+    @property
+    def anomalous(self) -> pl.DataFrame:
+        """The windows whose agreement reaches ``min_agreement``."""
+        return self.windows.filter(pl.col("agreement") >= self.min_agreement)
+
+    def anomalies(self) -> pl.DataFrame:
+        """The evidence with exactly the columns of ``anomalies.csv``."""
+        return self.evidence.select(ANOMALIES_COLUMNS)
+
+    def make_summary(self) -> dict[str, Any]:
+        w = self.windows
+        n = w.height
+        anom = self.anomalous
+        hosts = w["host"].unique(maintain_order=True).to_list()
+
+        def block(ws: pl.DataFrame, an: pl.DataFrame) -> dict[str, Any]:
+            k = ws.height
+            per_det = {m: {"flagged": int(ws[f"label_{m}"].sum()),
+                           "share": float(ws[f"label_{m}"].sum() / k) if k else 0.0} for m in self.methods}
+            agree = {str(a): int((ws["agreement"] == a).sum()) for a in range(len(self.methods) + 1)}
+            subs = {}
+            for s in SUBSYSTEMS:
+                hit = int(an.filter(pl.col("subsystems").str.split("+").list.contains(s)).height) if an.height else 0
+                top = int((an["top_subsystem"] == s).sum()) if an.height else 0
+                if hit or top:
+                    subs[s] = {"windows": hit, "share": hit / k if k else 0.0, "top": top}
+            return {"windows": k, "anomalous": an.height, "anomalous_share": an.height / k if k else 0.0,
+                    "per_detector": per_det, "agreement": agree, "per_subsystem": subs}
+
+        out = {"run_id": self.run_id, "fit_mode": self.fit_mode, "min_agreement": self.min_agreement,
+               "methods": self.methods, "hosts": hosts, "config": self.config,
+               "meta": {k: v for k, v in self.meta.items() if k != "extra"},
+               "thresholds": self.thresholds, **block(w, anom),
+               "per_host": {h: block(w.filter(pl.col("host") == h), anom.filter(pl.col("host") == h))
+                            for h in hosts} if len(hosts) > 1 else {},
+               "evidence_rows": self.evidence.height,
+               "excluded_metrics": self.excluded.height,
+               "warnings": list(self.warnings), "timings_s": self.timings}
+        out["no_anomaly"] = anom.height == 0
+        return out
+
+
+# ------------------------------------------------------------------------------------------
+def _key(metric: str) -> str:
+    m = parse_metric_name(metric)
+    return m.key() if m is not None else metric
+
+
+def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = None,
+                   *, derive: bool = True) -> tuple[pl.DataFrame, list[str]]:
+    """The frame the detectors see: derived metrics added, restricted to ``selected``
+    metrics (column names or host-free keys, or a pruning result with ``.selected``)."""
+    notes: list[str] = []
+    if derive:
+        try:
+            from reveal_lab.derive import add_derived
+        except ImportError:  # pragma: no cover - the derive stage ships with the package
+            notes.append("derived metrics unavailable (reveal_lab.derive missing); raw metrics only")
+        else:
+            frame = add_derived(frame)
+    if selected is not None:
+        sel = getattr(selected, "selected", selected)
+        sel = set(sel)
+        cols = [c for c in metric_columns(frame) if c in sel or _key(c) in sel]
+        if not cols:
+            raise TelemetryError(f"none of the {len(sel)} selected metrics is in this run "
+                                 f"(first selected: {sorted(sel)[:3]})")
+        dropped = len(metric_columns(frame)) - len(cols)
+        if dropped:
+            notes.append(f"detection view: {len(cols)} selected metrics kept, {dropped} left out")
+        frame = frame.select(TIMESTAMP, *cols)
+    return frame, notes
+
+
+def _features(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeatures
+    from reveal_lab.features import window_features
+
+    return window_features(frame, preset.window)
+
+
+def _baseline_matrix(baseline: Sequence[Run], pairs: pl.DataFrame, preset: Preset,
+                     selected: Any, derive: bool) -> np.ndarray:
+    """Baseline runs' window features aligned on (host-free key, feature) to ``pairs``."""
+    want = [(k, f) for k, f in zip(pairs["key"].to_list(), pairs["feature"].to_list(), strict=True)]
+    blocks = []
+    for b in baseline:
+        for _h, part in b.split_hosts().items():
+            frame, _ = detection_view(part.frame, selected, derive=derive)
+            wf = _features(frame, preset)
+            keys = wf.pairs["key"].to_list() if "key" in wf.pairs.columns else [_key(m) for m in wf.pairs["metric"]]
+            col = {(k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))}
+            idx = np.array([col.get(kf, -1) for kf in want], dtype=np.int64)
+            Xb = np.full((wf.n_windows, len(want)), np.nan)
+            ok = idx >= 0
+            Xb[:, ok] = wf.X[:, idx[ok]]
+            blocks.append(Xb)
+    if not blocks:
+        raise ValueError("baseline runs gave no windows")
+    return np.vstack(blocks)
+
+
+def _score_host(run: Run, host: str, preset: Preset, baseline: Sequence[Run] | None, selected: Any,
+                derive: bool, timings: dict[str, float]) -> tuple[pl.DataFrame, Attribution, dict[str, float],
+                                                                   pl.DataFrame, list[str], EnsembleResult]:
+    t = time.perf_counter()
+    frame, notes = detection_view(run.frame, selected, derive=derive)
+    timings["derive"] = timings.get("derive", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TelemetryWarning)
+        wf = _features(frame, preset)
+    for w in caught:
+        if issubclass(w.category, TelemetryWarning):
+            notes.append(f"{host}: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    timings["features"] = timings.get("features", 0.0) + time.perf_counter() - t
+    if wf.n_pairs == 0:
+        raise TelemetryError(f"run {run.run_id!r} host {host!r}: no dynamic or counter metric to score")
+    pairs = wf.pairs
+    if "key" not in pairs.columns:
+        pairs = pairs.with_columns(key=pl.col("metric").map_elements(_key, return_dtype=pl.String))
+    t = time.perf_counter()
+    ens = DetectorEnsemble(default_detectors(preset.detect))
+    if baseline:
+        Xfit = _baseline_matrix(baseline, pairs, preset, selected, derive)
+        if Xfit.shape[0] < 2:
+            raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
+        ens.fit(Xfit)
+        result = ens.score(wf.X)
+    else:
+        if wf.n_windows < 2:
+            raise TelemetryError(f"run {run.run_id!r} host {host!r}: {wf.n_windows} window(s); fitting on the "
+                                 "run itself needs at least 2 (give --baseline runs or a longer run)")
+        ens.fit(wf.X)
+        result = ens.result_
+    timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    att = attribute(ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host)
+    timings["attribution"] = timings.get("attribution", 0.0) + time.perf_counter() - t
+    w = wf.windows.select("window_id", "start", "end", "n_samples").with_columns(host=pl.lit(host))
+    w = w.with_columns(
+        *[pl.Series(f"score_{m}", result.scores[m]) for m in result.methods],
+        *[pl.Series(f"label_{m}", result.labels[m]) for m in result.methods],
+        pl.Series("agreement", result.agreement),
+        pl.Series("combined", result.combined),
+    )
+    return w, att, result.thresholds, wf.excluded, notes, result
+
+
+def detect_run(
+    run: Run,
+    baseline: Sequence[Run] | None = None,
+    preset: Preset | None = None,
+    selected: Iterable[str] | Any | None = None,
+    *,
+    min_agreement: int = 1,
+    derive: bool = True,
+) -> Detection:
+    """Detect and explain anomalous windows of one run.
+
+    Parameters
+    ----------
+    run : the run to examine (single- or multi-host).
+    baseline : reference runs to fit the detectors on; ``None`` fits on the run itself
+        (the paper's setting: the top 1 % of windows per detector are flagged).
+    preset : windows and detector settings (default ``get_preset("paper")``).
+    selected : the diagnostic space (metric names, host-free keys, or a pruning result
+        with ``.selected``); default: every metric.
+    min_agreement : how many detectors must flag a window for it to count as anomalous
+        (evidence rows and the report's table); 1 = any detector.
+
+    Raises
+    ------
+    TelemetryError
+        when the run is shorter than one window, or has nothing to score.
+    """
+    preset = preset or get_preset("paper")
+    n_det = len(default_detectors(preset.detect))
+    if not 1 <= min_agreement <= n_det:
+        raise ValueError(f"min_agreement must be in 1..{n_det}, got {min_agreement}")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    parts = run.split_hosts()
+    win_frames, evid, wattr, excluded, notes = [], [], [], [], list(run.warnings)
+    thresholds: dict[str, dict[str, float]] = {}
+    methods: list[str] = []
+    for host, part in parts.items():
+        try:
+            w, att, thr, excl, n, res = _score_host(part, host, preset, baseline, selected, derive, timings)
+        except TelemetryError as exc:
+            if len(parts) == 1:
+                raise
+            raise TelemetryError(f"host {host!r}: {exc}") from exc
+        methods = res.methods
+        win_frames.append(w)
+        evid.append(att.evidence)
+        wattr.append(att.windows)
+        thresholds[host] = thr
+        excluded.append(excl.with_columns(host=pl.lit(host)))
+        notes.extend(n)
+    windows = pl.concat(win_frames, how="vertical")
+    wat = pl.concat(wattr, how="vertical") if wattr else pl.DataFrame(schema=WINDOW_SCHEMA)
+    windows = windows.join(wat.select("window_id", "host", "subsystems", "top_subsystem", "top_share",
+                                      *[f"share_{s}" for s in SUBSYSTEMS]),
+                           on=["window_id", "host"], how="left")
+    evidence = pl.concat(evid, how="vertical") if evid else pl.DataFrame(schema=EVIDENCE_SCHEMA)
+    evidence = evidence.filter(pl.col("agreement") >= min_agreement).sort(
+        ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False])
+    timings["total"] = time.perf_counter() - t0
+    cfg = {"preset": preset.name, "window_s": preset.window.window_s, "stride_s": preset.window.stride_s,
+           "interval_s": preset.window.interval_s, **{k: getattr(preset.detect, k) for k in
+                                                       preset.detect.__dataclass_fields__}}
+    det = Detection(
+        run_id=run.run_id, meta=run.meta.to_dict(), windows=windows, evidence=evidence, methods=methods,
+        thresholds=thresholds, fit_mode="baseline" if baseline else "self", min_agreement=min_agreement,
+        config=cfg, excluded=pl.concat(excluded, how="vertical") if excluded else pl.DataFrame(),
+        warnings=notes, timings=timings,
+    )
+    det.summary = det.make_summary()
+    log.info("%s: %d windows, %d anomalous (agreement >= %d), %.1f s", run.run_id, windows.height,
+             det.summary["anomalous"], min_agreement, timings["total"])
+    return det
+
+
+def detect_many(runs: Iterable[Run], baseline: Sequence[Run] | None = None, preset: Preset | None = None,
+                selected: Iterable[str] | Any | None = None, **kwargs: Any) -> list[Detection]:
+    """:func:`detect_run` over several runs (one at a time, lazily loaded runs welcome)."""
+    return [detect_run(r, baseline=baseline, preset=preset, selected=selected, **kwargs) for r in runs]
