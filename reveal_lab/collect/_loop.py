@@ -131,7 +131,10 @@ def collect(
     import reveal_lab.collect.probes  # noqa: F401  (registers the probes)
 
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RuntimeError(f"cannot create the output directory {out}: {exc.strerror}") from None
     if (out / META_FILE).exists():
         raise FileExistsError(f"{out} already holds a collector run ({META_FILE}); choose a new --out")
     names = resolve_probes(probes)

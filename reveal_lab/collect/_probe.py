@@ -202,13 +202,17 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
     """Probe names from a ``--probes`` spec such as ``"procfs,perf,-gpu"``.
 
     Items are probe names or group names (or ``all``); a leading ``-`` removes.
-    Starting with a removal means "everything except". Unknown names raise.
+    Starting with a removal means "everything except". ``self`` (the collector's
+    own lag/missed-tick/CPU channels) is always added unless ``-self`` is given.
+    Unknown names raise.
 
     >>> from reveal_lab.collect import probes  # noqa: F401  (registers the probes)
     >>> "gpu" in resolve_probes("all,-gpu")
     False
     >>> resolve_probes("meminfo,cpu")
-    ['cpu', 'meminfo']
+    ['self', 'cpu', 'meminfo']
+    >>> resolve_probes("meminfo,-self")
+    ['meminfo']
     """
     if spec is None:
         spec = "all"
@@ -235,6 +239,8 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
             chosen -= expand(it[1:])
         else:
             chosen |= expand(it.lstrip("+"))
+    if "self" in PROBES and "-self" not in items:
+        chosen.add("self")  # the collector's own timing comes along unless removed explicitly
     return [n for n in order if n in chosen]
 
 

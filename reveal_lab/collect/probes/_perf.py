@@ -74,10 +74,10 @@ def probe_events(events: tuple[str, ...], timeout: float = 10.0) -> tuple[list[s
         else:
             seen.setdefault(ev, set()).add(cpu)
     if not seen:
-        msg = res.stderr.decode(errors="replace").strip().splitlines()
-        first = next((m for m in msg if m.strip()), f"exit status {res.returncode}")
+        msg = [m.strip() for m in res.stderr.decode(errors="replace").splitlines() if m.strip()]
+        why = " ".join(m for m in msg if m.rstrip(":") != "Error")[:240] or f"exit status {res.returncode}"
         raise ProbeUnavailable(f"`perf stat -a` counted nothing (uid {os.getuid()}, perf_event_paranoid="
-                               f"{_paranoid()}): {first.strip()}")
+                               f"{_paranoid()}): {why}")
     return list(cores), [e for e in events if e in seen and e not in bad], bad
 
 

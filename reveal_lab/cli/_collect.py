@@ -1,0 +1,65 @@
+"""``reveal-lab collect``: record host telemetry into a crash-safe run directory."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    from reveal_lab.collect._probe import GROUPS
+
+    p = sub.add_parser(
+        "collect",
+        help="record host telemetry (procfs, perf, turbostat, GPUs, cgroups) every --interval",
+        description="Record host telemetry into OUT (meta.json, channels.json, journal, Parquet segments; "
+        "see reveal_lab/collect/FORMAT.md). Stops after --duration or on SIGINT/SIGTERM. "
+        "Read it back with reveal_lab.io.read_collector_run(OUT).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="probe groups: " + "; ".join(f"{k}: {v}" for k, v in GROUPS.items()),
+    )
+    p.add_argument("--interval", default="100ms", help="sampling interval, e.g. 100ms, 0.5s (default 100ms)")
+    p.add_argument("--duration", default=None, help="stop after this long, e.g. 10s, 5m (default: until signalled)")
+    p.add_argument("--out", help="run directory to create (must not hold a run already)")
+    p.add_argument("--probes", default="all",
+                   help="probes or groups, comma separated; '-name' removes (e.g. 'procfs,perf,-gpu', '-perf'; "
+                        "default all); `reveal-lab collect --list-probes` shows them")
+    p.add_argument("--host", default=None, help="host name used in column names (default: this machine's)")
+    p.add_argument("--cgroup-root", default=None, help="cgroup v2 root to discover containers under")
+    p.add_argument("--max-cgroups", type=int, default=16, help="follow at most this many cgroups (default 16)")
+    p.add_argument("--perf-events", default=None, help="comma-separated perf events (default: hw + sw set)")
+    p.add_argument("--gpu-backend", choices=("auto", "nvml", "nvidia-smi"), default="auto")
+    p.add_argument("--flush", default="1s", help="journal write+fsync period (default 1s)")
+    p.add_argument("--segment", default="300s", help="Parquet segment length (default 300s)")
+    p.add_argument("--list-probes", action="store_true", help="list probes and exit")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from reveal_lab.collect import PROBES, collect
+    from reveal_lab.config import parse_duration
+
+    if args.list_probes:
+        import reveal_lab.collect.probes  # noqa: F401
+
+        for name, cls in PROBES.items():
+            print(f"{name:12s} {cls.group:10s} {cls.description}")
+        return 0
+    if not args.out:
+        raise ValueError("--out DIR is required")
+    res = collect(
+        args.out,
+        interval_s=parse_duration(args.interval),
+        duration_s=parse_duration(args.duration) if args.duration else None,
+        probes=args.probes,
+        host=args.host,
+        cgroup_root=args.cgroup_root,
+        max_cgroups=args.max_cgroups,
+        perf_events=tuple(e for e in args.perf_events.split(",") if e) if args.perf_events else None,
+        gpu_backend=args.gpu_backend,
+        flush_s=parse_duration(args.flush),
+        segment_s=parse_duration(args.segment),
+    )
+    print(f"{res.out}: {res.samples} samples, {res.missed_ticks} missed ticks, status {res.status}; "
+          f"probes used: {', '.join(res.probes_used)}"
+          + (f"; skipped: {', '.join(res.probes_skipped)}" if res.probes_skipped else ""))
+    return 0 if res.status in ("complete", "interrupted") else 3

@@ -1,0 +1,21 @@
+"""Helpers for the collector tests: run ``reveal-lab collect`` as a real child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
+
+
+def collect_cmd(out: Path, *args: str) -> list[str]:
+    return [*CLI, "collect", "--out", str(out), *args]
+
+
+def run_collect(out: Path, *args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(collect_cmd(out, *args), capture_output=True, text=True, timeout=timeout, **kw)
+
+

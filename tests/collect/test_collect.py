@@ -1,0 +1,144 @@
+"""The collector on this machine's real procfs: rows, timestamps, CPU busy, probes
+skipped, channel names and classification."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import polars as pl
+import pytest
+
+from reveal_lab.collect import collect, resolve_probes
+from reveal_lab.io._collector import read_collector_run
+from reveal_lab.telemetry import TelemetryError, catalogue, parse_metric_name, validate_frame
+
+from collect_helpers import run_collect
+
+PROCFS = "procfs,-psi" if not os.path.exists("/proc/pressure") else "procfs"
+
+
+@pytest.fixture(scope="module")
+def short_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("c") / "run"
+    res = run_collect(out, "--interval", "100ms", "--duration", "2s", "--probes", f"{PROCFS},gpu,cgroup",
+                      "--host", "node.a", "--cgroup-root", "/nonexistent/cgroup")
+    assert res.returncode == 0, res.stderr
+    return out, res
+
+
+def test_rows_and_monotonic_timestamps(short_run):
+    out, _ = short_run
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["status"] == "complete"
+    run = read_collector_run(out)
+    frame = run.frame
+    validate_frame(frame, strict_names=True)
+    # 2 s at 100 ms is 20 deadlines; every one is either a row or a counted missed tick
+    assert frame.height + meta["missed_ticks"] == 20
+    assert frame.height == meta["samples"] >= 15
+    steps = frame.get_column("timestamp").diff().dt.total_milliseconds().drop_nulls()
+    assert (steps > 0).all()
+    # the steps are the interval, give or take scheduling jitter
+    assert 90 <= steps.median() <= 110
+    assert run.meta.hosts == ("node-a",)
+    assert run.warnings == []
+
+
+def test_unavailable_probes_are_reported_not_fatal(short_run):
+    out, res = short_run
+    meta = json.loads((out / "meta.json").read_text())
+    skipped = meta["probes_skipped"]
+    assert "cgroup" in skipped and "/nonexistent/cgroup" in skipped["cgroup"]
+    if "gpu" in meta["probes_used"]:
+        pytest.skip("this machine has a GPU")
+    assert "gpu" in skipped and skipped["gpu"]
+    # one clear log line per skipped probe
+    assert sum("probe gpu skipped" in line for line in res.stderr.splitlines()) == 1
+    assert {"cpu", "meminfo", "netdev", "diskstats"} <= set(meta["probes_used"])
+    for key in ("host", "kernel", "cpu_model", "interval_ms", "start_time", "clock", "gpu_models"):
+        assert key in meta
+
+
+def test_names_follow_the_public_grammar_and_classify(short_run):
+    out, _ = short_run
+    frame = read_collector_run(out).frame
+    cols = frame.columns[1:]
+    assert all(parse_metric_name(c) is not None for c in cols)
+    assert "CPU:Busy%.-.node-a[%]" in cols and "Memory:MemTotal.node-a[kB]" in cols
+    assert "NetworkTCPRetrans_diff:TcpRetransSegs.node-a[count]" in cols
+    assert "NetworkProtocolCounts:TCP.node-a[count]" in cols
+    assert any(c.startswith("Storage_diff:sectors_read.node-a") for c in cols)
+    assert any(c.startswith("NetworkInterStat_diff:rx_bytes.") for c in cols)
+    cat = catalogue(cols)
+    assert cat.filter(~pl.col("known")).height == 0, cat.filter(~pl.col("known"))
+    want = {"CPU": "cpu", "Memory": "memory", "Storage_diff": "storage", "NetworkInterStat_diff": "network",
+            "NetworkTCPRetrans_diff": "network", "Nstat_diff": "network", "Interrupts_diff": "cpu",
+            "Collector": "system"}
+    for src, sub in want.items():
+        got = set(cat.filter(pl.col("source") == src).get_column("subsystem"))
+        assert got == {sub}, (src, got)
+
+
+def test_raw_view_keeps_cumulative_counters(short_run):
+    out, _ = short_run
+    raw = read_collector_run(out, view="raw").frame
+    ds = read_collector_run(out, view="dataset").frame
+    c = "CPU:ctxt.node-a[count]"
+    cum = raw.get_column(c)
+    assert (cum.diff().drop_nulls() >= 0).all() and cum[0] > 0
+    assert ds.get_column("CPU_diff:ctxt.node-a[count]").slice(1).to_list() == cum.diff().slice(1).to_list()
+    # percentages add up per core
+    parts = [f"CPU:{f}%.-.node-a[%]" for f in ("User", "Nice", "System", "Idle", "Iowait", "Irq", "Softirq", "Steal")]
+    total = ds.select(pl.sum_horizontal(parts)).to_series().slice(1)
+    assert ((total - 100).abs() < 1e-6).all()
+
+
+def _busy_loop(seconds: float) -> subprocess.Popen:
+    code = f"import os,time\nos.sched_setaffinity(0,{{0}})\nt=time.time()+{seconds}\nwhile time.time()<t: pass"
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+def test_cpu_busy_rises_while_a_busy_loop_runs(tmp_path):
+    out = tmp_path / "busy"
+    child = None
+
+    import threading
+
+    def start_busy():
+        nonlocal child
+        time.sleep(1.2)
+        child = _busy_loop(1.5)
+
+    th = threading.Thread(target=start_busy)
+    th.start()
+    res = collect(out, interval_s=0.1, duration_s=3.0, probes="cpu", host="b", handle_signals=False)
+    th.join()
+    child.wait()
+    assert res.status == "complete"
+    f = read_collector_run(out).frame
+    busy = f.get_column("CPU:Busy%.0.b[%]")
+    before = busy.slice(1, 9).mean()
+    during = busy.slice(15, 12).mean()
+    # the loop is pinned to core 0: that core goes (close to) fully busy
+    assert during >= min(before + 20, 90), (before, during)
+    assert during >= 85
+
+
+def test_bad_arguments_raise_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="unknown probe or group 'nosuch'"):
+        resolve_probes("procfs,nosuch")
+    with pytest.raises(ValueError, match="below the 10 ms minimum"):
+        collect(tmp_path / "x", interval_s=0.001, duration_s=1)
+    with pytest.raises(TelemetryError, match="meta.json is missing"):
+        read_collector_run(tmp_path)
+
+
+def test_existing_run_is_not_overwritten(tmp_path):
+    out = tmp_path / "r"
+    collect(out, interval_s=0.05, duration_s=0.2, probes="loadavg", handle_signals=False)
+    with pytest.raises(FileExistsError):
+        collect(out, interval_s=0.05, duration_s=0.2, probes="loadavg", handle_signals=False)
