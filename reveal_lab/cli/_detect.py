@@ -1,0 +1,84 @@
+"""``reveal-lab detect RUN... [--baseline RUN...]``: find, explain and report anomalous windows."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = sub.add_parser(
+        "detect",
+        help="detect and explain anomalous windows in runs; write the anomaly report",
+        description=(
+            "Score each run's sliding windows with the Z-score, PCA-Mahalanobis and Isolation Forest "
+            "detectors (fit on the run itself, as the paper, or on --baseline runs), attribute every "
+            "anomalous window to metric-feature pairs, subsystems and its host, and write anomalies.csv, "
+            "summary.json, report.md and report.html. RUN is a public-dataset .txt file, "
+            "ARCHIVE.zip::member, a .parquet lab run or a collector run folder."
+        ),
+    )
+    p.add_argument("runs", nargs="+", metavar="RUN", help="runs to examine")
+    p.add_argument("--baseline", nargs="+", metavar="RUN", default=None,
+                   help="reference runs to fit the detectors on (default: each run itself)")
+    p.add_argument("--window", default=None, metavar="DUR", help="window length (default 3s)")
+    p.add_argument("--stride", default=None, metavar="DUR", help="window stride (default 1s)")
+    p.add_argument("--interval", default=None, metavar="DUR", help="nominal sampling interval (default 100ms)")
+    p.add_argument("--min-agreement", type=int, default=1, metavar="N",
+                   help="detectors that must flag a window for it to count as anomalous (1-3, default 1)")
+    p.add_argument("--preset", default="paper", help="settings preset: paper, full, smoke (default paper)")
+    p.add_argument("--select", metavar="FILE", default=None,
+                   help="a text file of metric keys (one per line): the diagnostic space to score")
+    p.add_argument("--view", choices=("dataset", "raw"), default=None,
+                   help="collector folders: 'dataset' (public-dataset _diff columns, default) or 'raw'")
+    p.add_argument("--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import dataclasses
+    from pathlib import Path
+
+    from reveal_lab.config import get_preset, parse_duration
+    from reveal_lab.io import load_run
+    from reveal_lab.pipeline import detect_run
+    from reveal_lab.report import write_report
+
+    preset = get_preset(args.preset)
+    win = preset.window
+    changes = {}
+    for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):
+        v = getattr(args, arg)
+        if v is not None:
+            d = parse_duration(v)
+            if d <= 0:
+                raise ValueError(f"--{arg} must be positive, got {v!r}")
+            changes[fieldname] = d
+    if changes:
+        preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
+    selected = None
+    if args.select:
+        lines = Path(args.select).read_text().splitlines()
+        selected = [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+        if not selected:
+            raise ValueError(f"{args.select}: no metric keys in the file")
+
+    def load(path: str):  # noqa: ANN202
+        opts = {"view": args.view} if args.view and Path(path).is_dir() else {}
+        return load_run(path, **opts)
+
+    baseline = [load(b) for b in args.baseline] if args.baseline else None
+    dets = []
+    for path in args.runs:
+        run = load(path)
+        det = detect_run(run, baseline=baseline, preset=preset, selected=selected,
+                         min_agreement=args.min_agreement)
+        s = det.summary
+        subs = ", ".join(f"{k} {v['windows']}" for k, v in sorted(s["per_subsystem"].items(),
+                                                                   key=lambda kv: -kv[1]["windows"]))
+        print(f"{run.run_id}: {s['windows']} windows, "
+              + ("no anomaly" if s["no_anomaly"] else
+                 f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"))
+        dets.append(det)
+    paths = write_report(dets, args.out)
+    print(f"report: {paths['report.md'].parent} ({', '.join(paths)})")
+    return 0
