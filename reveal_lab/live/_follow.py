@@ -1,25 +1,28 @@
 """Follow a running collector's output directory, reading only new bytes.
 
-The collector (``reveal_lab/collect/FORMAT.md``) writes ``channels.json``, then an
-append-only journal ``journal-NNNNNN.bin`` (a header, then fixed-size binary records,
-flushed every second); every ``segment_s`` it writes the journal's records as
-``segment-NNNNNN.parquet``, deletes the journal and starts ``journal-(N+1)``.
+The collector (``reveal_lab/collect/FORMAT.md``) writes ``meta.json`` and
+``channels.json``, then an append-only journal ``journal-NNNNNN.bin``: a 24-byte
+header, then one zlib-compressed *chunk* per flush (≈1 s of samples, with a CRC).
+Every ``segment_s`` it writes the journal's samples as ``segment-NNNNNN.parquet``,
+deletes the journal and starts ``journal-(N+1)``.
 
-:class:`CollectorFollower` keeps, per journal, the byte offset of the first record it
-has not read, and on each :meth:`~CollectorFollower.poll`:
+:class:`CollectorFollower` keeps, for the journal it follows, the byte offset of
+the first chunk it has not read, and on each :meth:`~CollectorFollower.poll`:
 
-* reads the journal from that offset to its end (``os.pread``), decodes whole
-  records (magic and CRC checked; a partial record at the end waits for the next
-  poll);
-* on roll-over (``segment-N.parquet`` appears / ``journal-N`` disappears) reads from
-  the segment only the records with ``seq`` after the last one seen (those flushed
-  between the previous poll and the roll), then follows ``journal-(N+1)``;
-* when a journal shrinks or is replaced (a new inode: truncated or rotated by
-  hand), starts again at its first record and skips the ``seq`` already delivered.
+* reads the journal from that offset to its end (``os.pread``: only new bytes) and
+  decodes the whole chunks (CRC checked; a chunk still being written waits for the
+  next poll);
+* on roll-over (``segment-N.parquet`` appears) reads from the segment only the
+  samples with ``seq`` after the last one delivered (those flushed between the
+  previous poll and the roll), then follows ``journal-(N+1)``;
+* when a journal shrinks or is replaced (a new inode: truncated or rotated), starts
+  again at its first chunk and skips the ``seq`` already delivered.
 
-Rows are returned as a canonical telemetry frame in the dataset view (cumulative
-counters as first differences under their ``dataset`` names, kept across polls) or
-the raw view.
+Rows come back as a canonical telemetry frame, in the dataset view by default:
+the collector's own :func:`reveal_lab.collect._views.dataset_view` applied to the new
+raw rows preceded by the last row already seen (every expression there looks one
+row back at most), so the stream equals what :func:`reveal_lab.io.read_collector_run`
+returns for the finished run (tested).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import zlib
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -40,7 +44,8 @@ __all__ = ["CollectorFollower", "FollowStats"]
 
 log = logging.getLogger(__name__)
 
-_MISSING_INT = -(2**63)
+_SEG_RE = re.compile(r"^segment-(\d{6})\.parquet$")
+_JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
 
 
 class FollowStats:
@@ -48,11 +53,13 @@ class FollowStats:
 
     def __init__(self) -> None:
         self.bytes_read = 0
-        self.records = 0
-        self.segment_rows = 0
+        self.chunks = 0
+        self.samples = 0
+        self.segment_samples = 0
         self.rollovers = 0
         self.resets = 0
-        self.bad_records = 0
+        self.bad_chunks = 0
+        self.dropped_same_ms = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(vars(self))
@@ -64,109 +71,111 @@ class CollectorFollower:
     Parameters
     ----------
     directory : the collector's ``--out`` directory (may not exist yet).
-    view : ``"dataset"`` (``_diff`` columns, the names the detectors and baselines
-        use) or ``"raw"`` (the stored channels).
-    from_start : read what the directory already holds (all segments) first;
-        otherwise start at the end of what is there now (``tail -f``).
+    view : ``"dataset"`` (the public dataset's columns: ``_diff`` counters and
+        derived utilizations, what detectors and baselines use) or ``"raw"``.
+    from_start : read what the directory already holds first (all segments);
+        otherwise start at the end of the current journal (``tail -f``).
+
+    Examples
+    --------
+    >>> f = CollectorFollower("/nonexistent/run")
+    >>> f.poll() is None  # nothing there yet: poll again later
+    True
     """
 
     def __init__(self, directory: str | Path, *, view: Literal["dataset", "raw"] = "dataset",
                  from_start: bool = True) -> None:
         if view not in ("dataset", "raw"):
             raise ValueError(f"view must be 'dataset' or 'raw', got {view!r}")
-        from reveal_lab.collect._format import (
-            CHANNELS_FILE,
-            JOURNAL_HEADER,
-            JOURNAL_MAGIC,
-            RECORD_HEADER,
-            RECORD_MAGIC,
-            journal_name,
-            record_size,
-            segment_name,
-        )
-
-        self._fmt = (CHANNELS_FILE, JOURNAL_HEADER, JOURNAL_MAGIC, RECORD_HEADER, RECORD_MAGIC, journal_name,
-                     record_size, segment_name)
         self.dir = Path(directory)
         self.view = view
         self.from_start = from_start
         self.stats = FollowStats()
-        self.channels: list[dict] | None = None
+        self.meta: dict[str, Any] | None = None
+        self.channels: list[dict[str, Any]] | None = None
         self.seg: int | None = None
         self._fd: int | None = None
         self._ino: int | None = None
         self._offset = 0
-        self._rec_size = 0
-        self._last_seq: int | None = None
+        self._last_seq: int | None = None  # last seq read (delivered or not)
+        self._delivered_seq: int | None = None
         self._last_ms: int | None = None
-        self._prev_counter: np.ndarray | None = None
+        self._prev_raw: pl.DataFrame | None = None  # the last raw row, for the one-row look-back
 
     # -- setup ------------------------------------------------------------------------------
-    def _load_channels(self) -> bool:
-        channels_file = self.dir / self._fmt[0]
-        if not channels_file.exists():
-            return False
+    def _load(self) -> bool:
+        from reveal_lab.collect._format import CHANNELS_FILE, META_FILE
+
         try:
-            chans = json.loads(channels_file.read_text())
-        except json.JSONDecodeError as exc:  # being written: try again next poll
-            log.debug("channels.json not complete yet: %s", exc)
+            meta = json.loads((self.dir / META_FILE).read_text())
+            blob = (self.dir / CHANNELS_FILE).read_bytes()
+            channels = json.loads(blob)
+        except FileNotFoundError:
+            return False  # the collector has not started yet
+        except json.JSONDecodeError as exc:  # written atomically, but be patient
+            log.debug("%s: metadata not readable yet (%s)", self.dir, exc)
             return False
-        self.channels = chans
-        self.ints = [c for c in chans if c["dtype"] == "i"]
-        self.floats = [c for c in chans if c["dtype"] == "f"]
+        self.meta, self.channels = meta, channels
+        self._crc = zlib.crc32(blob)
+        self.ints = [c for c in channels if c["dtype"] == "i"]
+        self.floats = [c for c in channels if c["dtype"] == "f"]
         self.ni, self.nf = len(self.ints), len(self.floats)
-        self._rec_size = self._fmt[6](self.ni, self.nf)
-        ordered = self.ints + self.floats  # record order: ints then floats
-        key = "dataset" if self.view == "dataset" else "name"
-        keep, names, seen = [], [], set()
-        for i, c in enumerate(ordered):
-            name = c.get(key)
-            if not name:
-                continue  # kept out of the dataset view by the probe
-            if name in seen:
-                log.warning("%s: channel %r appears twice; the first is used", channels_file, name)
-                continue
-            seen.add(name)
-            keep.append(i)
-            names.append(name)
-        self._keep = np.asarray(keep, dtype=np.int64)
-        self._names = names
-        counter = np.array([bool(ordered[i].get("counter")) for i in keep], dtype=bool)
-        self._counter = counter if self.view == "dataset" else np.zeros(len(keep), dtype=bool)
-        self._seg_cols = [c["name"] for c in ordered]
-        self.seg = self._first_segment()
+        self._names = ["seq", "t_wall_ns", "t_mono_ns"] + [c["name"] for c in channels]
+        self._schema = {"seq": pl.Int64, "t_wall_ns": pl.Int64, "t_mono_ns": pl.Int64}
+        self._schema.update({c["name"]: (pl.Int64 if c["dtype"] == "i" else pl.Float64) for c in channels})
+        if self.view == "dataset":
+            from reveal_lab.collect._views import dataset_view
+
+            probe = pl.DataFrame(schema=self._schema)
+            self._exprs = dataset_view(probe, channels, meta)
+        else:
+            self._exprs = [pl.col(c["name"]).cast(pl.Float64) for c in channels]
+        clock = meta.get("clock") or {}
+        self._wall0, self._mono0 = clock.get("wall_ns"), clock.get("mono_ns")
+        self.seg = self._start_segment()
         return True
 
-    def _indices(self, prefix: str) -> list[int]:
-        out = []
-        for p in self.dir.glob(f"{prefix}-*"):
-            stem = p.name.split(".")[0]
-            if p.name.endswith(".tmp"):
-                continue
-            try:
-                out.append(int(stem.split("-")[1]))
-            except (IndexError, ValueError):
-                continue
-        return sorted(out)
+    def _indices(self) -> tuple[list[int], list[int]]:
+        segs, journals = [], []
+        try:
+            names = [p.name for p in self.dir.iterdir()]
+        except FileNotFoundError:
+            return [], []
+        for n in names:
+            if m := _SEG_RE.match(n):
+                segs.append(int(m.group(1)))
+            elif m := _JOURNAL_RE.match(n):
+                journals.append(int(m.group(1)))
+        return sorted(segs), sorted(journals)
 
-    def _first_segment(self) -> int:
-        segs, journals = self._indices("segment"), self._indices("journal")
-        if self.from_start:
+    def _start_segment(self) -> int:
+        from reveal_lab.collect._format import journal_name
+
+        segs, journals = self._indices()
+        if self.from_start or not (segs or journals):
             return min(segs + journals) if segs or journals else 0
-        # tail: skip the finished segments, start at the end of the current journal
-        cur = max(journals) if journals else (max(segs) + 1 if segs else 0)
-        jpath = self.dir / self._fmt[5](cur)
-        if jpath.exists():
-            self._open_journal(jpath)
+        cur = max(journals) if journals else max(segs) + 1
+        jpath = self.dir / journal_name(cur)
+        if jpath.exists():  # tail: the chunks already there are skipped, new ones are read
+            self._open(jpath)
             size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
-            hdr = self._fmt[1].size
-            self._offset = hdr + max(0, (size - hdr) // self._rec_size) * self._rec_size if size >= hdr else 0
-            if self._offset > hdr:  # keep the last record so counters have a previous value
-                self._offset -= self._rec_size
+            self._offset = self._chunk_boundary(size)
         return cur
 
-    # -- reading ----------------------------------------------------------------------------
-    def _open_journal(self, path: Path) -> None:
+    def _chunk_boundary(self, size: int) -> int:
+        """Offset just after the last whole chunk below ``size`` (walks the chunk headers only)."""
+        from reveal_lab.collect._format import CHUNK_HEADER, JOURNAL_HEADER
+
+        off = JOURNAL_HEADER.size
+        while off + CHUNK_HEADER.size <= size:
+            _m, _c, _n, plen = CHUNK_HEADER.unpack(os.pread(self._fd, CHUNK_HEADER.size, off))  # type: ignore[arg-type]
+            if off + CHUNK_HEADER.size + plen > size:
+                break
+            off += CHUNK_HEADER.size + plen
+        return min(off, size) if size >= JOURNAL_HEADER.size else 0
+
+    # -- files ------------------------------------------------------------------------------
+    def _open(self, path: Path) -> None:
         self._close_fd()
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._ino = os.fstat(self._fd).st_ino
@@ -175,8 +184,8 @@ class CollectorFollower:
     def _close_fd(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
-            self._fd = None
-            self._ino = None
+        self._fd = None
+        self._ino = None
 
     def close(self) -> None:
         self._close_fd()
@@ -187,158 +196,179 @@ class CollectorFollower:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _read_journal(self, path: Path) -> np.ndarray | None:
-        """New whole records of the journal at ``path`` (structured array) or None."""
-        _, JH, JMAGIC, _, _, _, _, _ = self._fmt
+    # -- reading ----------------------------------------------------------------------------
+    def _read_journal(self, path: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The whole chunks of ``path`` after the current offset."""
+        from reveal_lab.collect._format import CHUNK_HEADER, CHUNK_MAGIC, JOURNAL_HEADER, JOURNAL_MAGIC, decode_chunk
+
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return None
+            return []
         if self._fd is None or st.st_ino != self._ino:
             if self._fd is not None:
                 self.stats.resets += 1  # replaced under the same name: start again, skip seen seqs
-            self._open_journal(path)
+            self._open(path)
         elif st.st_size < self._offset:
             self.stats.resets += 1  # truncated: start again, skip what was delivered
             self._offset = 0
         size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
         if self._offset == 0:
-            if size < JH.size:
-                return None
-            head = os.pread(self._fd, JH.size, 0)  # type: ignore[arg-type]
-            magic, version, _r, ni, nf, _crc, index = JH.unpack(head)
-            if magic != JMAGIC:
-                raise TelemetryError(f"not a collector journal (magic {magic!r}, expected {JMAGIC!r})",
-                                     path=str(path), line=None)
-            if (ni, nf) != (self.ni, self.nf):
-                raise TelemetryError(f"journal has {ni} int + {nf} float channels, channels.json "
-                                     f"{self.ni} + {self.nf}", path=str(path))
-            self._offset = JH.size
-        n = (size - self._offset) // self._rec_size
-        if n <= 0:
-            return None
-        data = os.pread(self._fd, n * self._rec_size, self._offset)  # type: ignore[arg-type]
-        n = len(data) // self._rec_size
-        data = data[: n * self._rec_size]
-        self._offset += len(data)
+            if size < JOURNAL_HEADER.size:
+                return []
+            magic, version, _r, ni, nf, ccrc, _index = JOURNAL_HEADER.unpack(
+                os.pread(self._fd, JOURNAL_HEADER.size, 0))  # type: ignore[arg-type]
+            if magic != JOURNAL_MAGIC:
+                raise TelemetryError(f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})",
+                                     path=str(path))
+            if (ni, nf) != (self.ni, self.nf) or ccrc != self._crc:
+                raise TelemetryError(f"journal written for another channel set ({ni} int/{nf} float channels; "
+                                     f"channels.json has {self.ni}/{self.nf})", path=str(path))
+            self._offset = JOURNAL_HEADER.size
+        if size <= self._offset:
+            return []
+        data = os.pread(self._fd, size - self._offset, self._offset)  # type: ignore[arg-type]
         self.stats.bytes_read += len(data)
-        return self._decode(data, n, str(path))
-
-    def _decode(self, data: bytes, n: int, where: str) -> np.ndarray:
-        from reveal_lab.collect._format import record_dtype
-
-        rec = np.frombuffer(data, dtype=record_dtype(self.ni, self.nf), count=n)
-        ok = rec["magic"] == self._fmt[4]
-        raw = memoryview(data)
-        for i in np.flatnonzero(ok):
-            a = int(i) * self._rec_size
-            if zlib.crc32(raw[a + 8: a + self._rec_size]) != int(rec["crc"][i]):
-                ok[i] = False
-        bad = int((~ok).sum())
-        if bad:
-            self.stats.bad_records += bad
-            log.warning("%s: %d record(s) with a bad magic/CRC skipped", where, bad)
-            rec = rec[ok]
-        return rec
-
-    def _read_segment_tail(self, path: Path) -> np.ndarray | None:
-        """Rows of a finished segment after the last ``seq`` delivered, as a record-like dict."""
-        import pyarrow.parquet as pq
-
-        table = pq.read_table(path)
-        seq = table.column("seq").to_numpy()
-        sel = np.ones(seq.size, dtype=bool) if self._last_seq is None else seq > self._last_seq
-        if not sel.any():
-            return None
-        idx = np.flatnonzero(sel)
-        from reveal_lab.collect._format import record_dtype
-
-        out = np.zeros(idx.size, dtype=record_dtype(self.ni, self.nf))
-        for k in ("seq", "t_wall_ns", "t_mono_ns"):
-            out[k] = table.column(k).to_numpy()[idx]
-        for j, c in enumerate(self.ints):
-            col = table.column(c["name"]).to_numpy(zero_copy_only=False)
-            col = np.where(np.isnan(col.astype(float)), _MISSING_INT, col) if col.dtype.kind == "f" else col
-            out["ints"][:, j] = col[idx].astype(np.int64)
-        for j, c in enumerate(self.floats):
-            out["floats"][:, j] = table.column(c["name"]).to_numpy(zero_copy_only=False)[idx]
-        self.stats.segment_rows += int(idx.size)
+        out = []
+        pos = 0
+        while pos + CHUNK_HEADER.size <= len(data):
+            cm, ccrc, n, plen = CHUNK_HEADER.unpack_from(data, pos)
+            if cm != CHUNK_MAGIC:
+                self.stats.bad_chunks += 1
+                log.warning("%s: no chunk marker at byte %d; the rest of this journal is skipped",
+                            path, self._offset + pos)
+                pos = len(data)
+                break
+            end = pos + CHUNK_HEADER.size + plen
+            if end > len(data):
+                break  # being written: read it next time
+            payload = data[pos + CHUNK_HEADER.size: end]
+            pos = end
+            if zlib.crc32(payload) != ccrc:
+                self.stats.bad_chunks += 1
+                log.warning("%s: chunk at byte %d fails its CRC: %d samples skipped", path,
+                            self._offset + pos - plen - CHUNK_HEADER.size, n)
+                continue
+            try:
+                out.append(decode_chunk(payload, n, self.ni, self.nf))
+                self.stats.chunks += 1
+            except (ValueError, zlib.error) as exc:
+                self.stats.bad_chunks += 1
+                log.warning("%s: unreadable chunk (%s): %d samples skipped", path, exc, n)
+        self._offset += pos
         return out
 
+    def _blocks_frame(self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pl.DataFrame:
+        from reveal_lab.collect._probe import MISSING_INT
+
+        times = np.vstack([b[0] for b in blocks])
+        cols: dict[str, Any] = {"seq": times[:, 0], "t_wall_ns": times[:, 1], "t_mono_ns": times[:, 2]}
+        if self.ni:
+            im = np.vstack([b[1] for b in blocks])
+            for j, c in enumerate(self.ints):
+                col = im[:, j]
+                s = pl.Series(c["name"], col, dtype=pl.Int64)
+                miss = col == MISSING_INT
+                if miss.any():
+                    s = s.scatter(np.flatnonzero(miss), None)
+                cols[c["name"]] = s
+        if self.nf:
+            fm = np.vstack([b[2] for b in blocks])
+            for j, c in enumerate(self.floats):
+                cols[c["name"]] = fm[:, j]
+        return pl.DataFrame(cols).select(self._names).cast(self._schema)  # type: ignore[arg-type]
+
+    def _segment_tail(self, path: Path) -> pl.DataFrame | None:
+        try:
+            seg = pl.read_parquet(path)
+        except Exception as exc:  # noqa: BLE001 - pyarrow/polars raise several types
+            raise TelemetryError(f"unreadable Parquet segment: {exc}", path=str(path)) from None
+        if self._last_seq is not None:
+            seg = seg.filter(pl.col("seq") > self._last_seq)
+        if seg.height == 0:
+            return None
+        missing = [n for n in self._names if n not in seg.columns]
+        if missing:
+            raise TelemetryError("segment lacks a channel listed in channels.json", path=str(path), column=missing[0])
+        self.stats.segment_samples += seg.height
+        return seg.select(self._names).cast(self._schema)  # type: ignore[arg-type]
+
     def poll(self) -> pl.DataFrame | None:
-        """Rows that appeared since the last poll (None if nothing new)."""
-        if self.channels is None and not self._load_channels():
+        """Rows that appeared since the last poll, as a canonical frame (None if nothing new)."""
+        from reveal_lab.collect._format import journal_name, segment_name
+
+        if self.channels is None and not self._load():
             return None
         assert self.seg is not None
-        chunks = []
-        JN, SN = self._fmt[5], self._fmt[7]
-        for _ in range(1000):  # at most this many roll-overs per poll
-            jpath, spath = self.dir / JN(self.seg), self.dir / SN(self.seg)
-            if jpath.exists():
-                rec = self._read_journal(jpath)
-                if rec is not None and rec.size:
-                    chunks.append(rec)
-                    self._last_seq = int(rec["seq"][-1])
+        raws: list[pl.DataFrame] = []
+
+        def take(df: pl.DataFrame | None) -> None:
+            if df is not None and df.height:
+                raws.append(df)
+                self._last_seq = int(df.get_column("seq")[-1])
+
+        for _ in range(10_000):  # bounded: at most this many roll-overs in one poll
+            jpath, spath = self.dir / journal_name(self.seg), self.dir / segment_name(self.seg)
+            seg_done = spath.exists()  # look before reading: a roll may happen meanwhile
+            if jpath.exists() and not seg_done:
+                blocks = self._read_journal(jpath)
+                if blocks:
+                    take(self._blocks_frame(blocks))
                 if not spath.exists():
                     break
-            if spath.exists():  # rolled: take what the journal had not shown us yet
-                rec = self._read_segment_tail(spath)
-                if rec is not None and rec.size:
-                    chunks.append(rec)
-                    self._last_seq = int(rec["seq"][-1])
+                seg_done = True
+            if seg_done:  # rolled: what the journal had not shown us is in the segment
+                take(self._segment_tail(spath))
                 self._close_fd()
                 self.seg += 1
                 self.stats.rollovers += 1
                 continue
-            later = [i for i in self._indices("journal") + self._indices("segment") if i > self.seg]
-            if later and not jpath.exists():
-                log.warning("%s: segment %d missing; continuing at %d", self.dir, self.seg, min(later))
+            segs, journals = self._indices()
+            later = [i for i in segs + journals if i > self.seg]
+            if later:
+                log.warning("%s: segment %d is missing; continuing at %d", self.dir, self.seg, min(later))
                 self._close_fd()
                 self.seg = min(later)
                 continue
             break
-        if not chunks:
+        if not raws:
             return None
-        rec = np.concatenate(chunks) if len(chunks) > 1 else chunks[0]
-        return self._to_frame(rec)
+        raw = pl.concat(raws, how="vertical") if len(raws) > 1 else raws[0]
+        if self._delivered_seq is not None:
+            raw = raw.filter(pl.col("seq") > self._delivered_seq)
+        if raw.height == 0:
+            return None
+        return self._to_frame(raw)
 
-    def _to_frame(self, rec: np.ndarray) -> pl.DataFrame | None:
-        # drop re-delivered / non-increasing records (journal reset, clock steps)
-        ms = rec["t_wall_ns"] // 1_000_000
-        keep = np.ones(rec.size, dtype=bool)
+    def _timestamp(self) -> pl.Expr:
+        if self._wall0 is None or self._mono0 is None:
+            ns = pl.col("t_wall_ns")
+        else:
+            ns = pl.lit(int(self._wall0)) + (pl.col("t_mono_ns") - pl.lit(int(self._mono0)))
+        return (ns // 1_000_000).cast(pl.Datetime("ms")).cast(TIMESTAMP_DTYPE).alias(TIMESTAMP)
+
+    def _to_frame(self, raw: pl.DataFrame) -> pl.DataFrame | None:
+        self._delivered_seq = int(raw.get_column("seq")[-1])
+        n_prev = 0
+        src = raw
+        if self._prev_raw is not None:
+            src = pl.concat([self._prev_raw, raw], how="vertical")
+            n_prev = 1
+        self._prev_raw = raw.tail(1)
+        frame = src.select(self._timestamp(), *self._exprs).slice(n_prev)
+        # samples within one millisecond of the previous one cannot be told apart: keep the first
+        ms = frame.get_column(TIMESTAMP).dt.epoch("ms").to_numpy()
+        keep = np.empty(ms.size, dtype=bool)
         last = self._last_ms if self._last_ms is not None else np.iinfo(np.int64).min
-        last_seq = getattr(self, "_delivered_seq", None)
-        for i in range(rec.size):
-            if ms[i] <= last or (last_seq is not None and rec["seq"][i] <= last_seq):
-                keep[i] = False
-            else:
-                last = ms[i]
-                last_seq = int(rec["seq"][i])
-        rec, ms = rec[keep], ms[keep]
-        if rec.size == 0:
+        for i, t in enumerate(ms):
+            keep[i] = t > last
+            if keep[i]:
+                last = t
+        if not keep.all():
+            self.stats.dropped_same_ms += int((~keep).sum())
+            frame = frame.filter(pl.Series(keep))
+        if frame.height == 0:
             return None
-        self._last_ms = int(ms[-1])
-        self._delivered_seq = last_seq
-        self.stats.records += int(rec.size)
-        parts = []
-        if self.ni:
-            iv = rec["ints"].astype(np.float64)
-            iv[rec["ints"] == _MISSING_INT] = np.nan
-            parts.append(iv)
-        if self.nf:
-            parts.append(rec["floats"].astype(np.float64, copy=False))
-        mat = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-        mat = mat[:, self._keep]
-        if self._counter.any():
-            cur = mat[:, self._counter]
-            prev = self._prev_counter if self._prev_counter is not None else np.full(cur.shape[1], np.nan)
-            stacked = np.vstack([prev[None, :], cur])
-            self._prev_counter = cur[-1].copy()
-            mat = mat.copy()
-            mat[:, self._counter] = np.diff(stacked, axis=0)
-        cols = {TIMESTAMP: pl.Series(TIMESTAMP, ms, dtype=pl.Int64).cast(TIMESTAMP_DTYPE)}
-        frame = pl.DataFrame(cols)
-        values = pl.DataFrame(np.ascontiguousarray(mat), schema=self._names, orient="row") if mat.size else None
-        if values is not None:
-            frame = pl.concat([frame, values], how="horizontal")
+        self._last_ms = int(last)
+        self.stats.samples += frame.height
         return frame

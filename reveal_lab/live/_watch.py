@@ -103,8 +103,6 @@ def watch(
         out = open(jsonl, "a", buffering=1)  # noqa: SIM115 - closed in finally
     say = echo or (lambda _msg: None)
     t_begin = time.monotonic()
-    last_data = None
-    announced = det.fitted
     if det.fitted:
         say(f"watching {directory}: detectors fitted on {det.fitted_on}")
     else:
@@ -112,48 +110,59 @@ def watch(
             f"every {cfg.stride_s:g} s")
     try:
         with CollectorFollower(directory, from_start=from_start) as follower:
-            while True:
-                now = time.monotonic()
-                if duration_s is not None and now - t_begin >= duration_s:
-                    break
-                if idle_exit_s is not None and last_data is not None and now - last_data >= idle_exit_s:
-                    break
-                rows = follower.poll()
-                if rows is None:
-                    time.sleep(poll_s)
-                    continue
-                last_data = time.monotonic()
-                summary.rows += rows.height
-                for v in det.push(rows):
-                    summary.windows += 1
-                    if on_verdict is not None:
-                        on_verdict(v)
-                    if v.phase == "warmup":
-                        summary.warmup_windows += 1
-                    elif v.phase == "gap":
-                        summary.gaps += 1
-                    else:
-                        summary.scored += 1
-                        summary.compute_ms.append(v.compute_ms)
-                        summary.anomalies += int(v.anomalous)
-                        if out is not None:
-                            out.write(json.dumps({"event": "window", **v.to_dict()}, default=float) + "\n")
-                        if show == "all" or (show == "anomalies" and v.anomalous):
-                            say(v.line())
-                    if show == "all" and v.phase != "scored":
-                        say(v.line())
-                    if det.fitted and not announced:
-                        announced = True
-                        summary.fitted_on = det.fitted_on
-                        say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features")
-                        if out is not None:
-                            out.write(json.dumps({"event": "fitted", "on": det.fitted_on,
-                                                  "n_features": len(det.keys or [])}) + "\n")
-                if max_windows is not None and summary.scored >= max_windows:
-                    break
+            try:
+                _follow(follower, det, summary, out, say, show, on_verdict, t_begin, duration_s, idle_exit_s,
+                        max_windows, poll_s)
+            except KeyboardInterrupt:
+                say("interrupted")
             summary.follow = follower.stats.as_dict()
     finally:
         if out is not None:
             out.close()
         summary.seconds = time.monotonic() - t_begin
     return summary
+
+
+def _follow(follower: CollectorFollower, det: LiveDetector, summary: WatchSummary, out: IO[str] | None,
+            say: Callable[[str], None], show: str, on_verdict: Callable[[Verdict], None] | None, t_begin: float,
+            duration_s: float | None, idle_exit_s: float | None, max_windows: int | None, poll_s: float) -> None:
+    last_data = None
+    announced = det.fitted
+    while True:
+        now = time.monotonic()
+        if duration_s is not None and now - t_begin >= duration_s:
+            return
+        if idle_exit_s is not None and last_data is not None and now - last_data >= idle_exit_s:
+            return
+        rows = follower.poll()
+        if rows is None:
+            time.sleep(poll_s)
+            continue
+        last_data = time.monotonic()
+        summary.rows += rows.height
+        for v in det.push(rows):
+            summary.windows += 1
+            if on_verdict is not None:
+                on_verdict(v)
+            if v.phase == "warmup":
+                summary.warmup_windows += 1
+            elif v.phase == "gap":
+                summary.gaps += 1
+            else:
+                summary.scored += 1
+                summary.compute_ms.append(v.compute_ms)
+                summary.anomalies += int(v.anomalous)
+                if out is not None:
+                    out.write(json.dumps({"event": "window", **v.to_dict()}, default=float) + "\n")
+            if show == "all" or (show == "anomalies" and v.anomalous):
+                say(v.line())
+            if det.fitted and not announced:
+                announced = True
+                summary.fitted_on = det.fitted_on
+                say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features")
+                if out is not None:
+                    out.write(json.dumps({"event": "fitted", "on": det.fitted_on,
+                                          "n_features": len(det.keys or [])}) + "\n")
+        last_data = time.monotonic()  # idle time counts from when this data was handled
+        if max_windows is not None and summary.scored >= max_windows:
+            return
