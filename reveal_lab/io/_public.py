@@ -712,7 +712,7 @@ def open_dataset(root: str | Path) -> Dataset:
     --------
     >>> from reveal_lab.config import fixtures_dir
     >>> ds = open_dataset(fixtures_dir() / "reveal_sample")
-    >>> ds
+    >>> ds  # doctest: +ELLIPSIS
     Dataset('...reveal_sample', 11 runs: cpu 5, gpu 6)
     >>> ds.filter(platform="gpu", phase="infer").index.get_column("model").to_list()
     ['Resnet18', 'ViTB16', 'BERTBASE']
@@ -721,7 +721,7 @@ def open_dataset(root: str | Path) -> Dataset:
     if not root.exists():
         raise FileNotFoundError(
             f"{root}: no such file or folder; fetch the dataset with "
-            "`reveal-lab dataset pull --dest {root}` or place the files there by hand"
+            f"`reveal-lab dataset pull --dest {root}` or place the files there by hand"
         )
     skipped: list[str] = []
     warnings: list[str] = []
