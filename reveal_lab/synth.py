@@ -319,10 +319,12 @@ def make_run(
     columns: dict[str, np.ndarray] = {}
     meta_cols: dict[str, tuple[str, str, str]] = {}  # name -> (host, base, subsystem)
     bounds: dict[str, tuple[float, float]] = {}
-    for hi, host in enumerate(hosts):
+    base_gain = prof.uniform(0.8, 1.2, size=len(table))
+    for host in hosts:
         acts = _activities(t, rng, period, lag=phase + float(prof.uniform(0, 0.05)), n_hosts=len(hosts))
         c = len(table)
-        gain = prof.uniform(0.8, 1.2, size=c)
+        # hosts of one cluster share the workload profile, with small per-host differences
+        gain = base_gain * (1.0 + 0.01 * prof.standard_normal(c))
         noise = rng.standard_normal((n, c))
         # AR(1) measurement noise: real counters are autocorrelated at 100 ms
         from scipy.signal import lfilter
