@@ -306,8 +306,9 @@ def _pinv_fit(D, y, rows, cols):
 
 
 @njit(cache=True, error_model="numpy")
-def _adf_exact_search(X, y, rows, p, has_const):
-    """Lag search with the statsmodels pinv path; returns the chosen lag."""
+def _adf_exact_search(X, y, rows, p, has_const, ssr_k):
+    """Lag search with the statsmodels pinv path; returns the chosen lag and fills
+    ``ssr_k``."""
     ncol = p + (1 if has_const else 0)
     D = np.empty((rows, ncol))
     for i in range(rows):
@@ -322,6 +323,7 @@ def _adf_exact_search(X, y, rows, p, has_const):
     for k in range(1, p + 1):
         cols = k + (1 if has_const else 0)
         ssr, rank, _, _ = _pinv_fit(D, y, rows, cols)
+        ssr_k[k - 1] = ssr
         aic = _aic(ssr, float(rows), rank)
         if best_k < 0 or aic < best_aic:
             best_aic = aic
@@ -331,6 +333,7 @@ def _adf_exact_search(X, y, rows, p, has_const):
 
 @njit(cache=True, error_model="numpy")
 def _adf_exact_tstat(X, y, rows, q, has_const):
+    """Refit with the statsmodels pinv path: (t-value of the level, ssr)."""
     ncol = q + (1 if has_const else 0)
     D = np.empty((rows, ncol))
     for i in range(rows):
@@ -341,13 +344,37 @@ def _adf_exact_tstat(X, y, rows, q, has_const):
     ssr, rank, b0, cov00 = _pinv_fit(D, y, rows, ncol)
     df_resid = rows - rank
     scale = ssr / df_resid
-    return b0 / math.sqrt(cov00 * scale)
+    return b0 / math.sqrt(cov00 * scale), ssr
+
+
+@njit(cache=True, error_model="numpy")
+def _centered_ss(y, rows):
+    s = 0.0
+    for i in range(rows):
+        s += y[i]
+    mu = s / rows
+    ss = 0.0
+    for i in range(rows):
+        d = y[i] - mu
+        ss += d * d
+    return ss
+
+
+#: a regression whose residual sum of squares is below this share of the centred
+#: total is an exact fit: its t-value (and an AIC of log 0) is rounding noise
+EXACT_FIT_RTOL = 1e-20
 
 
 @njit(cache=True, error_model="numpy")
 def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     """ADF t-statistic of ``x[:n]`` (see module docstring). ``X, y, A, ssr_k,
-    rank_k`` are scratch buffers sized for the largest window."""
+    rank_k`` are scratch buffers sized for the largest window.
+
+    NaN where statsmodels raises (constant series, n < 4) and where a candidate
+    regression fits exactly (RSS < ``EXACT_FIT_RTOL`` x centred TSS of the
+    differences): there the lag choice and the t-value only reflect rounding
+    (statsmodels then reports values like -1e15).
+    """
     if n < 1:
         return np.nan
     xmin = x[0]
@@ -367,6 +394,9 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     rows = n - 1 - maxlag
     p = maxlag + 1
     _adf_design(x, n, maxlag, rows, X, y)
+    tss = _centered_ss(y, rows)
+    if tss == 0.0:
+        return np.nan  # constant differences: every model with an intercept is exact
     has_const = not _nonzero_constant_column(X, rows, p)
     ok = has_const
     if ok:
@@ -380,17 +410,21 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
         best_k = -1
         for k in range(p):
             aic = _aic(ssr_k[k], float(rows), rank_k[k])
-            # min over (aic, k): ties go to the smaller lag; NaN never wins
+            # min over (aic, k): ties go to the smaller lag
             if best_k < 0 or aic < best_aic:
                 best_aic = aic
                 best_k = k
         lag = best_k
     else:
-        lag = _adf_exact_search(X, y, rows, p, has_const)
+        lag = _adf_exact_search(X, y, rows, p, has_const, ssr_k)
+    for k in range(p):
+        if ssr_k[k] < EXACT_FIT_RTOL * tss:
+            return np.nan
     # ---- refit with the chosen lag on its own (longer) sample
     rows = n - 1 - lag
     q = lag + 1
     _adf_design(x, n, lag, rows, X, y)
+    tss = _centered_ss(y, rows)
     has_const = not _nonzero_constant_column(X, rows, q)
     if has_const:
         # columns [dx_1..dx_lag, level, y]: the level last, so its t-value is
@@ -402,13 +436,18 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
             A[i, q] = y[i]
         if _householder_nested(A, rows, q, True, ssr_k, rank_k) and rank_k[q - 1] == q + 1:
             ssr = ssr_k[q - 1]
+            if not ssr >= EXACT_FIT_RTOL * tss:
+                return np.nan
             df_resid = rows - (q + 1)
             sigma = math.sqrt(ssr / df_resid)
             rll = A[q - 1, q - 1]
             rly = A[q - 1, q]
             t = rly / sigma
             return t if rll > 0 else -t
-    return _adf_exact_tstat(X, y, rows, q, has_const)
+    t, ssr = _adf_exact_tstat(X, y, rows, q, has_const)
+    if not ssr >= EXACT_FIT_RTOL * tss:
+        return np.nan
+    return t
 
 
 # ---------------------------------------------------------------------------------------
