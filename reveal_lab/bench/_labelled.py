@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 DEFAULT_WINDOW_ROWS = 10
 DETECTOR_NAMES = ("zscore", "mahalanobis", "iforest")
 COMBINED = "combined"
+#: the reference baseline (the anchor's method, not reveal-lab) and where its files go
+BASELINE = "pca_recon (reference)"
+BASELINE_DIR = Path("baselines") / "pca_recon"
 
 #: nominal sampling of the published sets (only sets the timestamps; windows are in rows)
 _SAMPLING_S = {"SMD": 60.0, "ASD": 300.0}
@@ -67,6 +70,8 @@ class LabelledConfig:
     iforest_estimators: int = 200
     seed: int = 0
     backend: str = "numba"
+    #: window features to compute (None: the paper's full set, see reveal_lab.features)
+    features: tuple[str, ...] | None = None
     #: cap on training windows (evenly spaced) fed to the detectors; None: all
     max_train_windows: int | None = None
     extra: dict = field(default_factory=dict)
@@ -106,7 +111,7 @@ def server_features(matrix: np.ndarray, host: str, cfg: LabelledConfig, *, inter
     frame = server_frame(matrix, host, interval_s=interval_s, start_row=start_row)
     wcfg = WindowConfig(window_s=cfg.window_rows * interval_s, stride_s=interval_s, interval_s=interval_s,
                         min_fill=1.0)
-    wf = window_features(frame, wcfg, backend=cfg.backend)
+    wf = window_features(frame, wcfg, backend=cfg.backend, features=cfg.features)
     X = np.asarray(wf.X, dtype=np.float64)
     win = wf.windows
     n = win.get_column("n_samples").to_numpy()
@@ -247,6 +252,33 @@ def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
                         "attribution": t_attr, "total": time.perf_counter() - t0}}
 
 
+def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: LabelledConfig) -> dict:
+    """The published anchor's method, on the same servers and protocol: per-row PCA
+    reconstruction error (components explaining ``cfg.pca_variance`` of the training
+    variance, fit on the training rows as given), threshold the ``cfg.quantile`` quantile
+    of the training errors, attribution by each metric's squared residual summed over the
+    flagged run. Not part of reveal-lab's pipeline: a like-for-like reference."""
+    from sklearn.decomposition import PCA
+
+    t0 = time.perf_counter()
+    pca = PCA(n_components=cfg.pca_variance, svd_solver="full", random_state=cfg.seed).fit(server.train)
+
+    def resid(x: np.ndarray) -> np.ndarray:
+        return (x - pca.inverse_transform(pca.transform(x))) ** 2
+
+    thr = float(np.quantile(resid(server.train).sum(axis=1), cfg.quantile))
+    r = resid(server.test)
+    score = r.sum(axis=1)
+    dec = (score > thr).astype(np.int8)
+    med = np.median(server.train, axis=0)
+    rankings = []
+    for a, b in label_runs(dec):
+        dev = np.abs(server.test[a:b].mean(axis=0) - med)
+        rankings.append((a, b, _ranking(r[a:b].sum(axis=0), dev)))
+    _write_outputs(out_dir, server.name, score, dec, rankings)
+    return {"server": server.name, "n_components": int(pca.n_components_), "seconds": time.perf_counter() - t0}
+
+
 def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence[str] | None = None,
                  config: LabelledConfig | None = None, featurize: Callable[..., _Features] = server_features) -> dict:
     """Run the bench on every server (or ``servers``), score the outputs with the separate
@@ -266,10 +298,12 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
         info = bench_server(srv, out_dir, cfg, featurize=featurize)
         log.info("%s: %d test rows, %d features, %.1f s", name, srv.test.shape[0], info["n_features"],
                  info["seconds"]["total"])
+        info["pca_recon_baseline"] = pca_reconstruction_baseline(srv, out_dir / BASELINE_DIR, cfg)
         runs.append(info)
     results = {COMBINED: score_folder(out_dir, data_dir, names)}
     for k in DETECTOR_NAMES:
         results[k] = score_folder(out_dir / "detectors" / k, data_dir, names)
+    results[BASELINE] = score_folder(out_dir / BASELINE_DIR, data_dir, names)
     summary = {
         "benchmark": "labelled_servers",
         "data": str(data_dir),

@@ -1,0 +1,195 @@
+#!/usr/bin/env python
+"""Turn every ``benchmarks/results/*.json`` into one Markdown table:
+``benchmarks/results/SUMMARY.md`` (the table the README shows).
+
+    .venv/bin/python benchmarks/summarize.py [--results DIR] [--out FILE]
+
+It never crashes on a result it does not understand: a missing JSON, one that does not
+parse, or one in another shape is listed as "not run" / "unreadable" with the reason.
+
+Shapes understood (see ``benchmarks/README.md``):
+
+* speed: ``{"benchmark", "results": [{"case", "unit", "ours": {"name", "median", ...},
+  "alternative": {"name", "median", ...}, "ratio"?, "higher_is_better"?, "peak_mb"?}]}``;
+  ``ours`` / ``alternative`` may also be plain numbers, and ``alternative`` may be absent.
+  Flat rows ``{"case", "ours_median", "alt_median", "ours_name", "alt_name", "unit"}`` work too.
+  The ratio shown is how many times better ours is (``alt/ours`` for times, ``ours/alt``
+  when ``higher_is_better``), computed from the medians when the row gives none.
+* ``labelled_servers``: the detection/attribution summary of ``reveal-lab bench labelled``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+#: benchmarks the README table lists, in order, with what each measures
+EXPECTED: dict[str, str] = {
+    "features_vs_tsfresh": "window features vs tsfresh (same features, same windows)",
+    "dtw_vs_tslearn": "DTW distances vs tslearn (same distances)",
+    "detectors": "the three detectors (fit + score)",
+    "collector_overhead": "collector vs `perf stat -I 100`",
+    "end_to_end": "end-to-end `detect`, 30-min 700-channel run, peak memory",
+    "scale_throughput": "Dask scale-out throughput",
+    "watch_latency": "live `watch` latency",
+    "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
+}
+
+
+def _num(x: object) -> float | None:
+    if isinstance(x, bool) or x is None:
+        return None
+    if isinstance(x, (int, float)):
+        return float(x) if math.isfinite(float(x)) else None
+    return None
+
+
+def _side(row: dict, key: str) -> tuple[str | None, float | None, dict]:
+    """(name, median, extra) of ``ours`` / ``alternative`` in any accepted spelling."""
+    v = row.get(key)
+    if isinstance(v, dict):
+        med = _num(v.get("median"))
+        if med is None:
+            med = _num(v.get("median_s")) or _num(v.get("value"))
+        return v.get("name"), med, v
+    if _num(v) is not None:
+        return None, _num(v), {}
+    short = {"ours": "ours", "alternative": "alt"}[key]
+    return row.get(f"{short}_name"), _num(row.get(f"{short}_median")), {}
+
+
+def _fmt(x: float | None, unit: str | None = None) -> str:
+    if x is None:
+        return "–"
+    a = abs(x)
+    s = f"{x:.3g}" if a < 1000 else f"{x:,.0f}"
+    return f"{s} {unit}".strip() if unit else s
+
+
+def speed_rows(name: str, data: dict) -> list[str]:
+    rows = data.get("results")
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
+        raise ValueError("no 'results' list of rows")
+    out = []
+    for r in rows:
+        case = str(r.get("case", "?"))
+        unit = r.get("unit")
+        oname, omed, oextra = _side(r, "ours")
+        aname, amed, _ = _side(r, "alternative")
+        if omed is None:
+            raise ValueError(f"row {case!r} has no median for 'ours'")
+        hib = bool(r.get("higher_is_better", False))
+        ratio = _num(r.get("ratio"))
+        if ratio is None and amed is not None and omed and amed:
+            ratio = omed / amed if hib else amed / omed
+        peak = _num(r.get("peak_mb")) or _num(oextra.get("peak_mb"))
+        notes = [str(r["note"])] if r.get("note") else []
+        if peak is not None:
+            notes.append(f"peak {peak:,.0f} MB")
+        out.append(
+            f"| {name} | {case} | {oname or 'reveal-lab'}: {_fmt(omed, unit)} | "
+            f"{(aname or 'alternative') + ': ' + _fmt(amed, unit) if amed is not None else '–'} | "
+            f"{_fmt(ratio) + '×' if ratio is not None else '–'} | {'; '.join(notes)} |"
+        )
+    return out
+
+
+LABELLED_COLS = [("best_f1", "F1 pw"), ("best_f1_pa", "F1 PA"), ("auc_pr", "AUC-PR"),
+                 ("decision_f1", "F1 own thr"), ("hit@100", "Hit@100"), ("hit@150", "Hit@150"),
+                 ("ndcg@100", "NDCG@100"), ("ndcg@150", "NDCG@150"), ("random_hit@150", "random Hit@150"),
+                 ("detected_segment_share", "segments detected")]
+
+
+def labelled_table(data: dict) -> list[str]:
+    res = data.get("results")
+    if not isinstance(res, dict) or not res:
+        raise ValueError("no 'results' by method")
+    head = "| set | method | " + " | ".join(c[1] for c in LABELLED_COLS) + " |"
+    lines = [head, "|---|---|" + "---:|" * len(LABELLED_COLS)]
+    fams: list[str] = []
+    for r in res.values():
+        for f in (r.get("mean") or {}):
+            if f not in fams:
+                fams.append(f)
+    fams = [f for f in fams if f != "all"] + (["all"] if "all" in fams else [])
+    for fam in fams:
+        for method, r in res.items():
+            agg = (r.get("mean") or {}).get(fam)
+            if not isinstance(agg, dict):
+                continue
+            vals = " | ".join(_fmt(_num(agg.get(k))) for k, _ in LABELLED_COLS)
+            lines.append(f"| {fam} ({agg.get('n_servers', '?')}) | {method} | {vals} |")
+    return lines
+
+
+def summarize(results_dir: Path) -> str:
+    found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
+    run_log: dict = {}
+    if (results_dir / "run_all.json").is_file():
+        try:
+            run_log = {r["name"]: r for r in json.loads((results_dir / "run_all.json").read_text())["runs"]}
+        except (ValueError, KeyError, TypeError):
+            run_log = {}
+    speed = ["| benchmark | case | reveal-lab (median) | alternative (median) | ratio (× better) | notes |",
+             "|---|---|---:|---:|---:|---|"]
+    status: list[str] = []
+    labelled: list[str] = []
+    machines: dict[str, str] = {}
+    names = list(EXPECTED) + sorted(n for n in found if n not in EXPECTED)
+    for name in names:
+        path = found.get(name)
+        what = EXPECTED.get(name, "")
+        if path is None:
+            why = run_log.get(name, {}).get("status", "no result JSON")
+            status.append(f"- `{name}` ({what}): not run ({why})")
+            continue
+        try:
+            data = json.loads(path.read_text())
+            if not isinstance(data, dict):
+                raise ValueError("top level is not an object")
+            if name.startswith("labelled_"):
+                labelled += [f"**{name}**", "", *labelled_table(data), ""]
+            else:
+                speed += speed_rows(name, data)
+            m = data.get("machine")
+            if isinstance(m, dict):
+                machines[name] = ", ".join(f"{k}={v}" for k, v in m.items() if not isinstance(v, (dict, list)))
+            status.append(f"- `{name}` ({what}): ok" + (f", {path.name}" if what else ""))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            status.append(f"- `{name}` ({what}): not run (unreadable {path.name}: {exc})")
+    parts = ["# Benchmark summary", "", "Generated by `benchmarks/summarize.py` from `benchmarks/results/*.json`; "
+             "medians of repeated runs, ratios measured in the same run.", ""]
+    if len(speed) > 2:
+        parts += ["## Speed", "", *speed, ""]
+    if labelled:
+        parts += ["## Detection and attribution on labelled server telemetry", "",
+                  "F1 pw: point-wise best F1 (no point adjustment); F1 PA: point-adjusted best F1; "
+                  "F1 own thr: F1 of the pipeline's own decisions; Hit/NDCG@P: InterFusion's attribution "
+                  "score over detected labelled segments; random Hit@150: a random ranking on the same segments.",
+                  "", *labelled]
+    parts += ["## Status", "", *status, ""]
+    if machines:
+        parts += ["## Machines", "", *[f"- `{k}`: {v}" for k, v in machines.items()], ""]
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--out", type=Path, default=None, help="default: RESULTS/SUMMARY.md")
+    a = ap.parse_args(argv)
+    text = summarize(a.results)
+    out = a.out or a.results / "SUMMARY.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
