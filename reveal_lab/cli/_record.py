@@ -1,0 +1,63 @@
+"""``reveal-lab record``: record the lab dataset (root): workloads on namespace hosts under faults.
+
+``reveal-lab record --plan default --raw /var/tmp/reveal_lab/raw --out data/lab`` runs
+every slot of the plan (one collector per host), then builds the dataset folder
+(Parquet in the public grammar, ``meta_lab.csv``, ``labels.csv``). ``--dry-run`` lists
+the slots; ``--build-only`` rebuilds ``--out`` from an existing ``--raw`` folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = sub.add_parser("record", help="record the lab dataset: ML workloads on namespace hosts under injected faults "
+                                      "(root)", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--plan", default="default", help="recording plan: default (the bundled data) or smoke")
+    p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
+    p.add_argument("--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go")
+    p.add_argument("--out", default=None, help="dataset folder to build (default: the bundled data/lab)")
+    p.add_argument("--interval", default="100ms", help="collector sampling interval")
+    p.add_argument("--probes", default=None, help="collector probes (default: all that work)")
+    p.add_argument("--slots", default=None, help="only these slots of the plan, e.g. 0-3,7")
+    p.add_argument("--dry-run", action="store_true", help="list the plan's slots and exit")
+    p.add_argument("--build-only", action="store_true", help="only (re)build --out from --raw")
+    p.add_argument("--no-build", action="store_true", help="record into --raw only")
+    p.add_argument("--keep-nan-columns", action="store_true", help="keep channels that are missing for a whole run")
+    p.set_defaults(func=_run)
+
+
+def _slots(spec: str, n: int) -> list[int]:
+    out: list[int] = []
+    for part in spec.split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out.extend(range(int(a), int(b) + 1))
+        elif part:
+            out.append(int(part))
+    bad = [i for i in out if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"--slots {spec!r}: the plan has slots 0-{n - 1}")
+    return out
+
+
+def _run(args: argparse.Namespace) -> int:
+    from reveal_lab.config import data_dir, parse_duration
+    from reveal_lab.lab import build_dataset, describe_plan, get_plan, record_plans, require_root
+
+    kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
+    slots = get_plan(args.plan, **kw)
+    if args.slots:
+        slots = [slots[i] for i in _slots(args.slots, len(slots))]
+    if args.dry_run:
+        print("\n".join(describe_plan(slots)))
+        return 0
+    out = args.out or str(data_dir())
+    if not args.build_only:
+        require_root(("ip", "nsenter", "iptables"))
+        record_plans(slots, args.raw, interval=args.interval, probes=args.probes)
+    if not args.no_build:
+        meta, labels = build_dataset(args.raw, out, drop_all_nan=not args.keep_nan_columns)
+        print(f"wrote {len(meta)} host runs and {len(labels)} labels to {out}")
+    return 0

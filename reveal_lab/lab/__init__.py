@@ -1,0 +1,75 @@
+"""The lab: real ML workloads on namespace "hosts" under injected faults, recorded by the collector.
+
+* :mod:`~reveal_lab.lab._workloads` -- CNN / Transformer / MLP train and infer on the CPU
+  (PyTorch, synthetic data), and two-host DDP training over gloo;
+* :mod:`~reveal_lab.lab._hosts` -- a host = network namespace + veth + cgroup pinned to a core;
+* :mod:`~reveal_lab.lab._faults` -- packet loss, CPU contention, memory pressure, storage
+  read bursts, a CPU-quota configuration difference, with exact start/end times;
+* :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
+  dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
+* :mod:`~reveal_lab.lab._plan` -- the plan ``data/lab`` was recorded with.
+
+Recording needs root; reading labels and plans does not. torch is imported lazily.
+"""
+
+from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
+from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts, require_root, setup_hosts, teardown_hosts
+from reveal_lab.lab._labels import (
+    LABEL_COLUMNS,
+    META_COLUMNS,
+    file_name,
+    ms_to_stamp,
+    read_labels,
+    read_meta,
+    run_stem,
+    stamp_to_ms,
+)
+from reveal_lab.lab._plan import PLANS, default_plan, describe_plan, get_plan, smoke_plan
+from reveal_lab.lab._recorder import (
+    FaultPlan,
+    RecordedRun,
+    RunPlan,
+    build_dataset,
+    collector_command,
+    machine_provenance,
+    record_plans,
+    record_slot,
+)
+from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
+
+__all__ = [
+    "FAULT_SUBSYSTEM",
+    "LABEL_COLUMNS",
+    "META_COLUMNS",
+    "PLANS",
+    "WORKLOADS",
+    "FaultPlan",
+    "LabError",
+    "LabHost",
+    "RecordedRun",
+    "RunPlan",
+    "build_dataset",
+    "build_model",
+    "collector_command",
+    "default_plan",
+    "describe_plan",
+    "file_name",
+    "get_plan",
+    "lab_hosts",
+    "machine_provenance",
+    "make_fault",
+    "ms_to_stamp",
+    "prepare_read_file",
+    "read_labels",
+    "read_meta",
+    "record_plans",
+    "record_slot",
+    "require_root",
+    "run_stem",
+    "run_workload",
+    "setup_hosts",
+    "smoke_plan",
+    "stamp_to_ms",
+    "teardown_hosts",
+    "workload_spec",
+]

@@ -1,0 +1,126 @@
+"""Names, metadata and ground-truth labels of the lab dataset.
+
+Files follow the public dataset's grammar
+``{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.parquet`` under
+``train_separated/`` and ``infer_separated/``. A *run* is the file stem without the host
+(both hosts of a two-host DDP run share it); ``labels.csv`` keys on ``(run, host)``.
+
+``labels.csv`` columns: ``run, host, fault_type, start, end, expected_subsystem,
+magnitude, unit, scope, source_file`` -- ``start``/``end`` are naive wall-clock
+timestamps with milliseconds (``YYYY-MM-DD HH:MM:SS.mmm``) on the collector's clock
+(wall clock, UTC, naive -- exactly how the collector stamps its rows),
+``scope`` is ``episode`` (a fault inside a run, with calm before and after) or ``run``
+(a configuration difference that lasts the whole run).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from reveal_lab.telemetry import TelemetryError
+
+__all__ = ["META_COLUMNS", "LABEL_COLUMNS", "run_stem", "file_name", "split_dir", "ms_to_stamp",
+           "stamp_to_ms", "read_labels", "write_csv", "read_meta"]
+
+#: the public meta CSV's columns, then ours
+META_COLUMNS = ("source_file", "n_rows", "n_cols", "phase", "mode", "model", "task", "dataset", "model_task",
+                "workload")
+EXTRA_META_COLUMNS = ("run", "host", "run_group", "world_size", "fault", "repeat", "seed", "start", "end",
+                      "steps", "samples_per_s", "cpu_quota", "n_dropped_nan_columns")
+LABEL_COLUMNS = ("run", "host", "fault_type", "start", "end", "expected_subsystem", "magnitude", "unit", "scope",
+                 "source_file")
+
+STAMP_FMT = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def ms_to_stamp(ms: int) -> str:
+    """Epoch milliseconds as the naive UTC timestamp the collector's rows carry.
+
+    >>> ms_to_stamp(0)[-4:]
+    '.000'
+    """
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(STAMP_FMT)[:-3]
+
+
+def stamp_to_ms(stamp: str) -> int:
+    """Inverse of :func:`ms_to_stamp`.
+
+    >>> stamp_to_ms(ms_to_stamp(1_700_000_000_123))
+    1700000000123
+    """
+    return round(datetime.strptime(stamp, STAMP_FMT).replace(tzinfo=UTC).timestamp() * 1000)
+
+
+def run_stem(phase: str, model: str, task: str, dataset: str, start_ms: int) -> str:
+    """``train_CNNforImageClassification_synthetic_2026-11-21T20-41-03`` (no host; UTC time)."""
+    if "_" in model or "_" in task or "_" in dataset:
+        raise ValueError("model, task and dataset must not contain '_' (the grammar's separator)")
+    t = datetime.fromtimestamp(start_ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H-%M-%S")
+    return f"{phase}_{model}for{task}_{dataset}_{t}"
+
+
+def file_name(stem: str, host: str) -> str:
+    return f"{stem}_{host}.parquet"
+
+
+def split_dir(phase: str) -> str:
+    return "train_separated" if phase == "train" else "infer_separated"
+
+
+def write_csv(path: str | Path, rows: Iterable[Mapping], columns: Iterable[str]) -> Path:
+    """Write ``rows`` (dicts) with exactly ``columns``, in order."""
+    path = Path(path)
+    cols = list(columns)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in cols})
+    return path
+
+
+def read_labels(path: str | Path) -> pl.DataFrame:
+    """``labels.csv`` as a frame with ``start``/``end`` parsed to ``Datetime("ms")``."""
+    path = Path(path)
+    if not path.exists():
+        raise TelemetryError("labels file not found", path=str(path))
+    df = pl.read_csv(path, infer_schema_length=0)
+    missing = [c for c in ("run", "host", "fault_type", "start", "end", "expected_subsystem") if c not in df.columns]
+    if missing:
+        raise TelemetryError(f"labels file lacks columns {missing}; expected {list(LABEL_COLUMNS)}", path=str(path))
+    for i, (s, e) in enumerate(zip(df["start"], df["end"], strict=True)):
+        for col, v in (("start", s), ("end", e)):
+            try:
+                datetime.strptime(v, STAMP_FMT)
+            except (TypeError, ValueError):
+                raise TelemetryError(f"{col}={v!r} is not a 'YYYY-MM-DD HH:MM:SS.mmm' timestamp",
+                                     path=str(path), line=i + 2, column=col) from None
+    df = df.with_columns(
+        pl.col("start").str.strptime(pl.Datetime("ms"), STAMP_FMT),
+        pl.col("end").str.strptime(pl.Datetime("ms"), STAMP_FMT),
+    )
+    if "magnitude" in df.columns:
+        df = df.with_columns(pl.col("magnitude").cast(pl.Float64, strict=False))
+    if "scope" not in df.columns:
+        df = df.with_columns(pl.lit("episode").alias("scope"))
+    bad = df.filter(pl.col("end") <= pl.col("start"))
+    if bad.height:
+        raise TelemetryError(f"label ends before it starts: {bad.row(0, named=True)}", path=str(path))
+    return df
+
+
+def read_meta(path: str | Path) -> pl.DataFrame:
+    """``meta_lab.csv`` as a frame (all public columns required)."""
+    path = Path(path)
+    if not path.exists():
+        raise TelemetryError("meta file not found", path=str(path))
+    df = pl.read_csv(path, infer_schema_length=10000)
+    missing = [c for c in META_COLUMNS if c not in df.columns]
+    if missing:
+        raise TelemetryError(f"meta file lacks columns {missing}", path=str(path))
+    return df

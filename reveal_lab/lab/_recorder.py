@@ -1,0 +1,510 @@
+"""The recorder: run workloads on lab hosts under a collector each, inject faults, write the dataset.
+
+One :class:`RunPlan` is one run of a workload on one host (or a two-host DDP run). The
+recorder, for each *slot* (plans on disjoint hosts that run at the same time):
+
+1. starts one collector per host inside the host (``reveal-lab collect --host labX``,
+   in the host's namespace and cgroup, so it shares the host's core like a real agent);
+2. waits ``calm_before_s``, starts the workload processes (DDP: rank 0 on the first host,
+   ``MASTER_ADDR`` = its veth address);
+3. starts and stops each planned fault at its offset, recording wall-clock ms;
+4. waits for the workload, lets ``calm_after_s`` pass, stops the collectors (SIGINT);
+5. reads every collector directory back with
+   :func:`reveal_lab.io.read_collector_run` (``view="dataset"``), writes
+   ``{train,infer}_separated/<public-grammar name>.parquet`` and returns the meta rows and
+   ground-truth label rows.
+
+:func:`record_plans` runs many slots on one set of hosts and writes ``meta_lab.csv``,
+``labels.csv`` and ``recording.json`` (provenance) beside the Parquet files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from reveal_lab.lab._faults import Fault, make_fault, now_ms, prepare_read_file
+from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts
+from reveal_lab.lab._labels import (
+    EXTRA_META_COLUMNS,
+    LABEL_COLUMNS,
+    META_COLUMNS,
+    file_name,
+    ms_to_stamp,
+    run_stem,
+    split_dir,
+    write_csv,
+)
+from reveal_lab.lab._workloads import workload_spec
+
+__all__ = ["FaultPlan", "RunPlan", "RecordedRun", "record_slot", "record_plans", "collector_command",
+           "machine_provenance"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """A fault on ``host``: from ``at_s`` for ``for_s`` seconds after the workload starts.
+
+    ``at_s=None`` means the whole run (a configuration difference such as a CPU quota).
+    """
+
+    fault_type: str
+    host: str
+    magnitude: float | None = None
+    at_s: float | None = None
+    for_s: float | None = None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One run: ``model`` x ``phase`` on ``hosts`` (two hosts: DDP training over gloo)."""
+
+    model: str
+    phase: str
+    hosts: tuple[str, ...] = ("labA",)
+    duration_s: float = 40.0
+    faults: tuple[FaultPlan, ...] = ()
+    repeat: int = 0
+    seed: int = 0
+
+    @property
+    def world_size(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def model_name(self) -> str:
+        """The ``{MODEL}`` of the file name: ``DDP`` prefixed for distributed runs."""
+        return f"DDP{self.model}" if self.world_size > 1 else self.model
+
+    @property
+    def fault_name(self) -> str:
+        if not self.faults:
+            return "none"
+        parts = []
+        for f in self.faults:
+            mag = "" if f.magnitude is None else f"@{f.magnitude:g}"
+            if f.fault_type + mag not in parts:
+                parts.append(f.fault_type + mag)
+        return "+".join(parts)
+
+    def validate(self) -> None:
+        workload_spec(self.model)
+        if self.phase not in ("train", "infer"):
+            raise ValueError(f"phase must be train or infer, got {self.phase!r}")
+        if self.world_size > 1 and self.phase != "train":
+            raise ValueError("two-host runs are DDP training runs")
+        for f in self.faults:
+            if f.host not in self.hosts:
+                raise ValueError(f"fault on {f.host} but the run uses {self.hosts}")
+            if (f.at_s is None) != (f.for_s is None):
+                raise ValueError("a fault needs both at_s and for_s, or neither (whole run)")
+            if f.at_s is not None and f.at_s + f.for_s >= self.duration_s:
+                raise ValueError(f"fault {f} does not end before the workload ({self.duration_s}s)")
+
+
+@dataclass
+class RecordedRun:
+    plan: RunPlan
+    stem: str
+    files: dict[str, Path]  #: host -> parquet
+    meta_rows: list[dict]
+    label_rows: list[dict]
+    workload: dict[str, dict] = field(default_factory=dict)  #: host -> workload summary
+
+
+def collector_command(host: LabHost, out_dir: Path, *, interval: str = "100ms", probes: str | None = None,
+                      python: str = sys.executable) -> list[str]:
+    """``reveal-lab collect --host <host> --out <dir> ...`` for one host (run inside the host).
+
+    Uses the ``reveal-lab`` script beside ``python`` (the same virtual environment), else
+    ``python -c 'from reveal_lab.cli import main; ...'``.
+    """
+    args = ["collect", "--host", host.name, "--out", str(out_dir), "--interval", interval]
+    if probes:
+        args += ["--probes", probes]
+    if host.cgroup_v2_root is not None:
+        args += ["--cgroup-root", str(host.cgroup_v2_root)]
+    script = Path(python).with_name("reveal-lab")
+    if script.exists():
+        return [str(script), *args]
+    return [python, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main(sys.argv[1:]))", *args]
+
+
+def _seconds(interval: str) -> float:
+    from reveal_lab.config import parse_duration
+
+    return parse_duration(interval)
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+    return proc.returncode
+
+
+def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if (out_dir / "meta.json").exists() or any(out_dir.glob("journal-*.bin")):
+            return
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise LabError(f"collector exited ({proc.returncode}) before writing {out_dir}: {err[-2000:]}")
+        time.sleep(0.05)
+    raise LabError(f"collector did not start writing {out_dir} within {timeout}s")
+
+
+def _started_at(logs: Sequence[Path], stop_evt: threading.Event, timeout: float = 180.0) -> float:
+    """When every rank has logged its ``start`` line (the latest of them), in epoch seconds."""
+    end = time.time() + timeout
+    starts: dict[Path, float] = {}
+    while time.time() < end and not stop_evt.is_set():
+        for lp in logs:
+            if lp in starts or not lp.exists():
+                continue
+            for line in lp.read_text().splitlines():
+                rec = json.loads(line)
+                if rec.get("event") == "start":
+                    starts[lp] = rec["time_ms"] / 1000
+                    break
+        if len(starts) == len(logs):
+            return max(starts.values())
+        stop_evt.wait(0.05)
+    raise LabError(f"workload did not start within {timeout}s ({[str(p) for p in logs]})")
+
+
+def _fault_schedule(faults: list[tuple[Fault, FaultPlan]], logs: Sequence[Path], stop_evt: threading.Event,
+                    errors: list[BaseException], anchor: dict) -> None:
+    try:
+        t0 = _started_at(logs, stop_evt)
+        anchor["t0"] = t0
+    except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+        errors.append(exc)
+        return
+    events = []
+    for f, fp in faults:
+        if fp.at_s is None:
+            continue
+        events.append((t0 + fp.at_s, 0, f))
+        events.append((t0 + fp.at_s + fp.for_s, 1, f))
+    events.sort(key=lambda e: (e[0], e[1]))
+    try:
+        for when, kind, f in events:
+            delay = when - time.time()
+            if delay > 0 and stop_evt.wait(delay):
+                break
+            if kind == 0:
+                f.start()
+                log.info("fault %s on %s started", f.fault_type, f.host.name)
+            else:
+                f.stop()
+                log.info("fault %s on %s stopped", f.fault_type, f.host.name)
+    except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+        errors.append(exc)
+
+
+def record_slot(hosts: dict[str, LabHost], plans: Sequence[RunPlan], raw_root: Path, *,
+                interval: str = "100ms", probes: str | None = None, calm_before_s: float = 3.0,
+                calm_after_s: float = 2.0, master_port: int = 29500,
+                read_file: str = "/var/tmp/reveal_lab/readburst.bin") -> list[RecordedRun]:
+    """Record ``plans`` at the same time (their hosts must be disjoint) into ``raw_root``.
+
+    Each run leaves ``<stem>.run.json`` (plan, ground-truth labels in epoch ms, workload
+    summaries) and one collector directory per host ``<stem>_<host>/``.
+    """
+    used = [h for p in plans for h in p.hosts]
+    if len(used) != len(set(used)):
+        raise ValueError(f"plans of one slot share hosts: {used}")
+    for p in plans:
+        p.validate()
+    start_ms = now_ms()
+    stems = {}
+    for p in plans:
+        spec = workload_spec(p.model)
+        stems[p] = run_stem(p.phase, p.model_name, spec.task, spec.dataset, start_ms)
+    collectors: dict[tuple[RunPlan, str], tuple[subprocess.Popen, Path]] = {}
+    workers: dict[tuple[RunPlan, str], tuple[subprocess.Popen, Path]] = {}
+    faults: dict[RunPlan, list[tuple[Fault, FaultPlan]]] = {}
+    stop_evt = threading.Event()
+    errors: list[BaseException] = []
+    threads: list[threading.Thread] = []
+    anchors: dict[RunPlan, dict] = {}
+    results: list[RecordedRun] = []
+    try:
+        # 1. collectors
+        for p in plans:
+            for hn in p.hosts:
+                d = raw_root / f"{stems[p]}_{hn}"
+                if (raw_root / f"{stems[p]}.run.json").exists():
+                    raise LabError(f"{stems[p]} was already recorded in {raw_root}")
+                if d.exists():
+                    shutil.rmtree(d)
+                d.parent.mkdir(parents=True, exist_ok=True)
+                cmd = collector_command(hosts[hn], d, interval=interval, probes=probes)
+                proc = hosts[hn].popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                collectors[(p, hn)] = (proc, d)
+        for proc, d in collectors.values():
+            _wait_started(d, proc)
+        # whole-run configuration faults go on before the calm period
+        for p in plans:
+            faults[p] = []
+            for fp in p.faults:
+                kw = {"path": read_file} if fp.fault_type == "storage_read" else {}
+                faults[p].append((make_fault(fp.fault_type, hosts[fp.host], fp.magnitude, **kw), fp))
+            for f, fp in faults[p]:
+                if fp.at_s is None:
+                    f.start()
+        time.sleep(calm_before_s)
+        # 2. workloads
+        t_work = time.time()
+        for i, p in enumerate(plans):
+            port = master_port + i
+            for rank, hn in enumerate(p.hosts):
+                logf = raw_root / f"{stems[p]}_{hn}.progress.jsonl"
+                cmd = [sys.executable, "-m", "reveal_lab.lab._workloads", "--model", p.model, "--phase", p.phase,
+                       "--duration", str(p.duration_s), "--seed", str(p.seed * 10 + p.repeat), "--log", str(logf)]
+                if p.world_size > 1:
+                    cmd += ["--rank", str(rank), "--world-size", str(p.world_size),
+                            "--master-addr", hosts[p.hosts[0]].address, "--master-port", str(port)]
+                # gloo must use the veth (hostname resolution would pick 127.0.0.1)
+                env = {**os.environ, "GLOO_SOCKET_IFNAME": hosts[hn].veth, "OMP_NUM_THREADS": "1"}
+                proc = hosts[hn].popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                workers[(p, hn)] = (proc, logf)
+            logs = [workers[(p, hn)][1] for hn in p.hosts]
+            anchors[p] = {}
+            th = threading.Thread(target=_fault_schedule, args=(faults[p], logs, stop_evt, errors, anchors[p]),
+                                  daemon=True)
+            th.start()
+            threads.append(th)
+        # 3. wait
+        summaries: dict[tuple[RunPlan, str], dict] = {}
+        for key, (proc, _) in workers.items():
+            try:
+                so, se = proc.communicate(timeout=key[0].duration_s + 120)
+            except subprocess.TimeoutExpired:
+                _stop(proc, signal.SIGKILL)
+                raise LabError(f"workload {key[0].model} on {key[1]} did not finish") from None
+            if proc.returncode != 0:
+                raise LabError(f"workload {key[0].model}/{key[0].phase} on {key[1]} failed "
+                               f"({proc.returncode}): {se.decode(errors='replace')[-2000:]}")
+            summaries[key] = json.loads(so.decode().strip().splitlines()[-1])
+        for th in threads:
+            th.join(timeout=30)
+        if errors:
+            raise LabError(f"fault injection failed: {errors[0]!r}") from errors[0]
+        for p in plans:
+            for f, fp in faults[p]:
+                if fp.at_s is None:
+                    f.stop()
+        time.sleep(calm_after_s)
+    finally:
+        stop_evt.set()
+        for fl in faults.values():
+            for f, _ in fl:
+                if f.started_ms is not None and f.stopped_ms is None:
+                    with contextlib.suppress(Exception):
+                        f.stop()
+        for proc, _ in workers.values():
+            _stop(proc, signal.SIGKILL, timeout=5)
+        for proc, _ in collectors.values():
+            _stop(proc, signal.SIGINT)
+    # 4. the raw record: collector directories + run.json (plan, labels, workload summaries)
+    for p in plans:
+        stem = stems[p]
+        labels = []
+        for f, fp in faults[p]:
+            lab = f.label()
+            labels.append({**lab, "scope": "run" if fp.at_s is None else "episode"})
+        manifest = {
+            "stem": stem, "plan": asdict(p), "model_name": p.model_name, "fault": p.fault_name,
+            "hosts": {hn: {"collector_dir": collectors[(p, hn)][1].name, "address": hosts[hn].address,
+                           "core": hosts[hn].core, "cpu_quota": hosts[hn].cpu_quota(),
+                           "collector_rc": collectors[(p, hn)][0].returncode,
+                           "workload": summaries.get((p, hn), {})} for hn in p.hosts},
+            "workload_launch_ms": int(t_work * 1000),
+            "workload_start_ms": int(anchors[p].get("t0", float("nan")) * 1000) if "t0" in anchors[p] else None,
+            "labels": labels,
+        }
+        (raw_root / f"{stem}.run.json").write_text(json.dumps(manifest, indent=1, default=str))
+        results.append(RecordedRun(p, stem, {hn: collectors[(p, hn)][1] for hn in p.hosts}, [], [],
+                                   {hn: summaries.get((p, hn), {}) for hn in p.hosts}))
+    return results
+
+
+def build_dataset(raw_root: str | Path, out: str | Path, *, drop_all_nan: bool = True,
+                  runs: Sequence[str] | None = None) -> tuple[list[dict], list[dict]]:
+    """Turn recorded raw runs (``*.run.json`` + collector dirs) into the dataset layout.
+
+    Writes ``{train,infer}_separated/*.parquet`` (canonical frames, ``view="dataset"``),
+    ``meta_lab.csv`` and ``labels.csv`` into ``out``; returns ``(meta_rows, label_rows)``.
+    Columns that are entirely missing in a run are dropped when ``drop_all_nan`` (the
+    count is kept in the meta column ``n_dropped_nan_columns``).
+    """
+    import polars as pl
+
+    from reveal_lab.io import read_collector_run
+
+    raw_root, out = Path(raw_root), Path(out)
+    manifests = sorted(raw_root.glob("*.run.json"))
+    if runs is not None:
+        manifests = [m for m in manifests if m.name[: -len(".run.json")] in set(runs)]
+    if not manifests:
+        raise LabError(f"no recorded runs (*.run.json) in {raw_root}")
+    meta_rows: list[dict] = []
+    label_rows: list[dict] = []
+    for mpath in manifests:
+        man = json.loads(mpath.read_text())
+        plan = man["plan"]
+        spec = workload_spec(plan["model"])
+        stem, phase, model_name = man["stem"], plan["phase"], man["model_name"]
+        sub = out / split_dir(phase)
+        sub.mkdir(parents=True, exist_ok=True)
+        for hn, h in man["hosts"].items():
+            run = read_collector_run(raw_root / h["collector_dir"], view="dataset")
+            frame = run.frame
+            dropped = 0
+            if drop_all_nan:
+                keep = [c for c in frame.columns
+                        if c == "timestamp" or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height]
+                dropped = frame.width - len(keep)
+                frame = frame.select(keep)
+            fn = file_name(stem, hn)
+            frame.write_parquet(sub / fn, compression="zstd", compression_level=10, statistics=False)
+            summ = h.get("workload") or {}
+            quota = h.get("cpu_quota")
+            meta_rows.append({
+                "source_file": f"./{split_dir(phase)}/{fn}", "n_rows": frame.height, "n_cols": frame.width - 1,
+                "phase": phase, "mode": "nonllm", "model": model_name, "task": spec.task,
+                "dataset": spec.dataset, "model_task": f"{model_name}for{spec.task}",
+                "workload": f"{model_name}__{spec.task}__{spec.dataset}",
+                "run": stem, "host": hn, "run_group": stem, "world_size": len(man["hosts"]), "fault": man["fault"],
+                "repeat": plan["repeat"], "seed": plan["seed"] * 10 + plan["repeat"],
+                "start": str(frame["timestamp"][0]) if frame.height else "",
+                "end": str(frame["timestamp"][-1]) if frame.height else "",
+                "steps": summ.get("steps", ""),
+                "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
+                "cpu_quota": "" if quota is None else quota, "n_dropped_nan_columns": dropped,
+            })
+            for w in run.warnings[:3]:
+                log.info("%s: reader warning: %s", fn, w)
+        for lab in man["labels"]:
+            label_rows.append({
+                "run": stem, "host": lab["host"], "fault_type": lab["fault_type"],
+                "start": ms_to_stamp(lab["start_ms"]), "end": ms_to_stamp(lab["end_ms"]),
+                "expected_subsystem": lab["expected_subsystem"], "magnitude": lab["magnitude"],
+                "unit": lab["unit"], "scope": lab["scope"],
+                "source_file": f"./{split_dir(phase)}/{file_name(stem, lab['host'])}",
+            })
+    write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])
+    write_csv(out / "labels.csv", label_rows, LABEL_COLUMNS)
+    return meta_rows, label_rows
+
+
+def machine_provenance() -> dict:
+    """What the recording ran on: kernel, CPU, cores, memory, package versions, load."""
+    import numpy
+    import polars
+
+    info: dict = {"kernel": " ".join(os.uname()[2:4]), "machine": platform.machine(), "python": platform.python_version(),
+                  "cpu_count": os.cpu_count()}
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+    with contextlib.suppress(OSError):
+        info["mem_total_kb"] = int(open("/proc/meminfo").readline().split()[1])
+    with contextlib.suppress(OSError):
+        info["loadavg"] = open("/proc/loadavg").read().strip()
+    versions = {"numpy": numpy.__version__, "polars": polars.__version__}
+    for mod in ("torch", "pyarrow"):
+        with contextlib.suppress(ImportError):
+            versions[mod] = __import__(mod).__version__
+    with contextlib.suppress(Exception):
+        from importlib.metadata import version
+
+        versions["reveal-lab"] = version("reveal-lab")
+    info["versions"] = versions
+    with contextlib.suppress(Exception):
+        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                                            cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+    return info
+
+
+def _top_processes(n: int = 8) -> list[str]:
+    """The busiest other processes right now (what else was running while we recorded)."""
+    r = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True)
+    return [ln.strip() for ln in r.stdout.splitlines()[1 : n + 1]]
+
+
+def record_plans(slots: Sequence[Sequence[RunPlan]], raw_dir: str | Path, *,
+                 host_names: Sequence[str] = ("labA", "labB"), interval: str = "100ms", probes: str | None = None,
+                 read_file: str = "/var/tmp/reveal_lab/readburst.bin", read_file_mib: int = 512,
+                 calm_before_s: float = 3.0, calm_after_s: float = 2.0,
+                 on_slot: Callable[[int, list[RecordedRun]], None] | None = None) -> dict:
+    """Record every slot on one set of lab hosts into ``raw_dir`` (see :func:`build_dataset`).
+
+    Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
+    """
+    raw_root = Path(raw_dir)
+    raw_root.mkdir(parents=True, exist_ok=True)
+    if any(fp.fault_type == "storage_read" for s in slots for p in s for fp in p.faults):
+        prepare_read_file(read_file, read_file_mib)
+    slot_log: list[dict] = []
+    prov = {"started": ms_to_stamp(now_ms()), "machine": machine_provenance(), "interval": interval,
+            "probes": probes or "all", "calm_before_s": calm_before_s, "calm_after_s": calm_after_s,
+            "argv": sys.argv, "slots": slot_log}
+    rec_path = raw_root / "recording.json"
+    sessions = json.loads(rec_path.read_text())["sessions"] if rec_path.exists() else []
+
+    def save() -> None:
+        rec_path.write_text(json.dumps({"sessions": [*sessions, prov]}, indent=1, default=str))
+
+    with lab_hosts(host_names) as hs:
+        hosts = {h.name: h for h in hs}
+        prov["hosts"] = [{"name": h.name, "address": h.address, "core": h.core,
+                          "cgroups": {k: str(v) for k, v in h.cgroups.items()}} for h in hs]
+        for i, slot in enumerate(slots):
+            load_before = open("/proc/loadavg").read().split()[:3]
+            top = _top_processes()
+            t = time.time()
+            try:
+                recs = record_slot(hosts, slot, raw_root, interval=interval, probes=probes,
+                                   calm_before_s=calm_before_s, calm_after_s=calm_after_s,
+                                   master_port=29500 + 10 * (i % 50), read_file=read_file)
+            except LabError as exc:
+                log.error("slot %d failed: %s", i, exc)
+                slot_log.append({"slot": i, "error": str(exc), "plans": [asdict(p) for p in slot]})
+                save()
+                continue
+            slot_log.append({"slot": i, "runs": [r.stem for r in recs], "wall_s": round(time.time() - t, 1),
+                             "loadavg_before": load_before, "loadavg_after": open("/proc/loadavg").read().split()[:3],
+                             "top_processes_before": top})
+            log.info("slot %d/%d done in %.0fs: %s", i + 1, len(slots), time.time() - t,
+                     ", ".join(f"{r.stem} [{r.plan.fault_name}]" for r in recs))
+            prov["finished"] = ms_to_stamp(now_ms())
+            save()
+            if on_slot:
+                on_slot(i, recs)
+    return prov

@@ -1,0 +1,99 @@
+"""Fault stressors, run as a stand-alone script inside a lab host: ``python _stress.py KIND ...``.
+
+No package imports (starts in milliseconds on a loaded core). Each stressor prints
+``ready`` on stdout once the stress is really on, then runs until SIGTERM.
+
+* ``cpu [--procs N]``: N busy loops;
+* ``memory --mib M --dir D``: hold M MiB of touched anonymous memory, then write 128 MiB
+  files with ``fsync`` in a loop (dirty-page and writeback bursts);
+* ``read --path P``: sequential ``O_DIRECT`` reads of P, over and over.
+"""
+
+import argparse
+import contextlib
+import mmap
+import os
+import signal
+import sys
+import time
+
+
+def _ready() -> None:
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+
+
+def _stress_cpu(procs: int) -> None:
+    for _ in range(max(procs, 1) - 1):
+        if os.fork() == 0:
+            break
+    _ready()
+    x = 0
+    while True:
+        x = (x * 1103515245 + 12345) & 0x7FFFFFFF
+
+
+def _stress_memory(mib: int, workdir: str) -> None:
+    os.makedirs(workdir, exist_ok=True)
+    _ready()  # allocating and touching the memory is part of the pressure
+    held = mmap.mmap(-1, mib << 20)
+    page = mmap.PAGESIZE
+    for off in range(0, mib << 20, page):  # touch every page: real resident memory
+        held[off] = 1
+    buf = os.urandom(4 << 20)
+    path = os.path.join(workdir, f"dirty.{os.getpid()}.bin")
+    try:
+        while True:
+            with open(path, "wb") as fh:  # 128 MiB of dirty pages, then force writeback
+                for _ in range(32):
+                    fh.write(buf)
+                fh.flush()
+                os.fsync(fh.fileno())
+            time.sleep(0.2)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _stress_read(path: str) -> None:
+    bs = 1 << 20
+    buf = mmap.mmap(-1, bs)  # page-aligned buffer, as O_DIRECT needs
+    flags = os.O_RDONLY | getattr(os, "O_DIRECT", 0)
+    fd = os.open(path, flags)
+    os.readv(fd, [buf])
+    os.close(fd)
+    _ready()
+    while True:
+        fd = os.open(path, flags)
+        try:
+            while os.readv(fd, [buf]) == bs:
+                pass
+        finally:
+            os.close(fd)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="_stress.py", description="lab fault stressors")
+    sub = p.add_subparsers(dest="kind", required=True)
+    c = sub.add_parser("cpu")
+    c.add_argument("--procs", type=int, default=1)
+    m = sub.add_parser("memory")
+    m.add_argument("--mib", type=int, default=1024)
+    m.add_argument("--dir", default="/var/tmp/reveal_lab")
+    r = sub.add_parser("read")
+    r.add_argument("--path", required=True)
+    a = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run `finally` blocks on stop
+    if a.kind == "cpu":
+        _stress_cpu(a.procs)
+    elif a.kind == "memory":
+        _stress_memory(a.mib, a.dir)
+    else:
+        _stress_read(a.path)
+    return 0
+
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())
