@@ -81,3 +81,36 @@ class FlatForest:
             depths = np.cumsum(self.leaf_value[rows, node])[-1]  # tree by tree, as scikit-learn adds
             out[k] = -(2.0 ** (-depths / self.norm))
         return out
+
+    def credits(self, X: np.ndarray) -> np.ndarray:
+        """The path credits of :class:`~reveal_lab.detectors.IsolationForestDetector`'s
+        explanation (before its baseline is subtracted): each split on the path of ``x``
+        in tree ``t`` credits its feature with ``1 / max(h_t(x), 1)``; mean over trees.
+        Accumulated tree by tree, node by node, like the detector, so the sums are equal."""
+        X = np.asarray(X, dtype=np.float32).astype(np.float64)
+        n, p = X.shape
+        out = np.zeros((n, p))
+        rows = self._rows
+        for k, x in enumerate(X):
+            node = np.zeros(self.n_trees, dtype=np.int64)
+            path_feat = np.empty((self.depth, self.n_trees), dtype=np.int64)
+            internal = np.zeros((self.depth, self.n_trees), dtype=bool)
+            for level in range(self.depth):
+                internal[level] = self.left[rows, node] != node
+                f = self.feature[rows, node]
+                path_feat[level] = f
+                go_left = x[f] <= self.threshold[rows, node]
+                node = np.where(go_left, self.left[rows, node], self.right[rows, node])
+            w = 1.0 / np.maximum(self.leaf_value[rows, node], 1.0)
+            # tree-major order (tree 0's path root to leaf, then tree 1's, ...)
+            mask = internal.T
+            cols = path_feat.T[mask]
+            weights = np.broadcast_to(w[:, None], mask.shape)[mask]
+            out[k] = np.bincount(cols, weights=weights, minlength=p)
+        return out / self.n_trees
+
+    def explain(self, X: np.ndarray, det: Any) -> np.ndarray:
+        """``det.explain(X)`` for the detector this forest was flattened from."""
+        if det._explain_baseline is None:
+            det._explain_baseline = det._credits(det._baseline_X).mean(axis=0)
+        return self.credits(X) - det._explain_baseline

@@ -131,9 +131,11 @@ def summarize_detection(run: Any, det: Any) -> RunResult:
     return RunResult(summary, evidence)
 
 
-def detect_task(run: Any, preset: str = "paper") -> RunResult:
-    """The default per-run work: :func:`reveal_lab.pipeline.detect_run` then a summary."""
+def detect_task(run: Any, preset: str = "paper", min_agreement: int = 1) -> RunResult:
+    """The default per-run work: :func:`reveal_lab.pipeline.detect_run` (derive, windows,
+    features, the three detectors fitted on the run, attribution) then a summary."""
+    from reveal_lab.config import get_preset
     from reveal_lab.pipeline import detect_run
 
-    det = detect_run(run, preset=preset)
+    det = detect_run(run, preset=get_preset(preset), min_agreement=min_agreement)
     return summarize_detection(run, det)
