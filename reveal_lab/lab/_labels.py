@@ -36,6 +36,7 @@ LABEL_COLUMNS = ("run", "host", "fault_type", "start", "end", "expected_subsyste
                  "source_file")
 
 STAMP_FMT = "%Y-%m-%d %H:%M:%S.%f"
+_POLARS_FMT = "%Y-%m-%d %H:%M:%S%.f"
 
 
 def ms_to_stamp(ms: int) -> str:
@@ -101,8 +102,8 @@ def read_labels(path: str | Path) -> pl.DataFrame:
                 raise TelemetryError(f"{col}={v!r} is not a 'YYYY-MM-DD HH:MM:SS.mmm' timestamp",
                                      path=str(path), line=i + 2, column=col) from None
     df = df.with_columns(
-        pl.col("start").str.strptime(pl.Datetime("ms"), STAMP_FMT),
-        pl.col("end").str.strptime(pl.Datetime("ms"), STAMP_FMT),
+        pl.col("start").str.strptime(pl.Datetime("ms"), _POLARS_FMT),
+        pl.col("end").str.strptime(pl.Datetime("ms"), _POLARS_FMT),
     )
     if "magnitude" in df.columns:
         df = df.with_columns(pl.col("magnitude").cast(pl.Float64, strict=False))

@@ -48,6 +48,7 @@ from reveal_lab.lab._labels import (
     write_csv,
 )
 from reveal_lab.lab._workloads import workload_spec
+from reveal_lab.telemetry import Run, RunMeta
 
 __all__ = ["FaultPlan", "RunPlan", "RecordedRun", "record_slot", "record_plans", "collector_command",
            "machine_provenance"]
@@ -390,9 +391,18 @@ def build_dataset(raw_root: str | Path, out: str | Path, *, drop_all_nan: bool =
                 dropped = frame.width - len(keep)
                 frame = frame.select(keep)
             fn = file_name(stem, hn)
-            frame.write_parquet(sub / fn, compression="zstd", compression_level=10, statistics=False)
             summ = h.get("workload") or {}
             quota = h.get("cpu_quota")
+            rmeta = RunMeta(
+                run_id=f"{stem}_{hn}", hosts=(hn,), workload=f"{model_name}__{spec.task}__{spec.dataset}",
+                model=model_name, task=spec.task, dataset=spec.dataset, phase=phase, mode="nonllm", platform="lab",
+                source_path=f"./{split_dir(phase)}/{fn}", start_time=run.meta.start_time,
+                interval_ms=run.meta.interval_ms,
+                extra={"run_group": stem, "fault": man["fault"], "world_size": len(man["hosts"]),
+                       "cpu_quota": quota, "dropped_all_missing_columns": dropped,
+                       "collector": {k: run.meta.extra.get(k) for k in ("probes_used", "probes_skipped")
+                                     if k in run.meta.extra}})
+            _write_run(Run(rmeta, frame), sub / fn)
             meta_rows.append({
                 "source_file": f"./{split_dir(phase)}/{fn}", "n_rows": frame.height, "n_cols": frame.width - 1,
                 "phase": phase, "mode": "nonllm", "model": model_name, "task": spec.task,
@@ -419,6 +429,26 @@ def build_dataset(raw_root: str | Path, out: str | Path, *, drop_all_nan: bool =
     write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])
     write_csv(out / "labels.csv", label_rows, LABEL_COLUMNS)
     return meta_rows, label_rows
+
+
+def _write_run(run: Run, path: Path) -> None:
+    """A canonical Parquet run (frame + :class:`RunMeta` under the loader's metadata key), kept small.
+
+    zstd level 10, no column statistics, no dictionary pages and no serialized Arrow schema
+    (Parquet's own logical types keep ``timestamp`` as ``Datetime("ms")``): about half the
+    size of the defaults for these ~600-column frames.
+    """
+    import pyarrow.parquet as pq
+
+    from reveal_lab.io import PARQUET_META_KEY
+    from reveal_lab.telemetry import validate_frame
+
+    validate_frame(run.frame, source=str(path))
+    table = run.frame.to_arrow()
+    md = dict(table.schema.metadata or {})
+    md[PARQUET_META_KEY.encode()] = json.dumps(run.meta.to_dict(), default=str).encode()
+    pq.write_table(table.replace_schema_metadata(md), path, compression="zstd", compression_level=10,
+                   write_statistics=False, store_schema=False, use_dictionary=False)
 
 
 def machine_provenance() -> dict:

@@ -1,0 +1,23 @@
+"""Scoring detections against ground-truth fault labels (the lab dataset's ``labels.csv``).
+
+:func:`evaluate_dataset` runs the pipeline over a labelled dataset and returns an
+:class:`Evaluation` (windows, episodes, the per-fault-type table); the scoring functions
+(:func:`score_episodes`, :func:`summarize`, :func:`false_alarms`) work on any frames of
+windows and labels.
+"""
+
+from reveal_lab.evaluation._evaluate import FIT_MODES, Evaluation, detection_windows, evaluate_dataset, table_markdown
+from reveal_lab.evaluation._score import EPISODE_COLUMNS, TABLE_COLUMNS, false_alarms, score_episodes, summarize
+
+__all__ = [
+    "EPISODE_COLUMNS",
+    "FIT_MODES",
+    "TABLE_COLUMNS",
+    "Evaluation",
+    "detection_windows",
+    "evaluate_dataset",
+    "false_alarms",
+    "score_episodes",
+    "summarize",
+    "table_markdown",
+]

@@ -1,0 +1,179 @@
+"""Run the detection pipeline over a labelled dataset and score it against its labels.
+
+:func:`evaluate_dataset` reads ``meta_lab.csv`` and ``labels.csv`` of a dataset folder
+(the bundled ``data/lab`` by default), runs :func:`reveal_lab.pipeline.detect_run` on every
+host file, and scores the flagged windows with :mod:`reveal_lab.evaluation._score`.
+
+Fit modes
+---------
+``baseline`` (default)
+    leave-one-out: the detectors are fitted on the *other* fault-free runs of the same
+    workload on the same host (the run itself is never in its own baseline), so a
+    baseline run's flagged windows are honest false alarms and a fault that lasts a
+    whole run (a configuration difference) can be seen at all.
+``self``
+    the paper's setting: fitted on the run itself, the top 1 % of windows per detector
+    flagged. Whole-run (``scope="run"``) labels cannot be detected this way and are left
+    out of that mode's table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reveal_lab.evaluation._score import TABLE_COLUMNS, false_alarms, score_episodes, summarize
+from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
+
+__all__ = ["Evaluation", "evaluate_dataset", "detection_windows", "FIT_MODES", "table_markdown"]
+
+log = logging.getLogger(__name__)
+
+FIT_MODES = ("baseline", "self")
+
+
+@dataclass
+class Evaluation:
+    """Scored windows and episodes of one fit mode, and the summary table."""
+
+    mode: str
+    windows: pl.DataFrame
+    episodes: pl.DataFrame
+    table: pl.DataFrame
+    baseline_by_workload: pl.DataFrame
+    config: dict[str, Any] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def write(self, out: str | Path) -> dict[str, Path]:
+        """``evaluation_<mode>.csv/.md``, ``episodes_<mode>.csv``, ``false_alarms_<mode>.csv``."""
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {
+            "table_csv": out / f"evaluation_{self.mode}.csv",
+            "table_md": out / f"evaluation_{self.mode}.md",
+            "episodes": out / f"episodes_{self.mode}.csv",
+            "false_alarms": out / f"false_alarms_{self.mode}.csv",
+        }
+        self.table.write_csv(paths["table_csv"])
+        paths["table_md"].write_text(table_markdown(self.table, title=f"fit mode: {self.mode}", config=self.config,
+                                                    failures=self.failures))
+        self.episodes.write_csv(paths["episodes"])
+        self.baseline_by_workload.write_csv(paths["false_alarms"])
+        return paths
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return str(v)
+
+
+def table_markdown(table: pl.DataFrame, *, title: str = "", config: dict | None = None,
+                   failures: Sequence[str] = ()) -> str:
+    """The evaluation table as a Markdown table (with the settings it was made with)."""
+    cols = [c for c in TABLE_COLUMNS if c in table.columns]
+    lines = [f"### {title}" if title else "", "", "| " + " | ".join(cols) + " |",
+             "|" + "|".join("---" for _ in cols) + "|"]
+    for row in table.select(cols).iter_rows():
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+    if config:
+        lines += ["", "Settings: " + ", ".join(f"{k}={v}" for k, v in config.items())]
+    if failures:
+        lines += ["", f"Runs that could not be scored ({len(failures)}):"] + [f"- {f}" for f in failures]
+    return "\n".join(lines).lstrip() + "\n"
+
+
+def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.DataFrame:  # noqa: ANN001
+    """A :class:`~reveal_lab.pipeline.Detection`'s windows in the scorer's shape."""
+    w = detection.windows
+    shares = [f"share_{s}" for s in SUBSYSTEMS if f"share_{s}" in w.columns]
+    cols = ["window_id", "start", "end", "agreement", "combined", *shares]
+    if "top_subsystem" in w.columns:
+        cols.append("top_subsystem")
+    w = w.filter(pl.col("host") == host) if "host" in w.columns else w
+    return w.select(cols).with_columns(
+        run=pl.lit(run), host=pl.lit(host), baseline=pl.lit(baseline),
+        flagged=pl.col("agreement") >= detection.min_agreement,
+    )
+
+
+def evaluate_dataset(root: str | Path | None = None, *, mode: str = "baseline", preset: str = "paper",
+                     min_agreement: int = 1, grace_s: float = 0.0, run_min_share: float = 0.5,
+                     runs: Sequence[str] | None = None) -> Evaluation:
+    """Detect on every host file of a labelled dataset and score it (see the module doc).
+
+    ``runs`` restricts the evaluation to these run stems (baselines still come from the
+    whole dataset).
+    """
+    from reveal_lab.config import data_dir, get_preset
+    from reveal_lab.io import load_run
+    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.pipeline import detect_run
+
+    if mode not in FIT_MODES:
+        raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
+    root = Path(root) if root is not None else data_dir()
+    meta = read_meta(root / "meta_lab.csv")
+    labels = read_labels(root / "labels.csv")
+    for col in ("run", "host", "fault", "workload"):
+        if col not in meta.columns:
+            raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
+    pre = get_preset(preset)
+    cache: dict[str, Any] = {}
+
+    def load(source_file: str):  # noqa: ANN202
+        if source_file not in cache:
+            path = root / source_file.removeprefix("./")
+            if not path.exists():
+                raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
+            cache[source_file] = load_run(path)
+        return cache[source_file]
+
+    base_rows = meta.filter(pl.col("fault") == "none")
+    todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
+    parts: list[pl.DataFrame] = []
+    failures: list[str] = []
+    t0 = time.perf_counter()
+    for row in todo.iter_rows(named=True):
+        is_base = row["fault"] == "none"
+        baseline = None
+        if mode == "baseline":
+            refs = base_rows.filter((pl.col("workload") == row["workload"]) & (pl.col("host") == row["host"])
+                                    & (pl.col("source_file") != row["source_file"]))
+            if refs.height == 0:
+                failures.append(f"{row['source_file']}: no other baseline run of {row['workload']} on {row['host']}")
+                continue
+            baseline = [load(s) for s in refs["source_file"]]
+        try:
+            det = detect_run(load(row["source_file"]), baseline=baseline, preset=pre, min_agreement=min_agreement)
+        except (TelemetryError, ValueError) as exc:
+            failures.append(f"{row['source_file']}: {exc}")
+            continue
+        w = detection_windows(det, row["run"], row["host"], baseline=is_base).with_columns(
+            workload=pl.lit(row["workload"]), fault=pl.lit(row["fault"]))
+        parts.append(w)
+        log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)
+    if not parts:
+        raise TelemetryError(f"no run of {root} could be scored: {failures[:3]}")
+    windows = pl.concat(parts, how="diagonal_relaxed")
+    labs = labels if runs is None else labels.filter(pl.col("run").is_in(list(runs)))
+    if mode == "self":  # a whole-run difference is invisible when fitting on the run itself
+        labs = labs.filter(pl.col("scope") != "run")
+    scored = set(zip(windows["run"].to_list(), windows["host"].to_list(), strict=True))
+    labs = labs.filter(pl.struct("run", "host").map_elements(lambda r: (r["run"], r["host"]) in scored,
+                                                             return_dtype=pl.Boolean))
+    episodes = score_episodes(windows, labs, run_min_share=run_min_share)
+    table = summarize(episodes, windows, labs, grace_s=grace_s)
+    config = {"data": str(root), "mode": mode, "preset": preset, "min_agreement": min_agreement,
+              "window_s": pre.window.window_s, "stride_s": pre.window.stride_s, "grace_s": grace_s,
+              "run_min_share": run_min_share, "runs_scored": windows.select("run", "host").unique().height,
+              "seconds": round(time.perf_counter() - t0, 1)}
+    return Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)

@@ -1,0 +1,191 @@
+"""Scoring flagged windows against ground-truth fault labels.
+
+Everything here is a plain function over two frames, so it can be checked on hand-made
+detections with known answers:
+
+``windows``
+    one row per scored window: ``run, host, window_id, start, end, flagged`` (bool) and,
+    for attribution, ``share_<subsystem>`` columns (the window's evidence share per
+    subsystem, null when not flagged) and/or ``top_subsystem``; ``baseline`` (bool) marks
+    windows of fault-free runs.
+``labels``
+    ``run, host, fault_type, start, end, expected_subsystem`` and optionally ``scope``
+    (``episode`` | ``run``) and ``magnitude`` (:func:`reveal_lab.lab.read_labels`).
+
+Definitions (per fault type and overall):
+
+* **episode recall** -- an episode is detected when at least one flagged window of the
+  *labelled host* overlaps ``[start, end)`` (windows are ``[start, end)`` too). A
+  ``scope="run"`` label (a configuration difference lasting the whole run) is detected
+  when at least ``run_min_share`` of the host's windows are flagged; overlap alone would
+  be trivially true.
+* **window precision** -- of the flagged windows of labelled hosts in faulted runs, the
+  share that overlaps an episode of that host (``grace_s`` widens episodes at the end to
+  allow for after-effects such as writeback; default 0).
+* **top-1 / top-3 attribution** -- on detected episodes: subsystems ranked by their summed
+  evidence share over the flagged windows overlapping the episode (ties and missing
+  shares fall back to counting ``top_subsystem``); correct when the expected subsystem is
+  first / among the first three.
+* **false-alarm share** -- flagged windows / all windows of fault-free (baseline) runs.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
+
+__all__ = ["score_episodes", "summarize", "false_alarms", "EPISODE_COLUMNS", "TABLE_COLUMNS"]
+
+EPISODE_COLUMNS = ("run", "host", "fault_type", "magnitude", "scope", "start", "end", "expected_subsystem",
+                   "n_windows", "n_flagged", "detected", "ranking", "top1", "top3")
+TABLE_COLUMNS = ("fault_type", "episodes", "detected", "episode_recall", "flagged_windows", "window_precision",
+                 "top1_accuracy", "top3_accuracy", "baseline_windows", "false_alarm_share")
+
+
+def _check(frame: pl.DataFrame, cols: tuple[str, ...], what: str) -> None:
+    missing = [c for c in cols if c not in frame.columns]
+    if missing:
+        raise TelemetryError(f"{what} lacks columns {missing}", column=missing[0])
+
+
+def _ranking(w: pl.DataFrame) -> list[str]:
+    """Subsystems of flagged windows ranked by summed share (then by top-subsystem count)."""
+    score = {s: 0.0 for s in SUBSYSTEMS}
+    count = {s: 0 for s in SUBSYSTEMS}
+    for s in SUBSYSTEMS:
+        col = f"share_{s}"
+        if col in w.columns:
+            score[s] = float(w[col].fill_null(0.0).fill_nan(0.0).sum())
+    if "top_subsystem" in w.columns:
+        for s in w["top_subsystem"].drop_nulls().to_list():
+            if s in count:
+                count[s] += 1
+    ranked = sorted(SUBSYSTEMS, key=lambda s: (-score[s], -count[s], s))
+    return [s for s in ranked if score[s] > 0 or count[s] > 0]
+
+
+def score_episodes(windows: pl.DataFrame, labels: pl.DataFrame, *, run_min_share: float = 0.5) -> pl.DataFrame:
+    """One row per label: was it detected, and which subsystems did the evidence point to.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> t = lambda s: dt.datetime(2026, 1, 1) + dt.timedelta(seconds=s)
+    >>> w = pl.DataFrame({"run": ["r"] * 4, "host": ["a"] * 4, "window_id": [0, 1, 2, 3],
+    ...                   "start": [t(0), t(1), t(2), t(3)], "end": [t(3), t(4), t(5), t(6)],
+    ...                   "flagged": [False, False, True, False],
+    ...                   "share_cpu": [None, None, 0.8, None], "share_memory": [None, None, 0.2, None]})
+    >>> lab = pl.DataFrame({"run": ["r"], "host": ["a"], "fault_type": ["cpu_contention"],
+    ...                     "start": [t(4.5)], "end": [t(6)], "expected_subsystem": ["cpu"]})
+    >>> ep = score_episodes(w, lab)
+    >>> ep.select("detected", "top1", "ranking").row(0)
+    (True, True, 'cpu>memory')
+    """
+    _check(windows, ("run", "host", "start", "end", "flagged"), "windows")
+    _check(labels, ("run", "host", "fault_type", "start", "end", "expected_subsystem"), "labels")
+    rows = []
+    for lab in labels.iter_rows(named=True):
+        scope = lab.get("scope") or "episode"
+        w = windows.filter((pl.col("run") == lab["run"]) & (pl.col("host") == lab["host"]))
+        if scope == "run":
+            ov = w
+        else:
+            ov = w.filter((pl.col("start") < lab["end"]) & (pl.col("end") > lab["start"]))
+        fl = ov.filter(pl.col("flagged"))
+        n, k = ov.height, fl.height
+        if scope == "run":
+            detected = n > 0 and k / n >= run_min_share
+        else:
+            detected = k > 0
+        ranking = _ranking(fl) if detected else []
+        exp = lab["expected_subsystem"]
+        rows.append({
+            "run": lab["run"], "host": lab["host"], "fault_type": lab["fault_type"],
+            "magnitude": lab.get("magnitude"), "scope": scope, "start": lab["start"], "end": lab["end"],
+            "expected_subsystem": exp, "n_windows": n, "n_flagged": k, "detected": detected,
+            "ranking": ">".join(ranking),
+            "top1": (bool(ranking) and ranking[0] == exp) if detected else None,
+            "top3": (exp in ranking[:3]) if detected else None,
+        })
+    schema = {"run": pl.String, "host": pl.String, "fault_type": pl.String, "magnitude": pl.Float64,
+              "scope": pl.String, "start": pl.Datetime("ms"), "end": pl.Datetime("ms"),
+              "expected_subsystem": pl.String, "n_windows": pl.Int64, "n_flagged": pl.Int64,
+              "detected": pl.Boolean, "ranking": pl.String, "top1": pl.Boolean, "top3": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def _precision_counts(windows: pl.DataFrame, labels: pl.DataFrame, grace_s: float) -> pl.DataFrame:
+    """Per fault type: flagged windows on labelled hosts of faulted runs, and how many hit an episode.
+
+    A flagged window of a run whose labels are all of one fault type counts for that type;
+    in a run mixing types, a window counts for each type whose episode it overlaps (windows
+    that overlap none count as misses of every type in the run).
+    """
+    out = []
+    ep = labels.filter(pl.col("scope").fill_null("episode") == "episode") if "scope" in labels.columns else labels
+    grace = timedelta(seconds=grace_s)
+    for (run, host), lab in ep.group_by(["run", "host"], maintain_order=True):
+        fl = windows.filter((pl.col("run") == run) & (pl.col("host") == host) & pl.col("flagged"))
+        starts, ends = fl["start"].to_list(), fl["end"].to_list()
+        spans = list(lab.select("fault_type", "start", "end").iter_rows())
+        hit_any = [any(ws < e + grace and we > s for _, s, e in spans) for ws, we in zip(starts, ends, strict=True)]
+        for ft in sorted({t for t, _, _ in spans}):
+            hit_ft = [any(ws < e + grace and we > s for t, s, e in spans if t == ft)
+                      for ws, we in zip(starts, ends, strict=True)]
+            flagged = sum(1 for h_ft, h in zip(hit_ft, hit_any, strict=True) if h_ft or not h)
+            out.append({"fault_type": ft, "flagged": flagged, "hits": sum(hit_ft)})
+        out.append({"fault_type": "overall", "flagged": fl.height, "hits": sum(hit_any)})
+    return pl.DataFrame(out, schema={"fault_type": pl.String, "flagged": pl.Int64, "hits": pl.Int64})
+
+
+def false_alarms(windows: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
+    """Flagged share of baseline windows (``windows['baseline']``), overall or per ``by``."""
+    _check(windows, ("flagged", "baseline"), "windows")
+    b = windows.filter(pl.col("baseline"))
+    keys = [by] if by else []
+    agg = [pl.len().alias("baseline_windows"), pl.col("flagged").sum().alias("flagged")]
+    if not keys:
+        res = b.select(agg)
+    else:
+        res = b.group_by(keys, maintain_order=True).agg(agg).sort(keys)
+    return res.with_columns(
+        false_alarm_share=pl.when(pl.col("baseline_windows") > 0)
+        .then(pl.col("flagged") / pl.col("baseline_windows")).otherwise(None))
+
+
+def summarize(episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFrame, *,
+              grace_s: float = 0.0) -> pl.DataFrame:
+    """The evaluation table: one row per fault type, then ``overall`` (columns :data:`TABLE_COLUMNS`).
+
+    ``overall`` pools all episodes (``scope="episode"`` and ``"run"``); its false-alarm
+    share is over every baseline window (per-fault-type rows leave it empty).
+    """
+    prec = _precision_counts(windows, labels, grace_s)
+    rows = []
+    groups = sorted(episodes["fault_type"].unique().to_list())
+    fa = false_alarms(windows) if "baseline" in windows.columns else None
+    for ft in [*groups, "overall"]:
+        ep = episodes if ft == "overall" else episodes.filter(pl.col("fault_type") == ft)
+        pr = prec.filter(pl.col("fault_type") == ft)
+        det = ep.filter(pl.col("detected"))
+        flagged = int(pr["flagged"].sum()) if pr.height else 0
+        hits = int(pr["hits"].sum()) if pr.height else 0
+        row = {
+            "fault_type": ft, "episodes": ep.height, "detected": det.height,
+            "episode_recall": det.height / ep.height if ep.height else None,
+            "flagged_windows": flagged, "window_precision": hits / flagged if flagged else None,
+            "top1_accuracy": float(det["top1"].mean()) if det.height else None,
+            "top3_accuracy": float(det["top3"].mean()) if det.height else None,
+            "baseline_windows": None, "false_alarm_share": None,
+        }
+        if ft == "overall" and fa is not None and fa.height:
+            row["baseline_windows"] = int(fa["baseline_windows"][0])
+            row["false_alarm_share"] = fa["false_alarm_share"][0]
+        rows.append(row)
+    schema = {"fault_type": pl.String, "episodes": pl.Int64, "detected": pl.Int64, "episode_recall": pl.Float64,
+              "flagged_windows": pl.Int64, "window_precision": pl.Float64, "top1_accuracy": pl.Float64,
+              "top3_accuracy": pl.Float64, "baseline_windows": pl.Int64, "false_alarm_share": pl.Float64}
+    return pl.DataFrame(rows, schema=schema, orient="row")
