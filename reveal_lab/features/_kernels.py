@@ -175,26 +175,9 @@ def _adf_design(x, n, lag, rows, X, y):
 
 
 @njit(cache=True, error_model="numpy")
-def _nonzero_constant_column(X, rows, p):
-    """statsmodels ``add_trend(has_constant="skip")``: is any column constant
-    (ptp == 0) and non-zero (first value != 0)?"""
-    for j in range(p):
-        v0 = X[0, j]
-        if v0 == 0.0:
-            continue
-        const = True
-        for i in range(1, rows):
-            if X[i, j] != v0:
-                const = False
-                break
-        if const:
-            return True
-    return False
-
-
-@njit(cache=True, error_model="numpy")
 def _householder_nested(A, rows, p, center, ssr_out, rank_out):
-    """Householder QR of ``A[:rows, :p+1]`` (last column = y) in place.
+    """Householder QR of the design stored *transposed* in ``A[:p+1, :rows]``
+    (row j = column j of the design; the last row is y), in place.
 
     Writes, for k = 1..p, the residual sum of squares and the rank of the model
     with the first k columns (plus an intercept when ``center``). Returns False
@@ -206,49 +189,80 @@ def _householder_nested(A, rows, p, center, ssr_out, rank_out):
         for j in range(q):
             s = 0.0
             for i in range(rows):
-                s += A[i, j]
+                s += A[j, i]
             mu = s / rows
             for i in range(rows):
-                A[i, j] -= mu
+                A[j, i] -= mu
     rank = 1 if center else 0
     r = 0  # next pivot row (= number of independent columns so far)
     for k in range(p):
-        # norm of column k below row r
+        ak = A[k]
         nrm0 = 0.0
-        for i in range(rows):
-            nrm0 += A[i, k] * A[i, k]
+        for i in range(r):
+            nrm0 += ak[i] * ak[i]
         s = 0.0
         for i in range(r, rows):
-            s += A[i, k] * A[i, k]
+            s += ak[i] * ak[i]
+        nrm0 += s
         if nrm0 == 0.0:
             pass  # an exactly-zero column adds nothing (statsmodels' pinv drops it too)
         elif s <= nrm0 * 1e-16 or r >= rows:
             return False  # collinear: let the exact path decide rank and fit
         else:
             alpha = math.sqrt(s)
-            if A[r, k] > 0:
+            if ak[r] > 0:
                 alpha = -alpha
-            # v = a - alpha e_r, stored in A[r:, k]
-            v0 = A[r, k] - alpha
-            vnorm2 = s - A[r, k] * A[r, k] + v0 * v0
-            A[r, k] = v0
+            v0 = ak[r] - alpha
+            vnorm2 = s - ak[r] * ak[r] + v0 * v0
+            ak[r] = v0
             if vnorm2 > 0.0:
                 for j in range(k + 1, q):
+                    aj = A[j]
                     d = 0.0
                     for i in range(r, rows):
-                        d += A[i, k] * A[i, j]
+                        d += ak[i] * aj[i]
                     f = 2.0 * d / vnorm2
                     for i in range(r, rows):
-                        A[i, j] -= f * A[i, k]
-            A[r, k] = alpha
+                        aj[i] -= f * ak[i]
+            ak[r] = alpha
             r += 1
             rank += 1
+        ay = A[p]
         ssr = 0.0
         for i in range(r, rows):
-            ssr += A[i, p] * A[i, p]
+            ssr += ay[i] * ay[i]
         ssr_out[k] = ssr
         rank_out[k] = rank
     return True
+
+
+@njit(cache=True, error_model="numpy")
+def _fill_transposed(x, lag, rows, A, level_last):
+    """The ADF design of ``lag`` transposed into ``A``: rows [level, dx_1..dx_lag]
+    (or [dx_1..dx_lag, level] with ``level_last``), then y. Returns True when a
+    design column is a non-zero constant (statsmodels then skips the intercept)."""
+    q = lag + 1
+    lev = q - 1 if level_last else 0
+    off = 0 if level_last else 1
+    for i in range(rows):
+        t = lag + i
+        A[q, i] = x[t + 1] - x[t]
+        A[lev, i] = x[t]
+        for j in range(1, lag + 1):
+            A[j - 1 + off, i] = x[t - j + 1] - x[t - j]
+    for j in range(q):
+        aj = A[j]
+        v0 = aj[0]
+        if v0 == 0.0:
+            continue
+        const = True
+        for i in range(1, rows):
+            if aj[i] != v0:
+                const = False
+                break
+        if const:
+            return True
+    return False
 
 
 @njit(cache=True, error_model="numpy")
@@ -368,7 +382,9 @@ EXACT_FIT_RTOL = 1e-20
 @njit(cache=True, error_model="numpy")
 def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     """ADF t-statistic of ``x[:n]`` (see module docstring). ``X, y, A, ssr_k,
-    rank_k`` are scratch buffers sized for the largest window.
+    rank_k`` are scratch buffers sized for the largest window: ``X[n, L+2]``,
+    ``y[n]``, ``A[L+3, n]`` (transposed), ``ssr_k[L+2]``, ``rank_k[L+2]`` with L the
+    maximum lag.
 
     NaN where statsmodels raises (constant series, n < 4) and where a candidate
     regression fits exactly (RSS < ``EXACT_FIT_RTOL`` x centred TSS of the
@@ -393,18 +409,11 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     # ---- lag search on the common sample
     rows = n - 1 - maxlag
     p = maxlag + 1
-    _adf_design(x, n, maxlag, rows, X, y)
-    tss = _centered_ss(y, rows)
+    nzc = _fill_transposed(x, maxlag, rows, A, False)
+    tss = _centered_ss(A[p], rows)
     if tss == 0.0:
         return np.nan  # constant differences: every model with an intercept is exact
-    has_const = not _nonzero_constant_column(X, rows, p)
-    ok = has_const
-    if ok:
-        for i in range(rows):
-            for j in range(p):
-                A[i, j] = X[i, j]
-            A[i, p] = y[i]
-        ok = _householder_nested(A, rows, p, True, ssr_k, rank_k)
+    ok = not nzc and _householder_nested(A, rows, p, True, ssr_k, rank_k)
     if ok:
         best_aic = np.inf
         best_k = -1
@@ -416,35 +425,27 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
                 best_k = k
         lag = best_k
     else:
-        lag = _adf_exact_search(X, y, rows, p, has_const, ssr_k)
+        _adf_design(x, n, maxlag, rows, X, y)
+        lag = _adf_exact_search(X, y, rows, p, not nzc, ssr_k)
     for k in range(p):
         if ssr_k[k] < EXACT_FIT_RTOL * tss:
             return np.nan
-    # ---- refit with the chosen lag on its own (longer) sample
+    # ---- refit with the chosen lag on its own (longer) sample; the level last,
+    # so its t-value is R[l, y] / sigma (sign of R[l, l]) after one factorisation
     rows = n - 1 - lag
     q = lag + 1
+    nzc = _fill_transposed(x, lag, rows, A, True)
+    tss = _centered_ss(A[q], rows)
+    if not nzc and _householder_nested(A, rows, q, True, ssr_k, rank_k) and rank_k[q - 1] == q + 1:
+        ssr = ssr_k[q - 1]
+        if not ssr >= EXACT_FIT_RTOL * tss:
+            return np.nan
+        df_resid = rows - (q + 1)
+        sigma = math.sqrt(ssr / df_resid)
+        t = A[q, q - 1] / sigma  # R[l, y]; A holds R transposed
+        return t if A[q - 1, q - 1] > 0 else -t
     _adf_design(x, n, lag, rows, X, y)
-    tss = _centered_ss(y, rows)
-    has_const = not _nonzero_constant_column(X, rows, q)
-    if has_const:
-        # columns [dx_1..dx_lag, level, y]: the level last, so its t-value is
-        # R[l, y] / sigma (sign of R[l, l]) after one factorisation
-        for i in range(rows):
-            for j in range(1, q):
-                A[i, j - 1] = X[i, j]
-            A[i, q - 1] = X[i, 0]
-            A[i, q] = y[i]
-        if _householder_nested(A, rows, q, True, ssr_k, rank_k) and rank_k[q - 1] == q + 1:
-            ssr = ssr_k[q - 1]
-            if not ssr >= EXACT_FIT_RTOL * tss:
-                return np.nan
-            df_resid = rows - (q + 1)
-            sigma = math.sqrt(ssr / df_resid)
-            rll = A[q - 1, q - 1]
-            rly = A[q - 1, q]
-            t = rly / sigma
-            return t if rll > 0 else -t
-    t, ssr = _adf_exact_tstat(X, y, rows, q, has_const)
+    t, ssr = _adf_exact_tstat(X, y, rows, q, not nzc)
     if not ssr >= EXACT_FIT_RTOL * tss:
         return np.nan
     return t
@@ -456,13 +457,12 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
 
 
 @njit(cache=True, error_model="numpy")
-def _features_one(buf, n, want, out, X, y, A, ssr_k, rank_k):
+def _features_one(buf, n, want, out, dev, X, y, A, ssr_k, rank_k):
     # mean / var / std / sum: numpy's definitions
     total = _psum(buf, n)
     if want[10]:
         out[10] = total
     mean = total / n
-    dev = np.empty(n)
     for i in range(n):
         d = buf[i] - mean
         dev[i] = d * d
@@ -545,9 +545,10 @@ def window_feature_kernel(values, row_start, row_end, want, min_valid, out):
             maxlen = row_end[w] - row_start[w]
     maxlag = int(math.ceil(12.0 * math.pow(maxlen / 100.0, 1.0 / 4.0))) + 2
     buf = np.empty(maxlen)
+    dev = np.empty(maxlen)
     X = np.empty((maxlen, maxlag + 2))
     y = np.empty(maxlen)
-    A = np.empty((maxlen, maxlag + 3))
+    A = np.empty((maxlag + 3, maxlen))  # designs are stored transposed
     ssr_k = np.empty(maxlag + 2)
     rank_k = np.empty(maxlag + 2, dtype=np.int64)
     res = np.empty(N_FEATURES_CONST)
@@ -572,7 +573,7 @@ def window_feature_kernel(values, row_start, row_end, want, min_valid, out):
                 continue
             for f in range(N_FEATURES_CONST):
                 res[f] = np.nan
-            _features_one(buf, n, wc, res, X, y, A, ssr_k, rank_k)
+            _features_one(buf, n, wc, res, dev, X, y, A, ssr_k, rank_k)
             for f in range(N_FEATURES_CONST):
                 out[w, c, f] = res[f] if wc[f] else np.nan
 
