@@ -753,13 +753,14 @@ def open_dataset(root: str | Path) -> Dataset:
 
     rows = []
     seen: dict[tuple[str | None, str], str] = {}
+    meta_ids = {p: set(t.get_column("run_id").to_list()) for p, t in meta_tables.items()}
     for m in members:
         base = PurePosixPath(m.member.replace("\\", "/")).name
         suffix = PurePosixPath(base).suffix.lower()
         stem = base[: -len(suffix)] if suffix else base
         platform = _platform_of(m.container)
         if platform is None:
-            hits = [p for p, t in meta_tables.items() if stem in set(t.get_column("run_id").to_list())]
+            hits = [p for p, ids in meta_ids.items() if stem in ids]
             platform = (
                 hits[0]
                 if len(hits) == 1

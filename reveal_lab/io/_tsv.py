@@ -36,18 +36,19 @@ import warnings
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
 import polars as pl
 
 from reveal_lab.telemetry import (
+    DEFAULT_REGISTRY,
     TIMESTAMP,
     TIMESTAMP_DTYPE,
     Run,
     RunMeta,
     TelemetryError,
     TelemetryWarning,
-    catalogue,
-    frame_hosts,
     metric_columns,
+    parse_metric_name,
 )
 
 __all__ = ["read_public_tsv", "read_source_bytes", "TIMESTAMP_FORMATS"]
@@ -58,6 +59,8 @@ TIMESTAMP_FORMATS: tuple[str, ...] = ("%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S
 _TIMESTAMP_HEADERS = frozenset({"", "timestamp", "time", "Unnamed: 0", "datetime"})
 #: column names listed in full in a warning before it says "and N more"
 _LIST_MAX = 8
+#: cells read as missing values (the dataset writes empty cells; NaN spellings mean the same)
+NULL_VALUES: list[str] = ["", "NaN", "nan", "NAN", "-nan", "-NaN"]
 
 
 def read_source_bytes(source: str | Path | bytes | BinaryIO, name: str | None = None) -> tuple[bytes, str]:
@@ -227,7 +230,7 @@ def read_public_tsv(
             has_header=False,
             schema=schema,
             quote_char=None,
-            null_values=[""],
+            null_values=NULL_VALUES,
         )
     except pl.exceptions.ComputeError as exc:
         _raise_non_numeric(buf, internal, names, label, exc)
@@ -236,7 +239,13 @@ def read_public_tsv(
         raise TelemetryError(f"read {raw.height} rows from {len(body)} data lines", path=label)
     raw.columns = names
     ts = _parse_timestamps(raw.get_column(TIMESTAMP), label)
-    frame = raw.with_columns(ts).with_columns(pl.col(metric_columns(raw)).fill_nan(None))
+    frame = raw.with_columns(ts)
+    metrics = metric_columns(frame)
+    if metrics:  # NaN spelled in a way NULL_VALUES does not list is a missing value too
+        has_nan = frame.select(pl.col(metrics).is_nan().any()).row(0)
+        nan_cols = [c for c, v in zip(metrics, has_nan, strict=True) if v]
+        if nan_cols:
+            frame = frame.with_columns(pl.col(nan_cols).fill_nan(None))
     frame = _check_time(frame, label, repair_time, warn)
     run_meta = _fill_meta(meta, label, frame, warn)
     _report_columns(frame, run_meta, warn)
@@ -255,7 +264,7 @@ def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label:
         new_columns=internal,
         infer_schema=False,
         quote_char=None,
-        null_values=[""],
+        null_values=NULL_VALUES,
     )
     best: tuple[int, str, str] | None = None
     for c, n in zip(internal[1:], names[1:], strict=True):
@@ -332,7 +341,10 @@ def _check_time(frame: pl.DataFrame, label: str, repair: bool, warn) -> pl.DataF
 def _fill_meta(meta: RunMeta | None, label: str, frame: pl.DataFrame, warn) -> RunMeta:  # noqa: ANN001
     from reveal_lab.io._public import meta_from_name
 
-    hosts = tuple(frame_hosts(frame))
+    version = _registry_version()
+    hosts = tuple(
+        dict.fromkeys(st[2] for c in metric_columns(frame) if (st := _column_status(c, version))[0])
+    )
     if meta is None:
         meta = meta_from_name(label)
     name_host = meta.host or (meta.hosts[0] if meta.hosts else None)
@@ -357,15 +369,15 @@ def _report_columns(frame: pl.DataFrame, meta: RunMeta, warn) -> None:  # noqa: 
     if not metrics:
         warn("the file has a timestamp column but no metric columns")
         return
-    stats = frame.select(
-        pl.struct(pl.col(metrics).null_count()).alias("nulls"),
-        pl.struct((pl.col(metrics) == 0).all()).alias("zeros"),
-        pl.struct(pl.col(metrics).is_infinite().any()).alias("infs"),
-    ).row(0)
-    nulls, zeros, infs = stats
-    all_null = [c for c in metrics if nulls[c] == frame.height]
-    all_zero = [c for c in metrics if zeros[c] and nulls[c] < frame.height]
-    with_inf = [c for c in metrics if infs[c]]
+    # one pass in numpy (nulls are NaN there; real NaNs were turned into nulls already)
+    values = frame.select(metrics).to_numpy()
+    missing = np.isnan(values)
+    none = missing.all(axis=0)
+    zero = ((values == 0) | missing).all(axis=0) & ~none
+    inf = np.isinf(values).any(axis=0)
+    all_null = [c for c, v in zip(metrics, none.tolist(), strict=True) if v]
+    all_zero = [c for c, v in zip(metrics, zero.tolist(), strict=True) if v]
+    with_inf = [c for c, v in zip(metrics, inf.tolist(), strict=True) if v]
     meta.extra["all_null_columns"] = all_null
     meta.extra["all_zero_columns"] = all_zero
     if all_null:
@@ -374,9 +386,10 @@ def _report_columns(frame: pl.DataFrame, meta: RunMeta, warn) -> None:  # noqa: 
         warn(f"{len(all_zero)} column(s) are zero throughout (kept): {_short(all_zero)}")
     if with_inf:
         warn(f"{len(with_inf)} column(s) hold infinite values (kept): {_short(with_inf)}")
-    cat = catalogue(metrics)
-    unparsed = cat.filter(~pl.col("parsed")).get_column("column").to_list()
-    unknown = cat.filter(pl.col("parsed") & ~pl.col("known")).get_column("column").to_list()
+    version = _registry_version()
+    status = [_column_status(c, version) for c in metrics]
+    unparsed = [c for c, st in zip(metrics, status, strict=True) if not st[0]]
+    unknown = [c for c, st in zip(metrics, status, strict=True) if st[0] and not st[1]]
     meta.extra["unknown_columns"] = unparsed + unknown
     if unparsed:
         warn(
@@ -388,3 +401,25 @@ def _report_columns(frame: pl.DataFrame, meta: RunMeta, warn) -> None:  # noqa: 
             f"{len(unknown)} metric(s) are not in the metric registry (kept, fall-back subsystem "
             f"'system'; teach it with reveal_lab.telemetry.register_metric): {_short(unknown)}"
         )
+
+
+_STATUS_CACHE: dict[tuple[str, int], tuple[bool, bool, str | None]] = {}
+
+
+def _registry_version() -> int:
+    """Changes whenever a rule is registered or removed (invalidates the cache below)."""
+    return hash(tuple(map(id, DEFAULT_REGISTRY.rules)))
+
+
+def _column_status(name: str, version: int) -> tuple[bool, bool, str | None]:
+    """``(parsed, known to the registry, host)`` of a column name, cached: the same names
+    recur in every file of a host, and parsing/classifying is the slow part of a read."""
+    key = (name, version)
+    hit = _STATUS_CACHE.get(key)
+    if hit is None:
+        m = parse_metric_name(name)
+        hit = (m is not None, m is not None and DEFAULT_REGISTRY.classify(m).known, m.host if m else None)
+        if len(_STATUS_CACHE) > 200_000:
+            _STATUS_CACHE.clear()
+        _STATUS_CACHE[key] = hit
+    return hit

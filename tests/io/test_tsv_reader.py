@@ -214,3 +214,30 @@ def test_crlf_and_named_timestamp_header(gpu_file_bytes: tuple[str, bytes]) -> N
         run = read_public_tsv(b"Zeit" + data, name=name)
     assert run.frame.equals(ref)
     assert any("first header 'Zeit' is taken as the timestamp" in w for w in run.warnings)
+
+
+def test_infinite_values_are_kept_and_warned(gpu_file_bytes: tuple[str, bytes]) -> None:
+    name, data = gpu_file_bytes
+    col = _lines(data)[0].decode().split("\t")[7]
+    run = read_public_tsv(_set_cell(data, 6, 7, b"inf"), name=name)
+    assert run.frame.get_column(col)[4] == float("inf")
+    assert any("hold infinite values" in w and col in w for w in run.warnings)
+
+
+def test_registry_change_reaches_the_reader(gpu_file_bytes: tuple[str, bytes]) -> None:
+    """Column status is cached per registry version: a newly registered metric is known at once."""
+    from reveal_lab.telemetry import DEFAULT_REGISTRY, register_metric
+
+    name, data = gpu_file_bytes
+    lines = _lines(data)
+    cells = lines[0].split(b"\t")
+    cells[3] = b"Habana:utilization.0.htc-g003[%]"
+    lines[0] = b"\t".join(cells)
+    odd = _join(lines)
+    assert any("not in the metric registry" in w for w in read_public_tsv(odd, name=name).warnings)
+    rule = register_metric("Habana", subsystem="gpu")
+    try:
+        assert not any("not in the metric registry" in w for w in read_public_tsv(odd, name=name).warnings)
+    finally:
+        DEFAULT_REGISTRY.rules.remove(rule)
+    assert any("not in the metric registry" in w for w in read_public_tsv(odd, name=name).warnings)
