@@ -193,7 +193,7 @@ def window_features(
     >>> wf = window_features(df, WindowConfig(3, 1, 0.1), features=["mean", "slope"])
     >>> wf.X.shape, wf.pair_names
     ((2, 2), ['CPU:user.h[%]|mean', 'CPU:user.h[%]|slope'])
-    >>> [round(v, 6) for v in wf.X[:, 1]]
+    >>> [round(float(v), 6) for v in wf.X[:, 1]]
     [0.5, 0.5]
     """
     if backend not in BACKENDS:

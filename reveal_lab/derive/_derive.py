@@ -1,0 +1,325 @@
+"""Derived metrics (paper Appendix B) and the single-host detection view (§4.2)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.telemetry import (
+    TIMESTAMP,
+    Frame,
+    MetricName,
+    TelemetryError,
+    catalogue as make_catalogue,
+    format_metric_name,
+    metric_columns,
+    parse_metric_name,
+    register_metric,
+)
+
+__all__ = [
+    "DERIVED_SOURCE",
+    "CUMULATIVE_SOURCES",
+    "add_derived",
+    "derive_plan",
+    "detection_view",
+    "is_cumulative",
+]
+
+DERIVED_SOURCE = "Derived"
+
+# The registry has no rule for the "Derived" source: teach it (priorities come
+# from its cross-source rules: "utilization" first, "ratio"/"rate"/"IPC" next).
+for _field, _sub in (
+    (r"(?i)^(IPC|BranchMissRate|CPUUtilization)", "cpu"),
+    (r"(?i)^(CacheMissRatio|L3StallRatio|MemoryUtilization)", "memory"),
+    (r"(?i)^NetworkUtilization", "network"),
+):
+    register_metric(DERIVED_SOURCE, _field, subsystem=_sub, kind="dynamic",
+                    description="reveal_lab.derive (paper Appendix B)")
+
+#: sources whose non-``_diff`` count-like columns may hold cumulative counters
+#: (raw procfs/perf readings); a column is treated as cumulative only if it also
+#: never decreases over the run (see :func:`is_cumulative`)
+CUMULATIVE_SOURCES: frozenset[str] = frozenset(
+    {"CPU", "NetworkInterStat", "Storage", "Disk", "Vmstat", "Nstat", "Interrupts", "Softirqs", "Perf",
+     "NetworkTCPRetrans", "Cgroup", "PSI"}
+)
+_CUMULATIVE_UNITS = frozenset({None, "count", "Bytes", "bytes", "sectors", "ms", "us", "jiffies", "pages", "ns"})
+_LEVEL_FIELD = re.compile(r"(?i)(^nr_|%|util|ratio|ipc|avg|total$|_kB$|^(some|full)_avg)")
+
+
+def is_cumulative(name: str, values: np.ndarray) -> bool:
+    """Is this column a cumulative counter to difference?
+
+    It must come from a counter source (:data:`CUMULATIVE_SOURCES`), not already be
+    a ``_diff`` column, carry a count-like unit, not name a level (``nr_*``, a
+    percentage, a ratio) and never decrease over the run while increasing at
+    least once. Per-interval counts (the public dataset's ``Perf:`` columns)
+    go up and down, so they are left alone.
+    """
+    m = parse_metric_name(name)
+    if m is None or m.diff or m.source not in CUMULATIVE_SOURCES or m.unit not in _CUMULATIVE_UNITS:
+        return False
+    if _LEVEL_FIELD.search(m.field):
+        return False
+    v = values[~np.isnan(values)]
+    if v.size < 3:
+        return False
+    d = np.diff(v)
+    return bool((d >= 0).all() and (d > 0).any())
+
+
+@dataclass(frozen=True)
+class _Rule:
+    name: str  # output field
+    unit: str
+    num: str  # source field regexes (case-insensitive), matched on Perf/CPU columns
+    den: str
+    subsystem: str
+
+
+_PERF_RATIOS: tuple[_Rule, ...] = (
+    _Rule("IPC", "-", r"^instructions$", r"^cycles$", "cpu"),
+    _Rule("BranchMissRate", "-", r"^branch[-_]misses$", r"^branches$", "cpu"),
+    _Rule("CacheMissRatio", "-", r"^cache[-_]misses$", r"^cache[-_]references$", "memory"),
+    _Rule("L3StallRatio", "-", r"^cycle[-_]activity[-_.]stalls[-_]l3[-_]miss$", r"^cycles$", "memory"),
+)
+_CPU_IDLE = ("idle", "iowait")
+_CPU_ALL = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+def _fmt(source: str, field: str, host: str, instance: str | None, unit: str | None, diff: bool = False) -> str:
+    return format_metric_name(MetricName(source, field, host, instance, unit, diff))
+
+
+def derive_plan(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """What :func:`add_derived` does to ``frame``, one row per output column:
+    ``column, kind (diff|ratio|utilization), inputs, formula``."""
+    return _plan(frame, link_speed_mbps)[0]
+
+
+def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
+    cols = metric_columns(frame)
+    parsed = {c: parse_metric_name(c) for c in cols}
+    existing = set(cols)
+    rows: list[dict[str, str]] = []
+    exprs: list[pl.Expr] = []
+    drop: list[str] = []
+
+    # 1. cumulative counters → per-interval differences (the dataset's _diff convention)
+    diffed: dict[str, str] = {}  # original → per-interval column
+    for c in cols:
+        m = parsed[c]
+        if m is None or frame.schema[c] != pl.Float64:
+            continue
+        if is_cumulative(c, frame.get_column(c).to_numpy()):
+            out = m.as_diff().format()
+            if out in existing:
+                continue
+            diffed[c] = out
+            exprs.append(pl.col(c).diff().alias(out))
+            drop.append(c)
+            rows.append({"column": out, "kind": "diff", "inputs": c,
+                         "formula": "first difference of a cumulative counter (replaces it)"})
+
+    def per_interval(m: MetricName, col: str) -> str:
+        return diffed.get(col, col)
+
+    # index per-interval columns by (source, field lower, instance, host)
+    index: dict[tuple[str, str, str | None, str], str] = {}
+    for c in cols:
+        m = parsed[c]
+        if m is None:
+            continue
+        index.setdefault((m.source, m.field.lower(), m.instance, m.host), per_interval(m, c))
+
+    hosts = sorted({m.host for m in parsed.values() if m is not None})
+
+    def find(source: str, pattern: str, host: str, instance: str | None = None) -> str | None:
+        rx = re.compile(pattern, re.IGNORECASE)
+        for (src, field, inst, h), col in index.items():
+            if src == source and h == host and inst == instance and rx.search(field):
+                return col
+        return None
+
+    def ratio(num: str, den: str) -> pl.Expr:
+        d = pl.col(den)
+        return pl.when(d > 0).then(pl.col(num) / d).otherwise(None)
+
+    for h in hosts:
+        # 2. perf ratios (package-wide perf counts have no instance)
+        for r in _PERF_RATIOS:
+            num, den = find("Perf", r.num, h), find("Perf", r.den, h)
+            out = _fmt(DERIVED_SOURCE, r.name, h, None, r.unit)
+            if num and den and out not in existing:
+                exprs.append(ratio(num, den).alias(out))
+                rows.append({"column": out, "kind": "ratio", "inputs": f"{num}, {den}",
+                             "formula": f"{r.name} = {num} / {den} (per interval; null where the denominator is 0)"})
+        # 3. CPU utilization from /proc/stat times (per instance)
+        instances = sorted({inst for (src, f, inst, hh) in index if src == "CPU" and hh == h and f in _CPU_ALL},
+                           key=lambda s: (s != "-", s or ""))
+        for inst in instances:
+            parts = {f: index[("CPU", f, inst, h)] for f in _CPU_ALL if ("CPU", f, inst, h) in index}
+            if "idle" not in parts or len(parts) < 3:
+                continue
+            # levels (jiffies since boot that were not differenced) cannot be used
+            if any(parsed.get(c) is not None and not parsed[c].diff and c not in diffed for c in parts.values()
+                   if c in parsed):
+                continue
+            out = _fmt(DERIVED_SOURCE, "CPUUtilization", h, inst, "%")
+            if out in existing:
+                continue
+            total = pl.sum_horizontal([pl.col(c) for c in parts.values()])
+            idle = pl.sum_horizontal([pl.col(parts[f]) for f in _CPU_IDLE if f in parts])
+            exprs.append(pl.when(total > 0).then(100.0 * (1.0 - idle / total)).otherwise(None).alias(out))
+            rows.append({"column": out, "kind": "utilization", "inputs": ", ".join(parts.values()),
+                         "formula": "100 * (1 - (idle + iowait) / total CPU time) per interval"})
+        # 4. memory utilization from MemTotal / MemAvailable levels
+        tot = next((index[k] for k in index if k[0] in ("Memory", "Meminfo") and k[1] == "memtotal" and k[3] == h
+                    and not parsed_is_diff(index[k], parsed)), None)
+        ava = next((index[k] for k in index if k[0] in ("Memory", "Meminfo") and k[1] == "memavailable"
+                    and k[3] == h and not parsed_is_diff(index[k], parsed)), None)
+        mem_out = _fmt("Memory", "MemoryUtilization", h, None, "%")
+        if tot and ava and mem_out not in existing:
+            exprs.append(pl.when(pl.col(tot) > 0).then(100.0 * (pl.col(tot) - pl.col(ava)) / pl.col(tot))
+                         .otherwise(None).alias(mem_out))
+            rows.append({"column": mem_out, "kind": "utilization", "inputs": f"{tot}, {ava}",
+                         "formula": "100 * (MemTotal - MemAvailable) / MemTotal"})
+        # 5. network utilization from bytes per interval and link speed
+        ifaces = sorted({inst for (src, f, inst, hh) in index
+                         if src == "NetworkInterStat" and hh == h and f in ("rx_bytes", "tx_bytes") and inst})
+        for iface in ifaces:
+            rx = index.get(("NetworkInterStat", "rx_bytes", iface, h))
+            tx = index.get(("NetworkInterStat", "tx_bytes", iface, h))
+            if not (rx and tx) or not (parsed_is_diff(rx, parsed) or rx in diffed.values()):
+                continue
+            speed_col = find("NetworkInterStat", r"^speed$", h, iface)
+            speed: pl.Expr | None = None
+            if speed_col is not None:
+                speed = pl.col(speed_col)
+            elif link_speed_mbps and link_speed_mbps.get(iface):
+                speed = pl.lit(float(link_speed_mbps[iface]))
+            out = _fmt("NetworkInterStat", "NetworkUtilization", h, iface, "%", diff=True)
+            if speed is None or out in existing:
+                continue
+            dt_s = pl.col(TIMESTAMP).diff().dt.total_milliseconds().cast(pl.Float64) / 1000.0
+            bits = 8.0 * (pl.col(rx) + pl.col(tx))
+            cap = speed * 1e6 * dt_s
+            exprs.append(pl.when(cap > 0).then(100.0 * bits / cap).otherwise(None).alias(out))
+            rows.append({"column": out, "kind": "utilization",
+                         "inputs": f"{rx}, {tx}, {speed_col or f'link speed {link_speed_mbps[iface]} Mb/s'}",
+                         "formula": "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)"})
+    plan = pl.DataFrame(rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String,
+                                      "formula": pl.String})
+    return plan, exprs, drop
+
+
+def parsed_is_diff(col: str, parsed: Mapping[str, MetricName | None]) -> bool:
+    m = parsed.get(col)
+    if m is None:
+        m = parse_metric_name(col)
+    return bool(m is not None and m.diff)
+
+
+def add_derived(frame: Frame, *, link_speed_mbps: Mapping[str, float] | None = None) -> pl.DataFrame:
+    """Add the paper's derived metrics (Appendix B) to a telemetry frame.
+
+    * cumulative counters (:func:`is_cumulative`) are replaced by their per-interval
+      differences, named with the ``_diff`` source suffix like the public dataset;
+    * ``Derived:IPC`` (instructions / cycles), ``Derived:BranchMissRate`` (branch
+      misses / branches), ``Derived:CacheMissRatio`` (cache misses / references),
+      ``Derived:L3StallRatio`` (L3-miss stall cycles / cycles) where the perf
+      counters exist (per interval, null where the denominator is 0);
+    * ``Derived:CPUUtilization.<cpu>`` from ``/proc/stat`` times;
+      ``Memory:MemoryUtilization`` from MemTotal/MemAvailable and
+      ``NetworkInterStat_diff:NetworkUtilization.<if>`` from bytes and link speed
+      (a ``speed`` column or ``link_speed_mbps``), under the dataset's own names,
+      only where the frame lacks them.
+
+    Existing columns are never overwritten. :func:`derive_plan` lists what is
+    added and from what.
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> ts = [dt.datetime(2025, 1, 1, 0, 0, i) for i in range(3)]
+    >>> df = pl.DataFrame({"timestamp": ts, "Perf:Instructions.h1[count]": [10.0, 30.0, 5.0],
+    ...                    "Perf:Cycles.h1[count]": [20.0, 20.0, 0.0]},
+    ...                   schema_overrides={"timestamp": pl.Datetime("ms")})
+    >>> add_derived(df)["Derived:IPC.h1[-]"].to_list()
+    [0.5, 1.5, None]
+    """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    if TIMESTAMP not in frame.columns:
+        raise TelemetryError(f"frame has no {TIMESTAMP!r} column", column=TIMESTAMP)
+    _, exprs, drop = _plan(frame, link_speed_mbps)
+    if not exprs:
+        return frame
+    out = frame.with_columns([e.cast(pl.Float64) for e in exprs])
+    return out.drop(drop)
+
+
+DETECTION_REASONS = ("static metric", "all values missing", "constant over the run")
+
+
+def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The columns single-host detection should use, and why the others are left out.
+
+    Drops static metrics (kept for cross-host comparison), columns with no value
+    at all and columns constant over the run (ignoring missing values).
+
+    Returns
+    -------
+    (frame, catalogue): ``frame`` without the dropped columns; ``catalogue`` has one
+    row per metric column of the input (:func:`reveal_lab.telemetry.catalogue`)
+    plus ``used`` (bool) and ``reason`` (null when used).
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> ts = [dt.datetime(2025, 1, 1, 0, 0, i) for i in range(3)]
+    >>> df = pl.DataFrame({"timestamp": ts, "CPU:Busy%.-.h[%]": [1.0, 5.0, 2.0],
+    ...                    "Memory:MemTotal.h[kB]": [8.0, 8.0, 8.0], "GPU: power.draw.0.h[W]": [None] * 3},
+    ...                   schema_overrides={"timestamp": pl.Datetime("ms"), "GPU: power.draw.0.h[W]": pl.Float64})
+    >>> view, cat = detection_view(df)
+    >>> view.columns
+    ['timestamp', 'CPU:Busy%.-.h[%]']
+    >>> cat.select("column", "reason").rows()[1:]
+    [('Memory:MemTotal.h[kB]', 'static metric'), ('GPU: power.draw.0.h[W]', 'all values missing')]
+    """
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    cols = metric_columns(frame)
+    cat = catalogue if catalogue is not None else make_catalogue(cols)
+    cat = cat.filter(pl.col("column").is_in(cols))
+    missing = [c for c in cols if c not in set(cat["column"])]
+    if missing:
+        cat = pl.concat([cat, make_catalogue(missing)])
+    reasons: dict[str, str | None] = {}
+    if cols:
+        stats = frame.select(
+            *[pl.col(c).cast(pl.Float64).fill_nan(None).count().alias(f"n{i}") for i, c in enumerate(cols)],
+            *[pl.col(c).cast(pl.Float64).fill_nan(None).min().alias(f"lo{i}") for i, c in enumerate(cols)],
+            *[pl.col(c).cast(pl.Float64).fill_nan(None).max().alias(f"hi{i}") for i, c in enumerate(cols)],
+        ).row(0, named=True)
+    kinds = dict(zip(cat["column"], cat["kind"], strict=True))
+    for i, c in enumerate(cols):
+        if kinds.get(c) == "static":
+            reasons[c] = "static metric"
+        elif stats[f"n{i}"] == 0:
+            reasons[c] = "all values missing"
+        elif stats[f"lo{i}"] == stats[f"hi{i}"]:
+            reasons[c] = "constant over the run"
+        else:
+            reasons[c] = None
+    cat = cat.with_columns(
+        pl.col("column").replace_strict(reasons, return_dtype=pl.String, default=None).alias("reason")
+    ).with_columns(used=pl.col("reason").is_null())
+    keep = [c for c in cols if reasons[c] is None]
+    return frame.select(TIMESTAMP, *keep), cat
