@@ -51,7 +51,12 @@ def hub_unreachable(endpoint: str, timeout: float) -> str | None:
 
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         return "HF_HUB_OFFLINE is set"
+    from urllib.request import getproxies, proxy_bypass
+
     u = urlparse(endpoint)
+    proxy = getproxies().get(u.scheme) or getproxies().get("all")
+    if proxy and not proxy_bypass(u.hostname or ""):
+        u = urlparse(proxy if "://" in proxy else f"http://{proxy}")  # reach the proxy, not the hub
     host = u.hostname or ""
     port = u.port or (443 if u.scheme == "https" else 80)
     result: list[str | None] = []

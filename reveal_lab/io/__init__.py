@@ -2,6 +2,7 @@
 all into the canonical telemetry frame (:mod:`reveal_lab.telemetry`)."""
 
 from reveal_lab.io._collector import merge_hosts, read_collector_run
+from reveal_lab.io._describe import describe_dataset
 from reveal_lab.io._export_tsv import export_tsv
 from reveal_lab.io._load import PARQUET_META_KEY, load_run, read_parquet_run, write_parquet_run
 from reveal_lab.io._public import (
@@ -19,6 +20,7 @@ __all__ = [
     "open_dataset",
     "Dataset",
     "Reconciliation",
+    "describe_dataset",
     "INDEX_SCHEMA",
     "load_run",
     "read_public_tsv",

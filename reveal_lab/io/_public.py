@@ -289,7 +289,11 @@ def _read_meta_csv(path: Path) -> pl.DataFrame:
             path=str(path),
             line=1,
         )
-    casts = [pl.col(c).cast(pl.Int64, strict=False) for c in ("n_rows", "n_cols") if c in df.columns]
+    casts = [  # "340" and "340.0" alike; anything else becomes null (unknown)
+        pl.col(c).str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
+        for c in ("n_rows", "n_cols")
+        if c in df.columns
+    ]
     df = df.with_columns(casts)
     for c in META_COLUMNS:
         if c not in df.columns:

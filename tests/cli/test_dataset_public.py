@@ -173,3 +173,19 @@ def test_hub_unreachable_times_out_on_a_silent_peer() -> None:
         assert res is None or "within 1 s" in res
     finally:
         s.close()
+
+
+def test_hub_check_goes_through_a_configured_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    try:
+        monkeypatch.setenv("https_proxy", f"http://127.0.0.1:{s.getsockname()[1]}")
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        # the hub itself is unresolvable here; the proxy is what must answer
+        assert hub_unreachable("https://hub.invalid", 5) is None
+    finally:
+        s.close()
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:9")
+    assert (hub_unreachable("https://hub.invalid", 5) or "").startswith("ConnectionRefusedError")

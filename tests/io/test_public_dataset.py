@@ -285,3 +285,14 @@ def test_lab_layout_with_parquet_members(sample_root: Path, tmp_path: Path) -> N
         assert a.frame.equals(b.frame)
         assert (a.meta.hosts, a.meta.phase, a.meta.workload) == (b.meta.hosts, b.meta.phase, b.meta.workload)
         assert len(ds.header(run_id)) == a.frame.width
+
+
+def test_meta_numbers_written_as_floats_are_read(sample_root: Path, tmp_path: Path) -> None:
+    import re
+
+    shutil.copy(sample_root / "Reveal_CPU.zip", tmp_path)
+    text = (sample_root / "meta_cpu.csv").read_text()
+    (tmp_path / "meta_cpu.csv").write_text(re.sub(r"\.txt,(\d+),(\d+),", r".txt,\1.0,\2.0,", text))
+    a = open_dataset(tmp_path).index.select("n_rows", "n_cols")
+    b = open_dataset(sample_root).filter(platform="cpu").index.select("n_rows", "n_cols")
+    assert a.equals(b) and a.null_count().row(0) == (0, 0)
