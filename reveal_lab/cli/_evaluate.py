@@ -7,18 +7,28 @@ import argparse
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
-        "evaluate", help="score detection + attribution against labelled fault episodes (default data: data/lab)",
+        "evaluate",
+        help="score detection + attribution against labelled fault episodes (default data: data/lab)",
         description="Run the detection pipeline on every run of a labelled dataset (meta_lab.csv + labels.csv) "
-                    "and report, per fault type and overall: episode recall, window precision, top-1/top-3 "
-                    "subsystem attribution accuracy and the false-alarm share of windows on baseline runs.")
-    p.add_argument("--data", default=None, help="dataset folder (default: the bundled data/lab or $REVEAL_DATA_DIR)")
+        "and report, per fault type and overall: episode recall, window precision, top-1/top-3 "
+        "subsystem attribution accuracy and the false-alarm share of windows on baseline runs.",
+    )
+    p.add_argument(
+        "--data", default=None, help="dataset folder (default: the bundled data/lab or $REVEAL_DATA_DIR)"
+    )
     p.add_argument("--out", default="results/evaluate", help="where the CSV/Markdown tables go")
-    p.add_argument("--mode", default="baseline", choices=("baseline", "self", "both"),
-                   help="fit detectors on the workload's other baseline runs (leave-one-out, default) or on "
-                        "the run itself (the paper's setting)")
+    p.add_argument(
+        "--mode",
+        default="baseline",
+        choices=("baseline", "self", "both"),
+        help="fit detectors on the workload's other baseline runs (leave-one-out, default) or on "
+        "the run itself (the paper's setting)",
+    )
     p.add_argument("--preset", default="paper", help="window/detector preset")
     p.add_argument("--min-agreement", type=int, default=1, help="detectors that must flag a window (1-3)")
-    p.add_argument("--grace", default="0s", help="count flagged windows up to this long after an episode as hits")
+    p.add_argument(
+        "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
+    )
     p.add_argument("--runs", default=None, help="comma-separated run stems to evaluate (default: all)")
     p.set_defaults(func=_run)
 
@@ -32,8 +42,14 @@ def _run(args: argparse.Namespace) -> int:
     modes = ("baseline", "self") if args.mode == "both" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
     for mode in modes:
-        ev = evaluate_dataset(args.data, mode=mode, preset=args.preset, min_agreement=args.min_agreement,
-                              grace_s=parse_duration(args.grace), runs=runs)
+        ev = evaluate_dataset(
+            args.data,
+            mode=mode,
+            preset=args.preset,
+            min_agreement=args.min_agreement,
+            grace_s=parse_duration(args.grace),
+            runs=runs,
+        )
         paths = ev.write(Path(args.out))
         print(paths["table_md"].read_text())
         print(f"[{mode}] tables in {args.out}: " + ", ".join(p.name for p in paths.values()))

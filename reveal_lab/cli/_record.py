@@ -12,11 +12,17 @@ import argparse
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
-    p = sub.add_parser("record", help="record the lab dataset: ML workloads on namespace hosts under injected faults "
-                                      "(root)", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "record",
+        help="record the lab dataset: ML workloads on namespace hosts under injected faults (root)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--plan", default="default", help="recording plan: default (the bundled data) or smoke")
     p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
-    p.add_argument("--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go")
+    p.add_argument(
+        "--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go"
+    )
     p.add_argument("--out", default=None, help="dataset folder to build (default: the bundled data/lab)")
     p.add_argument("--interval", default="100ms", help="collector sampling interval")
     p.add_argument("--probes", default=None, help="collector probes (default: all that work)")
@@ -24,7 +30,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument("--dry-run", action="store_true", help="list the plan's slots and exit")
     p.add_argument("--build-only", action="store_true", help="only (re)build --out from --raw")
     p.add_argument("--no-build", action="store_true", help="record into --raw only")
-    p.add_argument("--keep-nan-columns", action="store_true", help="keep channels that are missing for a whole run")
+    p.add_argument(
+        "--keep-nan-columns", action="store_true", help="keep channels that are missing for a whole run"
+    )
     p.set_defaults(func=_run)
 
 

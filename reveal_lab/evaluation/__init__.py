@@ -6,8 +6,20 @@
 windows and labels.
 """
 
-from reveal_lab.evaluation._evaluate import FIT_MODES, Evaluation, detection_windows, evaluate_dataset, table_markdown
-from reveal_lab.evaluation._score import EPISODE_COLUMNS, TABLE_COLUMNS, false_alarms, score_episodes, summarize
+from reveal_lab.evaluation._evaluate import (
+    FIT_MODES,
+    Evaluation,
+    detection_windows,
+    evaluate_dataset,
+    table_markdown,
+)
+from reveal_lab.evaluation._score import (
+    EPISODE_COLUMNS,
+    TABLE_COLUMNS,
+    false_alarms,
+    score_episodes,
+    summarize,
+)
 
 __all__ = [
     "EPISODE_COLUMNS",

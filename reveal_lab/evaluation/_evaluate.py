@@ -61,8 +61,11 @@ class Evaluation:
             "false_alarms": out / f"false_alarms_{self.mode}.csv",
         }
         self.table.write_csv(paths["table_csv"])
-        paths["table_md"].write_text(table_markdown(self.table, title=f"fit mode: {self.mode}", config=self.config,
-                                                    failures=self.failures))
+        paths["table_md"].write_text(
+            table_markdown(
+                self.table, title=f"fit mode: {self.mode}", config=self.config, failures=self.failures
+            )
+        )
         self.episodes.write_csv(paths["episodes"])
         self.baseline_by_workload.write_csv(paths["false_alarms"])
         return paths
@@ -76,12 +79,17 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def table_markdown(table: pl.DataFrame, *, title: str = "", config: dict | None = None,
-                   failures: Sequence[str] = ()) -> str:
+def table_markdown(
+    table: pl.DataFrame, *, title: str = "", config: dict | None = None, failures: Sequence[str] = ()
+) -> str:
     """The evaluation table as a Markdown table (with the settings it was made with)."""
     cols = [c for c in TABLE_COLUMNS if c in table.columns]
-    lines = [f"### {title}" if title else "", "", "| " + " | ".join(cols) + " |",
-             "|" + "|".join("---" for _ in cols) + "|"]
+    lines = [
+        f"### {title}" if title else "",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "|".join("---" for _ in cols) + "|",
+    ]
     for row in table.select(cols).iter_rows():
         lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
     if config:
@@ -100,14 +108,23 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
         cols.append("top_subsystem")
     w = w.filter(pl.col("host") == host) if "host" in w.columns else w
     return w.select(cols).with_columns(
-        run=pl.lit(run), host=pl.lit(host), baseline=pl.lit(baseline),
+        run=pl.lit(run),
+        host=pl.lit(host),
+        baseline=pl.lit(baseline),
         flagged=pl.col("agreement") >= detection.min_agreement,
     )
 
 
-def evaluate_dataset(root: str | Path | None = None, *, mode: str = "baseline", preset: str = "paper",
-                     min_agreement: int = 1, grace_s: float = 0.0, run_min_share: float = 0.5,
-                     runs: Sequence[str] | None = None) -> Evaluation:
+def evaluate_dataset(
+    root: str | Path | None = None,
+    *,
+    mode: str = "baseline",
+    preset: str = "paper",
+    min_agreement: int = 1,
+    grace_s: float = 0.0,
+    run_min_share: float = 0.5,
+    runs: Sequence[str] | None = None,
+) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
     ``runs`` restricts the evaluation to these run stems (baselines still come from the
@@ -146,19 +163,27 @@ def evaluate_dataset(root: str | Path | None = None, *, mode: str = "baseline", 
         is_base = row["fault"] == "none"
         baseline = None
         if mode == "baseline":
-            refs = base_rows.filter((pl.col("workload") == row["workload"]) & (pl.col("host") == row["host"])
-                                    & (pl.col("source_file") != row["source_file"]))
+            refs = base_rows.filter(
+                (pl.col("workload") == row["workload"])
+                & (pl.col("host") == row["host"])
+                & (pl.col("source_file") != row["source_file"])
+            )
             if refs.height == 0:
-                failures.append(f"{row['source_file']}: no other baseline run of {row['workload']} on {row['host']}")
+                failures.append(
+                    f"{row['source_file']}: no other baseline run of {row['workload']} on {row['host']}"
+                )
                 continue
             baseline = [load(s) for s in refs["source_file"]]
         try:
-            det = detect_run(load(row["source_file"]), baseline=baseline, preset=pre, min_agreement=min_agreement)
+            det = detect_run(
+                load(row["source_file"]), baseline=baseline, preset=pre, min_agreement=min_agreement
+            )
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
             continue
         w = detection_windows(det, row["run"], row["host"], baseline=is_base).with_columns(
-            workload=pl.lit(row["workload"]), fault=pl.lit(row["fault"]))
+            workload=pl.lit(row["workload"]), fault=pl.lit(row["fault"])
+        )
         parts.append(w)
         log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)
     if not parts:
@@ -168,12 +193,23 @@ def evaluate_dataset(root: str | Path | None = None, *, mode: str = "baseline", 
     if mode == "self":  # a whole-run difference is invisible when fitting on the run itself
         labs = labs.filter(pl.col("scope") != "run")
     scored = set(zip(windows["run"].to_list(), windows["host"].to_list(), strict=True))
-    labs = labs.filter(pl.struct("run", "host").map_elements(lambda r: (r["run"], r["host"]) in scored,
-                                                             return_dtype=pl.Boolean))
+    labs = labs.filter(
+        pl.struct("run", "host").map_elements(
+            lambda r: (r["run"], r["host"]) in scored, return_dtype=pl.Boolean
+        )
+    )
     episodes = score_episodes(windows, labs, run_min_share=run_min_share)
     table = summarize(episodes, windows, labs, grace_s=grace_s)
-    config = {"data": str(root), "mode": mode, "preset": preset, "min_agreement": min_agreement,
-              "window_s": pre.window.window_s, "stride_s": pre.window.stride_s, "grace_s": grace_s,
-              "run_min_share": run_min_share, "runs_scored": windows.select("run", "host").unique().height,
-              "seconds": round(time.perf_counter() - t0, 1)}
+    config = {
+        "data": str(root),
+        "mode": mode,
+        "preset": preset,
+        "min_agreement": min_agreement,
+        "window_s": pre.window.window_s,
+        "stride_s": pre.window.stride_s,
+        "grace_s": grace_s,
+        "run_min_share": run_min_share,
+        "runs_scored": windows.select("run", "host").unique().height,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     return Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)

@@ -39,10 +39,34 @@ from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 
 __all__ = ["score_episodes", "summarize", "false_alarms", "EPISODE_COLUMNS", "TABLE_COLUMNS"]
 
-EPISODE_COLUMNS = ("run", "host", "fault_type", "magnitude", "scope", "start", "end", "expected_subsystem",
-                   "n_windows", "n_flagged", "detected", "ranking", "top1", "top3")
-TABLE_COLUMNS = ("fault_type", "episodes", "detected", "episode_recall", "flagged_windows", "window_precision",
-                 "top1_accuracy", "top3_accuracy", "baseline_windows", "false_alarm_share")
+EPISODE_COLUMNS = (
+    "run",
+    "host",
+    "fault_type",
+    "magnitude",
+    "scope",
+    "start",
+    "end",
+    "expected_subsystem",
+    "n_windows",
+    "n_flagged",
+    "detected",
+    "ranking",
+    "top1",
+    "top3",
+)
+TABLE_COLUMNS = (
+    "fault_type",
+    "episodes",
+    "detected",
+    "episode_recall",
+    "flagged_windows",
+    "window_precision",
+    "top1_accuracy",
+    "top3_accuracy",
+    "baseline_windows",
+    "false_alarm_share",
+)
 
 
 def _check(frame: pl.DataFrame, cols: tuple[str, ...], what: str) -> None:
@@ -67,7 +91,9 @@ def _ranking(w: pl.DataFrame) -> list[str]:
     return [s for s in ranked if score[s] > 0 or count[s] > 0]
 
 
-def score_episodes(windows: pl.DataFrame, labels: pl.DataFrame, *, run_min_share: float = 0.5) -> pl.DataFrame:
+def score_episodes(
+    windows: pl.DataFrame, labels: pl.DataFrame, *, run_min_share: float = 0.5
+) -> pl.DataFrame:
     """One row per label: was it detected, and which subsystems did the evidence point to.
 
     Examples
@@ -102,18 +128,40 @@ def score_episodes(windows: pl.DataFrame, labels: pl.DataFrame, *, run_min_share
             detected = k > 0
         ranking = _ranking(fl) if detected else []
         exp = lab["expected_subsystem"]
-        rows.append({
-            "run": lab["run"], "host": lab["host"], "fault_type": lab["fault_type"],
-            "magnitude": lab.get("magnitude"), "scope": scope, "start": lab["start"], "end": lab["end"],
-            "expected_subsystem": exp, "n_windows": n, "n_flagged": k, "detected": detected,
-            "ranking": ">".join(ranking),
-            "top1": (bool(ranking) and ranking[0] == exp) if detected else None,
-            "top3": (exp in ranking[:3]) if detected else None,
-        })
-    schema = {"run": pl.String, "host": pl.String, "fault_type": pl.String, "magnitude": pl.Float64,
-              "scope": pl.String, "start": pl.Datetime("ms"), "end": pl.Datetime("ms"),
-              "expected_subsystem": pl.String, "n_windows": pl.Int64, "n_flagged": pl.Int64,
-              "detected": pl.Boolean, "ranking": pl.String, "top1": pl.Boolean, "top3": pl.Boolean}
+        rows.append(
+            {
+                "run": lab["run"],
+                "host": lab["host"],
+                "fault_type": lab["fault_type"],
+                "magnitude": lab.get("magnitude"),
+                "scope": scope,
+                "start": lab["start"],
+                "end": lab["end"],
+                "expected_subsystem": exp,
+                "n_windows": n,
+                "n_flagged": k,
+                "detected": detected,
+                "ranking": ">".join(ranking),
+                "top1": (bool(ranking) and ranking[0] == exp) if detected else None,
+                "top3": (exp in ranking[:3]) if detected else None,
+            }
+        )
+    schema = {
+        "run": pl.String,
+        "host": pl.String,
+        "fault_type": pl.String,
+        "magnitude": pl.Float64,
+        "scope": pl.String,
+        "start": pl.Datetime("ms"),
+        "end": pl.Datetime("ms"),
+        "expected_subsystem": pl.String,
+        "n_windows": pl.Int64,
+        "n_flagged": pl.Int64,
+        "detected": pl.Boolean,
+        "ranking": pl.String,
+        "top1": pl.Boolean,
+        "top3": pl.Boolean,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
@@ -125,16 +173,24 @@ def _precision_counts(windows: pl.DataFrame, labels: pl.DataFrame, grace_s: floa
     that overlap none count as misses of every type in the run).
     """
     out = []
-    ep = labels.filter(pl.col("scope").fill_null("episode") == "episode") if "scope" in labels.columns else labels
+    ep = (
+        labels.filter(pl.col("scope").fill_null("episode") == "episode")
+        if "scope" in labels.columns
+        else labels
+    )
     grace = timedelta(seconds=grace_s)
     for (run, host), lab in ep.group_by(["run", "host"], maintain_order=True):
         fl = windows.filter((pl.col("run") == run) & (pl.col("host") == host) & pl.col("flagged"))
         starts, ends = fl["start"].to_list(), fl["end"].to_list()
         spans = list(lab.select("fault_type", "start", "end").iter_rows())
-        hit_any = [any(ws < e + grace and we > s for _, s, e in spans) for ws, we in zip(starts, ends, strict=True)]
+        hit_any = [
+            any(ws < e + grace and we > s for _, s, e in spans) for ws, we in zip(starts, ends, strict=True)
+        ]
         for ft in sorted({t for t, _, _ in spans}):
-            hit_ft = [any(ws < e + grace and we > s for t, s, e in spans if t == ft)
-                      for ws, we in zip(starts, ends, strict=True)]
+            hit_ft = [
+                any(ws < e + grace and we > s for t, s, e in spans if t == ft)
+                for ws, we in zip(starts, ends, strict=True)
+            ]
             flagged = sum(1 for h_ft, h in zip(hit_ft, hit_any, strict=True) if h_ft or not h)
             out.append({"fault_type": ft, "flagged": flagged, "hits": sum(hit_ft)})
         out.append({"fault_type": "overall", "flagged": fl.height, "hits": sum(hit_any)})
@@ -153,11 +209,14 @@ def false_alarms(windows: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
         res = b.group_by(keys, maintain_order=True).agg(agg).sort(keys)
     return res.with_columns(
         false_alarm_share=pl.when(pl.col("baseline_windows") > 0)
-        .then(pl.col("flagged") / pl.col("baseline_windows")).otherwise(None))
+        .then(pl.col("flagged") / pl.col("baseline_windows"))
+        .otherwise(None)
+    )
 
 
-def summarize(episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFrame, *,
-              grace_s: float = 0.0) -> pl.DataFrame:
+def summarize(
+    episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFrame, *, grace_s: float = 0.0
+) -> pl.DataFrame:
     """The evaluation table: one row per fault type, then ``overall`` (columns :data:`TABLE_COLUMNS`).
 
     ``overall`` pools all episodes (``scope="episode"`` and ``"run"``); its false-alarm
@@ -174,18 +233,31 @@ def summarize(episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFram
         flagged = int(pr["flagged"].sum()) if pr.height else 0
         hits = int(pr["hits"].sum()) if pr.height else 0
         row = {
-            "fault_type": ft, "episodes": ep.height, "detected": det.height,
+            "fault_type": ft,
+            "episodes": ep.height,
+            "detected": det.height,
             "episode_recall": det.height / ep.height if ep.height else None,
-            "flagged_windows": flagged, "window_precision": hits / flagged if flagged else None,
+            "flagged_windows": flagged,
+            "window_precision": hits / flagged if flagged else None,
             "top1_accuracy": float(det["top1"].mean()) if det.height else None,
             "top3_accuracy": float(det["top3"].mean()) if det.height else None,
-            "baseline_windows": None, "false_alarm_share": None,
+            "baseline_windows": None,
+            "false_alarm_share": None,
         }
         if ft == "overall" and fa is not None and fa.height:
             row["baseline_windows"] = int(fa["baseline_windows"][0])
             row["false_alarm_share"] = fa["false_alarm_share"][0]
         rows.append(row)
-    schema = {"fault_type": pl.String, "episodes": pl.Int64, "detected": pl.Int64, "episode_recall": pl.Float64,
-              "flagged_windows": pl.Int64, "window_precision": pl.Float64, "top1_accuracy": pl.Float64,
-              "top3_accuracy": pl.Float64, "baseline_windows": pl.Int64, "false_alarm_share": pl.Float64}
+    schema = {
+        "fault_type": pl.String,
+        "episodes": pl.Int64,
+        "detected": pl.Int64,
+        "episode_recall": pl.Float64,
+        "flagged_windows": pl.Int64,
+        "window_precision": pl.Float64,
+        "top1_accuracy": pl.Float64,
+        "top3_accuracy": pl.Float64,
+        "baseline_windows": pl.Int64,
+        "false_alarm_share": pl.Float64,
+    }
     return pl.DataFrame(rows, schema=schema, orient="row")

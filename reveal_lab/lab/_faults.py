@@ -39,8 +39,18 @@ from pathlib import Path
 
 from reveal_lab.lab._hosts import LabError, LabHost
 
-__all__ = ["FAULT_SUBSYSTEM", "Fault", "PacketLoss", "CpuContention", "MemoryPressure", "StorageReadBurst",
-           "CpuQuota", "make_fault", "prepare_read_file", "now_ms"]
+__all__ = [
+    "FAULT_SUBSYSTEM",
+    "Fault",
+    "PacketLoss",
+    "CpuContention",
+    "MemoryPressure",
+    "StorageReadBurst",
+    "CpuQuota",
+    "make_fault",
+    "prepare_read_file",
+    "now_ms",
+]
 
 #: the subsystem a fault is expected to show up in (the label's ``expected_subsystem``)
 FAULT_SUBSYSTEM: dict[str, str] = {
@@ -89,12 +99,15 @@ class Fault:
 
     # stressor-process faults share these
     def _activate(self) -> None:
-        self._proc = self.host.popen(self._stressor_cmd(), netns=False, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self._proc = self.host.popen(
+            self._stressor_cmd(), netns=False, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         line = self._proc.stdout.readline()  # blocks until the stress is on (or the process died)
         if line.strip() != b"ready":
             self._deactivate()
-            err = self._proc.stderr.read().decode(errors="replace") if self._proc and self._proc.stderr else ""
+            err = (
+                self._proc.stderr.read().decode(errors="replace") if self._proc and self._proc.stderr else ""
+            )
             raise LabError(f"{self.fault_type} stressor did not start: {line!r} {err.strip()}")
 
     def _deactivate(self) -> None:
@@ -120,9 +133,15 @@ class Fault:
         """This fault's ground-truth row (start/end as epoch ms)."""
         if self.started_ms is None or self.stopped_ms is None:
             raise LabError(f"{self.fault_type} on {self.host.name} was not started and stopped")
-        return {"host": self.host.name, "fault_type": self.fault_type, "start_ms": self.started_ms,
-                "end_ms": self.stopped_ms, "expected_subsystem": self.expected_subsystem,
-                "magnitude": self.magnitude, "unit": self.unit}
+        return {
+            "host": self.host.name,
+            "fault_type": self.fault_type,
+            "start_ms": self.started_ms,
+            "end_ms": self.stopped_ms,
+            "expected_subsystem": self.expected_subsystem,
+            "magnitude": self.magnitude,
+            "unit": self.unit,
+        }
 
 
 @dataclass
@@ -134,8 +153,10 @@ class PacketLoss(Fault):
 
     def _rules(self) -> list[list[str]]:
         p = f"{self.magnitude:.6f}"
-        return [[chain, "-m", "statistic", "--mode", "random", "--probability", p, "-j", "DROP"]
-                for chain in ("INPUT", "OUTPUT")]
+        return [
+            [chain, "-m", "statistic", "--mode", "random", "--probability", p, "-j", "DROP"]
+            for chain in ("INPUT", "OUTPUT")
+        ]
 
     def _activate(self) -> None:
         if not 0.0 < self.magnitude < 1.0:
@@ -170,8 +191,15 @@ class MemoryPressure(Fault):
     workdir: str = "/var/tmp/reveal_lab"
 
     def _stressor_cmd(self) -> list[str]:
-        return [sys.executable, STRESS_SCRIPT, "memory", "--mib", str(int(self.magnitude)),
-                "--dir", self.workdir]
+        return [
+            sys.executable,
+            STRESS_SCRIPT,
+            "memory",
+            "--mib",
+            str(int(self.magnitude)),
+            "--dir",
+            self.workdir,
+        ]
 
 
 @dataclass
@@ -202,8 +230,13 @@ class CpuQuota(Fault):
         self.host.set_cpu_quota(None)
 
 
-_KINDS = {"packet_loss": PacketLoss, "cpu_contention": CpuContention, "memory_pressure": MemoryPressure,
-          "storage_read": StorageReadBurst, "config_cpu_quota": CpuQuota}
+_KINDS = {
+    "packet_loss": PacketLoss,
+    "cpu_contention": CpuContention,
+    "memory_pressure": MemoryPressure,
+    "storage_read": StorageReadBurst,
+    "config_cpu_quota": CpuQuota,
+}
 
 
 def make_fault(fault_type: str, host: LabHost, magnitude: float | None = None, **kw) -> Fault:
@@ -230,5 +263,3 @@ def prepare_read_file(path: str | Path = "/var/tmp/reveal_lab/readburst.bin", mi
         fh.flush()
         os.fsync(fh.fileno())
     return p
-
-

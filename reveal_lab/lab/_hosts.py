@@ -37,8 +37,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["LabHost", "LabError", "lab_hosts", "setup_hosts", "teardown_hosts", "require_root",
-           "cgroup_version", "CGROUP_ROOT"]
+__all__ = [
+    "LabHost",
+    "LabError",
+    "lab_hosts",
+    "setup_hosts",
+    "teardown_hosts",
+    "require_root",
+    "cgroup_version",
+    "CGROUP_ROOT",
+]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +135,9 @@ class LabHost:
         kw.setdefault("start_new_session", True)
         return subprocess.Popen(full, preexec_fn=self._join_cgroups, **kw)  # noqa: PLW1509
 
-    def run(self, cmd: Sequence[str], *, check: bool = True, timeout: float | None = 60) -> subprocess.CompletedProcess:
+    def run(
+        self, cmd: Sequence[str], *, check: bool = True, timeout: float | None = 60
+    ) -> subprocess.CompletedProcess:
         """Run ``cmd`` inside this host's namespace and wait."""
         r = subprocess.run(self.wrap(cmd), capture_output=True, text=True, timeout=timeout)
         if check and r.returncode != 0:
@@ -139,10 +149,16 @@ class LabHost:
         """Limit the host to ``fraction`` of one core (``None``: no limit)."""
         period = 100_000
         if "" in self.cgroups:
-            _write(self.cgroups[""] / "cpu.max", "max" if fraction is None else f"{int(fraction * period)} {period}")
+            _write(
+                self.cgroups[""] / "cpu.max",
+                "max" if fraction is None else f"{int(fraction * period)} {period}",
+            )
         else:
             _write(self.cgroups["cpu"] / "cpu.cfs_period_us", str(period))
-            _write(self.cgroups["cpu"] / "cpu.cfs_quota_us", "-1" if fraction is None else str(int(fraction * period)))
+            _write(
+                self.cgroups["cpu"] / "cpu.cfs_quota_us",
+                "-1" if fraction is None else str(int(fraction * period)),
+            )
 
     def cpu_quota(self) -> float | None:
         """The host's CPU quota as a fraction of one core, ``None`` when unlimited."""
@@ -240,8 +256,9 @@ def _remove_cgroups(host: LabHost) -> None:
                 d.rmdir()
 
 
-def setup_hosts(names: Sequence[str] = ("labA", "labB"), *, subnet: str = "10.77.0",
-                cores: Sequence[int] | None = None) -> list[LabHost]:
+def setup_hosts(
+    names: Sequence[str] = ("labA", "labB"), *, subnet: str = "10.77.0", cores: Sequence[int] | None = None
+) -> list[LabHost]:
     """Create the lab hosts: namespaces, a veth pair between the first two, addresses, cgroups.
 
     ``cores`` defaults to ``0, 1, ...`` modulo the number of CPUs. Existing leftovers of an
@@ -260,8 +277,23 @@ def setup_hosts(names: Sequence[str] = ("labA", "labB"), *, subnet: str = "10.77
             _run(["ip", "-n", h.name, "link", "set", "lo", "up"])
         if len(hosts) == 2:
             a, b = hosts
-            _run(["ip", "link", "add", a.veth, "netns", a.name, "type", "veth", "peer", "name", b.veth,
-                  "netns", b.name])
+            _run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    a.veth,
+                    "netns",
+                    a.name,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b.veth,
+                    "netns",
+                    b.name,
+                ]
+            )
         else:  # one host: a veth into a scratch namespace so the host still has a real link
             a = hosts[0]
             _run(["ip", "link", "add", a.veth, "netns", a.name, "type", "veth", "peer", "name", a.veth + "p"])

@@ -24,16 +24,59 @@ import polars as pl
 
 from reveal_lab.telemetry import TelemetryError
 
-__all__ = ["META_COLUMNS", "LABEL_COLUMNS", "run_stem", "file_name", "split_dir", "ms_to_stamp",
-           "stamp_to_ms", "read_labels", "write_csv", "read_meta"]
+__all__ = [
+    "META_COLUMNS",
+    "LABEL_COLUMNS",
+    "run_stem",
+    "file_name",
+    "split_dir",
+    "ms_to_stamp",
+    "stamp_to_ms",
+    "read_labels",
+    "write_csv",
+    "read_meta",
+]
 
 #: the public meta CSV's columns, then ours
-META_COLUMNS = ("source_file", "n_rows", "n_cols", "phase", "mode", "model", "task", "dataset", "model_task",
-                "workload")
-EXTRA_META_COLUMNS = ("run", "host", "run_group", "world_size", "fault", "repeat", "seed", "start", "end",
-                      "steps", "samples_per_s", "cpu_quota", "n_dropped_nan_columns")
-LABEL_COLUMNS = ("run", "host", "fault_type", "start", "end", "expected_subsystem", "magnitude", "unit", "scope",
-                 "source_file")
+META_COLUMNS = (
+    "source_file",
+    "n_rows",
+    "n_cols",
+    "phase",
+    "mode",
+    "model",
+    "task",
+    "dataset",
+    "model_task",
+    "workload",
+)
+EXTRA_META_COLUMNS = (
+    "run",
+    "host",
+    "run_group",
+    "world_size",
+    "fault",
+    "repeat",
+    "seed",
+    "start",
+    "end",
+    "steps",
+    "samples_per_s",
+    "cpu_quota",
+    "n_dropped_nan_columns",
+)
+LABEL_COLUMNS = (
+    "run",
+    "host",
+    "fault_type",
+    "start",
+    "end",
+    "expected_subsystem",
+    "magnitude",
+    "unit",
+    "scope",
+    "source_file",
+)
 
 STAMP_FMT = "%Y-%m-%d %H:%M:%S.%f"
 _POLARS_FMT = "%Y-%m-%d %H:%M:%S%.f"
@@ -91,16 +134,24 @@ def read_labels(path: str | Path) -> pl.DataFrame:
     if not path.exists():
         raise TelemetryError("labels file not found", path=str(path))
     df = pl.read_csv(path, infer_schema_length=0)
-    missing = [c for c in ("run", "host", "fault_type", "start", "end", "expected_subsystem") if c not in df.columns]
+    missing = [
+        c for c in ("run", "host", "fault_type", "start", "end", "expected_subsystem") if c not in df.columns
+    ]
     if missing:
-        raise TelemetryError(f"labels file lacks columns {missing}; expected {list(LABEL_COLUMNS)}", path=str(path))
+        raise TelemetryError(
+            f"labels file lacks columns {missing}; expected {list(LABEL_COLUMNS)}", path=str(path)
+        )
     for i, (s, e) in enumerate(zip(df["start"], df["end"], strict=True)):
         for col, v in (("start", s), ("end", e)):
             try:
                 datetime.strptime(v, STAMP_FMT)
             except (TypeError, ValueError):
-                raise TelemetryError(f"{col}={v!r} is not a 'YYYY-MM-DD HH:MM:SS.mmm' timestamp",
-                                     path=str(path), line=i + 2, column=col) from None
+                raise TelemetryError(
+                    f"{col}={v!r} is not a 'YYYY-MM-DD HH:MM:SS.mmm' timestamp",
+                    path=str(path),
+                    line=i + 2,
+                    column=col,
+                ) from None
     df = df.with_columns(
         pl.col("start").str.strptime(pl.Datetime("ms"), _POLARS_FMT),
         pl.col("end").str.strptime(pl.Datetime("ms"), _POLARS_FMT),

@@ -37,7 +37,12 @@ def default_plan(duration_s: float = 40.0, repeats: int = 3, episode_s: float = 
       with ``labB`` limited to half a core (cross-host configuration difference).
     """
     d, e = duration_s, episode_s
-    base = [RunPlan(m, ph, ("labA",), d, (), r) for r in range(repeats) for m in SINGLE for ph in ("train", "infer")]
+    base = [
+        RunPlan(m, ph, ("labA",), d, (), r)
+        for r in range(repeats)
+        for m in SINGLE
+        for ph in ("train", "infer")
+    ]
     slots: list[list[RunPlan]] = [[b] for b in base]
     faulted = {
         "cpu_contention": (("CNN", "train"), ("Transformer", "train"), ("MLP", "infer")),
@@ -47,21 +52,38 @@ def default_plan(duration_s: float = 40.0, repeats: int = 3, episode_s: float = 
     mags = {"cpu_contention": 1.0, "memory_pressure": 1024.0, "storage_read": 512.0}
     for fault, runs in faulted.items():
         for k, (m, ph) in enumerate(runs):
-            slots.append([RunPlan(m, ph, ("labA",), d, _two_episodes(fault, "labA", mags[fault], d, e), k, seed=1)])
+            slots.append(
+                [RunPlan(m, ph, ("labA",), d, _two_episodes(fault, "labA", mags[fault], d, e), k, seed=1)]
+            )
     ab = ("labA", "labB")
     for r in range(repeats):
         slots.append([RunPlan("CNN", "train", ab, d, (), r)])
     for k, p in enumerate((0.001, 0.002, 0.01, 0.001, 0.002, 0.01)):
-        slots.append([RunPlan("CNN", "train", ab, d, _two_episodes("packet_loss", "labB", p, d, e), k // 3, seed=2)])
+        slots.append(
+            [RunPlan("CNN", "train", ab, d, _two_episodes("packet_loss", "labB", p, d, e), k // 3, seed=2)]
+        )
     for r in range(2):
-        slots.append([RunPlan("CNN", "train", ab, d, (FaultPlan("config_cpu_quota", "labB", 0.5),), r, seed=3)])
+        slots.append(
+            [RunPlan("CNN", "train", ab, d, (FaultPlan("config_cpu_quota", "labB", 0.5),), r, seed=3)]
+        )
     return slots
 
 
 def smoke_plan(duration_s: float = 8.0) -> list[list[RunPlan]]:
     """One short MLP training run on ``labA`` with a 2 s CPU-contention episode."""
-    return [[RunPlan("MLP", "train", ("labA",), duration_s,
-                     (FaultPlan("cpu_contention", "labA", 1.0, round(duration_s * 0.35, 1), 2.0),), 0, seed=9)]]
+    return [
+        [
+            RunPlan(
+                "MLP",
+                "train",
+                ("labA",),
+                duration_s,
+                (FaultPlan("cpu_contention", "labA", 1.0, round(duration_s * 0.35, 1), 2.0),),
+                0,
+                seed=9,
+            )
+        ]
+    ]
 
 
 PLANS = {"default": default_plan, "smoke": smoke_plan}
@@ -82,7 +104,9 @@ def describe_plan(slots: list[list[RunPlan]]) -> list[str]:
     """
     out = []
     for i, slot in enumerate(slots):
-        runs = " | ".join(f"{p.model_name}/{p.phase} on {'+'.join(p.hosts)} {p.duration_s:g}s [{p.fault_name}]"
-                          for p in slot)
+        runs = " | ".join(
+            f"{p.model_name}/{p.phase} on {'+'.join(p.hosts)} {p.duration_s:g}s [{p.fault_name}]"
+            for p in slot
+        )
         out.append(f"slot {i}: {runs}")
     return out

@@ -50,8 +50,15 @@ from reveal_lab.lab._labels import (
 from reveal_lab.lab._workloads import workload_spec
 from reveal_lab.telemetry import Run, RunMeta
 
-__all__ = ["FaultPlan", "RunPlan", "RecordedRun", "record_slot", "record_plans", "collector_command",
-           "machine_provenance"]
+__all__ = [
+    "FaultPlan",
+    "RunPlan",
+    "RecordedRun",
+    "record_slot",
+    "record_plans",
+    "collector_command",
+    "machine_provenance",
+]
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +134,14 @@ class RecordedRun:
     workload: dict[str, dict] = field(default_factory=dict)  #: host -> workload summary
 
 
-def collector_command(host: LabHost, out_dir: Path, *, interval: str = "100ms", probes: str | None = None,
-                      python: str = sys.executable) -> list[str]:
+def collector_command(
+    host: LabHost,
+    out_dir: Path,
+    *,
+    interval: str = "100ms",
+    probes: str | None = None,
+    python: str = sys.executable,
+) -> list[str]:
     """``reveal-lab collect --host <host> --out <dir> ...`` for one host (run inside the host).
 
     Uses the ``reveal-lab`` script beside ``python`` (the same virtual environment), else
@@ -195,8 +208,13 @@ def _started_at(logs: Sequence[Path], stop_evt: threading.Event, timeout: float 
     raise LabError(f"workload did not start within {timeout}s ({[str(p) for p in logs]})")
 
 
-def _fault_schedule(faults: list[tuple[Fault, FaultPlan]], logs: Sequence[Path], stop_evt: threading.Event,
-                    errors: list[BaseException], anchor: dict) -> None:
+def _fault_schedule(
+    faults: list[tuple[Fault, FaultPlan]],
+    logs: Sequence[Path],
+    stop_evt: threading.Event,
+    errors: list[BaseException],
+    anchor: dict,
+) -> None:
     try:
         t0 = _started_at(logs, stop_evt)
         anchor["t0"] = t0
@@ -225,10 +243,18 @@ def _fault_schedule(faults: list[tuple[Fault, FaultPlan]], logs: Sequence[Path],
         errors.append(exc)
 
 
-def record_slot(hosts: dict[str, LabHost], plans: Sequence[RunPlan], raw_root: Path, *,
-                interval: str = "100ms", probes: str | None = None, calm_before_s: float = 3.0,
-                calm_after_s: float = 2.0, master_port: int = 29500,
-                read_file: str = "/var/tmp/reveal_lab/readburst.bin") -> list[RecordedRun]:
+def record_slot(
+    hosts: dict[str, LabHost],
+    plans: Sequence[RunPlan],
+    raw_root: Path,
+    *,
+    interval: str = "100ms",
+    probes: str | None = None,
+    calm_before_s: float = 3.0,
+    calm_after_s: float = 2.0,
+    master_port: int = 29500,
+    read_file: str = "/var/tmp/reveal_lab/readburst.bin",
+) -> list[RecordedRun]:
     """Record ``plans`` at the same time (their hosts must be disjoint) into ``raw_root``.
 
     Each run leaves ``<stem>.run.json`` (plan, ground-truth labels in epoch ms, workload
@@ -283,19 +309,41 @@ def record_slot(hosts: dict[str, LabHost], plans: Sequence[RunPlan], raw_root: P
             port = master_port + i
             for rank, hn in enumerate(p.hosts):
                 logf = raw_root / f"{stems[p]}_{hn}.progress.jsonl"
-                cmd = [sys.executable, "-m", "reveal_lab.lab._workloads", "--model", p.model, "--phase", p.phase,
-                       "--duration", str(p.duration_s), "--seed", str(p.seed * 10 + p.repeat), "--log", str(logf)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "reveal_lab.lab._workloads",
+                    "--model",
+                    p.model,
+                    "--phase",
+                    p.phase,
+                    "--duration",
+                    str(p.duration_s),
+                    "--seed",
+                    str(p.seed * 10 + p.repeat),
+                    "--log",
+                    str(logf),
+                ]
                 if p.world_size > 1:
-                    cmd += ["--rank", str(rank), "--world-size", str(p.world_size),
-                            "--master-addr", hosts[p.hosts[0]].address, "--master-port", str(port)]
+                    cmd += [
+                        "--rank",
+                        str(rank),
+                        "--world-size",
+                        str(p.world_size),
+                        "--master-addr",
+                        hosts[p.hosts[0]].address,
+                        "--master-port",
+                        str(port),
+                    ]
                 # gloo must use the veth (hostname resolution would pick 127.0.0.1)
                 env = {**os.environ, "GLOO_SOCKET_IFNAME": hosts[hn].veth, "OMP_NUM_THREADS": "1"}
                 proc = hosts[hn].popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
                 workers[(p, hn)] = (proc, logf)
             logs = [workers[(p, hn)][1] for hn in p.hosts]
             anchors[p] = {}
-            th = threading.Thread(target=_fault_schedule, args=(faults[p], logs, stop_evt, errors, anchors[p]),
-                                  daemon=True)
+            th = threading.Thread(
+                target=_fault_schedule, args=(faults[p], logs, stop_evt, errors, anchors[p]), daemon=True
+            )
             th.start()
             threads.append(th)
         # 3. wait
@@ -307,8 +355,10 @@ def record_slot(hosts: dict[str, LabHost], plans: Sequence[RunPlan], raw_root: P
                 _stop(proc, signal.SIGKILL)
                 raise LabError(f"workload {key[0].model} on {key[1]} did not finish") from None
             if proc.returncode != 0:
-                raise LabError(f"workload {key[0].model}/{key[0].phase} on {key[1]} failed "
-                               f"({proc.returncode}): {se.decode(errors='replace')[-2000:]}")
+                raise LabError(
+                    f"workload {key[0].model}/{key[0].phase} on {key[1]} failed "
+                    f"({proc.returncode}): {se.decode(errors='replace')[-2000:]}"
+                )
             summaries[key] = json.loads(so.decode().strip().splitlines()[-1])
         for th in threads:
             th.join(timeout=30)
@@ -338,23 +388,44 @@ def record_slot(hosts: dict[str, LabHost], plans: Sequence[RunPlan], raw_root: P
             lab = f.label()
             labels.append({**lab, "scope": "run" if fp.at_s is None else "episode"})
         manifest = {
-            "stem": stem, "plan": asdict(p), "model_name": p.model_name, "fault": p.fault_name,
-            "hosts": {hn: {"collector_dir": collectors[(p, hn)][1].name, "address": hosts[hn].address,
-                           "core": hosts[hn].core, "cpu_quota": hosts[hn].cpu_quota(),
-                           "collector_rc": collectors[(p, hn)][0].returncode,
-                           "workload": summaries.get((p, hn), {})} for hn in p.hosts},
+            "stem": stem,
+            "plan": asdict(p),
+            "model_name": p.model_name,
+            "fault": p.fault_name,
+            "hosts": {
+                hn: {
+                    "collector_dir": collectors[(p, hn)][1].name,
+                    "address": hosts[hn].address,
+                    "core": hosts[hn].core,
+                    "cpu_quota": hosts[hn].cpu_quota(),
+                    "collector_rc": collectors[(p, hn)][0].returncode,
+                    "workload": summaries.get((p, hn), {}),
+                }
+                for hn in p.hosts
+            },
             "workload_launch_ms": int(t_work * 1000),
-            "workload_start_ms": int(anchors[p].get("t0", float("nan")) * 1000) if "t0" in anchors[p] else None,
+            "workload_start_ms": int(anchors[p].get("t0", float("nan")) * 1000)
+            if "t0" in anchors[p]
+            else None,
             "labels": labels,
         }
         (raw_root / f"{stem}.run.json").write_text(json.dumps(manifest, indent=1, default=str))
-        results.append(RecordedRun(p, stem, {hn: collectors[(p, hn)][1] for hn in p.hosts}, [], [],
-                                   {hn: summaries.get((p, hn), {}) for hn in p.hosts}))
+        results.append(
+            RecordedRun(
+                p,
+                stem,
+                {hn: collectors[(p, hn)][1] for hn in p.hosts},
+                [],
+                [],
+                {hn: summaries.get((p, hn), {}) for hn in p.hosts},
+            )
+        )
     return results
 
 
-def build_dataset(raw_root: str | Path, out: str | Path, *, drop_all_nan: bool = True,
-                  runs: Sequence[str] | None = None) -> tuple[list[dict], list[dict]]:
+def build_dataset(
+    raw_root: str | Path, out: str | Path, *, drop_all_nan: bool = True, runs: Sequence[str] | None = None
+) -> tuple[list[dict], list[dict]]:
     """Turn recorded raw runs (``*.run.json`` + collector dirs) into the dataset layout.
 
     Writes ``{train,infer}_separated/*.parquet`` (canonical frames, ``view="dataset"``),
@@ -386,46 +457,88 @@ def build_dataset(raw_root: str | Path, out: str | Path, *, drop_all_nan: bool =
             frame = run.frame
             dropped = 0
             if drop_all_nan:
-                keep = [c for c in frame.columns
-                        if c == "timestamp" or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height]
+                keep = [
+                    c
+                    for c in frame.columns
+                    if c == "timestamp"
+                    or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height
+                ]
                 dropped = frame.width - len(keep)
                 frame = frame.select(keep)
             fn = file_name(stem, hn)
             summ = h.get("workload") or {}
             quota = h.get("cpu_quota")
             rmeta = RunMeta(
-                run_id=f"{stem}_{hn}", hosts=(hn,), workload=f"{model_name}__{spec.task}__{spec.dataset}",
-                model=model_name, task=spec.task, dataset=spec.dataset, phase=phase, mode="nonllm", platform="lab",
-                source_path=f"./{split_dir(phase)}/{fn}", start_time=run.meta.start_time,
+                run_id=f"{stem}_{hn}",
+                hosts=(hn,),
+                workload=f"{model_name}__{spec.task}__{spec.dataset}",
+                model=model_name,
+                task=spec.task,
+                dataset=spec.dataset,
+                phase=phase,
+                mode="nonllm",
+                platform="lab",
+                source_path=f"./{split_dir(phase)}/{fn}",
+                start_time=run.meta.start_time,
                 interval_ms=run.meta.interval_ms,
-                extra={"run_group": stem, "fault": man["fault"], "world_size": len(man["hosts"]),
-                       "cpu_quota": quota, "dropped_all_missing_columns": dropped,
-                       "collector": {k: run.meta.extra.get(k) for k in ("probes_used", "probes_skipped")
-                                     if k in run.meta.extra}})
+                extra={
+                    "run_group": stem,
+                    "fault": man["fault"],
+                    "world_size": len(man["hosts"]),
+                    "cpu_quota": quota,
+                    "dropped_all_missing_columns": dropped,
+                    "collector": {
+                        k: run.meta.extra.get(k)
+                        for k in ("probes_used", "probes_skipped")
+                        if k in run.meta.extra
+                    },
+                },
+            )
             _write_run(Run(rmeta, frame), sub / fn)
-            meta_rows.append({
-                "source_file": f"./{split_dir(phase)}/{fn}", "n_rows": frame.height, "n_cols": frame.width - 1,
-                "phase": phase, "mode": "nonllm", "model": model_name, "task": spec.task,
-                "dataset": spec.dataset, "model_task": f"{model_name}for{spec.task}",
-                "workload": f"{model_name}__{spec.task}__{spec.dataset}",
-                "run": stem, "host": hn, "run_group": stem, "world_size": len(man["hosts"]), "fault": man["fault"],
-                "repeat": plan["repeat"], "seed": plan["seed"] * 10 + plan["repeat"],
-                "start": str(frame["timestamp"][0]) if frame.height else "",
-                "end": str(frame["timestamp"][-1]) if frame.height else "",
-                "steps": summ.get("steps", ""),
-                "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
-                "cpu_quota": "" if quota is None else quota, "n_dropped_nan_columns": dropped,
-            })
+            meta_rows.append(
+                {
+                    "source_file": f"./{split_dir(phase)}/{fn}",
+                    "n_rows": frame.height,
+                    "n_cols": frame.width - 1,
+                    "phase": phase,
+                    "mode": "nonllm",
+                    "model": model_name,
+                    "task": spec.task,
+                    "dataset": spec.dataset,
+                    "model_task": f"{model_name}for{spec.task}",
+                    "workload": f"{model_name}__{spec.task}__{spec.dataset}",
+                    "run": stem,
+                    "host": hn,
+                    "run_group": stem,
+                    "world_size": len(man["hosts"]),
+                    "fault": man["fault"],
+                    "repeat": plan["repeat"],
+                    "seed": plan["seed"] * 10 + plan["repeat"],
+                    "start": str(frame["timestamp"][0]) if frame.height else "",
+                    "end": str(frame["timestamp"][-1]) if frame.height else "",
+                    "steps": summ.get("steps", ""),
+                    "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
+                    "cpu_quota": "" if quota is None else quota,
+                    "n_dropped_nan_columns": dropped,
+                }
+            )
             for w in run.warnings[:3]:
                 log.info("%s: reader warning: %s", fn, w)
         for lab in man["labels"]:
-            label_rows.append({
-                "run": stem, "host": lab["host"], "fault_type": lab["fault_type"],
-                "start": ms_to_stamp(lab["start_ms"]), "end": ms_to_stamp(lab["end_ms"]),
-                "expected_subsystem": lab["expected_subsystem"], "magnitude": lab["magnitude"],
-                "unit": lab["unit"], "scope": lab["scope"],
-                "source_file": f"./{split_dir(phase)}/{file_name(stem, lab['host'])}",
-            })
+            label_rows.append(
+                {
+                    "run": stem,
+                    "host": lab["host"],
+                    "fault_type": lab["fault_type"],
+                    "start": ms_to_stamp(lab["start_ms"]),
+                    "end": ms_to_stamp(lab["end_ms"]),
+                    "expected_subsystem": lab["expected_subsystem"],
+                    "magnitude": lab["magnitude"],
+                    "unit": lab["unit"],
+                    "scope": lab["scope"],
+                    "source_file": f"./{split_dir(phase)}/{file_name(stem, lab['host'])}",
+                }
+            )
     write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])
     write_csv(out / "labels.csv", label_rows, LABEL_COLUMNS)
     return meta_rows, label_rows
@@ -445,10 +558,17 @@ def _write_run(run: Run, path: Path) -> None:
 
     validate_frame(run.frame, source=str(path))
     table = run.frame.to_arrow()
-    md = dict(table.schema.metadata or {})
-    md[PARQUET_META_KEY.encode()] = json.dumps(run.meta.to_dict(), default=str).encode()
-    pq.write_table(table.replace_schema_metadata(md), path, compression="zstd", compression_level=10,
-                   write_statistics=False, store_schema=False, use_dictionary=False)
+    with pq.ParquetWriter(
+        path,
+        table.schema,
+        compression="zstd",
+        compression_level=10,
+        write_statistics=False,
+        store_schema=False,
+        use_dictionary=False,
+    ) as w:
+        w.write_table(table)
+        w.add_key_value_metadata({PARQUET_META_KEY: json.dumps(run.meta.to_dict(), default=str)})
 
 
 def machine_provenance() -> dict:
@@ -456,8 +576,12 @@ def machine_provenance() -> dict:
     import numpy
     import polars
 
-    info: dict = {"kernel": " ".join(os.uname()[2:4]), "machine": platform.machine(), "python": platform.python_version(),
-                  "cpu_count": os.cpu_count()}
+    info: dict = {
+        "kernel": " ".join(os.uname()[2:4]),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
     with contextlib.suppress(OSError):
         for line in open("/proc/cpuinfo"):
             if line.startswith("model name"):
@@ -477,8 +601,12 @@ def machine_provenance() -> dict:
         versions["reveal-lab"] = version("reveal-lab")
     info["versions"] = versions
     with contextlib.suppress(Exception):
-        info["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                            cwd=Path(__file__).resolve().parents[2]).stdout.strip()
+        info["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout.strip()
     return info
 
 
@@ -488,11 +616,19 @@ def _top_processes(n: int = 8) -> list[str]:
     return [ln.strip() for ln in r.stdout.splitlines()[1 : n + 1]]
 
 
-def record_plans(slots: Sequence[Sequence[RunPlan]], raw_dir: str | Path, *,
-                 host_names: Sequence[str] = ("labA", "labB"), interval: str = "100ms", probes: str | None = None,
-                 read_file: str = "/var/tmp/reveal_lab/readburst.bin", read_file_mib: int = 512,
-                 calm_before_s: float = 3.0, calm_after_s: float = 2.0,
-                 on_slot: Callable[[int, list[RecordedRun]], None] | None = None) -> dict:
+def record_plans(
+    slots: Sequence[Sequence[RunPlan]],
+    raw_dir: str | Path,
+    *,
+    host_names: Sequence[str] = ("labA", "labB"),
+    interval: str = "100ms",
+    probes: str | None = None,
+    read_file: str = "/var/tmp/reveal_lab/readburst.bin",
+    read_file_mib: int = 512,
+    calm_before_s: float = 3.0,
+    calm_after_s: float = 2.0,
+    on_slot: Callable[[int, list[RecordedRun]], None] | None = None,
+) -> dict:
     """Record every slot on one set of lab hosts into ``raw_dir`` (see :func:`build_dataset`).
 
     Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
@@ -502,9 +638,16 @@ def record_plans(slots: Sequence[Sequence[RunPlan]], raw_dir: str | Path, *,
     if any(fp.fault_type == "storage_read" for s in slots for p in s for fp in p.faults):
         prepare_read_file(read_file, read_file_mib)
     slot_log: list[dict] = []
-    prov = {"started": ms_to_stamp(now_ms()), "machine": machine_provenance(), "interval": interval,
-            "probes": probes or "all", "calm_before_s": calm_before_s, "calm_after_s": calm_after_s,
-            "argv": sys.argv, "slots": slot_log}
+    prov = {
+        "started": ms_to_stamp(now_ms()),
+        "machine": machine_provenance(),
+        "interval": interval,
+        "probes": probes or "all",
+        "calm_before_s": calm_before_s,
+        "calm_after_s": calm_after_s,
+        "argv": sys.argv,
+        "slots": slot_log,
+    }
     rec_path = raw_root / "recording.json"
     sessions = json.loads(rec_path.read_text())["sessions"] if rec_path.exists() else []
 
@@ -513,26 +656,53 @@ def record_plans(slots: Sequence[Sequence[RunPlan]], raw_dir: str | Path, *,
 
     with lab_hosts(host_names) as hs:
         hosts = {h.name: h for h in hs}
-        prov["hosts"] = [{"name": h.name, "address": h.address, "core": h.core,
-                          "cgroups": {k: str(v) for k, v in h.cgroups.items()}} for h in hs]
+        prov["hosts"] = [
+            {
+                "name": h.name,
+                "address": h.address,
+                "core": h.core,
+                "cgroups": {k: str(v) for k, v in h.cgroups.items()},
+            }
+            for h in hs
+        ]
         for i, slot in enumerate(slots):
             load_before = open("/proc/loadavg").read().split()[:3]
             top = _top_processes()
             t = time.time()
             try:
-                recs = record_slot(hosts, slot, raw_root, interval=interval, probes=probes,
-                                   calm_before_s=calm_before_s, calm_after_s=calm_after_s,
-                                   master_port=29500 + 10 * (i % 50), read_file=read_file)
+                recs = record_slot(
+                    hosts,
+                    slot,
+                    raw_root,
+                    interval=interval,
+                    probes=probes,
+                    calm_before_s=calm_before_s,
+                    calm_after_s=calm_after_s,
+                    master_port=29500 + 10 * (i % 50),
+                    read_file=read_file,
+                )
             except LabError as exc:
                 log.error("slot %d failed: %s", i, exc)
                 slot_log.append({"slot": i, "error": str(exc), "plans": [asdict(p) for p in slot]})
                 save()
                 continue
-            slot_log.append({"slot": i, "runs": [r.stem for r in recs], "wall_s": round(time.time() - t, 1),
-                             "loadavg_before": load_before, "loadavg_after": open("/proc/loadavg").read().split()[:3],
-                             "top_processes_before": top})
-            log.info("slot %d/%d done in %.0fs: %s", i + 1, len(slots), time.time() - t,
-                     ", ".join(f"{r.stem} [{r.plan.fault_name}]" for r in recs))
+            slot_log.append(
+                {
+                    "slot": i,
+                    "runs": [r.stem for r in recs],
+                    "wall_s": round(time.time() - t, 1),
+                    "loadavg_before": load_before,
+                    "loadavg_after": open("/proc/loadavg").read().split()[:3],
+                    "top_processes_before": top,
+                }
+            )
+            log.info(
+                "slot %d/%d done in %.0fs: %s",
+                i + 1,
+                len(slots),
+                time.time() - t,
+                ", ".join(f"{r.stem} [{r.plan.fault_name}]" for r in recs),
+            )
             prov["finished"] = ms_to_stamp(now_ms())
             save()
             if on_slot:

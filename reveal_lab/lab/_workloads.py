@@ -71,24 +71,43 @@ def build_model(model: str):  # noqa: ANN201 - returns a torch.nn.Module (torch 
     torch.manual_seed(0)
     if model == "CNN":
         return nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(128 * 4 * 4, 256), nn.ReLU(), nn.Linear(256, 10),
+            nn.Conv2d(3, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(128 * 4 * 4, 256),
+            nn.ReLU(),
+            nn.Linear(256, 10),
         )
     if model == "MLP":
         return nn.Sequential(
-            nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10),
+            nn.Linear(784, 1024),
+            nn.ReLU(),
+            nn.Linear(1024, 512),
+            nn.ReLU(),
+            nn.Linear(512, 10),
         )
 
     class TextTransformer(nn.Module):
-        def __init__(self, vocab: int = 4000, d: int = 128, heads: int = 4, layers: int = 2,
-                     seq: int = 64, classes: int = 4) -> None:
+        def __init__(
+            self,
+            vocab: int = 4000,
+            d: int = 128,
+            heads: int = 4,
+            layers: int = 2,
+            seq: int = 64,
+            classes: int = 4,
+        ) -> None:
             super().__init__()
             self.embed = nn.Embedding(vocab, d)
             self.pos = nn.Parameter(torch.zeros(1, seq, d))
-            layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, batch_first=True,
-                                               dropout=0.1)
+            layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=4 * d, batch_first=True, dropout=0.1)
             self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
             self.head = nn.Linear(d, classes)
 
@@ -119,10 +138,19 @@ def _batch(model: str, n: int, gen):  # noqa: ANN001, ANN202
     return x, y
 
 
-def run_workload(model: str, phase: str, duration_s: float, *, seed: int = 0,
-                 rank: int = 0, world_size: int = 1, master_addr: str = "127.0.0.1",
-                 master_port: int = 29500, log_path: str | None = None,
-                 threads: int = 1) -> dict:
+def run_workload(
+    model: str,
+    phase: str,
+    duration_s: float,
+    *,
+    seed: int = 0,
+    rank: int = 0,
+    world_size: int = 1,
+    master_addr: str = "127.0.0.1",
+    master_port: int = 29500,
+    log_path: str | None = None,
+    threads: int = 1,
+) -> dict:
     """Train or infer ``model`` for ``duration_s`` seconds of wall clock; return a summary.
 
     With ``world_size > 1`` (training only) the model is wrapped in
@@ -146,8 +174,9 @@ def run_workload(model: str, phase: str, duration_s: float, *, seed: int = 0,
     if distributed:
         os.environ.setdefault("MASTER_ADDR", master_addr)
         os.environ.setdefault("MASTER_PORT", str(master_port))
-        dist.init_process_group("gloo", rank=rank, world_size=world_size,
-                                init_method=f"tcp://{master_addr}:{master_port}")
+        dist.init_process_group(
+            "gloo", rank=rank, world_size=world_size, init_method=f"tcp://{master_addr}:{master_port}"
+        )
         net = nn.parallel.DistributedDataParallel(net)
     log = open(log_path, "a", encoding="utf-8") if log_path else None  # noqa: SIM115
     loss_fn = nn.CrossEntropyLoss()
@@ -184,9 +213,18 @@ def run_workload(model: str, phase: str, duration_s: float, *, seed: int = 0,
             else:
                 done = now - t0 >= duration_s
             if log and (now - last_log >= 1.0 or done):
-                log.write(json.dumps({"time_ms": int(now * 1000), "rank": rank, "steps": steps,
-                                      "steps_per_s": (steps - last_steps) / max(now - last_log, 1e-9),
-                                      "loss": loss_v}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "time_ms": int(now * 1000),
+                            "rank": rank,
+                            "steps": steps,
+                            "steps_per_s": (steps - last_steps) / max(now - last_log, 1e-9),
+                            "loss": loss_v,
+                        }
+                    )
+                    + "\n"
+                )
                 log.flush()
                 last_log, last_steps = now, steps
             if done:
@@ -197,13 +235,23 @@ def run_workload(model: str, phase: str, duration_s: float, *, seed: int = 0,
         if distributed and dist.is_initialized():
             dist.destroy_process_group()
     elapsed = time.time() - t0
-    return {"model": model, "phase": phase, "rank": rank, "world_size": world_size, "steps": steps,
-            "samples": samples, "elapsed_s": elapsed, "final_loss": loss_v,
-            "samples_per_s": samples / max(elapsed, 1e-9)}
+    return {
+        "model": model,
+        "phase": phase,
+        "rank": rank,
+        "world_size": world_size,
+        "steps": steps,
+        "samples": samples,
+        "elapsed_s": elapsed,
+        "final_loss": loss_v,
+        "samples_per_s": samples / max(elapsed, 1e-9),
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m reveal_lab.lab._workloads", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m reveal_lab.lab._workloads", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--model", required=True, choices=sorted(WORKLOADS))
     p.add_argument("--phase", required=True, choices=("train", "infer"))
     p.add_argument("--duration", type=float, default=30.0, help="seconds of wall clock")
@@ -215,9 +263,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--log", default=None, help="JSON-lines progress log (one line a second)")
     a = p.parse_args(argv)
-    summary = run_workload(a.model, a.phase, a.duration, seed=a.seed, rank=a.rank, world_size=a.world_size,
-                           master_addr=a.master_addr, master_port=a.master_port, log_path=a.log,
-                           threads=a.threads)
+    summary = run_workload(
+        a.model,
+        a.phase,
+        a.duration,
+        seed=a.seed,
+        rank=a.rank,
+        world_size=a.world_size,
+        master_addr=a.master_addr,
+        master_port=a.master_port,
+        log_path=a.log,
+        threads=a.threads,
+    )
     print(json.dumps(summary), flush=True)
     return 0
 
