@@ -98,16 +98,16 @@ def test_load_run_rejects_what_it_cannot_read(sample_root: Path, tmp_path: Path)
 
 
 def test_load_collector_dir_dispatches_to_read_collector_run(tmp_path: Path) -> None:
+    """A real (1 s, procfs cpu probe) collector run loads through load_run, both views."""
+    from reveal_lab.collect import collect
     from reveal_lab.io import read_collector_run
 
-    (tmp_path / "meta.json").write_text("{}")
-    try:
-        expected = read_collector_run(tmp_path)
-    except Exception as exc:  # noqa: BLE001 - whatever the collector reader says, load_run says too
-        with pytest.raises(type(exc)):
-            load_run(tmp_path)
-    else:
-        assert load_run(tmp_path).frame.equals(expected.frame)
+    out = tmp_path / "run"
+    collect(out, interval_s=0.1, duration_s=1.0, probes="cpu", handle_signals=False)
+    for view in ("dataset", "raw"):
+        got, want = load_run(out, view=view), read_collector_run(out, view=view)
+        assert got.frame.equals(want.frame) and got.meta.hosts == want.meta.hosts
+    assert load_run(out).frame.height > 0
 
 
 def test_fixtures_are_reproducible(tmp_path: Path, sample_root: Path) -> None:
