@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -106,7 +107,8 @@ class WindowFeatures:
             return X
         if fill != "median":
             raise ValueError(f"fill must be 'median' or 'zero', got {fill!r}")
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: handled below
             med = np.nanmedian(np.where(bad, np.nan, X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
         med = np.where(np.isfinite(med), med, 0.0)
         rows, cols = np.nonzero(bad)
