@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from reveal_lab.collect._format import FORMAT_VERSION, META_FILE
 from reveal_lab.collect._probe import (
     MISSING_INT,
@@ -157,7 +159,16 @@ def collect(
             if c["name"] in names_seen:
                 raise RuntimeError(f"channel {c['name']} produced by both {names_seen[c['name']]} and {c['probe']}")
             names_seen[c["name"]] = c["probe"]
-        plan = [(p, p.n_int, p.n_float) for p in used]
+        ni = sum(p.n_int for p in used)
+        nf = sum(p.n_float for p in used)
+        row_i = np.full(ni, MISSING_INT, dtype=np.int64)
+        row_f = np.full(nf, np.nan, dtype=np.float64)
+        plan = []
+        a = b = 0
+        for p in used:
+            plan.append((p, row_i[a: a + p.n_int], row_f[b: b + p.n_float]))
+            a += p.n_int
+            b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
@@ -202,7 +213,8 @@ def collect(
             for s in (signal.SIGINT, signal.SIGTERM):
                 old_handlers[s] = signal.signal(s, on_signal)
 
-        status, error, missed = _run_loop(writer, plan, self_probe, stop, interval_s, duration_s, mono0)
+        status, error, missed = _run_loop(writer, plan, row_i, row_f, self_probe, stop, interval_s, duration_s,
+                                          mono0)
         samples = writer.n_records
         end_wall = time.time_ns()
         try:
@@ -217,6 +229,8 @@ def collect(
             missed_ticks=missed,
             end_time=dt.datetime.fromtimestamp(end_wall / 1e9, dt.timezone.utc).isoformat(),
             segments=writer.segment + (1 if writer.seg_records else 0),
+            bytes_journal_written=writer.bytes_journal,
+            bytes_segments=writer.bytes_segments,
             probe_errors={p.name: getattr(p, "errors", 0) for p in used if getattr(p, "errors", 0)},
             relayouts={p.name: sum(t.relayouts for t in _tables(p)) for p in used if _tables(p)},
         )
@@ -246,7 +260,8 @@ def _tables(p: Probe) -> list[Any]:
     return [t] if t is not None else list(getattr(p, "tables", []))
 
 
-def _run_loop(writer: RunWriter, plan: list[tuple[Probe, int, int]], self_probe: Probe | None,
+def _run_loop(writer: RunWriter, plan: list[tuple[Probe, np.ndarray, np.ndarray]], row_i: np.ndarray,
+              row_f: np.ndarray, self_probe: Probe | None,
               stop: dict[str, Any], interval_s: float, duration_s: float | None,
               mono0: int) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
@@ -257,7 +272,6 @@ def _run_loop(writer: RunWriter, plan: list[tuple[Probe, int, int]], self_probe:
     k = 0
     missed = 0
     seq = 0
-    nan = float("nan")
     while not stop["flag"]:
         deadline = mono0 + k * interval_ns
         now = mono()
@@ -270,31 +284,18 @@ def _run_loop(writer: RunWriter, plan: list[tuple[Probe, int, int]], self_probe:
         if self_probe is not None:
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
-        ints: list[int] = []
-        floats: list[float] = []
-        for p, ni, nf in plan:
-            a, b = len(ints), len(floats)
+        for p, vi, vf in plan:
             try:
-                p.sample(ints, floats)
+                p.sample(vi, vf)
             except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only
                 p.errors = getattr(p, "errors", 0) + 1  # type: ignore[attr-defined]
                 if p.errors == 1:  # type: ignore[attr-defined]
                     log.warning("probe %s failed to sample (%s: %s); its values are missing", p.name,
                                 type(exc).__name__, exc)
-                del ints[a:], floats[b:]
-                ints.extend([MISSING_INT] * ni)
-                floats.extend([nan] * nf)
-                continue
-            if len(ints) - a != ni or len(floats) - b != nf:
-                p.errors = getattr(p, "errors", 0) + 1  # type: ignore[attr-defined]
-                if p.errors == 1:  # type: ignore[attr-defined]
-                    log.warning("probe %s returned %d/%d values for %d/%d channels; stored as missing",
-                                p.name, len(ints) - a, len(floats) - b, ni, nf)
-                del ints[a:], floats[b:]
-                ints.extend([MISSING_INT] * ni)
-                floats.extend([nan] * nf)
+                vi[:] = MISSING_INT
+                vf[:] = np.nan
         try:
-            writer.append(seq, t_wall, t_mono, ints, floats)
+            writer.append(seq, t_wall, t_mono, row_i, row_f)
             writer.tick(mono())
         except DiskFull as exc:
             log.error("%s: stopping the collector", exc)

@@ -2,9 +2,10 @@
 
 A probe reads one family of sources (``/proc/stat``, ``perf stat``, NVML, ...).
 It is opened once (files opened, children started, channels discovered), then
-sampled on every tick, then closed. Sampling appends exactly one value per
-integer channel to ``ints`` and one per float channel to ``floats``; a value
-the probe could not read this tick is :data:`MISSING_INT` or ``nan``.
+sampled on every tick, then closed. Sampling writes one value per integer channel
+into ``ints`` and one per float channel into ``floats`` (numpy views of the
+sample row, exactly as long as the probe's channel lists); a value the probe
+could not read this tick is :data:`MISSING_INT` or ``nan``.
 
 Adding a probe is a subclass and a :func:`register_probe` call::
 
@@ -17,7 +18,7 @@ Adding a probe is a subclass and a :func:`register_probe` call::
             self.channels = [Channel("System", "uptime", None, "s", counter=False, dtype="f")]
 
         def sample(self, ints, floats):
-            floats.append(float(os.pread(self.fd, 64, 0).split()[0]))
+            floats[0] = float(os.pread(self.fd, 64, 0).split()[0])
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
+
+import numpy as np
 
 from reveal_lab.telemetry._names import MetricName, format_metric_name
 
@@ -161,7 +164,7 @@ class Probe:
     def open(self, ctx: ProbeContext) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:  # pragma: no cover - abstract
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def close(self) -> None:
@@ -180,9 +183,10 @@ class Probe:
     def n_float(self) -> int:
         return sum(1 for c in self.channels if c.dtype == "f")
 
-    def fill_missing(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend([MISSING_INT] * self.n_int)
-        floats.extend([float("nan")] * self.n_float)
+    @staticmethod
+    def fill_missing(ints: np.ndarray, floats: np.ndarray) -> None:
+        ints[:] = MISSING_INT
+        floats[:] = np.nan
 
 
 PROBES: dict[str, type[Probe]] = {}

@@ -95,10 +95,12 @@ class RunWriter:
         self.bytes_segments = 0
         self.bytes_journal = 0
         self.fd: int | None = None
-        # the current flush period, as Python lists (cheap to append in the hot loop)
-        self._times: list[tuple[int, int, int]] = []
-        self._ints: list[list[int]] = []
-        self._floats: list[list[float]] = []
+        # the current flush period: preallocated rows (grown if a flush is late)
+        self._cap = 64
+        self._bt = np.empty((self._cap, 3), dtype=np.int64)
+        self._bi = np.empty((self._cap, self.ni), dtype=np.int64)
+        self._bf = np.empty((self._cap, self.nf), dtype=np.float64)
+        self._k = 0
         # the current segment, as numpy blocks (one per flushed chunk)
         self._seg: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._unwritten = b""
@@ -115,7 +117,7 @@ class RunWriter:
 
     @property
     def seg_records(self) -> int:
-        return sum(b[0].shape[0] for b in self._seg) + len(self._times)
+        return sum(b[0].shape[0] for b in self._seg) + self._k
 
     # -- journal ---------------------------------------------------------------------------
     def _open_journal(self, mono_ns: int) -> None:
@@ -128,11 +130,23 @@ class RunWriter:
         self._write_pending()
         _fsync_dir(self.out)
 
-    def append(self, seq: int, t_wall_ns: int, t_mono_ns: int, ints: list[int], floats: list[float]) -> None:
-        """Queue one sample; it reaches the disk at the next flush (see :meth:`tick`)."""
-        self._times.append((seq, t_wall_ns, t_mono_ns))
-        self._ints.append(ints)
-        self._floats.append(floats)
+    def append(self, seq: int, t_wall_ns: int, t_mono_ns: int, ints: np.ndarray, floats: np.ndarray) -> None:
+        """Queue one sample (copied); it reaches the disk at the next flush (see :meth:`tick`)."""
+        k = self._k
+        if k == self._cap:
+            self._cap *= 2
+            for name in ("_bt", "_bi", "_bf"):
+                old = getattr(self, name)
+                new = np.empty((self._cap, old.shape[1]), dtype=old.dtype)
+                new[:k] = old
+                setattr(self, name, new)
+        bt = self._bt[k]
+        bt[0] = seq
+        bt[1] = t_wall_ns
+        bt[2] = t_mono_ns
+        self._bi[k] = ints
+        self._bf[k] = floats
+        self._k = k + 1
         self.n_records += 1
         if self.seg_start is None:
             self.seg_start = t_mono_ns
@@ -164,11 +178,10 @@ class RunWriter:
         """Encode the samples queued since the last flush as one chunk, write it, fdatasync."""
         if mono_ns is not None:
             self.last_flush = mono_ns
-        if self._times:
-            times = np.array(self._times, dtype=np.int64)
-            ints = np.array(self._ints, dtype=np.int64).reshape(len(self._times), self.ni)
-            floats = np.array(self._floats, dtype=np.float64).reshape(len(self._times), self.nf)
-            self._times, self._ints, self._floats = [], [], []
+        if self._k:
+            k = self._k
+            times, ints, floats = self._bt[:k].copy(), self._bi[:k].copy(), self._bf[:k].copy()
+            self._k = 0
             self._seg.append((times, ints, floats))
             self._unwritten += encode_chunk(times, ints, floats)
         if self._unwritten and self.fd is not None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from collections import deque
 
+import numpy as np
+
 from reveal_lab.collect._probe import (
     MISSING_INT,
     Channel,
@@ -97,7 +99,11 @@ class Cgroups(Probe):
                                       counter=True) for k in IO_KEYS]
         self.info.update(root=root, cgroups=names)
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        ints[:] = self._collect()
+
+    def _collect(self) -> list[int]:
+        ints: list[int] = []
         for cpu_fd, mem_fd, io_fd in self.groups:
             try:
                 kv = _kv(os.pread(cpu_fd, 1024, 0)) if cpu_fd is not None else {}
@@ -120,6 +126,7 @@ class Cgroups(Probe):
                 ints.extend(tot[k] for k in IO_KEYS)
             except OSError:
                 ints.extend([MISSING_INT] * len(IO_KEYS))
+        return ints
 
     def close(self) -> None:
         for fds in self.groups:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
-from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+from reveal_lab.collect.probes._table import Layout, Table
 
 #: /proc/stat cpu columns we keep (guest time is already inside user/nice)
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -14,26 +16,25 @@ SCALARS = (("ctxt", "ctxt", True), ("processes", "processes", True),
            ("procs_running", "procs_running", False), ("procs_blocked", "procs_blocked", False))
 
 
-def _stat_index(data: bytes) -> Layout:
+def _stat_index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    for off, toks in lines_tokens(data):
+    for ln, line in enumerate(lines):
+        toks = line.split(None, 12)
+        if not toks:
+            continue
         label = toks[0]
         if label.startswith(b"cpu"):
             inst = "-" if label == b"cpu" else label[3:].decode()
-            anchors[off] = label
             for j, f in enumerate(CPU_FIELDS):
                 if 1 + j < len(toks):
-                    mapping[(inst, f)] = off + 1 + j
+                    mapping[(inst, f)] = (ln, 1 + j)
         elif label == b"intr":
-            anchors[off] = label
-            mapping[("intr",)] = off + 1
+            mapping[("intr",)] = (ln, 1)
         else:
             for lab, f, _ in SCALARS:
                 if label == lab.encode():
-                    anchors[off] = label
-                    mapping[(f,)] = off + 1
-    return mapping, anchors
+                    mapping[(f,)] = (ln, 1)
+    return mapping, {}
 
 
 @register_probe
@@ -56,8 +57,8 @@ class ProcStat(Probe):
         self.info["clock_ticks_per_s"] = os.sysconf("SC_CLK_TCK")
         self.info["cores"] = sorted({k[0] for k in self.table.keys if len(k) == 2 and k[0] != "-"}, key=int)
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()
@@ -81,8 +82,8 @@ class LoadAvg(Probe):
             Channel("System", "threads_total", None, "count"),
         ]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         t = os.pread(self.fd, 256, 0).split()
-        floats.extend((float(t[0]), float(t[1]), float(t[2])))
+        floats[0], floats[1], floats[2] = float(t[0]), float(t[1]), float(t[2])
         r, _, n = t[3].partition(b"/")
-        ints.extend((int(r), int(n)))
+        ints[0], ints[1] = int(r), int(n)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe, sanitize_instance
-from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+from reveal_lab.collect.probes._table import Layout, Table
 
 #: (field, unit, counter) in /proc/diskstats column order (Documentation/admin-guide/iostats.rst)
 DISK_FIELDS = (
@@ -39,17 +41,16 @@ def whole_disks(sys_block: str = "/sys/block") -> list[str]:
         return []
 
 
-def _index(data: bytes) -> Layout:
+def _index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    for off, toks in lines_tokens(data):
+    for ln, line in enumerate(lines):
+        toks = line.split()
         if len(toks) < 14:
             continue
         dev = toks[2].decode()
-        anchors[off + 2] = toks[2]
         for j in range(min(len(DISK_FIELDS), len(toks) - 3)):
-            mapping[(dev, j)] = off + 3 + j
-    return mapping, anchors
+            mapping[(dev, j)] = (ln, 3 + j)
+    return mapping, {}
 
 
 @register_probe
@@ -62,7 +63,8 @@ class DiskStats(Probe):
 
     def open(self, ctx: ProbeContext) -> None:
         disks = ctx.options.get("disks") or whole_disks()
-        mapping, _ = _index(open("/proc/diskstats", "rb").read())  # noqa: SIM115 - one-off
+        with open("/proc/diskstats", "rb") as f:
+            mapping, _ = _index(f.read().split(b"\n"))
         present = [d for d in disks if (d, 0) in mapping]
         if not present:
             raise ProbeUnavailable("no whole disks in /proc/diskstats")
@@ -75,8 +77,8 @@ class DiskStats(Probe):
         ]
         self.info["devices"] = present
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import time
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
 
 #: (nvidia-smi query field, unit, counter?) -- the channel field is the query field
@@ -256,14 +258,16 @@ class Gpu(Probe):
             if p is not None and p[0] in self.latest:
                 self.latest[p[0]] = p[1]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        vals: list[float] = []
         if self.nvml is not None:
             for i in range(self.n_gpu):
-                floats.extend(nvml_values(self.nvml.read(i, self.tick)))
+                vals += nvml_values(self.nvml.read(i, self.tick))
         else:
             self._drain()
             for i in range(self.n_gpu):
-                floats.extend(self.latest[i])
+                vals += self.latest[i]
+        floats[:] = vals
         self.tick += 1
 
     def close(self) -> None:

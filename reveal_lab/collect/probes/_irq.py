@@ -2,30 +2,28 @@
 
 from __future__ import annotations
 
-from reveal_lab.collect._probe import MISSING_INT, Channel, Probe, ProbeContext, register_probe
-from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+import numpy as np
+
+from reveal_lab.collect._probe import MISSING_INT, Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect.probes._table import Layout, Table
 
 
-def _percpu_index(data: bytes) -> Layout:
+def _percpu_index(lines: list[bytes]) -> Layout:
     """Rows ``LABEL: v_cpu0 v_cpu1 ... [description]`` under a ``CPU0 CPU1 ...`` header."""
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    rows = lines_tokens(data)
-    hoff, head = next(rows)
+    head = lines[0].split()
     ncpu = sum(1 for t in head if t.startswith(b"CPU"))
-    anchors[hoff] = head[0]
-    anchors[hoff + len(head) - 1] = head[-1]
-    for off, toks in rows:
+    for ln, line in enumerate(lines[1:], start=1):
+        toks = line.split(None, ncpu + 1)
+        if not toks:
+            continue
         label = toks[0].rstrip(b":").decode()
-        anchors[off] = toks[0]
-        n = 0
         for j in range(ncpu):
             if 1 + j < len(toks) and toks[1 + j].isdigit():
-                mapping[(label, j)] = off + 1 + j
-                n += 1
+                mapping[(label, j)] = (ln, 1 + j)
             else:
                 break
-    return mapping, anchors
+    return mapping, {0: lines[0]}
 
 
 @register_probe
@@ -46,7 +44,7 @@ class Interrupts(Probe):
         order = [(lab, j) for lab in named for j in range(ncpu) if (lab, j) in set(keys)]
         order += [(lab, j) for lab in numbered for j in range(ncpu) if (lab, j) in set(keys)]
         self.table.keys = order
-        self.table._build(*self.table.index(self.table._prep(self.table._read())))
+        self.table.relearn()
         self.n_named = sum(1 for lab, _ in order if not lab.isdigit())
         self.ncpu = ncpu
         self.n_numbered_rows = len(numbered)
@@ -54,16 +52,19 @@ class Interrupts(Probe):
                          for lab, j in order[: self.n_named]]
         self.channels += [Channel("Interrupts", "devices", str(j), "count", counter=True) for j in range(ncpu)]
         self.info["device_irqs"] = len(numbered)
+        self._buf = np.empty(len(order), dtype=np.int64)
+        if (len(order) - self.n_named) % ncpu:
+            raise ProbeUnavailable("/proc/interrupts has device IRQ rows without one count per core")
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        v = self.table.values()
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        v = self._buf
+        self.table.read_into(v)
         nn = self.n_named
-        ints.extend(v[:nn])
-        dev = v[nn:]
-        n = self.ncpu
-        if MISSING_INT in dev:
-            dev = [0 if x == MISSING_INT else x for x in dev]
-        ints.extend(sum(dev[j::n]) for j in range(n))
+        ints[:nn] = v[:nn]
+        dev = v[nn:].reshape(-1, self.ncpu)
+        if self.table.relayouts:  # an IRQ vanished since start: count it as zero
+            dev = np.where(dev == MISSING_INT, 0, dev)
+        dev.sum(axis=0, out=ints[nn:])
 
     def close(self) -> None:
         self.table.close()
@@ -80,8 +81,8 @@ class Softirqs(Probe):
         self.table = Table(ctx, "/proc/softirqs", _percpu_index)
         self.channels = [Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
-from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+from reveal_lab.collect.probes._table import Layout, Table
 
 
-def _meminfo_index(data: bytes) -> Layout:
+def _meminfo_index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    for off, toks in lines_tokens(data):
+    for ln, line in enumerate(lines):
+        toks = line.split()
         if len(toks) >= 2 and toks[0].endswith(b":"):
             key = toks[0][:-1].decode()
-            mapping[(key, toks[2].decode() if len(toks) > 2 else "")] = off + 1
-            anchors[off] = toks[0]
-    return mapping, anchors
+            mapping[(key, toks[2].decode() if len(toks) > 2 else "")] = (ln, 1)
+    return mapping, {}
 
 
 @register_probe
@@ -32,8 +33,8 @@ class MemInfo(Probe):
             Channel("Memory", sanitize_field(key), None, unit or "count") for key, unit in self.table.keys
         ]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()
@@ -57,14 +58,13 @@ VMSTAT_KEYS = re.compile(
 )
 
 
-def _vmstat_index(data: bytes) -> Layout:
+def _vmstat_index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    for off, toks in lines_tokens(data):
+    for ln, line in enumerate(lines):
+        toks = line.split()
         if len(toks) == 2:
-            mapping[toks[0].decode()] = off + 1
-            anchors[off] = toks[0]
-    return mapping, anchors
+            mapping[toks[0].decode()] = (ln, 1)
+    return mapping, {}
 
 
 @register_probe
@@ -80,13 +80,11 @@ class VmStat(Probe):
     def open(self, ctx: ProbeContext) -> None:
         keep_all = bool(ctx.options.get("vmstat_all"))
 
-        def index(data: bytes) -> Layout:
-            mapping, anchors = _vmstat_index(data)
+        def index(lines: list[bytes]) -> Layout:
+            mapping, fixed = _vmstat_index(lines)
             if not keep_all:
-                keep = {k: v for k, v in mapping.items() if VMSTAT_KEYS.match(k)}
-                anchors = {v - 1: anchors[v - 1] for v in keep.values()}
-                mapping = keep
-            return mapping, anchors
+                mapping = {k: v for k, v in mapping.items() if VMSTAT_KEYS.match(k)}
+            return mapping, fixed
 
         self.table = Table(ctx, "/proc/vmstat", index)
         self.channels = [
@@ -95,8 +93,8 @@ class VmStat(Probe):
             for k in self.table.keys
         ]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()

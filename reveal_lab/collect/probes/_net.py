@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from reveal_lab.collect._probe import (
     Channel,
     Probe,
@@ -19,7 +21,7 @@ from reveal_lab.collect._probe import (
     register_probe,
     sanitize_instance,
 )
-from reveal_lab.collect.probes._table import Layout, Table, lines_tokens
+from reveal_lab.collect.probes._table import Layout, Table
 
 NETDEV_FIELDS = (
     "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame", "rx_compressed", "rx_multicast",
@@ -27,19 +29,16 @@ NETDEV_FIELDS = (
 )
 
 
-def _netdev_index(data: bytes) -> Layout:
+def _netdev_index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    for i, (off, toks) in enumerate(lines_tokens(data)):
-        if i < 2 or len(toks) != 17:
-            if i < 2:
-                anchors[off] = toks[0]
+    fixed = {i: lines[i] for i in range(min(2, len(lines)))}
+    for ln, line in enumerate(lines[2:], start=2):
+        toks = line.replace(b":", b" ", 1).split()
+        if len(toks) != 17:
             continue
-        dev = toks[0].decode()
-        anchors[off] = toks[0]
         for j in range(16):
-            mapping[(dev, j)] = off + 1 + j
-    return mapping, anchors
+            mapping[(toks[0].decode(), j)] = (ln, 1 + j)
+    return mapping, fixed
 
 
 def link_speed_mbps(dev: str) -> float | None:
@@ -59,7 +58,9 @@ class NetDev(Probe):
 
     def open(self, ctx: ProbeContext) -> None:
         path = "/proc/self/net/dev"
-        mapping, _ = _netdev_index(read_all(ctx.open_ro(path)).replace(b":", b" "))
+        fd = ctx.open_ro(path)
+        mapping, _ = _netdev_index(read_all(fd).split(b"\n"))
+        os.close(fd)
         devs = list(dict.fromkeys(d for d, _ in mapping))
         devs = [d for d in devs if d != "lo" or ctx.options.get("include_lo")]
         if not devs:
@@ -75,8 +76,8 @@ class NetDev(Probe):
         # link speeds (Mb/s) feed NetworkUtilization in the dataset view
         self.info["speed_mbps"] = {sanitize_instance(d): link_speed_mbps(d) for d in devs}
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend(self.table.values())
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        self.table.read_into(ints)
 
     def close(self) -> None:
         self.table.close()
@@ -88,21 +89,19 @@ NSTAT_GAUGES = frozenset({
 })
 
 
-def _nstat_index(data: bytes) -> Layout:
+def _nstat_index(lines: list[bytes]) -> Layout:
     """Header/value line pairs: ``Tcp: RtoAlgorithm ...`` then ``Tcp: 1 ...``."""
     mapping: dict = {}
-    anchors: dict[int, bytes] = {}
-    rows = list(lines_tokens(data))
-    for (hoff, head), (voff, vals) in zip(rows[::2], rows[1::2], strict=False):
-        if head[0] != vals[0] or len(head) != len(vals):
+    fixed: dict[int, bytes] = {}
+    for ln in range(0, len(lines) - 1, 2):
+        head, vals = lines[ln].split(), lines[ln + 1].split()
+        if not head or head[0] != vals[0] or len(head) != len(vals):
             continue
         prefix = head[0].rstrip(b":").decode()
-        anchors[hoff] = head[0]
-        anchors[hoff + len(head) - 1] = head[-1]
-        anchors[voff] = vals[0]
+        fixed[ln] = lines[ln]
         for j in range(1, len(head)):
-            mapping[prefix + head[j].decode()] = voff + j
-    return mapping, anchors
+            mapping[prefix + head[j].decode()] = (ln + 1, j)
+    return mapping, fixed
 
 
 @register_probe
@@ -133,9 +132,11 @@ class Nstat(Probe):
                 else:
                     self.channels.append(Channel("Nstat", k, None, "count", counter=True))
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        a = 0
         for t in self.tables:
-            ints.extend(t.values())
+            t.read_into(ints[a: a + t.n])
+            a += t.n
 
     def close(self) -> None:
         for t in self.tables:
@@ -198,11 +199,20 @@ class Sockets(Probe):
                 pass
         self.channels = [Channel("NetworkProtocolCounts", f, None, "count") for f in fields]
         self._unix_hint = 65536
+        self._tick = 0
+        self._unix = 0
+        self.unix_every = max(1, round(1.0 / ctx.interval_s))
+        self.info["unix_every_samples"] = self.unix_every
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         toks = [os.pread(fd, 4096, 0).split() for fd in self.fds]
-        ints.extend(int(toks[f][i]) for f, i in self.positions)
+        n = len(self.positions)
+        ints[:n] = [int(toks[f][i]) for f, i in self.positions]
         if self.unix_fd is not None:
-            data = read_all(self.unix_fd, self._unix_hint)
-            self._unix_hint = max(self._unix_hint, 2 * len(data))
-            ints.append(max(data.count(b"\n") - 1, 0))
+            # /proc/net/unix grows with the socket count: counted once every `unix_every` samples
+            if self._tick % self.unix_every == 0:
+                data = read_all(self.unix_fd, self._unix_hint)
+                self._unix_hint = max(self._unix_hint, 2 * len(data))
+                self._unix = max(data.count(b"\n") - 1, 0)
+            ints[n] = self._unix
+        self._tick += 1

@@ -14,6 +14,8 @@ import os
 import shutil
 import subprocess
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
 
 HARDWARE_EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses")
@@ -151,12 +153,12 @@ class PerfStat(Probe):
             except ValueError:
                 pass
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         if self.dead:
-            floats.extend([float("nan")] * len(self.cum))
+            floats[:] = np.nan
             return
         self._drain()
-        floats.extend(self.cum)
+        floats[:] = self.cum
 
     def close(self) -> None:
         if getattr(self, "proc", None) is not None and self.proc.poll() is None:

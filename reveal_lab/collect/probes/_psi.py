@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, read_all, register_probe
 
 
@@ -46,11 +48,15 @@ class Pressure(Probe):
         self.channels = fl + it
         self.info["unavailable"] = reasons
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        fl: list[float] = []
+        it: list[int] = []
         for fd, fidx, iidx in self.files:
             toks = os.pread(fd, 512, 0).split()
-            floats.extend(float(toks[i][6:]) for i in fidx)
-            ints.extend(int(toks[i][6:]) for i in iidx)
+            fl += [float(toks[i][6:]) for i in fidx]
+            it += [int(toks[i][6:]) for i in iidx]
+        floats[:] = fl
+        ints[:] = it
 
     def close(self) -> None:
         for fd, _, _ in self.files:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
 
 
@@ -26,5 +28,7 @@ class SelfTiming(Probe):
             Channel("Collector", "cpu_time", None, "us", counter=True),
         ]
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
-        ints.extend((self.lag_us, self.missed, time.process_time_ns() // 1000))
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        ints[0] = self.lag_us
+        ints[1] = self.missed
+        ints[2] = time.process_time_ns() // 1000

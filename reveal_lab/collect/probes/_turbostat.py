@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import time
 
+import numpy as np
+
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
 
 
@@ -106,11 +108,11 @@ class Turbostat(Probe):
             elif self.block:
                 self.block.append(line)
 
-    def sample(self, ints: list[int], floats: list[float]) -> None:
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         self._drain()
         get = self.latest.get
         nan = float("nan")
-        floats.extend(get(k, nan) for k in self.keys)
+        floats[:] = [get(k, nan) for k in self.keys]
 
     def close(self) -> None:
         proc = getattr(self, "proc", None)
