@@ -76,7 +76,11 @@ def plot_usage_cdfs(
             ax.set_xscale("symlog")
         ax.set_ylim(0, 1.02)
     axes[0, 0].set_ylabel("CDF")
-    axes[0, -1].legend(loc="lower right", frameon=False)
+    handles: dict[str, object] = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    fig.legend(list(handles.values()), list(handles), loc="outside right upper", frameon=False)
     return fig
 
 

@@ -15,6 +15,7 @@ from reveal_lab.studies._data import (
     load_study_runs,
     parse_list,
     resolve_data,
+    run_table,
     select_runs,
     synthetic_runs,
 )
@@ -29,6 +30,7 @@ from reveal_lab.studies._detection import (
 )
 from reveal_lab.studies._dtw import (
     DTWStudy,
+    collect_traces,
     dtw_distance,
     dtw_reproducibility,
     dtw_to_median,
@@ -63,6 +65,7 @@ from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usa
 
 __all__ = [
     "resolve_data",
+    "run_table",
     "select_runs",
     "iter_study_runs",
     "load_study_runs",
@@ -77,6 +80,7 @@ __all__ = [
     "top_windows",
     "traces_around",
     "DTWStudy",
+    "collect_traces",
     "dtw_distance",
     "dtw_reproducibility",
     "dtw_to_median",

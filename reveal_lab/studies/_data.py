@@ -14,6 +14,7 @@ from reveal_lab.telemetry import TIMESTAMP, Run
 
 __all__ = [
     "resolve_data",
+    "run_table",
     "select_runs",
     "iter_study_runs",
     "load_study_runs",
@@ -97,8 +98,10 @@ def select_runs(
     max_runs_per_workload: int | None = None,
     phase: str | None = None,
     platform: str | None = None,
+    max_runs: int | None = None,
 ) -> list[str]:
-    """Run ids from a dataset index, filtered and capped per workload (in index order)."""
+    """Run ids from a dataset index, filtered and capped per workload (in index order);
+    ``max_runs`` then keeps that many in total, taking the workloads in turn."""
     idx = index
     if workloads:
         unknown = sorted(set(workloads) - set(idx.get_column("workload").to_list()))
@@ -112,6 +115,14 @@ def select_runs(
     idx = idx.unique("run_id", maintain_order=True)
     if max_runs_per_workload:
         idx = idx.filter(pl.int_range(pl.len()).over("workload") < max_runs_per_workload)
+    if max_runs:
+        idx = (
+            idx.with_row_index("_pos")
+            .with_columns(pl.int_range(pl.len()).over("workload").alias("_turn"))
+            .sort("_turn", "_pos")
+            .head(max_runs)
+            .sort("_pos")
+        )
     return idx.get_column("run_id").to_list()
 
 
@@ -134,18 +145,21 @@ def iter_study_runs(
     max_seconds: float | None = None,
     phase: str | None = None,
     platform: str | None = None,
+    max_runs: int | None = None,
 ) -> Iterator[Run]:
-    """Runs for a study, loaded one at a time (see :func:`resolve_data`)."""
+    """Runs for a study, loaded one at a time (see :func:`resolve_data` and :func:`select_runs`)."""
     root = resolve_data(data)
     wl = parse_list(workloads) if not isinstance(workloads, list) else workloads
     if root == SYNTH:
-        seen: dict[str, int] = {}
-        for run in synthetic_runs():
-            w = run.meta.workload or ""
-            if (wl and w not in wl) or (max_runs_per_workload and seen.get(w, 0) >= max_runs_per_workload):
-                continue
-            seen[w] = seen.get(w, 0) + 1
-            yield crop_run(run, max_seconds)
+        synth = {r.meta.run_id: r for r in synthetic_runs()}
+        index = pl.DataFrame({"run_id": list(synth), "workload": [r.meta.workload for r in synth.values()]})
+        for rid in select_runs(
+            index,
+            workloads=wl,
+            max_runs_per_workload=max_runs_per_workload or None,
+            max_runs=max_runs or None,
+        ):
+            yield crop_run(synth[rid], max_seconds)
         return
     from reveal_lab.io import open_dataset
 
@@ -156,6 +170,7 @@ def iter_study_runs(
         max_runs_per_workload=max_runs_per_workload or None,
         phase=phase or None,
         platform=platform or None,
+        max_runs=max_runs or None,
     )
     for rid in ids:
         yield crop_run(ds.load(rid), max_seconds)
@@ -164,3 +179,42 @@ def iter_study_runs(
 def load_study_runs(data: str | Path | None = None, **kwargs: object) -> list[Run]:
     """:func:`iter_study_runs` as a list."""
     return list(iter_study_runs(data, **kwargs))  # type: ignore[arg-type]
+
+
+def run_table(runs: Sequence[Run]) -> pl.DataFrame:
+    """One row per run: ``run_id, workload, platform, phase, hosts, n_rows, n_metrics,
+    duration_s, interval_ms, n_warnings`` (the dataset overview table)."""
+    rows = []
+    for r in runs:
+        ts = r.frame.get_column(TIMESTAMP)
+        dur = (ts.max() - ts.min()).total_seconds() if r.frame.height > 1 else 0.0  # type: ignore[operator]
+        step = ts.diff().dt.total_milliseconds().median() if r.frame.height > 1 else None
+        rows.append(
+            {
+                "run_id": r.meta.run_id,
+                "workload": r.meta.workload,
+                "platform": r.meta.platform,
+                "phase": r.meta.phase,
+                "hosts": ",".join(r.meta.hosts),
+                "n_rows": r.frame.height,
+                "n_metrics": r.frame.width - 1,
+                "duration_s": float(dur),
+                "interval_ms": float(step) if step is not None else None,
+                "n_warnings": len(r.warnings),
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "run_id": pl.String,
+            "workload": pl.String,
+            "platform": pl.String,
+            "phase": pl.String,
+            "hosts": pl.String,
+            "n_rows": pl.Int64,
+            "n_metrics": pl.Int64,
+            "duration_s": pl.Float64,
+            "interval_ms": pl.Float64,
+            "n_warnings": pl.Int64,
+        },
+    )

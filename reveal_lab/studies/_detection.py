@@ -58,50 +58,59 @@ def _conform(ev: pl.DataFrame) -> pl.DataFrame:
 
 
 def run_detection(
-    runs: Iterable[Run], *, preset: str = "full", window_s: float | None = None, stride_s: float | None = None
+    runs: Iterable[Run],
+    *,
+    preset: str = "full",
+    window_s: float | None = None,
+    stride_s: float | None = None,
+    min_agreement: int = 1,
+    selected: object | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Detect every run; return ``(windows, evidence)`` over all runs.
+    """Detect every run with :func:`reveal_lab.pipeline.detect_run`; return
+    ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
 
-    ``windows``: ``run_id, workload, host, n_windows`` (windows analysed per run and host);
-    ``evidence``: the pipeline's evidence rows with ``run_id`` and ``workload``.
+    ``windows`` has one row per scored window and host (``window_id, start, end, host,
+    label_<detector>, score_<detector>, agreement, combined, anomalous``); ``evidence``
+    the pipeline's evidence rows. ``selected`` restricts the diagnostic space (a
+    pruning result or metric keys).
     """
+    from dataclasses import replace
+
     from reveal_lab.pipeline import detect_run
 
-    overrides = {}
+    pr = get_preset(preset)
     if window_s or stride_s:
-        p = get_preset(preset)
-        from dataclasses import replace
-
-        overrides["window"] = replace(
-            p.window,
-            **({"window_s": window_s} if window_s else {}),
-            **({"stride_s": stride_s} if stride_s else {}),
+        pr = replace(
+            pr,
+            window=replace(
+                pr.window,
+                **({"window_s": window_s} if window_s else {}),
+                **({"stride_s": stride_s} if stride_s else {}),
+            ),
         )
-    pr = get_preset(preset, **overrides)
-    win_rows, evs = [], []
+    wins, evs = [], []
     for run in runs:
-        det = detect_run(run, preset=pr)
-        w = det.windows if isinstance(det.windows, pl.DataFrame) else pl.DataFrame(det.windows)
-        hosts = (
-            w.group_by("host", maintain_order=True).len().rows()
-            if "host" in w.columns
-            else [(run.meta.host or ",".join(run.meta.hosts), w.height)]
+        det = detect_run(run, preset=pr, selected=selected, min_agreement=min_agreement)
+        ids = [
+            pl.lit(run.meta.run_id).alias("run_id"),
+            pl.lit(run.meta.workload, pl.String).alias("workload"),
+        ]
+        w = det.windows.with_columns((pl.col("agreement") >= det.min_agreement).alias("anomalous"))
+        wins.append(w.select(*ids, pl.all()))
+        evs.append(_conform(det.evidence.with_columns(*ids)))
+    windows = (
+        pl.concat(wins, how="diagonal_relaxed")
+        if wins
+        else pl.DataFrame(
+            schema={
+                "run_id": pl.String,
+                "workload": pl.String,
+                "window_id": pl.Int64,
+                "host": pl.String,
+                "agreement": pl.Int64,
+                "anomalous": pl.Boolean,
+            }
         )
-        win_rows.extend(
-            {"run_id": run.meta.run_id, "workload": run.meta.workload, "host": h, "n_windows": n}
-            for h, n in hosts
-        )
-        ev = det.evidence if isinstance(det.evidence, pl.DataFrame) else pl.DataFrame(det.evidence)
-        evs.append(
-            _conform(
-                ev.with_columns(
-                    pl.lit(run.meta.run_id).alias("run_id"), pl.lit(run.meta.workload).alias("workload")
-                )
-            )
-        )
-    windows = pl.DataFrame(
-        win_rows,
-        schema={"run_id": pl.String, "workload": pl.String, "host": pl.String, "n_windows": pl.Int64},
     )
     evidence = pl.concat(evs) if evs else pl.DataFrame(schema=EVIDENCE_SCHEMA)
     return windows, evidence
@@ -120,113 +129,119 @@ def method_list(methods: str | Sequence[str] | None) -> list[str]:
     return [str(m) for m in methods]
 
 
-def detector_window_counts(evidence: pl.DataFrame) -> pl.DataFrame:
-    """Fig. 2: anomalous windows per detector and host (``host, method, n_windows``)."""
-    if evidence.height == 0:
-        return pl.DataFrame(schema={"host": pl.String, "method": pl.String, "n_windows": pl.UInt32})
-    ev = (
-        evidence.select("run_id", "host", "window_id", "methods")
-        .unique()
-        .with_columns(
-            pl.col("methods").map_elements(method_list, return_dtype=pl.List(pl.String)).alias("method")
+def detector_window_counts(windows: pl.DataFrame) -> pl.DataFrame:
+    """Fig. 2: windows flagged by each detector on each host (``host, method,
+    n_windows, n_scored``), plus ``agreement>=2`` (flagged by at least two)."""
+    methods = [c.removeprefix("label_") for c in windows.columns if c.startswith("label_")]
+    if windows.height == 0 or not methods:
+        return pl.DataFrame(
+            schema={"host": pl.String, "method": pl.String, "n_windows": pl.Int64, "n_scored": pl.Int64}
         )
-        .explode("method")
-        .drop_nulls("method")
+    per = windows.group_by("host").agg(
+        *[pl.col(f"label_{m}").cast(pl.Int64).sum().alias(m) for m in methods],
+        (pl.col("agreement") >= 2).cast(pl.Int64).sum().alias("agreement>=2"),
+        pl.len().cast(pl.Int64).alias("n_scored"),
     )
     return (
-        ev.unique(["run_id", "host", "window_id", "method"])
-        .group_by("host", "method")
-        .agg(pl.len().alias("n_windows"))
+        per.unpivot(index=["host", "n_scored"], variable_name="method", value_name="n_windows")
+        .select("host", "method", pl.col("n_windows").cast(pl.Int64), "n_scored")
         .sort("host", "method")
     )
 
 
-def causes_per_window(evidence: pl.DataFrame) -> pl.DataFrame:
-    """Fig. 3: for each anomalous window, how many distinct subsystems and metrics the
-    evidence names, and the share of evidence rows per subsystem.
+def causes_per_window(windows: pl.DataFrame) -> pl.DataFrame:
+    """Fig. 3: for each anomalous window, the subsystems the attribution blames
+    (jointly) and each subsystem's share of the window's explanation.
 
-    Rows: ``run_id, host, window_id, start, n_subsystems, n_metrics, top_subsystem,
-    <one share column per subsystem>``.
+    Rows: ``run_id, host, window_id, start, subsystems, n_subsystems, top_subsystem,
+    <subsystem>`` (one share column per subsystem, from the pipeline's ``share_<s>``).
     """
-    if evidence.height == 0:
+    from reveal_lab.telemetry import SUBSYSTEMS
+
+    keep = [s for s in SUBSYSTEMS if f"share_{s}" in windows.columns]
+    if windows.height == 0 or "anomalous" not in windows.columns:
         return pl.DataFrame(
             schema={
                 "run_id": pl.String,
                 "host": pl.String,
                 "window_id": pl.Int64,
                 "n_subsystems": pl.UInt32,
-                "n_metrics": pl.UInt32,
+                **{s: pl.Float64 for s in keep},
             }
         )
-    keys = ["run_id", "host", "window_id"]
-    per = evidence.group_by(keys, maintain_order=True).agg(
-        pl.col("start").first(),
-        pl.col("subsystem").n_unique().alias("n_subsystems"),
-        pl.col("metric").n_unique().alias("n_metrics"),
-        pl.col("subsystem").mode().sort().first().alias("top_subsystem"),
-    )
-    shares = (
-        evidence.group_by([*keys, "subsystem"])
-        .len()
-        .with_columns((pl.col("len") / pl.col("len").sum().over(keys)).alias("share"))
-        .pivot(on="subsystem", index=keys, values="share")
-        .fill_null(0.0)
-    )
-    return per.join(shares, on=keys, how="left").sort(keys)
+    an = windows.filter(pl.col("anomalous"))
+    return an.select(
+        "run_id",
+        "host",
+        "window_id",
+        "start",
+        pl.col("subsystems").fill_null(""),
+        pl.col("subsystems")
+        .fill_null("")
+        .str.split("+")
+        .list.eval(pl.element().filter(pl.element() != ""))
+        .list.len()
+        .alias("n_subsystems"),
+        "top_subsystem",
+        *[pl.col(f"share_{s}").fill_null(0.0).alias(s) for s in keep],
+    ).sort("run_id", "host", "window_id")
 
 
 def detection_summary(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
-    """Table 4: per workload, windows analysed, anomalous windows and their share,
-    the windows flagged by ≥2 detectors, the most-blamed subsystem and metric."""
-    analysed = windows.group_by("workload").agg(
-        pl.col("run_id").n_unique().alias("n_runs"), pl.col("n_windows").sum()
-    )
-    if evidence.height == 0:
-        return analysed.with_columns(
-            pl.lit(0).alias("n_anomalous"),
-            pl.lit(0.0).alias("anomalous_pct"),
-            pl.lit(0).alias("n_agree2"),
-            pl.lit(None, pl.String).alias("top_subsystem"),
-            pl.lit(None, pl.String).alias("top_metric"),
-        ).sort("workload")
-    win = evidence.group_by("workload", "run_id", "host", "window_id").agg(pl.col("agreement").max())
-    anom = win.group_by("workload").agg(
-        pl.len().alias("n_anomalous"), (pl.col("agreement") >= 2).sum().alias("n_agree2")
-    )
-    top = (
-        evidence.group_by("workload", "subsystem")
-        .len()
-        .sort("len", "subsystem", descending=[True, False])
-        .group_by("workload", maintain_order=True)
-        .first()
-        .select("workload", top_subsystem="subsystem")
-    )
-    topm = (
-        evidence.group_by("workload", "metric")
-        .len()
-        .sort("len", "metric", descending=[True, False])
-        .group_by("workload", maintain_order=True)
-        .first()
-        .select("workload", top_metric="metric")
-    )
-    return (
-        analysed.join(anom, on="workload", how="left")
-        .join(top, on="workload", how="left")
-        .join(topm, on="workload", how="left")
-        .with_columns(pl.col("n_anomalous").fill_null(0), pl.col("n_agree2").fill_null(0))
-        .with_columns((100 * pl.col("n_anomalous") / pl.col("n_windows")).alias("anomalous_pct"))
-        .select(
-            "workload",
-            "n_runs",
-            "n_windows",
-            "n_anomalous",
-            "anomalous_pct",
-            "n_agree2",
-            "top_subsystem",
-            "top_metric",
+    """Table 4: per workload, runs and windows analysed, anomalous windows and their
+    share, windows flagged by ≥2 detectors, the most-blamed subsystem and metric."""
+    if windows.height == 0:
+        return pl.DataFrame(
+            schema={
+                "workload": pl.String,
+                "n_runs": pl.UInt32,
+                "n_windows": pl.UInt32,
+                "n_anomalous": pl.UInt32,
+                "anomalous_pct": pl.Float64,
+                "n_agree2": pl.UInt32,
+                "top_subsystem": pl.String,
+                "top_metric": pl.String,
+            }
         )
-        .sort("workload")
+    per = windows.group_by("workload").agg(
+        pl.col("run_id").n_unique().alias("n_runs"),
+        pl.len().alias("n_windows"),
+        pl.col("anomalous").sum().alias("n_anomalous"),
+        (pl.col("agreement") >= 2).sum().alias("n_agree2"),
     )
+    out = per.with_columns((100 * pl.col("n_anomalous") / pl.col("n_windows")).alias("anomalous_pct"))
+    if evidence.height:
+        top = (
+            evidence.group_by("workload", "subsystem")
+            .len()
+            .sort("len", "subsystem", descending=[True, False])
+            .group_by("workload", maintain_order=True)
+            .first()
+            .select("workload", top_subsystem="subsystem")
+        )
+        topm = (
+            evidence.group_by("workload", "metric")
+            .len()
+            .sort("len", "metric", descending=[True, False])
+            .group_by("workload", maintain_order=True)
+            .first()
+            .select("workload", top_metric="metric")
+        )
+        out = out.join(top, on="workload", how="left").join(topm, on="workload", how="left")
+    else:
+        out = out.with_columns(
+            pl.lit(None, pl.String).alias("top_subsystem"), pl.lit(None, pl.String).alias("top_metric")
+        )
+    return out.select(
+        "workload",
+        "n_runs",
+        "n_windows",
+        "n_anomalous",
+        "anomalous_pct",
+        "n_agree2",
+        "top_subsystem",
+        "top_metric",
+    ).sort("workload")
 
 
 def top_windows(evidence: pl.DataFrame, n: int = 2, *, min_agreement: int = 1) -> pl.DataFrame:

@@ -47,6 +47,7 @@ __all__ = [
     "signed_rank_test",
     "dtw_reproducibility",
     "DTWStudy",
+    "collect_traces",
 ]
 
 
@@ -328,3 +329,56 @@ def dtw_reproducibility(
     return DTWStudy(
         pl.DataFrame(pair_rows, schema=pairs_schema), pl.DataFrame(dist_rows, schema=dist_schema), alpha
     )
+
+
+def collect_traces(
+    runs: Sequence[object],
+    *,
+    metrics: Sequence[str] | None = None,
+    max_metrics: int | None = None,
+    kinds: Sequence[str] = ("dynamic",),
+) -> dict[str, dict[str, list[np.ndarray]]]:
+    """``traces[workload][metric key] -> [one trace per run and host]`` for :func:`dtw_reproducibility`.
+
+    Metrics are matched across runs and hosts by their host-free key
+    (:meth:`reveal_lab.telemetry.MetricName.key`). By default every metric of the
+    given registry ``kinds`` that all workloads share and that is not constant
+    everywhere; ``metrics`` (keys) picks them explicitly; ``max_metrics`` keeps the
+    first ``n`` in sorted order (a deterministic subset for quick runs).
+    """
+    from reveal_lab.telemetry import classify, metric_columns, parse_metric_name
+
+    per_workload: dict[str, list[dict[str, np.ndarray]]] = {}
+    for run in runs:
+        for _host, sub in run.split_hosts().items():  # type: ignore[attr-defined]
+            by_key: dict[str, np.ndarray] = {}
+            for c in metric_columns(sub.frame):
+                m = parse_metric_name(c)
+                if m is None or classify(c).kind not in kinds:
+                    continue
+                by_key[m.key()] = sub.frame.get_column(c).to_numpy().astype(np.float64)
+            per_workload.setdefault(run.meta.workload or "unknown", []).append(by_key)  # type: ignore[attr-defined]
+    if metrics:
+        keys = list(metrics)
+    else:
+        shared = (
+            set.intersection(*(set().union(*(set(d) for d in ds)) for ds in per_workload.values()))
+            if per_workload
+            else set()
+        )
+
+        def varies(k: str) -> bool:
+            return any(
+                k in d and np.nanstd(d[k]) > 0
+                for ds in per_workload.values()
+                for d in ds
+                if np.isfinite(d.get(k, np.array([np.nan]))).any()
+            )
+
+        keys = sorted(k for k in shared if varies(k))
+    if max_metrics:
+        keys = keys[:max_metrics]
+    return {
+        w: {k: [d[k] for d in ds if k in d and np.isfinite(d[k]).sum() >= 2] for k in keys}
+        for w, ds in per_workload.items()
+    }

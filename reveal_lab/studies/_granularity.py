@@ -65,39 +65,30 @@ def detection_windows(det: object, run: object) -> pl.DataFrame:
     """The windows of a :class:`reveal_lab.pipeline.Detection` as
     ``host, start_s, end_s, anomalous`` (seconds from the run's first sample).
 
-    A window counts as anomalous when it has evidence rows in ``det.evidence``
-    (the pipeline's combined, agreement-based decision).
+    A window is anomalous when its detector agreement reaches the detection's
+    ``min_agreement`` (the pipeline's own decision, :attr:`Detection.anomalous`).
     """
     windows = det.windows  # type: ignore[attr-defined]
-    if not isinstance(windows, pl.DataFrame):
-        windows = pl.DataFrame(windows)
-    evidence = det.evidence  # type: ignore[attr-defined]
-    if not isinstance(evidence, pl.DataFrame):
-        evidence = pl.DataFrame(evidence)
     t0 = run.frame.get_column("timestamp").min()  # type: ignore[attr-defined]
-    flagged = set(evidence.get_column("window_id").to_list()) if evidence.height else set()
-    hosts = windows.get_column("host") if "host" in windows.columns else None
-    default_host = run.meta.hosts[0] if run.meta.hosts else "host"  # type: ignore[attr-defined]
-    if "anomalous" in windows.columns:
-        anomalous = windows.get_column("anomalous").cast(pl.Boolean).fill_null(False).to_numpy()
-    else:
-        anomalous = np.array([w in flagged for w in windows.get_column("window_id").to_list()], dtype=bool)
+    min_agreement = int(getattr(det, "min_agreement", 1))
     return pl.DataFrame(
         {
-            "host": hosts.cast(pl.String) if hosts is not None else [default_host] * windows.height,
+            "host": windows.get_column("host").cast(pl.String),
             "start_s": _seconds(windows.get_column("start"), t0),
             "end_s": _seconds(windows.get_column("end"), t0),
-            "anomalous": anomalous,
+            "anomalous": (windows.get_column("agreement") >= min_agreement).fill_null(False).to_numpy(),
         }
     )
 
 
-def detect_windows(run: object, window: WindowConfig, preset: str = "full") -> pl.DataFrame:
+def detect_windows(
+    run: object, window: WindowConfig, preset: str = "full", min_agreement: int = 1
+) -> pl.DataFrame:
     """Default detection for the study: :func:`reveal_lab.pipeline.detect_run` with
     ``window`` replacing the preset's window settings."""
     from reveal_lab.pipeline import detect_run
 
-    det = detect_run(run, preset=get_preset(preset, window=window))
+    det = detect_run(run, preset=get_preset(preset, window=window), min_agreement=min_agreement)
     return detection_windows(det, run)
 
 

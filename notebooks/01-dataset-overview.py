@@ -1,0 +1,52 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python (reveal-lab)
+#     language: python
+#     name: reveal-lab
+# ---
+
+# %% [markdown]
+# # 01 · Dataset overview: runs and CDFs of key resource usage
+#
+# Which runs the studies see, and how busy the machines were: CDFs of CPU busy,
+# memory utilization, network bytes and GPU utilization (where GPUs are present).
+# Parameters are scalars; `reveal-lab reproduce` sets them from `notebooks/manifest.yml`.
+
+# %% tags=["parameters"]
+data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+out_dir = "../out/lab"  # figures/ and tables/ are written below this folder
+smoke = False  # a tiny, fast subset
+workloads = ""  # comma-separated workload names; empty = all
+max_runs_per_workload = 0  # 0 = all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0 = all
+max_seconds = 0.0  # crop each run to its first seconds; 0 = whole runs
+max_samples_per_run = 2000  # samples per run and quantity entering the CDFs
+
+# %%
+import warnings
+
+from reveal_lab import plots, studies
+from reveal_lab.telemetry import TelemetryWarning
+
+# loader warnings are kept on each run (n_warnings below); do not repeat them here
+warnings.simplefilter("ignore", TelemetryWarning)
+
+runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                               max_runs=max_runs, max_seconds=max_seconds)
+overview = studies.run_table(runs)
+studies.save_table(overview, out_dir, "dataset_runs")
+overview.group_by("workload").len().sort("workload")
+
+# %%
+samples = studies.usage_samples(runs, max_samples_per_run=max_samples_per_run)
+summary = studies.usage_summary(samples)
+studies.save_table(summary, out_dir, "usage_summary")
+summary
+
+# %%
+fig = plots.plot_usage_cdfs(samples)
+plots.save_figure(fig, out_dir, "usage_cdfs")
+fig

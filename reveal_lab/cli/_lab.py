@@ -1,0 +1,49 @@
+"""``reveal-lab lab``: open the study notebooks in JupyterLab with a kernel that imports reveal_lab."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
+    p = sub.add_parser(
+        "lab",
+        help="open the study notebooks in JupyterLab (kernel 'reveal-lab')",
+        description="Install the 'Python (reveal-lab)' kernel into this environment (sys.prefix) and start "
+        "JupyterLab on notebooks/. Needs the 'lab' extra: pip install -e '.[lab]' (or make lab).",
+    )
+    p.add_argument("--notebooks", default=None, help="folder to open (default: the project's notebooks/)")
+    p.add_argument("--port", type=int, default=None, help="port for JupyterLab")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument("--kernel-only", action="store_true", help="install the kernel and exit")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    from reveal_lab.notebooks import install_kernel, notebooks_dir
+
+    path = install_kernel()
+    print(f"kernel 'reveal-lab' ({sys.executable}) installed in {path}")
+    if args.kernel_only:
+        return 0
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(
+            "JupyterLab is not installed in this environment. Install the optional extra:\n"
+            f"    {sys.executable} -m pip install -e '.[lab]'     (or: make lab)\n"
+            "then run `reveal-lab lab` again. The kernel above also works in any Jupyter front end.",
+            file=sys.stderr,
+        )
+        return 1
+    root = args.notebooks or str(notebooks_dir())
+    cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={root}"]
+    if args.port:
+        cmd.append(f"--port={args.port}")
+    if args.no_browser:
+        cmd.append("--no-browser")
+    print("starting:", " ".join(cmd))
+    return subprocess.call(cmd, env=os.environ.copy())

@@ -1,0 +1,169 @@
+"""Run the manifest's notebooks with papermill, in order, stopping at the first error.
+
+Executed copies go to ``OUT/notebooks/``; the notebooks write figures to
+``OUT/figures/`` (PNG and PDF) and tables to ``OUT/tables/`` (CSV and Markdown);
+``OUT/index.html`` links everything, including what failed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from reveal_lab.notebooks._index import NotebookResult, write_index
+from reveal_lab.notebooks._kernel import ensure_kernel
+from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifest
+
+__all__ = ["NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook stopped at a failing cell (or did not write what the manifest lists)."""
+
+    def __init__(
+        self,
+        notebook: str,
+        message: str,
+        *,
+        cell_index: int | None = None,
+        source: str | None = None,
+        ename: str | None = None,
+        evalue: str | None = None,
+        executed: Path | None = None,
+    ) -> None:
+        self.notebook, self.cell_index, self.source = notebook, cell_index, source
+        self.ename, self.evalue, self.executed = ename, evalue, executed
+        super().__init__(message)
+
+
+def expected_outputs(entry: NotebookEntry, out: Path) -> list[Path]:
+    """The files the manifest says ``entry`` writes into ``out``."""
+    files = [out / "figures" / f"{f}.{ext}" for f in entry.figures for ext in ("png", "pdf")]
+    files += [out / "tables" / f"{t}.{ext}" for t in entry.tables for ext in ("csv", "md")]
+    return files
+
+
+def _describe_failure(nb: str, exc: Exception, executed: Path) -> NotebookFailed:
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        src = exc.source if len(exc.source) < 3000 else exc.source[:3000] + "\n…"
+        msg = (
+            f"{nb}: cell {exc.cell_index} (execution count {exc.exec_count}) failed\n"
+            f"--- cell source ---\n{src}\n--- error ---\n{exc.ename}: {exc.evalue}\n"
+            f"(executed notebook with the full traceback: {executed})"
+        )
+        return NotebookFailed(
+            nb,
+            msg,
+            cell_index=exc.cell_index,
+            source=exc.source,
+            ename=exc.ename,
+            evalue=exc.evalue,
+            executed=executed,
+        )
+    return NotebookFailed(
+        nb, f"{nb}: {type(exc).__name__}: {exc}", ename=type(exc).__name__, evalue=str(exc), executed=executed
+    )
+
+
+def run_notebook(
+    manifest: Manifest,
+    entry: NotebookEntry,
+    *,
+    preset: str,
+    data: str,
+    out: Path,
+    kernel: str | None = None,
+    progress_bar: bool = False,
+) -> Path:
+    """Execute one notebook; return the executed copy. Raises :class:`NotebookFailed`."""
+    import papermill as pm
+
+    params = manifest.parameters(entry, preset)
+    params.update({"data": data, "out_dir": str(out), "smoke": preset == "smoke"})
+    executed = out / "notebooks" / entry.notebook
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        pm.execute_notebook(
+            str(manifest.root / entry.notebook),
+            str(executed),
+            parameters=params,
+            kernel_name=kernel or manifest.kernel,
+            cwd=str(manifest.root),
+            progress_bar=progress_bar,
+            log_output=False,
+            report_mode=False,
+        )
+    except Exception as exc:  # noqa: BLE001 - reported with the failing cell
+        raise _describe_failure(entry.notebook, exc, executed) from exc
+    missing = [p for p in expected_outputs(entry, out) if not p.exists()]
+    if missing:
+        raise NotebookFailed(
+            entry.notebook,
+            f"{entry.notebook} ran but did not write "
+            f"{[p.relative_to(out).as_posix() for p in missing]} (listed in the manifest)",
+            executed=executed,
+        )
+    return executed
+
+
+def run_manifest(
+    *,
+    preset: str = "smoke",
+    data: str | Path | None = None,
+    out: str | Path = "out/reproduce",
+    only: Sequence[str] | None = None,
+    manifest: Manifest | str | Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[NotebookResult]:
+    """Run every notebook of the manifest (or ``only`` those) in order.
+
+    ``data``: a dataset folder, ``"synth"``, or ``None`` for the bundled dataset.
+    Returns the per-notebook results; raises :class:`NotebookFailed` at the first
+    failure, after writing ``index.html`` (with the failure) either way.
+    """
+    from reveal_lab.studies import resolve_data
+
+    log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
+    m = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
+    if preset not in m.presets:
+        raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(m.presets)}")
+    data_s = str(Path(resolve_data(data)).resolve()) if str(resolve_data(data)) != "synth" else "synth"
+    out = Path(out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    entries = [m.entry(n) for n in only] if only else list(m.notebooks)
+    ensure_kernel(m.kernel)
+    started = dt.datetime.now()
+    results = [
+        NotebookResult(e.notebook, e.title, "skipped", figures=e.figures, tables=e.tables) for e in entries
+    ]
+    t_all = time.perf_counter()
+    log(f"reproduce: preset {preset}, data {data_s}, {len(entries)} notebooks -> {out}")
+    try:
+        for i, (e, r) in enumerate(zip(entries, results, strict=True), 1):
+            log(f"[{i}/{len(entries)}] {e.notebook} ({e.title}) ...")
+            t0 = time.perf_counter()
+            try:
+                r.executed = run_notebook(
+                    m, e, preset=preset, data=data_s, out=out, progress_bar=sys.stderr.isatty()
+                )
+                r.status = "ok"
+            except NotebookFailed as exc:
+                r.status, r.error, r.executed = "failed", str(exc), exc.executed
+                raise
+            finally:
+                r.seconds = time.perf_counter() - t0
+                log(
+                    f"[{i}/{len(entries)}] {e.notebook}: {r.status} in {r.seconds:.1f} s "
+                    f"(total {time.perf_counter() - t_all:.1f} s)"
+                )
+    finally:
+        index = write_index(out, results, preset=preset, data=data_s, started=started)
+        log(f"index: {index}")
+    return results
