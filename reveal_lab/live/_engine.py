@@ -154,17 +154,22 @@ class LiveDetector:
         (1 = any, as ``detect_run``'s default).
     derive : apply the pipeline's derived metrics (``detection_view``).
     fast_forest : score and explain the Isolation Forest with the flattened forest.
+    keep_features : keep every window's feature vector in :attr:`history` (tests,
+        debugging; memory grows with the stream).
     """
 
     def __init__(self, window: WindowConfig | None = None, detect: DetectConfig | None = None, *,
                  warmup_s: float = 30.0, baseline: Run | Sequence[Run] | None = None, min_agreement: int = 1,
-                 derive: bool = True, fast_forest: bool = True) -> None:
+                 derive: bool = True, fast_forest: bool = True, keep_features: bool = False) -> None:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
         self.warmup_s = float(warmup_s)
         self.min_agreement = int(min_agreement)
         self.derive = derive
         self.fast_forest = fast_forest
+        self.keep_features = keep_features
+        #: ``(window_id, feature vector, pairs)`` of every window when ``keep_features``
+        self.history: list[tuple[int, np.ndarray, pl.DataFrame]] = []
         self._buf_t = np.empty(0, dtype=np.int64)  # timestamps (epoch ms) of the buffered rows
         self._buf_v = np.empty((0, 0))  # their values, in the feature plan's metric order
         self._tail: pl.DataFrame | None = None  # last rows before derive, for its look-back
@@ -389,6 +394,8 @@ class LiveDetector:
         elif not self.fitted:
             v.phase = "warmup"
             x, pairs = self.window_vector(rows)
+            if self.keep_features:
+                self.history.append((k, x, pairs))
             if self._warm_cols is None:
                 self._warm_cols, self._warm_pairs = self._plan_cols, pairs
             if self._plan_cols == self._warm_cols:
@@ -399,6 +406,8 @@ class LiveDetector:
                 self._warm_X = []
         else:
             x, pairs = self.window_vector(rows)
+            if self.keep_features:
+                self.history.append((k, x, pairs))
             self._score(v, self._align(x, pairs)[None, :])
         v.compute_ms = (time.perf_counter() - t_start) * 1e3
         v.decided_at = time.time()

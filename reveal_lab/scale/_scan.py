@@ -39,6 +39,9 @@ class ScanResult:
     n_workers: int = 1
     backend: str = INPROCESS
     studies: dict[str, Any] = field(default_factory=dict)
+    #: the most runs that were submitted and not yet collected at any moment
+    peak_in_flight: int = 1
+    dashboard: str | None = None
 
     @property
     def failures(self) -> list[RunOutcome]:
@@ -86,6 +89,7 @@ class ScanResult:
             [{"run_id": o.run_id, "archive": o.archive, "member": o.member, "error": o.error,
               "traceback": o.traceback} for o in self.failures], indent=2))
         meta = {"backend": self.backend, "n_workers": self.n_workers, "n_runs": len(self.outcomes),
+                "peak_in_flight": self.peak_in_flight, "dashboard": self.dashboard,
                 "n_failed": len(self.failures), "seconds": round(self.seconds, 3),
                 "runs_per_minute": round(self.runs_per_minute, 3), "studies": sorted(self.studies)}
         (out / "scan.json").write_text(json.dumps(meta, indent=2))
@@ -200,8 +204,10 @@ def scan(
         workers = info.get("workers", {})
         threads = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
         say(f"Dask: {len(workers)} worker(s), {threads} thread(s); {len(ref_list)} run(s)")
-        say(dashboard_note(client))
+        note = dashboard_note(client)
+        say(note)
         window = max(1, max_in_flight or 2 * threads)
+        peak = 0
         pending = iter(ref_list)
         by_key: dict[str, RunRef] = {}
 
@@ -217,6 +223,7 @@ def scan(
         bar = _progress(len(ref_list), progress, "scan")
         ac = as_completed(first)
         for fut in ac:
+            peak = max(peak, len(by_key))
             ref = by_key.pop(fut.key)
             if fut.status == "finished":
                 outcome = fut.result()
@@ -233,7 +240,8 @@ def scan(
             if nxt is not None:
                 ac.add(nxt)
         bar.close()
-        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, len(workers), "dask")
+        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, len(workers), "dask",
+                            peak_in_flight=peak, dashboard=note)
         if studies:
             from reveal_lab.scale._studies import run_studies
 

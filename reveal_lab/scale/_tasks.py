@@ -111,7 +111,8 @@ def summarize_detection(run: Any, det: Any) -> RunResult:
         evidence = pl.DataFrame(evidence)
     windows = det.windows
     n_windows = int(windows.height if isinstance(windows, pl.DataFrame) else len(windows))
-    anomalous = evidence.get_column("window_id").n_unique() if evidence.height else 0
+    s = getattr(det, "summary", None) or {}
+    anomalous = s.get("anomalous", evidence.select("window_id", "host").n_unique() if evidence.height else 0)
     top = (evidence.group_by("subsystem").len().sort(["len", "subsystem"], descending=[True, False])
            if evidence.height else None)
     summary: dict[str, Any] = {
