@@ -47,6 +47,31 @@ READABLE: dict[tuple[str, str], str] = {
     ("CPU", "idle"): "CPU idle time",
     ("CPU", "softirq"): "CPU softirq time",
     ("CPU", "CPUUtilization"): "CPU utilization",
+    ("CPU", "User%"): "CPU user time",
+    ("CPU", "System%"): "CPU system time",
+    ("CPU", "Idle%"): "CPU idle time",
+    ("CPU", "IOWait%"): "CPU I/O wait",
+    ("CPU", "ctxt"): "Context switches",
+    ("CPU", "intr"): "Interrupts",
+    ("CPU", "procs_running"): "Runnable processes",
+    ("CPU", "procs_blocked"): "Processes blocked on I/O",
+    ("PSI", "cpu_some_total"): "CPU pressure stall time",
+    ("PSI", "memory_some_total"): "Memory pressure stall time",
+    ("PSI", "memory_full_total"): "Memory full-stall time",
+    ("PSI", "io_some_total"): "I/O pressure stall time",
+    ("PSI", "io_full_total"): "I/O full-stall time",
+    ("Memory", "MemAvailable"): "Available memory",
+    ("Memory", "MemFree"): "Free memory",
+    ("Memory", "Cached"): "Page cache",
+    ("Memory", "Dirty"): "Dirty pages",
+    ("Memory", "AnonPages"): "Anonymous memory",
+    ("Vmstat", "pgmajfault"): "Major page faults",
+    ("Vmstat", "pgfault"): "Page faults",
+    ("Vmstat", "pswpin"): "Pages swapped in",
+    ("Vmstat", "pswpout"): "Pages swapped out",
+    ("Nstat", "TcpRetransSegs"): "Network TCP retransmissions",
+    ("Nstat", "TcpInSegs"): "TCP segments received",
+    ("Nstat", "TcpOutSegs"): "TCP segments sent",
     # GPU
     ("GPU", "utilization.gpu"): "GPU utilization",
     ("GPU", "utilization.memory"): "GPU memory-bandwidth utilization",
@@ -119,15 +144,22 @@ def readable_metric(metric: str) -> str:
     'Network TCP retransmissions'
     >>> readable_metric("GPU: power.draw.1.htc-g004[W]")
     'GPU power draw (GPU 1)'
+    >>> readable_metric("Vmstat_diff:workingset_refault_file.vm[count]")
+    'Memory Vmstat workingset refault file'
     """
     m = parse_metric_name(metric)
     if m is None:
         return metric
     name = READABLE.get((m.source, m.field))
+    if name is None and m.source == "Disk":
+        name = READABLE.get(("Storage", m.field))
     if name is None:
         sub = _SUBSYSTEM_WORD.get(classify(m).subsystem, "")
         words = re.sub(r"[_.]+", " ", m.field).strip()
-        name = f"{sub} {m.source} {words}".strip() if sub.lower() not in words.lower() else f"{m.source} {words}"
+        parts = [sub, m.source, words]
+        if sub.lower() == m.source.lower() or sub.lower() in words.lower():
+            parts = [m.source, words]
+        name = " ".join(p for p in parts if p)
     inst = m.instance
     if inst is None or inst == "-":
         return name

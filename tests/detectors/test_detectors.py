@@ -1,0 +1,169 @@
+"""The three detectors: scikit-learn contract, thresholds, NaN handling, explanations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from reveal_lab.config import DetectConfig
+from reveal_lab.detectors import (
+    DetectorEnsemble,
+    IsolationForestDetector,
+    PCAMahalanobisDetector,
+    ZScoreDetector,
+    default_detectors,
+)
+
+DETECTORS = [ZScoreDetector(), ZScoreDetector(robust=False), PCAMahalanobisDetector(),
+             IsolationForestDetector(n_estimators=25)]
+
+
+# Every check passes: nothing is xfailed. (The detectors are plain estimators, not
+# OutlierMixin: their predict follows PyOD's 0/1 convention, not sklearn's -1/+1.)
+@parametrize_with_checks(DETECTORS)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _data(seed=0, n=400, p=12):
+    rng = np.random.default_rng(seed)
+    latent = rng.normal(size=(n, 3))
+    return latent @ rng.normal(size=(3, p)) + 0.3 * rng.normal(size=(n, p))
+
+
+@pytest.mark.parametrize("det", [ZScoreDetector(), PCAMahalanobisDetector(), IsolationForestDetector(n_estimators=60)],
+                         ids=lambda d: d.name)
+def test_contract_threshold_and_labels(det):
+    X = _data()
+    det.fit(X)
+    assert det.decision_scores_.shape == (400,)
+    # 99th percentile of the fit scores: about 1 % flagged
+    assert 1 <= det.labels_.sum() <= 8
+    assert set(np.unique(det.labels_)) <= {0, 1}
+    np.testing.assert_allclose(det.decision_function(X), det.decision_scores_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(det.predict(X), det.labels_)
+    np.testing.assert_array_equal(type(det)(**det.get_params()).fit_predict(X), det.labels_)
+    # a planted outlier in new data is scored above the threshold
+    x = X[:1].copy()
+    x[0, :] += 50
+    assert det.predict(x)[0] == 1
+    assert det.explain(X[:5]).shape == (5, 12)
+
+
+def test_not_fitted_and_too_few_rows():
+    with pytest.raises(NotFittedError):
+        ZScoreDetector().decision_function(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="sample"):
+        PCAMahalanobisDetector().fit(np.zeros((1, 3)))
+    with pytest.raises(ValueError, match="contamination"):
+        IsolationForestDetector(contamination=0.7).fit(_data())
+
+
+def test_zscore_explain_is_abs_z_and_constant_columns_are_neutral():
+    X = _data()
+    X[:, 3] = 7.0  # constant
+    det = ZScoreDetector(robust=False).fit(X)
+    z = det.explain(X)
+    np.testing.assert_allclose(z.mean(axis=1), det.decision_scores_)
+    np.testing.assert_allclose(z[:, 0], np.abs((X[:, 0] - X[:, 0].mean()) / X[:, 0].std()))
+    Y = X[:3].copy()
+    Y[:, 3] = 1e6  # a constant fit feature cannot say how unusual this is: neutral
+    assert np.all(det.explain(Y)[:, 3] == 0)
+
+
+def test_robust_z_resists_the_outliers_it_is_looking_for():
+    X = _data(n=300)
+    X[:15, 0] += 40  # 5 % contamination inflates the plain std
+    robust = ZScoreDetector(robust=True).fit(X).explain(X[:1])[0, 0]
+    plain = ZScoreDetector(robust=False).fit(X).explain(X[:1])[0, 0]
+    assert robust > 3 * plain
+
+
+def test_nan_inf_and_all_nan_features_are_imputed():
+    X = _data()
+    X[5, 2] = np.nan
+    X[7, 1] = np.inf
+    X[:, 9] = np.nan  # all-NaN feature
+    for det in (ZScoreDetector(), PCAMahalanobisDetector(), IsolationForestDetector(n_estimators=30)):
+        det.fit(X)
+        assert np.isfinite(det.decision_scores_).all()
+        assert det.impute_values_[9] == 0.0
+        e = det.explain(X[:10])
+        assert np.isfinite(e).all()
+        assert np.all(e[:, 9] == 0) or det.name == "iforest"  # a constant feature never splits a tree
+        Y = X[:2].copy()
+        Y[:, :] = np.nan
+        assert np.isfinite(det.decision_function(Y)).all()
+
+
+@pytest.mark.parametrize("n,p", [(120, 300), (400, 12)], ids=["gram", "covariance"])
+def test_mahalanobis_contributions_sum_to_the_score(n, p):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 4)) @ rng.normal(size=(4, p)) + rng.normal(size=(n, p))
+    det = PCAMahalanobisDetector().fit(X)
+    assert 1 <= det.n_components_ < min(n, p)
+    assert det.explained_variance_ratio_.sum() >= 0.95 - 1e-9
+    assert det.explained_variance_ratio_[:-1].sum() < 0.95
+    Y = X[:20] + rng.normal(size=(20, p))
+    c = det.explain(Y)
+    np.testing.assert_allclose(c.sum(axis=1), det.decision_function(Y), rtol=1e-8)
+    np.testing.assert_allclose(det.explain(X).sum(axis=1), det.decision_scores_, rtol=1e-8)
+
+
+def test_mahalanobis_matches_a_direct_computation():
+    from sklearn.decomposition import PCA
+
+    X = _data(p=8)
+    det = PCAMahalanobisDetector().fit(X)
+    Z = (X - X.mean(0)) / X.std(0, ddof=1)
+    pca = PCA(n_components=0.95, svd_solver="full").fit(Z)
+    T = pca.transform(Z)
+    d2 = (T**2 / pca.explained_variance_).sum(axis=1)
+    assert det.n_components_ == pca.n_components_
+    np.testing.assert_allclose(det.decision_scores_, d2, rtol=1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_iforest_explanation_ranks_the_planted_feature_first(seed):
+    rng = np.random.default_rng(seed)
+    X = _data(seed, n=500, p=20)
+    j = int(rng.integers(20))
+    X[123, j] += 12 * X[:, j].std()
+    det = IsolationForestDetector(n_estimators=100, random_state=seed).fit(X)
+    e = det.explain(X[[123]])[0]
+    assert int(np.argmax(e)) == j
+    # and for a typical window no feature stands out that much
+    assert e[j] > 1.5 * np.abs(det.explain(X[:50])).max(axis=1).mean()
+
+
+def test_iforest_flags_and_explains_a_multi_feature_outlier():
+    X = _data(4, n=500, p=10)
+    X[77, [1, 5, 8]] += 10 * X[:, [1, 5, 8]].std(axis=0)
+    det = IsolationForestDetector(n_estimators=100, random_state=4).fit(X)
+    assert det.labels_[77] == 1
+    assert set(np.argsort(-det.explain(X[[77]])[0])[:3]) == {1, 5, 8}
+
+
+def test_ensemble_agreement_combined_and_baseline_mode():
+    X = _data(n=600)
+    ens = DetectorEnsemble(default_detectors(DetectConfig(iforest_estimators=50))).fit(X)
+    res = ens.result_
+    assert res.methods == ["zscore", "mahalanobis", "iforest"]
+    np.testing.assert_array_equal(res.agreement, sum(res.labels.values()))
+    assert res.agreement.max() <= 3
+    # combined: mean of scores in units of each threshold (Mahalanobis as a distance)
+    d = ens.detectors_
+    manual = (res.scores["zscore"] / d["zscore"].threshold_
+              + np.sqrt(res.scores["mahalanobis"] / d["mahalanobis"].threshold_)
+              + res.scores["iforest"] / d["iforest"].threshold_) / 3
+    np.testing.assert_allclose(res.combined, manual)
+    # fit on a baseline, score new windows: a shifted block is flagged by all three
+    Y = _data(n=650)[600:]
+    Y[10:15] += 6
+    new = ens.score(Y)
+    assert (new.agreement[10:15] == 3).all()
+    assert new.agreement[:10].mean() < 0.5
+    with pytest.raises(ValueError, match="unique"):
+        DetectorEnsemble([ZScoreDetector(), ZScoreDetector()]).fit(X)
