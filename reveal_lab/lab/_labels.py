@@ -53,6 +53,7 @@ META_COLUMNS = (
 EXTRA_META_COLUMNS = (
     "run",
     "host",
+    "core",
     "run_group",
     "world_size",
     "fault",

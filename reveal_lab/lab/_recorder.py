@@ -509,6 +509,7 @@ def build_dataset(
                     "workload": f"{model_name}__{spec.task}__{spec.dataset}",
                     "run": stem,
                     "host": hn,
+                    "core": h.get("core", ""),
                     "run_group": stem,
                     "world_size": len(man["hosts"]),
                     "fault": man["fault"],
@@ -621,6 +622,7 @@ def record_plans(
     raw_dir: str | Path,
     *,
     host_names: Sequence[str] = ("labA", "labB"),
+    subnet: str = "10.77.0",
     interval: str = "100ms",
     probes: str | None = None,
     read_file: str = "/var/tmp/reveal_lab/readburst.bin",
@@ -654,7 +656,7 @@ def record_plans(
     def save() -> None:
         rec_path.write_text(json.dumps({"sessions": [*sessions, prov]}, indent=1, default=str))
 
-    with lab_hosts(host_names) as hs:
+    with lab_hosts(host_names, subnet=subnet) as hs:
         hosts = {h.name: h for h in hs}
         prov["hosts"] = [
             {
