@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import re
+import warnings as _warnings
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -30,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.telemetry import Run, RunMeta, TelemetryError
+from reveal_lab.telemetry import Run, RunMeta, TelemetryError, TelemetryWarning
 
 __all__ = [
     "Dataset",
@@ -524,11 +525,27 @@ class Dataset:
 
         return read_public_tsv(data, name=self._label(row), meta=meta, **read_options)
 
-    def iter_runs(self, **filters: Any) -> Iterator[Run]:
-        """Load the (filtered) runs one at a time, in index order."""
+    def iter_runs(self, *, on_error: str = "raise", **filters: Any) -> Iterator[Run]:
+        """Load the (filtered) runs one at a time, in index order.
+
+        ``on_error="skip"`` goes on past a run that cannot be read (a corrupt member, a
+        malformed file): the error is appended to :attr:`warnings` and emitted as a
+        :class:`~reveal_lab.telemetry.TelemetryWarning`, never dropped silently.
+        """
+        if on_error not in ("raise", "skip"):
+            raise ValueError(f"on_error must be 'raise' or 'skip', not {on_error!r}")
         ds = self.filter(**filters) if filters else self
         for run_id in ds.run_ids:
-            yield ds.load(run_id)
+            try:
+                run = ds.load(run_id)
+            except TelemetryError as exc:
+                if on_error == "raise":
+                    raise
+                msg = f"skipped run {run_id}: {exc}"
+                self.warnings.append(msg)
+                _warnings.warn(msg, TelemetryWarning, stacklevel=2)
+                continue
+            yield run
 
     def labels(self) -> pl.DataFrame | None:
         """``labels.csv`` beside the data (the lab dataset's ground truth), or ``None``."""

@@ -242,9 +242,14 @@ def test_index_is_lazy_corrupt_member_fails_only_on_load(sample_root: Path, tmp_
     with pytest.raises(TelemetryError, match="corrupt archive member") as e:
         ds.load(run_id)
     assert str(tmp_path / "Reveal_GPU.zip") in str(e.value) and member in str(e.value)
-    # every other run still loads
+    # every other run still loads, and a scan can go on past the bad one, saying so
     others = [r for r in ds.run_ids if r != run_id]
     assert all(ds.load(r).frame.height > 0 for r in others)
+    with pytest.raises(TelemetryError):
+        list(ds.iter_runs())
+    runs = list(ds.iter_runs(on_error="skip"))
+    assert [r.run_id for r in runs] == others
+    assert any(w.startswith(f"skipped run {run_id}: ") and "corrupt archive member" in w for w in ds.warnings)
 
 
 def test_dataset_pickles_without_open_handles(sample_root: Path) -> None:
