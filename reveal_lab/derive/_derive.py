@@ -58,8 +58,8 @@ def is_cumulative(name: str, values: np.ndarray) -> bool:
 
     It must come from a counter source (:data:`CUMULATIVE_SOURCES`), not already be
     a ``_diff`` column, carry a count-like unit, not name a level (``nr_*``, a
-    percentage, a ratio) and never decrease over the run while increasing at
-    least once. Per-interval counts (the public dataset's ``Perf:`` columns)
+    percentage, a ratio) and never decrease over the run (a counter that did not
+    move, e.g. idle time on a saturated machine, counts). Per-interval counts (the public dataset's ``Perf:`` columns)
     go up and down, so they are left alone.
     """
     m = parse_metric_name(name)
@@ -70,8 +70,7 @@ def is_cumulative(name: str, values: np.ndarray) -> bool:
     v = values[~np.isnan(values)]
     if v.size < 3:
         return False
-    d = np.diff(v)
-    return bool((d >= 0).all() and (d > 0).any())
+    return bool((np.diff(v) >= 0).all())
 
 
 @dataclass(frozen=True)
@@ -108,6 +107,7 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
     parsed = {c: parse_metric_name(c) for c in cols}
     existing = set(cols)
     rows: list[dict[str, str]] = []
+    diff_exprs: list[pl.Expr] = []
     exprs: list[pl.Expr] = []
     drop: list[str] = []
 
@@ -122,7 +122,7 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
             if out in existing:
                 continue
             diffed[c] = out
-            exprs.append(pl.col(c).diff().alias(out))
+            diff_exprs.append(pl.col(c).diff().alias(out))
             drop.append(c)
             rows.append({"column": out, "kind": "diff", "inputs": c,
                          "formula": "first difference of a cumulative counter (replaces it)"})
@@ -216,7 +216,7 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
                          "formula": "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)"})
     plan = pl.DataFrame(rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String,
                                       "formula": pl.String})
-    return plan, exprs, drop
+    return plan, diff_exprs, exprs, drop
 
 
 def parsed_is_diff(col: str, parsed: Mapping[str, MetricName | None]) -> bool:
@@ -258,10 +258,12 @@ def add_derived(frame: Frame, *, link_speed_mbps: Mapping[str, float] | None = N
         frame = frame.collect()
     if TIMESTAMP not in frame.columns:
         raise TelemetryError(f"frame has no {TIMESTAMP!r} column", column=TIMESTAMP)
-    _, exprs, drop = _plan(frame, link_speed_mbps)
-    if not exprs:
-        return frame
-    out = frame.with_columns([e.cast(pl.Float64) for e in exprs])
+    _, diff_exprs, exprs, drop = _plan(frame, link_speed_mbps)
+    out = frame
+    if diff_exprs:  # first the per-interval columns, which the ratios may read
+        out = out.with_columns([e.cast(pl.Float64) for e in diff_exprs])
+    if exprs:
+        out = out.with_columns([e.cast(pl.Float64) for e in exprs])
     return out.drop(drop)
 
 

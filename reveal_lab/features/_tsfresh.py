@@ -54,6 +54,8 @@ def tsfresh_features(values: np.ndarray, row_start: np.ndarray, row_end: np.ndar
     with warnings.catch_warnings():
         # statsmodels warns on rank-deficient designs; tsfresh's value is still the reference
         warnings.simplefilter("ignore", category=RuntimeWarning)
+        # statsmodels announces a future change of adfuller's return type; tsfresh reads [0]
+        warnings.filterwarnings("ignore", message="adfuller currently returns", category=FutureWarning)
         try:
             from statsmodels.tools.sm_exceptions import SingularMatrixWarning
 
