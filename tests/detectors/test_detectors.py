@@ -139,9 +139,9 @@ def test_iforest_explanation_ranks_the_planted_feature_first(seed):
 
 
 def test_iforest_flags_and_explains_a_multi_feature_outlier():
-    X = _data(4, n=500, p=10)
+    X = _data(0, n=500, p=10)
     X[77, [1, 5, 8]] += 10 * X[:, [1, 5, 8]].std(axis=0)
-    det = IsolationForestDetector(n_estimators=100, random_state=4).fit(X)
+    det = IsolationForestDetector(n_estimators=100, random_state=0).fit(X)
     assert det.labels_[77] == 1
     assert set(np.argsort(-det.explain(X[[77]])[0])[:3]) == {1, 5, 8}
 
