@@ -183,7 +183,8 @@ def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 30.0) 
         if (out_dir / "meta.json").exists() or any(out_dir.glob("journal-*.bin")):
             return
         if proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            logf = out_dir.with_name(out_dir.name + ".collector.log")
+            err = logf.read_text(errors="replace") if logf.exists() else ""
             raise LabError(f"collector exited ({proc.returncode}) before writing {out_dir}: {err[-2000:]}")
         time.sleep(0.05)
     raise LabError(f"collector did not start writing {out_dir} within {timeout}s")
@@ -289,7 +290,10 @@ def record_slot(
                     shutil.rmtree(d)
                 d.parent.mkdir(parents=True, exist_ok=True)
                 cmd = collector_command(hosts[hn], d, interval=interval, probes=probes)
-                proc = hosts[hn].popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                with open(
+                    raw_root / f"{stems[p]}_{hn}.collector.log", "wb"
+                ) as errf:  # never a pipe: it can fill
+                    proc = hosts[hn].popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
                 collectors[(p, hn)] = (proc, d)
         for proc, d in collectors.values():
             _wait_started(d, proc)
@@ -337,7 +341,8 @@ def record_slot(
                     ]
                 # gloo must use the veth (hostname resolution would pick 127.0.0.1)
                 env = {**os.environ, "GLOO_SOCKET_IFNAME": hosts[hn].veth, "OMP_NUM_THREADS": "1"}
-                proc = hosts[hn].popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+                with open(raw_root / f"{stems[p]}_{hn}.workload.log", "wb") as errf:
+                    proc = hosts[hn].popen(cmd, stdout=subprocess.PIPE, stderr=errf, env=env)
                 workers[(p, hn)] = (proc, logf)
             logs = [workers[(p, hn)][1] for hn in p.hosts]
             anchors[p] = {}
@@ -350,14 +355,17 @@ def record_slot(
         summaries: dict[tuple[RunPlan, str], dict] = {}
         for key, (proc, _) in workers.items():
             try:
-                so, se = proc.communicate(timeout=key[0].duration_s + 120)
+                so, _ = proc.communicate(timeout=key[0].duration_s + 120)
             except subprocess.TimeoutExpired:
                 _stop(proc, signal.SIGKILL)
                 raise LabError(f"workload {key[0].model} on {key[1]} did not finish") from None
             if proc.returncode != 0:
                 raise LabError(
                     f"workload {key[0].model}/{key[0].phase} on {key[1]} failed "
-                    f"({proc.returncode}): {se.decode(errors='replace')[-2000:]}"
+                    f"({proc.returncode}): "
+                    + (raw_root / f"{stems[key[0]]}_{key[1]}.workload.log").read_text(errors="replace")[
+                        -2000:
+                    ]
                 )
             summaries[key] = json.loads(so.decode().strip().splitlines()[-1])
         for th in threads:
@@ -409,7 +417,16 @@ def record_slot(
             else None,
             "labels": labels,
         }
-        (raw_root / f"{stem}.run.json").write_text(json.dumps(manifest, indent=1, default=str))
+        bad = {hn: v["collector_rc"] for hn, v in manifest["hosts"].items() if v["collector_rc"] != 0}
+        manifest["ok"] = not bad
+        name = f"{stem}.run.json" if not bad else f"{stem}.failed.json"
+        (raw_root / name).write_text(json.dumps(manifest, indent=1, default=str))
+        if bad:
+            logs = {
+                hn: (raw_root / f"{stem}_{hn}.collector.log").read_text(errors="replace")[-1500:]
+                for hn in bad
+            }
+            raise LabError(f"{stem}: collector failed on {bad}: {logs}")
         results.append(
             RecordedRun(
                 p,
@@ -445,8 +462,18 @@ def build_dataset(
         raise LabError(f"no recorded runs (*.run.json) in {raw_root}")
     meta_rows: list[dict] = []
     label_rows: list[dict] = []
+    skipped = []
     for mpath in manifests:
         man = json.loads(mpath.read_text())
+        bad = {
+            hn: h.get("collector_rc")
+            for hn, h in man["hosts"].items()
+            if h.get("collector_rc") not in (0, None)
+        }
+        if bad:  # a collector died during the run: its telemetry is incomplete
+            log.warning("%s left out: collector exit status %s", man["stem"], bad)
+            skipped.append(man["stem"])
+            continue
         plan = man["plan"]
         spec = workload_spec(plan["model"])
         stem, phase, model_name = man["stem"], plan["phase"], man["model_name"]
@@ -542,6 +569,11 @@ def build_dataset(
             )
     write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])
     write_csv(out / "labels.csv", label_rows, LABEL_COLUMNS)
+    if (raw_root / "recording.json").exists():
+        shutil.copy2(raw_root / "recording.json", out / "recording.json")
+    from reveal_lab.lab._provenance import provenance_readme
+
+    (out / "README.md").write_text(provenance_readme(raw_root, out))
     return meta_rows, label_rows
 
 
@@ -570,6 +602,19 @@ def _write_run(run: Run, path: Path) -> None:
     ) as w:
         w.write_table(table)
         w.add_key_value_metadata({PARQUET_META_KEY: json.dumps(run.meta.to_dict(), default=str)})
+
+
+def _record_slot_retry(*args, retries: int = 1, **kw) -> list[RecordedRun]:
+    """:func:`record_slot`, once more (a new time stamp, so new names) when a collector failed."""
+    for attempt in range(retries + 1):
+        try:
+            return record_slot(*args, **kw)
+        except LabError as exc:
+            if attempt == retries or "collector failed" not in str(exc):
+                raise
+            log.warning("retrying the slot: %s", str(exc)[:500])
+            time.sleep(1.5)  # the next attempt gets another start second
+    raise AssertionError("unreachable")
 
 
 def machine_provenance() -> dict:
@@ -672,7 +717,7 @@ def record_plans(
             top = _top_processes()
             t = time.time()
             try:
-                recs = record_slot(
+                recs = _record_slot_retry(
                     hosts,
                     slot,
                     raw_root,

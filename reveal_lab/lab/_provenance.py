@@ -1,0 +1,176 @@
+"""The lab dataset's provenance README, written from what the recorder logged (never by hand)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import polars as pl
+
+__all__ = ["provenance_readme"]
+
+
+def _sessions(raw: Path) -> list[dict]:
+    p = raw / "recording.json"
+    return json.loads(p.read_text()).get("sessions", []) if p.exists() else []
+
+
+def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
+    """Markdown provenance for the dataset in ``out_dir`` recorded into ``raw_dir``."""
+    raw, out = Path(raw_dir), Path(out_dir)
+    meta = pl.read_csv(out / "meta_lab.csv", infer_schema_length=10000)
+    labels = pl.read_csv(out / "labels.csv", infer_schema_length=10000)
+    sessions = _sessions(raw)
+    s0 = sessions[0] if sessions else {}
+    m = s0.get("machine", {})
+    size = sum(p.stat().st_size for p in out.rglob("*.parquet"))
+    lines = [
+        "# reveal-lab lab dataset: real ML workloads under injected faults",
+        "",
+        "Telemetry recorded by `reveal-lab collect` (one collector per lab host, 100 ms) while PyTorch",
+        "workloads trained and inferred on the CPU, with faults injected at recorded times.",
+        "This file is written by `reveal-lab record --build-only` from the recorder's log",
+        "(`recording.json`); do not edit it by hand.",
+        "",
+        "## Contents",
+        "",
+        f"* {meta.height} host runs ({meta['run'].n_unique()} runs) in the public dataset's layout and grammar: "
+        "`train_separated/` and `infer_separated/`, "
+        "`{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.parquet` (UTC start time), "
+        f'canonical wide frames (`view="dataset"`: counters as `_diff` columns); {size / 1e6:.1f} MB of Parquet.',
+        "* `meta_lab.csv`: the public meta columns (`source_file, n_rows, n_cols, phase, mode, model, task, "
+        "dataset, model_task, workload`) and lab columns (`run` = file stem without host, `host`, `core`, "
+        "`run_group` (ties the two hosts of a DDP run), `world_size`, `fault`, `repeat`, `seed`, `start`, `end`, "
+        "`steps`, `samples_per_s` (workload throughput), `cpu_quota`, `n_dropped_nan_columns`).",
+        f"* `labels.csv`: {labels.height} ground-truth fault rows: `run, host, fault_type, start, end, "
+        "expected_subsystem, magnitude, unit, scope, source_file`; `start`/`end` are the wall-clock times "
+        "(ms, naive UTC -- the collector's row clock) right after the fault became active / was removed; "
+        "`scope` is `episode` (inside a run, calm before and after) or `run` (a configuration difference "
+        "for the whole run).",
+        "* `recording.json`: the recorder's log (machine, versions, hosts, per-slot load average and the "
+        "busiest other processes, plans).",
+        "",
+        "Channels that were missing for a whole run (e.g. counters the kernel does not provide here) were",
+        "dropped from that run's file; `n_dropped_nan_columns` says how many. Nothing else was removed.",
+        "",
+        "### Runs",
+        "",
+        "| workload | phase | world size | fault | host runs |",
+        "|---|---|---|---|---|",
+    ]
+    counts = Counter(
+        (r["model"], r["phase"], r["world_size"], r["fault"]) for r in meta.iter_rows(named=True)
+    )
+    for (model, phase, ws, fault), n in sorted(counts.items()):
+        lines.append(f"| {model} | {phase} | {ws} | {fault} | {n} |")
+    lines += [
+        "",
+        "### Fault episodes",
+        "",
+        "| fault_type | expected_subsystem | magnitude | episodes |",
+        "|---|---|---|---|",
+    ]
+    if labels.height:
+        for r in (
+            labels.group_by("fault_type", "expected_subsystem", "magnitude")
+            .agg(pl.len().alias("n"))
+            .sort("fault_type", "magnitude")
+            .iter_rows(named=True)
+        ):
+            lines.append(f"| {r['fault_type']} | {r['expected_subsystem']} | {r['magnitude']} | {r['n']} |")
+    lines += [
+        "",
+        "## How it was recorded",
+        "",
+        "* **Hosts**: two network namespaces `labA`/`labB` joined by a veth pair (10.77.0.1/24 and "
+        "10.77.0.2/24, created inside the namespaces; traffic only between them), each with its own cgroup "
+        "whose cpuset pins every process of the host (workload, fault stressors, its collector) to one core "
+        "(labA: core 0, labB: core 1). `/proc/net/*` is per namespace; `/proc/stat`, `/proc/meminfo`, "
+        "`/proc/diskstats`, `/proc/softirqs` are global (one kernel), so both hosts' files carry them.",
+        "* **Collectors**: `reveal-lab collect --host labX --interval 100ms --cgroup-root <host's v2 cgroup>` "
+        "started inside the host (`nsenter --net=/run/netns/labX`; `ip netns exec` would remount /sys and hide "
+        "the cgroup tree) and in the host's cgroup.",
+        "* **Workloads** (`reveal_lab/lab/_workloads.py`, `torch.set_num_threads(1)`, synthetic data): CNN "
+        "(3 conv + 2 fc, 3x32x32 images, 10 classes), Transformer encoder text classifier (2 layers, d=128, "
+        "sequence 64, vocabulary 4000), MLP (784-1024-512-10); train (SGD) and infer; DDP: CNN over gloo "
+        "(`MASTER_ADDR`=10.77.0.1, `GLOO_SOCKET_IFNAME`=the veth), rank 0 on labA, rank 1 on labB.",
+        "* **Faults** (`reveal_lab/lab/_faults.py`, `_stress.py`): packet loss = `iptables -I INPUT/OUTPUT -m "
+        "statistic --mode random --probability P -j DROP` inside labB's namespace during DDP; CPU contention "
+        "= a busy loop in the host's cgroup (same core as the workload); memory pressure = 1 GiB of touched "
+        "anonymous memory + 128 MiB files written and fsynced in a loop; storage read bursts = sequential "
+        "`O_DIRECT` reads of a 512 MiB file; configuration difference = labB's cgroup CPU quota at 0.5 core "
+        "for a whole DDP run. A stressor reports `ready` when the stress is on; the start time is taken then.",
+        "* **Schedule**: every run is recorded alone (no concurrent runs); single-host runs on labA. A run: "
+        "collectors start, 3 s calm, workload processes start (import + set-up), the fault schedule is "
+        "anchored at the workload's first step, faults at ~22 % and ~64 % of the run for 7 s each, 2 s calm "
+        "after the workload ends, collectors stop (SIGINT).",
+        "",
+        "## Machine and software",
+        "",
+        f"* CPU: {m.get('cpu_model', '?')}, {m.get('cpu_count', '?')} cores (a VM); memory "
+        f"{int(m.get('mem_total_kb', 0)) / 1048576:.1f} GiB; kernel {m.get('kernel', '?')}; Python "
+        f"{m.get('python', '?')}.",
+        f"* Packages: {', '.join(f'{k} {v}' for k, v in m.get('versions', {}).items())}; "
+        f"reveal-lab commit {m.get('git_commit', '?')[:12]}.",
+        "* cgroups: v1 controllers (cpuset, cpu, cpuacct, memory, blkio) + the v2 `unified` tree (hybrid); "
+        "perf: software events only (hardware counters are not exposed in this VM); turbostat not installed; "
+        "no GPU (NVML/nvidia-smi absent). **No GPU run is included**: no GPU machine was lent to the "
+        "recording session.",
+        "* **What else was running**: the machine was shared with other development work during the "
+        "recording (tests, notebooks, benchmarks on both cores). Load averages before each run and the "
+        "busiest other processes are in `recording.json`; the 1-minute load average ranged over "
+        + _load_range(sessions)
+        + ". Baseline runs therefore carry background noise too, as real shared "
+        "clusters do.",
+        "",
+        "## Re-recording",
+        "",
+        "As root on a Linux host with `ip`, `nsenter` and `iptables` (`scripts/bootstrap.sh` installs the "
+        "environment and iptables):",
+        "",
+        "```bash",
+        "sudo scripts/record_lab_dataset.sh default /var/tmp/reveal_lab/raw data/lab   # ~40 min",
+        "# which is:",
+        "sudo .venv/bin/reveal-lab record --plan default --raw /var/tmp/reveal_lab/raw --no-build",
+        "sudo .venv/bin/reveal-lab record --build-only --raw /var/tmp/reveal_lab/raw --out data/lab",
+        "sudo .venv/bin/reveal-lab record --plan smoke --raw /tmp/raw --out /tmp/lab  # one 8 s run, ~30 s",
+        "```",
+        "",
+        "Recording sessions: "
+        + "; ".join(
+            f"{s.get('started', '?')} to {s.get('finished', '?')} UTC "
+            f"({len(s.get('slots', []))} slots, argv `{' '.join(s.get('argv', []))}`)"
+            for s in sessions
+        )
+        + ".",
+    ]
+    failed = sorted(p.name[: -len(".failed.json")] for p in raw.glob("*.failed.json"))
+    for mp in raw.glob("*.run.json"):
+        man = json.loads(mp.read_text())
+        if any(h.get("collector_rc") not in (0, None) for h in man.get("hosts", {}).values()):
+            failed.append(man["stem"])
+    if failed:
+        lines += [
+            "",
+            "Runs left out because a collector exited with an error during the run (re-recorded in a "
+            "later slot under a new time stamp):",
+        ]
+        lines += [f"* `{f}`" for f in sorted(set(failed))]
+    errors = [sl for s in sessions for sl in s.get("slots", []) if "error" in sl]
+    if errors:
+        lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
+        lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
+    return "\n".join(lines) + "\n"
+
+
+def _load_range(sessions: list[dict]) -> str:
+    vals = [
+        float(sl["loadavg_before"][0])
+        for s in sessions
+        for sl in s.get("slots", [])
+        if "loadavg_before" in sl
+    ]
+    if not vals:
+        return "(not logged)"
+    return f"{min(vals):.1f} to {max(vals):.1f} (median {sorted(vals)[len(vals) // 2]:.1f}) on 2 cores"
