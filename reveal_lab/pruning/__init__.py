@@ -1,0 +1,27 @@
+"""Correlation-based metric pruning (paper §4.1).
+
+:func:`prune` keeps one representative per cluster of correlated metrics per
+workload (priority table, then variance) and returns the union over workloads,
+the diagnostic space; :func:`pruning_curve` gives the Fig. 4 curves against the
+threshold.
+"""
+
+from reveal_lab.pruning._prune import (
+    CLUSTER_METHODS,
+    MetricSpace,
+    PruneResult,
+    correlation_matrix,
+    metric_space,
+    prune,
+    pruning_curve,
+)
+
+__all__ = [
+    "CLUSTER_METHODS",
+    "MetricSpace",
+    "PruneResult",
+    "correlation_matrix",
+    "metric_space",
+    "prune",
+    "pruning_curve",
+]
