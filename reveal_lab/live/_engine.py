@@ -173,6 +173,8 @@ class LiveDetector:
         self._buf_t = np.empty(0, dtype=np.int64)  # timestamps (epoch ms) of the buffered rows
         self._buf_v = np.empty((0, 0))  # their values, in the feature plan's metric order
         self._tail: pl.DataFrame | None = None  # last rows before derive, for its look-back
+        self._derive_state: tuple[Any, ...] | None = None
+        self._pending: list[pl.DataFrame] = []
         self._t0: int | None = None  # epoch ms of the first sample
         self._last_ts: int | None = None
         self._next_id = 0
@@ -246,11 +248,35 @@ class LiveDetector:
 
     # -- the detection view -----------------------------------------------------------------
     def _view(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The pipeline's detection view of a whole frame (baselines)."""
         if not self.derive:
             return frame
         from reveal_lab.pipeline import detection_view
 
         return detection_view(frame, None, derive=True)[0]
+
+    def _decide_derive(self, frame: pl.DataFrame) -> None:
+        """Fix the derived-metric plan on the first stretch of the stream.
+
+        :func:`reveal_lab.derive.add_derived` decides from the data which columns are
+        cumulative counters (those that never decrease); decided on every small chunk,
+        that would flip. The live view decides once, on the warm-up (or the first
+        window when fitted on a baseline), then applies the same expressions to every
+        chunk with one row of look-back (they are first differences and row-wise ratios).
+        """
+        from reveal_lab.derive._derive import _plan
+
+        _rows, diff_exprs, exprs, drop = _plan(frame, None)
+        self._derive_state = (diff_exprs, exprs, drop)
+
+    def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
+        diff_exprs, exprs, drop = self._derive_state  # the same steps as add_derived
+        out = src
+        if diff_exprs:
+            out = out.with_columns([e.cast(pl.Float64) for e in diff_exprs])
+        if exprs:
+            out = out.with_columns([e.cast(pl.Float64) for e in exprs])
+        return out.drop(drop)
 
     def _view_incremental(self, rows: pl.DataFrame) -> pl.DataFrame:
         """The detection view of new rows, computed with the look-back rows before them."""
@@ -262,7 +288,7 @@ class LiveDetector:
             k = self._tail.height
             src = pl.concat([self._tail, rows], how="vertical")
         self._tail = src.tail(DERIVE_LOOKBACK)
-        return self._view(src).slice(k)
+        return self._apply_derive(src).slice(k)
 
     # -- streaming --------------------------------------------------------------------------
     def _window_bounds(self, k: int) -> tuple[int, int]:
@@ -289,6 +315,15 @@ class LiveDetector:
             m = parse_metric_name(next((c for c in rows.columns if c != TIMESTAMP), ""))
             self.host = m.host if m is not None else None
         self._last_ts = int(ts[-1])
+        if self.derive and self._derive_state is None:
+            # hold the first stretch back until the derived-metric plan can be decided on it
+            self._pending.append(rows)
+            need_s = self.window.window_s if self.fitted else self.warmup_s
+            if (self._last_ts - self._t0) / 1000.0 + self.window.interval_s < need_s:
+                return []
+            rows = pl.concat(self._pending, how="diagonal_relaxed")
+            self._pending = []
+            self._decide_derive(rows)
         rows = self._view_incremental(rows)
         if rows.columns != self._plan_cols:
             if self._plan_cols is not None:

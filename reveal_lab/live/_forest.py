@@ -41,6 +41,7 @@ class FlatForest:
         self.left = np.zeros((n_trees, width), dtype=np.int64)
         self.right = np.zeros((n_trees, width), dtype=np.int64)
         self.leaf_value = np.zeros((n_trees, width), dtype=np.float64)  # depth + c(n_node_samples)
+        self.leaf_score = np.zeros((n_trees, width), dtype=np.float64)  # scikit-learn's (depth+1) + c - 1
         # scikit-learn indexes features through estimators_features_ only when it subsampled them
         subsample = getattr(model, "_max_features", model.n_features_in_) != model.n_features_in_
         depth_max = 0
@@ -60,7 +61,9 @@ class FlatForest:
             # a leaf points to itself, so walking past it stays there
             self.left[i, :n] = np.where(is_leaf, np.arange(n), left)
             self.right[i, :n] = np.where(is_leaf, np.arange(n), right)
-            self.leaf_value[i, :n] = depth + _c(t.n_node_samples)
+            c = _c(t.n_node_samples)
+            self.leaf_value[i, :n] = depth.astype(np.float64) + c
+            self.leaf_score[i, :n] = (depth + 1).astype(np.float64) + c - 1.0
             depth_max = max(depth_max, int(depth.max()))
         self.depth = depth_max
         self.n_trees = n_trees
@@ -71,16 +74,17 @@ class FlatForest:
     def score_samples(self, X: np.ndarray) -> np.ndarray:
         """Same as ``IsolationForest.score_samples(X)`` (``-s(x)``; lower: more anomalous)."""
         X = np.asarray(X, dtype=np.float32).astype(np.float64)
-        out = np.empty(X.shape[0])
+        depths = np.zeros(X.shape[0])
         rows = self._rows
         for k, x in enumerate(X):
             node = np.zeros(self.n_trees, dtype=np.int64)
             for _ in range(self.depth):
                 go_left = x[self.feature[rows, node]] <= self.threshold[rows, node]
                 node = np.where(go_left, self.left[rows, node], self.right[rows, node])
-            depths = np.cumsum(self.leaf_value[rows, node])[-1]  # tree by tree, as scikit-learn adds
-            out[k] = -(2.0 ** (-depths / self.norm))
-        return out
+            depths[k] = np.cumsum(self.leaf_score[rows, node])[-1]  # tree by tree, as scikit-learn adds
+        # the same array operations as scikit-learn (a scalar power may differ in the last bit)
+        scores = 2 ** (-np.divide(depths, self.norm, out=np.ones_like(depths), where=self.norm != 0))
+        return -scores
 
     def credits(self, X: np.ndarray) -> np.ndarray:
         """The path credits of :class:`~reveal_lab.detectors.IsolationForestDetector`'s
