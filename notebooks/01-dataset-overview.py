@@ -16,13 +16,13 @@
 # Parameters are scalars; `reveal-lab reproduce` sets them from `notebooks/manifest.yml`.
 
 # %% tags=["parameters"]
-data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
 out_dir = "../out/lab"  # figures/ and tables/ are written below this folder
 smoke = False  # a tiny, fast subset
-workloads = ""  # comma-separated workload names; empty = all
-max_runs_per_workload = 0  # 0 = all runs of each workload
-max_runs = 0  # total runs, taking the workloads in turn; 0 = all
-max_seconds = 0.0  # crop each run to its first seconds; 0 = whole runs
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
+max_seconds = 0.0  # crop each run to its first seconds; 0: whole runs
 max_samples_per_run = 2000  # samples per run and quantity entering the CDFs
 
 # %%

@@ -15,12 +15,12 @@
 # PCA-Mahalanobis and Isolation Forest fitted on the run itself, as in the paper).
 
 # %% tags=["parameters"]
-data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
 out_dir = "../out/lab"
 smoke = False
-workloads = ""  # comma-separated workload names; empty = all
-max_runs_per_workload = 0  # 0 = all runs of each workload
-max_runs = 0  # total runs, taking the workloads in turn; 0 = all
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 preset = "full"  # detector settings: reveal_lab.config presets (paper, full, smoke)
 window_s = 3.0

@@ -17,12 +17,12 @@
 # setting also touches) and by length (share of the reference's anomalous time covered).
 
 # %% tags=["parameters"]
-data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
 out_dir = "../out/lab"
 smoke = False
-workloads = ""  # comma-separated workload names; empty = all
-max_runs_per_workload = 0  # 0 = all runs of each workload
-max_runs = 0  # total runs, taking the workloads in turn; 0 = all
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 preset = "full"
 granularities = "3/1,1.5/0.5,5/2"  # window/stride pairs in seconds; the first is the reference

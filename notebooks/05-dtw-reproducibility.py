@@ -20,17 +20,17 @@
 # See `reveal_lab.studies._dtw` for the exact pairing.
 
 # %% tags=["parameters"]
-data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
 out_dir = "../out/lab"
 smoke = False
-workloads = ""  # comma-separated workload names; empty = all
-max_runs_per_workload = 0  # 0 = all runs of each workload
-max_runs = 0  # total runs, taking the workloads in turn; 0 = all
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
-metrics = ""  # comma-separated host-free metric keys; empty = every dynamic metric all workloads share
-max_metrics = 0  # keep the first n metrics (sorted); 0 = all
+metrics = ""  # comma-separated host-free metric keys; empty: every dynamic metric all workloads share
+max_metrics = 0  # keep the first n metrics (sorted); 0: all
 length = 256  # resampled trace length
-band = 0  # Sakoe-Chiba radius in samples of the resampled traces; 0 = unconstrained
+band = 0  # Sakoe-Chiba radius in samples of the resampled traces; 0: unconstrained
 pairing = "run"  # run: one pair per run; run_x_workload: one pair per run and other workload
 alpha = 0.05
 

@@ -16,12 +16,12 @@
 # whether the detectors flagged the window.
 
 # %% tags=["parameters"]
-data = ""  # dataset folder; empty = the bundled data/lab; synth = seeded synthetic runs
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
 out_dir = "../out/lab"
 smoke = False
-workloads = ""  # comma-separated workload names; empty = all
-max_runs_per_workload = 0  # 0 = all runs of each workload
-max_runs = 0  # total runs, taking the workloads in turn; 0 = all
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 preset = "full"
 max_windows_per_run = 200

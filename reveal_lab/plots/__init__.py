@@ -9,6 +9,7 @@ from reveal_lab.plots._figures import (
     plot_detector_windows,
     plot_dtw_distances,
     plot_granularity_timelines,
+    plot_message,
     plot_projection,
     plot_pruning_curve,
     plot_raw_traces,
@@ -42,4 +43,5 @@ __all__ = [
     "plot_crosshost_deviation",
     "plot_projection",
     "plot_dtw_distances",
+    "plot_message",
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "plot_crosshost_deviation",
     "plot_projection",
     "plot_dtw_distances",
+    "plot_message",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -355,4 +356,17 @@ def plot_dtw_distances(
         _empty(ax2, "no testable pairs")
     ax2.set_xlabel("p-value (Wilcoxon)")
     ax2.set_ylabel("workload–metric pairs")
+    return fig
+
+
+@_styled
+def plot_message(text: str, *, title: str | None = None):
+    """A figure that says why a study has nothing to show (e.g. the data lacks labels)."""
+    fig, axes = new_figure(width=5.0, height=1.6)
+    _empty(axes[0, 0], text)
+    axes[0, 0].grid(False)
+    for s in axes[0, 0].spines.values():
+        s.set_visible(False)
+    if title:
+        axes[0, 0].set_title(title)
     return fig

@@ -9,6 +9,7 @@
 * ``_case_studies`` (the lab dataset's case studies) is re-exported when present.
 """
 
+from reveal_lab.studies._crosshost import crosshost_subsystem
 from reveal_lab.studies._data import (
     crop_run,
     iter_study_runs,
@@ -64,6 +65,7 @@ from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
 
 __all__ = [
+    "crosshost_subsystem",
     "resolve_data",
     "run_table",
     "select_runs",
@@ -115,3 +117,24 @@ __all__ = [
     "usage_samples",
     "usage_summary",
 ]
+
+# the lab dataset's case studies (owned with the lab dataset)
+try:
+    from reveal_lab.studies._case_studies import (  # noqa: E402
+        crosshost_study,
+        own_core_view,
+        packet_loss_study,
+        packet_loss_summary,
+        storage_burst_example,
+    )
+except ModuleNotFoundError as _exc:  # pragma: no cover - only while the module is being written
+    if _exc.name != "reveal_lab.studies._case_studies":
+        raise
+else:
+    __all__ += [
+        "crosshost_study",
+        "own_core_view",
+        "packet_loss_study",
+        "packet_loss_summary",
+        "storage_burst_example",
+    ]

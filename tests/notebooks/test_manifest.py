@@ -80,3 +80,14 @@ def test_manifest_rejects_non_scalar_and_missing_notebook(tmp_path):
     bad.write_text("presets: {smoke: {}}\nnotebooks: []\n")
     with pytest.raises(ValueError, match="missing"):
         load_manifest(bad)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_sees_every_parameter(path):
+    """papermill parses the parameters cell itself (an `=` in a comment hides a parameter from it)."""
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    nb = nbformat.read(path, as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    assert {p.name for p in PythonTranslator.inspect(cell)} == set(notebook_parameters(path))

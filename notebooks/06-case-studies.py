@@ -1,0 +1,91 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python (reveal-lab)
+#     language: python
+#     name: reveal-lab
+# ---
+
+# %% [markdown]
+# # 06 · Case studies: raw traces around flagged windows (Fig. 7/8), cross-host memory deviation (Fig. 9)
+#
+# Fig. 7 and 8 show the raw metrics that the attribution names for the two most
+# anomalous windows (distinct runs first). Fig. 9 compares every host's memory metrics
+# with the cluster median (`reveal_lab.crosshost.deviation`, static metrics such as
+# HugePages included). On the bundled lab dataset the lab's own case studies follow:
+# packet-loss retransmissions vs CPU/IRQ pressure, a storage burst, and a CPU-quota host.
+
+# %% tags=["parameters"]
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
+out_dir = "../out/lab"
+smoke = False
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
+max_seconds = 0.0
+preset = "full"
+pad_s = 15.0  # seconds of context before and after a flagged window
+min_agreement = 2  # pick windows flagged by at least this many detectors when there are any
+lab_cases = True  # run the lab dataset's case studies when the data has meta_lab.csv and labels.csv
+
+# %%
+import warnings
+from pathlib import Path
+
+import polars as pl
+
+from reveal_lab import plots, studies
+from reveal_lab.telemetry import TelemetryWarning
+
+warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
+
+runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                               max_runs=max_runs, max_seconds=max_seconds)
+by_id = {r.meta.run_id: r for r in runs}
+windows, evidence = studies.run_detection(runs, preset=preset)
+top = studies.top_windows(evidence, 2, min_agreement=min_agreement)
+top
+
+# %%
+for i, name in enumerate(["fig7_raw_traces", "fig8_raw_traces"]):
+    if i < top.height:
+        w = top.row(i, named=True)
+        tr = studies.traces_around(by_id[w["run_id"]], w["start"], w["end"], w["metrics"], pad_s=pad_s)
+        fig = plots.plot_raw_traces(tr, title=f"{w['run_id']} @ {w['host']}, window {w['window_id']}")
+    else:
+        fig = plots.plot_message("fewer than two anomalous windows in these runs")
+    plots.save_figure(fig, out_dir, name)
+fig
+
+# %%
+dev = studies.crosshost_subsystem(runs, "memory")
+studies.save_table(dev, out_dir, "fig9_crosshost_memory")
+fig = plots.plot_crosshost_deviation(dev, x="host", y="z", group="key")
+plots.save_figure(fig, out_dir, "fig9_crosshost_memory")
+fig
+
+# %% [markdown]
+# ## The lab dataset's case studies
+
+# %%
+root = Path(str(studies.resolve_data(data)))
+is_lab = lab_cases and (root / "meta_lab.csv").exists() and (root / "labels.csv").exists()
+note = pl.DataFrame({"note": [f"{root} is not the labelled lab dataset (no meta_lab.csv/labels.csv)"]})
+if is_lab:
+    loss = studies.packet_loss_summary(studies.packet_loss_study(root))
+    quota = studies.crosshost_study(root)["summary"]
+    burst = studies.storage_burst_example(root, detect=not smoke)
+    s = burst["series"]
+    t0 = s.filter(pl.col("in_episode"))["timestamp"].min() or s["timestamp"].min()
+    tr = s.select(((pl.col("timestamp") - t0).dt.total_milliseconds() / 1000).alias("t_s"), "metric", "value",
+                  pl.col("in_episode").alias("in_window"))
+    fig = plots.plot_raw_traces(tr, title="storage burst (labelled episode shaded)")
+else:
+    loss, quota = note, note
+    fig = plots.plot_message("the storage-burst case study needs the lab dataset")
+studies.save_table(loss, out_dir, "case_packet_loss")
+studies.save_table(quota, out_dir, "case_crosshost_quota")
+plots.save_figure(fig, out_dir, "case_storage_burst")
+loss

@@ -1,0 +1,105 @@
+"""Every figure function returns a Figure, on real study output and on empty input."""
+
+import matplotlib
+import numpy as np
+import polars as pl
+import pytest
+from matplotlib.figure import Figure
+
+from reveal_lab import plots, studies
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(scope="module")
+def synth_detection():
+    runs = studies.load_study_runs("synth", max_runs_per_workload=1, max_runs=2)
+    windows, evidence = studies.run_detection(runs, preset="smoke")
+    return runs, windows, evidence
+
+
+def _check(fig, tmp_path, name):
+    assert isinstance(fig, Figure)
+    assert fig.axes
+    paths = plots.save_figure(fig, tmp_path, name)
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_detection_figures(synth_detection, tmp_path):
+    runs, windows, evidence = synth_detection
+    counts = studies.detector_window_counts(windows)
+    # Fig. 2 counts equal the detectors' own labels
+    for m in ("zscore", "mahalanobis", "iforest"):
+        assert counts.filter(pl.col("method") == m)["n_windows"].sum() == windows[f"label_{m}"].sum()
+    _check(plots.plot_detector_windows(counts), tmp_path, "fig2")
+    causes = studies.causes_per_window(windows)
+    assert causes.height == windows["anomalous"].sum()
+    _check(plots.plot_causes_per_window(causes), tmp_path, "fig3")
+    top = studies.top_windows(evidence, 1).row(0, named=True)
+    run = next(r for r in runs if r.meta.run_id == top["run_id"])
+    tr = studies.traces_around(run, top["start"], top["end"], top["metrics"], pad_s=5)
+    assert tr["in_window"].any() and not tr["in_window"].all()
+    _check(plots.plot_raw_traces(tr, title="x"), tmp_path, "fig7")
+
+
+def test_usage_granularity_dtw_projection_figures(synth_detection, tmp_path):
+    runs, _, _ = synth_detection
+    samples = studies.usage_samples(runs)
+    assert set(samples["quantity"]) >= {"cpu_busy_pct", "gpu_util_pct"}
+    _check(plots.plot_usage_cdfs(samples), tmp_path, "cdf")
+    iv = pl.DataFrame(
+        {
+            "run_id": ["r"] * 3,
+            "host": ["h"] * 3,
+            "granularity": ["3s/1s", "1.5s/0.5s", "5s/2s"],
+            "start_s": [1.0, 2.0, None],
+            "end_s": [4.0, 3.0, None],
+            "run_length_s": [10.0] * 3,
+        }
+    )
+    _check(plots.plot_granularity_timelines(iv), tmp_path, "fig6")
+    rng = np.random.default_rng(0)
+    traces = {w: {"m": [rng.normal(size=40) + i for _ in range(6)]} for i, w in enumerate("ab")}
+    s = studies.dtw_reproducibility(traces, length=20)
+    _check(plots.plot_dtw_distances(s.distances, s.pairs), tmp_path, "dtw")
+    rows = pl.DataFrame({"workload": ["a"] * 10 + ["b"] * 10, "anomalous": [False] * 19 + [True]})
+    _check(plots.plot_projection(rng.normal(size=(20, 2)), rows, title="t"), tmp_path, "proj")
+
+
+def test_other_figures_and_empty_inputs(tmp_path):
+    curve = pl.DataFrame(
+        {
+            "threshold": [0.3, 0.5, 0.3, 0.5],
+            "n_selected": [40, 60, 30, 50],
+            "workload": ["a", "a", "b", "b"],
+            "n_metrics": [100] * 4,
+        }
+    )
+    _check(plots.plot_pruning_curve(curve), tmp_path, "fig4")
+    over = pl.DataFrame(
+        {"config": ["100 ms", "1 s"], "value": [1.5, 0.2], "err": [0.1, 0.05], "measure": ["CPU %"] * 2}
+    )
+    _check(plots.plot_collector_overhead(over), tmp_path, "fig5")
+    dev = pl.DataFrame(
+        {"host": ["h1", "h2", "h3"], "z": [0.1, 5.0, -0.2], "key": ["Memory:HugePages_Total"] * 3}
+    )
+    _check(plots.plot_crosshost_deviation(dev, y="z", group="key"), tmp_path, "fig9")
+    _check(plots.plot_message("nothing here"), tmp_path, "msg")
+    empty_ev = studies.detector_window_counts(pl.DataFrame({"host": [], "agreement": []}))
+    _check(plots.plot_detector_windows(empty_ev), tmp_path, "e2")
+    _check(
+        plots.plot_raw_traces(
+            pl.DataFrame(
+                schema={"t_s": pl.Float64, "metric": pl.String, "value": pl.Float64, "in_window": pl.Boolean}
+            )
+        ),
+        tmp_path,
+        "e7",
+    )
+    _check(plots.plot_usage_cdfs(studies.usage_samples([])), tmp_path, "e1")
+
+
+def test_style_is_applied():
+    fig, axes = plots.new_figure()
+    assert not axes[0, 0].spines["top"].get_visible()
+    assert plots.color_for("network") == plots.SUBSYSTEM_COLORS["network"]
