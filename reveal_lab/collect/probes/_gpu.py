@@ -8,6 +8,7 @@ nvidia-smi columns: ``GPU: utilization.gpu.<index>.<host>[%]``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -76,10 +77,31 @@ def parse_smi_line(line: str, n_fields: int) -> tuple[int, list[float]] | None:
     return idx, [parse_smi_value(p) for p in parts[1:]]
 
 
-def smi_command(interval_s: float) -> list[str]:
-    fields = ",".join(["index"] + [f for f, _, _ in GPU_FIELDS])
-    return ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
-            f"-lms={max(10, round(interval_s * 1000))}"]
+def smi_command(interval_s: float, fields: list[str] | None = None, exe: str = "nvidia-smi") -> list[str]:
+    """The long-lived child's command line (``--loop-ms``: one line per GPU per interval)."""
+    names = [f for f, _, _ in GPU_FIELDS] if fields is None else fields
+    return [exe, "--query-gpu=" + ",".join(["index", *names]), "--format=csv,noheader,nounits",
+            f"--loop-ms={max(10, round(interval_s * 1000))}"]
+
+
+_INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
+
+
+def supported_smi_fields(exe: str, timeout: float = 20.0) -> tuple[list[str], dict[str, str]]:
+    """Ask nvidia-smi once for every field; drop the ones this driver rejects."""
+    fields = [f for f, _, _ in GPU_FIELDS]
+    dropped: dict[str, str] = {}
+    for _ in range(len(fields)):
+        res = subprocess.run([exe, "--query-gpu=" + ",".join(["index", *fields]), "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=timeout, check=False)
+        if res.returncode == 0:
+            return fields, dropped
+        m = _INVALID_FIELD.search(res.stdout + res.stderr)
+        if m is None or m.group(1) not in fields:
+            raise ProbeUnavailable(f"nvidia-smi --query-gpu failed: {(res.stderr or res.stdout).strip()[:200]}")
+        fields.remove(m.group(1))
+        dropped[m.group(1)] = "not a valid field for this driver"
+    raise ProbeUnavailable("nvidia-smi accepts none of the GPU fields")
 
 
 def nvml_values(raw: dict[str, float | None]) -> list[float]:
@@ -210,7 +232,7 @@ class Gpu(Probe):
                              unsupported=sorted(self.nvml.unsupported))
         elif ctx.gpu_backend in ("auto", "nvidia-smi"):
             self._open_smi(ctx, reasons)
-            fields = GPU_FIELDS
+            fields = tuple(f for f in GPU_FIELDS if f[0] in self.smi_fields)
         else:
             raise ProbeUnavailable("; ".join(reasons))
         self.channels = [Channel("GPU", f, str(i), u, counter=c, dtype="f")
@@ -231,15 +253,17 @@ class Gpu(Probe):
         if res.returncode != 0 or not rows:
             raise ProbeUnavailable(f"nvidia-smi sees no GPU: {(res.stderr or res.stdout).strip()[:200]}")
         self.n_gpu = len(rows)
-        self.info.update(backend="nvidia-smi", models=[r[1].strip() for r in rows])
-        self.cmd = smi_command(ctx.interval_s)
+        self.smi_fields, dropped = supported_smi_fields(exe)
+        self.info.update(backend="nvidia-smi", models=[r[1].strip() for r in rows], dropped_fields=dropped)
+        self.cmd = smi_command(ctx.interval_s, self.smi_fields, exe)
+        self.info["command"] = " ".join(self.cmd)
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, close_fds=True)
         self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.fd, False)
         self.buf = ""
         nan = float("nan")
-        self.latest = {i: [nan] * len(GPU_FIELDS) for i in range(self.n_gpu)}
+        self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
         t_end = time.monotonic() + 5
         while time.monotonic() < t_end and all(v[0] != v[0] for v in self.latest.values()):
             time.sleep(0.05)
@@ -250,11 +274,21 @@ class Gpu(Probe):
             data = os.read(self.fd, 1 << 16)
         except BlockingIOError:
             return
+        if not data:  # the child exited: keep the last values but say so once
+            if not getattr(self, "_eof", False):
+                self._eof = True
+                from reveal_lab.collect._probe import log
+
+                log.warning("probe gpu: nvidia-smi exited (status %s); GPU values stop updating",
+                            self.proc.poll() if self.proc is not None else None)
+                nan = float("nan")
+                self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
+            return
         text = self.buf + data.decode(errors="replace")
         lines = text.split("\n")
         self.buf = lines.pop()
         for line in lines:
-            p = parse_smi_line(line, len(GPU_FIELDS))
+            p = parse_smi_line(line, len(self.smi_fields))
             if p is not None and p[0] in self.latest:
                 self.latest[p[0]] = p[1]
 

@@ -1,0 +1,249 @@
+"""Collector overhead: CPU as a share of one core and bytes per second on disk.
+
+For each interval (100, 200, 300, 600 ms) four processes run side by side for the
+same window:
+
+* ``loop``   -- the collector with only its ``self`` probe (the floor of the hot loop);
+* ``procfs`` -- the collector with every procfs probe;
+* ``full``   -- the collector with every probe that is available here (procfs, perf,
+  cgroup, turbostat, gpu), its ``perf stat`` / ``nvidia-smi`` children included;
+* ``perf``   -- a bare ``perf stat -I <interval> -x, -a -A`` on the events the
+  collector's perf probe counts here (the paper's style of collection, for comparison).
+
+CPU is read twice per process tree: utime+stime from ``/proc/<pid>/stat`` (clock
+ticks) and the scheduler's on-CPU nanoseconds from ``/proc/<pid>/task/*/schedstat``,
+after a warm-up, over the same window. The sweep repeats ``--repeats`` times; medians
+are reported. Meanwhile one ``full`` collector at 100 ms runs for ``--size-duration``
+seconds with one Parquet segment, to measure bytes per second on disk (final folder,
+segments only, and journal bytes written).
+
+    .venv/bin/python benchmarks/collector_overhead.py            # ~6 minutes
+    .venv/bin/python benchmarks/collector_overhead.py --quick    # ~1 minute, smoke
+
+Writes ``benchmarks/results/collector_overhead.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def tree(pid: int) -> list[int]:
+    """pid and its descendants (perf / nvidia-smi children of the collector)."""
+    out = [pid]
+    for t in glob.glob(f"/proc/{pid}/task/*/children"):
+        try:
+            kids = open(t).read().split()
+        except OSError:
+            continue
+        for k in kids:
+            out += tree(int(k))
+    return out
+
+
+def cpu_seconds(pids: list[int]) -> tuple[float, float]:
+    """(utime+stime from /proc/pid/stat, on-CPU time from schedstat), summed over pids."""
+    st = sc = 0.0
+    for pid in pids:
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            st += (int(f[11]) + int(f[12])) / TICK
+            sc += sum(int(open(t).read().split()[0]) for t in glob.glob(f"/proc/{pid}/task/*/schedstat")) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return st, sc
+
+
+def perf_events_here() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from reveal_lab.collect.probes._perf import DEFAULT_EVENTS, probe_events
+
+    try:
+        _, ok, _ = probe_events(DEFAULT_EVENTS)
+    except Exception:  # noqa: BLE001 - perf missing or not permitted
+        return []
+    return ok
+
+
+def start_collector(out: Path, probes: str, interval_ms: int, extra: list[str] | None = None) -> subprocess.Popen:
+    cmd = [*CLI, "collect", "--out", str(out), "--interval", f"{interval_ms}ms", "--probes", probes,
+           *(extra or [])]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def wait_ready(out: Path, timeout: float = 60) -> None:
+    t = time.monotonic() + timeout
+    while not (out / "channels.json").exists():
+        if time.monotonic() > t:
+            raise TimeoutError(f"collector in {out} did not start")
+        time.sleep(0.05)
+
+
+def stop(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def measure_interval(interval_ms: int, window_s: float, warmup_s: float, events: list[str], work: Path) -> dict:
+    procs: dict[str, subprocess.Popen] = {}
+    dirs = {}
+    for name, probes in (("loop", "self"), ("procfs", "procfs"), ("full", "all")):
+        dirs[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
+        procs[name] = start_collector(dirs[name], probes, interval_ms)
+    if events:
+        procs["perf"] = subprocess.Popen(["perf", "stat", "-I", str(interval_ms), "-x,", "-a", "-A", "-e",
+                                          ",".join(events), "-o", "/dev/null"],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for d in dirs.values():
+            wait_ready(d)
+        time.sleep(warmup_s)
+        pids = {k: tree(p.pid) for k, p in procs.items()}
+        c0 = {k: cpu_seconds(v) for k, v in pids.items()}
+        t0 = time.monotonic()
+        time.sleep(window_s)
+        c1 = {k: cpu_seconds(v) for k, v in pids.items()}
+        t1 = time.monotonic()
+    finally:
+        for p in procs.values():
+            stop(p)
+    res = {}
+    for k in procs:
+        res[k] = {
+            "stat_pct_of_core": 100 * (c1[k][0] - c0[k][0]) / (t1 - t0),
+            "schedstat_pct_of_core": 100 * (c1[k][1] - c0[k][1]) / (t1 - t0),
+            "processes": len(pids[k]),
+        }
+    for name, d in dirs.items():
+        try:
+            meta = json.loads((d / "meta.json").read_text())
+            res[name].update(channels=meta.get("n_channels"), samples=meta.get("samples"),
+                             missed_ticks=meta.get("missed_ticks"))
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(d, ignore_errors=True)
+    return res
+
+
+def dir_bytes(d: Path) -> int:
+    return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--intervals", default="100,200,300,600")
+    ap.add_argument("--window", type=float, default=20.0, help="measurement window per interval (s)")
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--size-duration", type=float, default=300.0, help="length of the bytes-on-disk run (s)")
+    ap.add_argument("--quick", action="store_true", help="short smoke run (1 repeat, 5 s windows, 30 s size run)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "collector_overhead.json"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.window, args.repeats, args.size_duration, args.warmup = 5.0, 1, 30.0, 2.0
+    intervals = [int(x) for x in args.intervals.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="rvl-bench-"))
+    events = perf_events_here()
+    load0 = os.getloadavg()
+    started = time.monotonic()
+
+    size_dir = work / "size-run"
+    size_proc = start_collector(size_dir, "all", 100, ["--duration", f"{args.size_duration}s",
+                                                       "--segment", f"{args.size_duration + 60}s"])
+    wait_ready(size_dir)
+
+    runs: list[dict] = []
+    for rep in range(args.repeats):
+        for iv in intervals:
+            r = measure_interval(iv, args.window, args.warmup, events, work)
+            r["interval_ms"], r["repeat"] = iv, rep
+            runs.append(r)
+            print(f"rep {rep} {iv:4d} ms: " + "  ".join(
+                f"{k} {v['schedstat_pct_of_core']:.3f}%" for k, v in r.items() if isinstance(v, dict)), flush=True)
+
+    size_proc.wait(args.size_duration + 120)
+    meta = json.loads((size_dir / "meta.json").read_text())
+    dur = args.size_duration
+    seg = sum(f.stat().st_size for f in size_dir.glob("segment-*.parquet"))
+    size = {
+        "probes": "all", "interval_ms": 100, "duration_s": dur, "channels": meta.get("n_channels"),
+        "samples": meta.get("samples"), "missed_ticks": meta.get("missed_ticks"),
+        "folder_bytes": dir_bytes(size_dir), "folder_bytes_per_s": dir_bytes(size_dir) / dur,
+        "segment_bytes_per_s": seg / dur,
+        "journal_bytes_written_per_s": (meta.get("bytes_journal_written") or 0) / dur,
+        "raw_bytes_per_s_if_float64": 8 * (meta.get("n_channels") or 0) * 10,
+        "channels_json_bytes": (size_dir / "channels.json").stat().st_size,
+    }
+    shutil.rmtree(work, ignore_errors=True)
+
+    summary = {}
+    for iv in intervals:
+        rows = [r for r in runs if r["interval_ms"] == iv]
+        s = {}
+        for k in ("loop", "procfs", "full", "perf"):
+            vals = [r[k] for r in rows if k in r]
+            if not vals:
+                continue
+            s[k] = {m: statistics.median(v[m] for v in vals) for m in ("stat_pct_of_core", "schedstat_pct_of_core")}
+            s[k]["channels"] = vals[0].get("channels")
+        if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
+            for k in ("procfs", "full"):
+                s[k]["ratio_to_perf_stat"] = s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
+        summary[iv] = s
+    result = {
+        "benchmark": "collector_overhead",
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": {"cpu_model": _cpu_model(), "cpus": os.cpu_count(), "kernel": platform.release(),
+                 "loadavg_before": load0, "loadavg_after": os.getloadavg(), "uid": os.getuid()},
+        "perf_events": events,
+        "window_s": args.window, "warmup_s": args.warmup, "repeats": args.repeats,
+        "median_by_interval_ms": summary,
+        "bytes_on_disk": size,
+        "targets": {
+            "procfs_pct_of_core_at_100ms": 0.3, "full_bytes_per_s_at_100ms": 5000,
+            "procfs_at_100ms_met": summary.get(100, {}).get("procfs", {}).get("schedstat_pct_of_core", 1e9) <= 0.3,
+            "bytes_met": size["folder_bytes_per_s"] <= 5000,
+            "paper": {"pct_of_core_at_100ms": [1.2, 1.4], "bytes_per_s_raw": 42000, "bytes_per_s_filtered": [14000, 22000]},
+        },
+        "runs": runs,
+        "elapsed_s": time.monotonic() - started,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(json.dumps({"median_by_interval_ms": summary, "bytes_on_disk": size}, indent=1))
+    return 0
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
