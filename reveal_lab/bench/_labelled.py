@@ -11,6 +11,11 @@ Choices (the same for every server; nothing is tuned per server):
   window is ``window_rows`` consecutive rows (default :data:`DEFAULT_WINDOW_ROWS`) with a
   stride of one row, so that every test row has its own window; the time span follows
   the sampling (10 rows = 10 min on SMD at 1 min, 50 min on ASD at 5 min).
+* **Features that a window of that size can estimate.** With at least 30 samples (the
+  paper's window) all of the paper's features are used; shorter windows use the
+  low-order ones (:data:`SHORT_WINDOW_FEATURES`: level, spread, extremes, trend), since
+  skewness, kurtosis, lag-1 autocorrelation and the ADF statistic of 10 samples are
+  mostly noise (measured: they lower every detection score here, see benchmarks/README).
 * **The score of a row is the score of the window ending at it** (causal: what a live
   detector knows at that row, and the protocol of OmniAnomaly/InterFusion, which score
   the window ending at ``t``). The max over covering windows would smear a short
@@ -44,12 +49,16 @@ import numpy as np
 
 from reveal_lab.bench._data import LabelledServer, label_runs, list_servers, load_server
 
-__all__ = ["LabelledConfig", "DEFAULT_WINDOW_ROWS", "DETECTOR_NAMES", "run_labelled", "bench_server",
+__all__ = ["LabelledConfig", "DEFAULT_WINDOW_ROWS", "SHORT_WINDOW_FEATURES", "DETECTOR_NAMES", "run_labelled", "bench_server",
            "server_frame", "server_features"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW_ROWS = 10
+#: windows with at least this many samples get every feature (the paper's 3 s at 100 ms)
+FULL_FEATURE_MIN_ROWS = 30
+#: features of shorter windows
+SHORT_WINDOW_FEATURES = ("mean", "std", "min", "max", "slope")
 DETECTOR_NAMES = ("zscore", "mahalanobis", "iforest")
 COMBINED = "combined"
 #: the reference baseline (the anchor's method, not reveal-lab) and where its files go
@@ -70,8 +79,18 @@ class LabelledConfig:
     iforest_estimators: int = 200
     seed: int = 0
     backend: str = "numba"
-    #: window features to compute (None: the paper's full set, see reveal_lab.features)
+    #: window features to compute (None: by window size, see :meth:`feature_names`)
     features: tuple[str, ...] | None = None
+
+    def feature_names(self) -> tuple[str, ...]:
+        """The features used: ``features`` if given, else every dynamic feature for
+        windows of at least :data:`FULL_FEATURE_MIN_ROWS` rows, else
+        :data:`SHORT_WINDOW_FEATURES`."""
+        if self.features is not None:
+            return tuple(self.features)
+        from reveal_lab.features import DYNAMIC_FEATURES
+
+        return tuple(DYNAMIC_FEATURES) if self.window_rows >= FULL_FEATURE_MIN_ROWS else SHORT_WINDOW_FEATURES
     #: cap on training windows (evenly spaced) fed to the detectors; None: all
     max_train_windows: int | None = None
     extra: dict = field(default_factory=dict)
@@ -111,7 +130,7 @@ def server_features(matrix: np.ndarray, host: str, cfg: LabelledConfig, *, inter
     frame = server_frame(matrix, host, interval_s=interval_s, start_row=start_row)
     wcfg = WindowConfig(window_s=cfg.window_rows * interval_s, stride_s=interval_s, interval_s=interval_s,
                         min_fill=1.0)
-    wf = window_features(frame, wcfg, backend=cfg.backend, features=cfg.features)
+    wf = window_features(frame, wcfg, backend=cfg.backend, features=list(cfg.feature_names()))
     X = np.asarray(wf.X, dtype=np.float64)
     win = wf.windows
     n = win.get_column("n_samples").to_numpy()
@@ -312,6 +331,7 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
         "protocol": {
             "point_score": "score of the window ending at the row (causal)",
             "windows": f"{cfg.window_rows} rows, stride 1 row, last {cfg.window_rows - 1} train rows prepended",
+            "features": list(cfg.feature_names()),
             "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
             "attribution": "explain() contributions clipped at 0, summed per metric over the flagged run",
         },

@@ -27,7 +27,10 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     lab.add_argument("--out", required=True, help="output folder")
     lab.add_argument("--servers", default=None, help="comma-separated server names (default: all)")
     lab.add_argument("--window-rows", type=int, default=None,
-                     help="rows per window, the same for every server (default %(default)s: see docs)")
+                     help="rows per window (stride 1 row), the same for every server (default 10)")
+    lab.add_argument("--features", default=None,
+                     help="comma-separated window features (default: all for windows of >= 30 rows, "
+                          "else mean,std,min,max,slope)")
     lab.add_argument("--estimators", type=int, default=None, help="Isolation Forest trees (default 200)")
     lab.add_argument("--backend", default=None, choices=("numba", "numpy", "tsfresh"),
                      help="window-feature backend (default numba)")
@@ -62,6 +65,8 @@ def _labelled(args) -> int:  # noqa: ANN001
         if args.window_rows < 2:
             raise ValueError(f"--window-rows must be at least 2, got {args.window_rows}")
         cfg = replace(cfg, window_rows=args.window_rows)
+    if args.features:
+        cfg = replace(cfg, features=tuple(f.strip() for f in args.features.split(",") if f.strip()))
     if args.estimators is not None:
         cfg = replace(cfg, iforest_estimators=args.estimators)
     if args.backend is not None:

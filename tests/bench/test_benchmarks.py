@@ -1,0 +1,81 @@
+"""The performance-suite runner and the summary table, as real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from reveal_lab.config import PROJECT_ROOT
+
+BENCH = PROJECT_ROOT / "benchmarks"
+
+SPEED = {
+    "benchmark": "features_vs_tsfresh",
+    "machine": {"cpus": 2},
+    "results": [
+        {"case": "700 ch, 3 s windows", "unit": "s", "ours": {"name": "numba", "median": 0.5},
+         "alternative": {"name": "tsfresh", "median": 600.0}},
+        {"case": "throughput", "unit": "rows/s", "ours": 200.0, "alternative": 50.0, "higher_is_better": True},
+        {"case": "flat", "unit": "s", "ours_median": 2.0, "alt_median": 3.0, "alt_name": "tslearn"},
+    ],
+}
+
+
+def _summarize(results: Path) -> str:
+    p = subprocess.run([sys.executable, str(BENCH / "summarize.py"), "--results", str(results)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return (results / "SUMMARY.md").read_text()
+
+
+def test_summary_computes_ratios_and_tolerates_bad_or_missing_results(tmp_path: Path):
+    (tmp_path / "features_vs_tsfresh.json").write_text(json.dumps(SPEED))
+    (tmp_path / "dtw_vs_tslearn.json").write_text("{not json")
+    (tmp_path / "detectors.json").write_text(json.dumps({"something": "else"}))
+    (tmp_path / "custom_thing.json").write_text(json.dumps([1, 2, 3]))
+    text = _summarize(tmp_path)
+    assert "| features_vs_tsfresh | 700 ch, 3 s windows | numba: 0.5 s | tsfresh: 600 s | 1,200× |" in text
+    assert "| features_vs_tsfresh | throughput | reveal-lab: 200 rows/s | alternative: 50 rows/s | 4× |" in text
+    assert "tslearn: 3 s | 1.5× |" in text
+    assert "`dtw_vs_tslearn`" in text and "unreadable dtw_vs_tslearn.json" in text
+    assert "unreadable detectors.json" in text
+    assert "`collector_overhead` (collector vs `perf stat -I 100`): not run (no result JSON)" in text
+    assert "`custom_thing` (): not run" in text
+
+
+def test_summary_renders_the_labelled_table(tmp_path: Path):
+    agg = {"n_servers": 3, "best_f1": 0.5, "best_f1_pa": 0.9, "auc_pr": 0.4, "decision_f1": 0.3,
+           "hit@100": 0.6, "hit@150": 0.7, "ndcg@100": 0.6, "ndcg@150": 0.65, "random_hit@150": 0.3,
+           "detected_segment_share": None}
+    (tmp_path / "labelled_servers.json").write_text(json.dumps(
+        {"results": {"combined": {"mean": {"SMD": agg, "all": agg}}}}))
+    text = _summarize(tmp_path)
+    assert "| SMD (3) | combined | 0.5 | 0.9 | 0.4 | 0.3 | 0.6 | 0.7 | 0.6 | 0.65 | 0.3 | – |" in text
+    assert "`labelled_servers` (detection + attribution on labelled SMD/ASD servers): ok" in text
+
+
+def test_run_all_isolates_failures_and_time_limits(tmp_path: Path):
+    b = tmp_path / "benchmarks"
+    (b / "results").mkdir(parents=True)
+    for f in ("run_all.py", "summarize.py"):
+        shutil.copy(BENCH / f, b / f)
+    (b / "quick_one.py").write_text(
+        "import json, pathlib\n"
+        "p = pathlib.Path(__file__).parent / 'results' / 'quick_one.json'\n"
+        "p.write_text(json.dumps({'results': [{'case': 'c', 'unit': 's', 'ours': 1.0, 'alternative': 2.0}]}))\n")
+    (b / "broken_one.py").write_text("raise SystemExit('boom')\n")
+    (b / "slow_one.py").write_text("import time\ntime.sleep(60)\n")
+    p = subprocess.run([sys.executable, str(b / "run_all.py"), "--timeout", "3", "--skip",
+                        "labelled_servers,features_vs_tsfresh,dtw_vs_tslearn,detectors,collector_overhead,"
+                        "end_to_end,scale_throughput,watch_latency"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1  # one failed, one timed out
+    log = {r["name"]: r for r in json.loads((b / "results" / "run_all.json").read_text())["runs"]}
+    assert log["quick_one"]["status"] == "ok" and log["quick_one"]["result_written"]
+    assert log["broken_one"]["status"] == "failed" and "boom" in log["broken_one"]["output_tail"]
+    assert log["slow_one"]["status"] == "timed out"
+    summary = (b / "results" / "SUMMARY.md").read_text()
+    assert "| quick_one | c | reveal-lab: 1 s | alternative: 2 s | 2× |" in summary
