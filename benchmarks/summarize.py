@@ -71,8 +71,42 @@ def _fmt(x: float | None, unit: str | None = None) -> str:
     return f"{s} {unit}".strip() if unit else s
 
 
+def _collector_overhead_rows(data: dict) -> list[dict] | None:
+    """``collector_overhead.json`` (its own shape): CPU % of a core per interval vs perf stat."""
+    by_iv = data.get("median_by_interval_ms")
+    if not isinstance(by_iv, dict):
+        return None
+    rows: list[dict] = []
+    for iv, s in by_iv.items():
+        if not isinstance(s, dict):
+            continue
+        perf = s.get("perf", {}) if isinstance(s.get("perf"), dict) else {}
+        for k in ("procfs", "full", "loop"):
+            v = s.get(k)
+            if not isinstance(v, dict) or _num(v.get("schedstat_pct_of_core")) is None:
+                continue
+            row = {"case": f"`{k}` collector every {iv} ms ({v.get('channels', '?')} channels), CPU",
+                   "unit": "% of a core", "ours": {"name": k, "median": v["schedstat_pct_of_core"]}}
+            if _num(perf.get("schedstat_pct_of_core")):
+                row["alternative"] = {"name": f"perf stat -I {iv}", "median": perf["schedstat_pct_of_core"]}
+            rows.append(row)
+    size = data.get("bytes_on_disk")
+    if isinstance(size, dict) and _num(size.get("folder_bytes_per_s")) is not None:
+        rows.append({"case": f"bytes on disk, all probes at {size.get('interval_ms', '?')} ms "
+                             f"({size.get('channels', '?')} channels)", "unit": "B/s",
+                     "ours": {"name": "collector", "median": size["folder_bytes_per_s"]},
+                     "note": "paper: 14-22 kB/s filtered"})
+    return rows or None
+
+
+#: adapters for result files written in their own shape: name -> data -> standard rows
+ADAPTERS = {"collector_overhead": _collector_overhead_rows}
+
+
 def speed_rows(name: str, data: dict) -> list[str]:
     rows = data.get("results")
+    if name in ADAPTERS and not isinstance(rows, list):
+        rows = ADAPTERS[name](data)
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
         raise ValueError("no 'results' list of rows")
     out = []
@@ -156,7 +190,7 @@ def summarize(results_dir: Path) -> str:
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
             else:
                 speed += speed_rows(name, data)
-            m = data.get("machine")
+            m = data.get("machine") if isinstance(data.get("machine"), dict) else data.get("host")
             if isinstance(m, dict):
                 machines[name] = ", ".join(f"{k}={v}" for k, v in m.items() if not isinstance(v, (dict, list)))
             status.append(f"- `{name}` ({what}): ok" + (f", {path.name}" if what else ""))

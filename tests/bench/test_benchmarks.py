@@ -79,3 +79,15 @@ def test_run_all_isolates_failures_and_time_limits(tmp_path: Path):
     assert log["slow_one"]["status"] == "timed out"
     summary = (b / "results" / "SUMMARY.md").read_text()
     assert "| quick_one | c | reveal-lab: 1 s | alternative: 2 s | 2× |" in summary
+
+
+def test_summary_reads_the_collector_overhead_shape(tmp_path: Path):
+    (tmp_path / "collector_overhead.json").write_text(json.dumps({
+        "benchmark": "collector_overhead", "host": {"cpus": 2},
+        "median_by_interval_ms": {"100": {
+            "procfs": {"stat_pct_of_core": 0.2, "schedstat_pct_of_core": 0.25, "channels": 300},
+            "perf": {"stat_pct_of_core": 1.0, "schedstat_pct_of_core": 1.0, "channels": 10}}},
+        "bytes_on_disk": {"interval_ms": 100, "channels": 700, "folder_bytes_per_s": 4000.0}}))
+    text = _summarize(tmp_path)
+    assert "procfs: 0.25 % of a core | perf stat -I 100: 1 % of a core | 4× |" in text
+    assert "collector: 4,000 B/s" in text
