@@ -138,16 +138,21 @@ def _key(metric: str) -> str:
 
 def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = None,
                    *, derive: bool = True) -> tuple[pl.DataFrame, list[str]]:
-    """The frame the detectors see: derived metrics added, restricted to ``selected``
-    metrics (column names or host-free keys, or a pruning result with ``.selected``)."""
+    """The frame the detectors see: derived metrics added (:func:`reveal_lab.derive.add_derived`),
+    static, all-missing and constant columns left out (:func:`reveal_lab.derive.detection_view`,
+    the reasons go to the returned notes), restricted to ``selected`` metrics (column
+    names or host-free keys, or a pruning result with ``.selected``)."""
+    from reveal_lab.derive import add_derived
+    from reveal_lab.derive import detection_view as single_host_view
+
     notes: list[str] = []
     if derive:
-        try:
-            from reveal_lab.derive import add_derived
-        except ImportError:  # pragma: no cover - the derive stage ships with the package
-            notes.append("derived metrics unavailable (reveal_lab.derive missing); raw metrics only")
-        else:
-            frame = add_derived(frame)
+        frame = add_derived(frame)
+    frame, cat = single_host_view(frame)
+    left = cat.filter(~pl.col("used")).group_by("reason").len().sort("reason")
+    if left.height:
+        notes.append("left out of single-host detection: "
+                     + ", ".join(f"{n} ({r})" for r, n in left.iter_rows()))
     if selected is not None:
         sel = getattr(selected, "selected", selected)
         sel = set(sel)
