@@ -113,9 +113,10 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
 
     # 1. cumulative counters → per-interval differences (the dataset's _diff convention)
     diffed: dict[str, str] = {}  # original → per-interval column
+    schema = frame.schema
     for c in cols:
         m = parsed[c]
-        if m is None or frame.schema[c] != pl.Float64:
+        if m is None or schema[c] != pl.Float64:
             continue
         if is_cumulative(c, frame.get_column(c).to_numpy()):
             out = m.as_diff().format()

@@ -214,9 +214,10 @@ def window_features(
     if windows is None:
         windows = make_windows(frame, config)
     metrics = pairs.get_column("metric").unique(maintain_order=True).to_list()
+    schema = frame.schema
     for c in metrics:
-        if frame.schema[c] != pl.Float64:
-            raise TelemetryError(f"metric columns must be Float64, found {frame.schema[c]}", column=c)
+        if schema[c] != pl.Float64:
+            raise TelemetryError(f"metric columns must be Float64, found {schema[c]}", column=c)
     rs = windows.get_column("row_start").to_numpy().astype(np.int64)
     re_ = windows.get_column("row_end").to_numpy().astype(np.int64)
     if not metrics:

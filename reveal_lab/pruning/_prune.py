@@ -114,14 +114,15 @@ def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
     per_run: list[tuple[list[str], np.ndarray, np.ndarray]] = []
     for f in runs:
         cols, keys = [], []
+        schema = f.schema
         for c in metric_columns(f):
             k = _key(c)
             info = classify(c)
             if info.kind == "static":
                 excluded.setdefault(k, "static metric")
                 continue
-            if f.schema[c] not in (pl.Float64, pl.Float32):
-                raise TelemetryError(f"metric columns must be Float64, found {f.schema[c]}", column=c)
+            if schema[c] not in (pl.Float64, pl.Float32):
+                raise TelemetryError(f"metric columns must be Float64, found {schema[c]}", column=c)
             cols.append(c)
             keys.append(k)
             sample.setdefault(k, c)
