@@ -97,6 +97,8 @@ class CollectorFollower:
         self._fd: int | None = None
         self._ino: int | None = None
         self._offset = 0
+        self._need = 0  # the journal must reach this size before a read can yield a whole chunk
+        self._first_head: bytes | None = None  # the first chunk's header, to notice a rewrite
         self._last_seq: int | None = None  # last seq read (delivered or not)
         self._delivered_seq: int | None = None
         self._last_ms: int | None = None
@@ -175,8 +177,18 @@ class CollectorFollower:
         return min(off, size) if size >= JOURNAL_HEADER.size else 0
 
     # -- files ------------------------------------------------------------------------------
+    def _rewritten(self) -> bool:
+        """Does the journal's first chunk differ from the one read (rewritten in place)?"""
+        from reveal_lab.collect._format import CHUNK_HEADER, JOURNAL_HEADER
+
+        if self._first_head is None:
+            return False
+        return os.pread(self._fd, CHUNK_HEADER.size, JOURNAL_HEADER.size) != self._first_head  # type: ignore[arg-type]
+
     def _open(self, path: Path) -> None:
         self._close_fd()
+        self._need = 0
+        self._first_head: bytes | None = None
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self._ino = os.fstat(self._fd).st_ino
         self._offset = 0
@@ -209,9 +221,11 @@ class CollectorFollower:
             if self._fd is not None:
                 self.stats.resets += 1  # replaced under the same name: start again, skip seen seqs
             self._open(path)
-        elif st.st_size < self._offset:
-            self.stats.resets += 1  # truncated: start again, skip what was delivered
+        elif st.st_size < self._offset or self._rewritten():
+            self.stats.resets += 1  # truncated or rewritten: start again, skip what was delivered
             self._offset = 0
+            self._need = 0
+            self._first_head = None
         size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
         if self._offset == 0:
             if size < JOURNAL_HEADER.size:
@@ -225,8 +239,8 @@ class CollectorFollower:
                 raise TelemetryError(f"journal written for another channel set ({ni} int/{nf} float channels; "
                                      f"channels.json has {self.ni}/{self.nf})", path=str(path))
             self._offset = JOURNAL_HEADER.size
-        if size <= self._offset:
-            return []
+        if size <= self._offset or size < self._need:
+            return []  # nothing new, or the chunk being written is not whole yet
         data = os.pread(self._fd, size - self._offset, self._offset)  # type: ignore[arg-type]
         self.stats.bytes_read += len(data)
         out = []
@@ -241,7 +255,7 @@ class CollectorFollower:
                 break
             end = pos + CHUNK_HEADER.size + plen
             if end > len(data):
-                break  # being written: read it next time
+                break  # being written: read it once it is whole
             payload = data[pos + CHUNK_HEADER.size: end]
             pos = end
             if zlib.crc32(payload) != ccrc:
@@ -255,7 +269,15 @@ class CollectorFollower:
             except (ValueError, zlib.error) as exc:
                 self.stats.bad_chunks += 1
                 log.warning("%s: unreadable chunk (%s): %d samples skipped", path, exc, n)
+        if self._first_head is None and pos:
+            self._first_head = bytes(data[:CHUNK_HEADER.size]) if self._offset == JOURNAL_HEADER.size else None
         self._offset += pos
+        # where the next whole chunk will end at the earliest (no re-read of a torn tail before)
+        rest = data[pos:]
+        if len(rest) >= CHUNK_HEADER.size:
+            self._need = self._offset + CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(rest, 0)[3]
+        else:
+            self._need = self._offset + CHUNK_HEADER.size
         return out
 
     def _blocks_frame(self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pl.DataFrame:
