@@ -122,10 +122,13 @@ def deviation(
     win = window_s if window_s is not None else 1e9
     buckets = {h: _bucket_means(f, win, align, t_ref) for h, f in frames.items()}
     keys: dict[str, str] = {}  # key -> an example column (for words and kind)
+    column_of: dict[tuple[str, str], str] = {}  # (key, host) -> that host's column
     for h, f in frames.items():
         for c in metric_columns(f):
             m = parse_metric_name(c)
-            keys.setdefault(m.key() if m is not None else c, c)
+            kk = m.key() if m is not None else c
+            keys.setdefault(kk, c)
+            column_of[(kk, h)] = c
     key_list = list(keys)
     all_b = np.unique(np.concatenate([b["_b"].to_numpy() for b in buckets.values()]))
     nb, nk, nh = all_b.size, len(key_list), len(hosts)
@@ -177,7 +180,8 @@ def deviation(
                 share = float(dev_share[i, j])
                 persistent = len(hosts) >= 3 and share >= persist
             z = float(zmed[i, j])
-            rows.append({"key": key, "host": h, "subsystem": info.subsystem, "kind": info.kind, "metric": col,
+            rows.append({"key": key, "host": h, "subsystem": info.subsystem, "kind": info.kind,
+                         "metric": column_of.get((key, h), col),
                          "value": x, "cluster_median": c, "z": z, "deviating_share": share,
                          "n_windows": nvalid, "persistent": persistent,
                          "claim": _claim(col, h, x, c, z, share, static, persistent)})

@@ -1,0 +1,70 @@
+"""Cross-host deviation: the HugePages case, a persistently deviating dynamic metric,
+and no false alarms on a healthy cluster."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+
+from reveal_lab.crosshost import DEVIATION_SCHEMA, deviation
+from reveal_lab.synth import Anomaly, make_run
+
+HOSTS = ["h1", "h2", "h3", "h4"]
+
+
+def test_hugepages_and_a_dynamic_deviation_are_flagged_and_nothing_else():
+    run, truth = make_run(120, 200, hosts=HOSTS, seed=0, anomalies=[
+        Anomaly("memory", 0, 0, kind="static", host="h3", n_columns=1),
+        Anomaly("network", 0, 120, kind="level", host="h2", n_columns=2, magnitude=4)])
+    dev = deviation(run)
+    assert dict(dev.schema) == DEVIATION_SCHEMA
+    flagged = dev.filter(pl.col("persistent"))
+    expected = set(truth.select("column", "host").rows())
+    got = set(flagged.select("metric", "host").rows())
+    assert got == expected
+    huge = flagged.filter(pl.col("kind") == "static").row(0, named=True)
+    assert huge["key"] == "Memory:HugePages_Total" and huge["host"] == "h3"
+    assert huge["claim"] == "HugePages configured is 1,024 on h3 while the cluster median is 0"
+    net = flagged.filter(pl.col("kind") == "dynamic")
+    assert (net["host"] == "h2").all() and (net["deviating_share"] > 0.9).all()
+    assert net["claim"].str.contains("above the cluster median").all()
+    # flagged rows come first
+    assert dev["persistent"][: flagged.height].all()
+
+
+def test_a_healthy_cluster_has_no_persistent_deviation():
+    run, _ = make_run(120, 200, hosts=HOSTS, seed=1)
+    dev = deviation(run)
+    assert dev.filter(pl.col("persistent")).height == 0
+    assert dev.height == 200 * 4
+
+
+def test_runs_per_host_recorded_at_different_times():
+    runs = []
+    for i, h in enumerate(HOSTS):
+        anomalies = [Anomaly("memory", 0, 0, kind="static", n_columns=1)] if h == "h4" else []
+        start = dt.datetime(2025, 5, 1, 8 + i, 0, 0)
+        r, truth = make_run(60, 150, hosts=[h], seed=10 + i, profile_seed=3, start=start, anomalies=anomalies)
+        runs.append(r)
+    planted = truth["column"][0]  # a static memory channel of h4 (MemTotal, HugePages_Total, ...)
+    dev = deviation(runs, align="elapsed")
+    flagged = dev.filter(pl.col("persistent"))
+    assert flagged.select("metric", "host").rows() == [(planted, "h4")]
+    # a dict of frames works too, and whole-run comparison (one window)
+    dev2 = deviation({r.meta.hosts[0]: r.frame for r in runs}, window_s=None)
+    assert (dev2["n_windows"] == 1).all()
+    assert (planted, "h4") in dev2.filter(pl.col("persistent")).select("metric", "host").rows()
+
+
+def test_two_hosts_warn_and_flag_nothing():
+    run, _ = make_run(30, 60, hosts=["a", "b"], seed=2,
+                      anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)])
+    with pytest.warns(UserWarning, match="2 hosts"):
+        dev = deviation(run)
+    assert not dev["persistent"].any()
+    with pytest.raises(ValueError, match="at least 2 hosts"):
+        deviation(make_run(10, 30, seed=0).run)
+    with pytest.raises(ValueError, match="align"):
+        deviation(run, align="bogus")
