@@ -9,7 +9,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
         "evaluate",
         help="score detection + attribution against labelled fault episodes (default data: data/lab)",
-        description="Run the detection pipeline on every run of a labelled dataset (meta_lab.csv + labels.csv) "
+        description="Run the detection pipeline on every run of a labelled dataset "
+        "(meta_lab.csv + labels.csv) "
         "and report, per fault type and overall: episode recall, window precision, top-1/top-3 "
         "subsystem attribution accuracy and the false-alarm share of windows on baseline runs.",
     )
@@ -28,6 +29,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument("--min-agreement", type=int, default=1, help="detectors that must flag a window (1-3)")
     p.add_argument(
         "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
+    )
+    p.add_argument(
+        "--no-trim",
+        action="store_true",
+        help="score whole recordings (default: only each workload's active span)",
     )
     p.add_argument("--runs", default=None, help="comma-separated run stems to evaluate (default: all)")
     p.set_defaults(func=_run)
@@ -49,6 +55,7 @@ def _run(args: argparse.Namespace) -> int:
             min_agreement=args.min_agreement,
             grace_s=parse_duration(args.grace),
             runs=runs,
+            trim=not args.no_trim,
         )
         paths = ev.write(Path(args.out))
         print(paths["table_md"].read_text())

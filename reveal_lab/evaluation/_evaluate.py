@@ -23,13 +23,14 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from reveal_lab.evaluation._score import TABLE_COLUMNS, false_alarms, score_episodes, summarize
-from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
+from reveal_lab.telemetry import SUBSYSTEMS, TIMESTAMP, Run, TelemetryError
 
 __all__ = ["Evaluation", "evaluate_dataset", "detection_windows", "FIT_MODES", "table_markdown"]
 
@@ -69,6 +70,10 @@ class Evaluation:
         self.episodes.write_csv(paths["episodes"])
         self.baseline_by_workload.write_csv(paths["false_alarms"])
         return paths
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f")
 
 
 def _fmt(v: Any) -> str:
@@ -124,11 +129,15 @@ def evaluate_dataset(
     grace_s: float = 0.0,
     run_min_share: float = 0.5,
     runs: Sequence[str] | None = None,
+    trim: bool = True,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
     ``runs`` restricts the evaluation to these run stems (baselines still come from the
-    whole dataset).
+    whole dataset). ``trim`` (default) keeps only the workload's active span of each run
+    (``workload_start``..``workload_end`` of ``meta_lab.csv``: from the first step to the
+    last progress line), for the run and its baseline runs alike; the collector's start,
+    the calm seconds and the interpreter start-up are left out.
     """
     from reveal_lab.config import data_dir, get_preset
     from reveal_lab.io import load_run
@@ -146,12 +155,22 @@ def evaluate_dataset(
     pre = get_preset(preset)
     cache: dict[str, Any] = {}
 
+    spans = {}
+    if trim and {"workload_start", "workload_end"} <= set(meta.columns):
+        for r in meta.iter_rows(named=True):
+            if r["workload_start"] and r["workload_end"]:
+                spans[r["source_file"]] = (_parse(r["workload_start"]), _parse(r["workload_end"]))
+
     def load(source_file: str):  # noqa: ANN202
         if source_file not in cache:
             path = root / source_file.removeprefix("./")
             if not path.exists():
                 raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
-            cache[source_file] = load_run(path)
+            run = load_run(path)
+            if source_file in spans:  # the workload's steady state: no start-up (imports) or tail
+                a, b = spans[source_file]
+                run = Run(run.meta, run.frame.filter(pl.col(TIMESTAMP).is_between(a, b)), list(run.warnings))
+            cache[source_file] = run
         return cache[source_file]
 
     base_rows = meta.filter(pl.col("fault") == "none")
@@ -165,6 +184,7 @@ def evaluate_dataset(
         if mode == "baseline":
             refs = base_rows.filter(
                 (pl.col("workload") == row["workload"])
+                & (pl.col("phase") == row["phase"])
                 & (pl.col("host") == row["host"])
                 & (pl.col("source_file") != row["source_file"])
             )
@@ -209,6 +229,7 @@ def evaluate_dataset(
         "stride_s": pre.window.stride_s,
         "grace_s": grace_s,
         "run_min_share": run_min_share,
+        "trim": trim,
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),
     }

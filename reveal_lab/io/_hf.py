@@ -216,7 +216,8 @@ def export_hf(
         "* config `telemetry` (default): one row per 100 ms sample; splits `train` and `infer` by phase; "
         "`run_id` is the source file, `run` ties the hosts of one DDP run; metric columns are host-free "
         "(`Source:field.instance[unit]`), null where a run lacks the metric.",
-        "* config `labels`: fault episodes (`run, host, fault_type, start, end, expected_subsystem, magnitude, "
+        "* config `labels`: fault episodes (`run, host, fault_type, start, end, "
+        "expected_subsystem, magnitude, "
         "scope`), timestamps on the telemetry's clock (UTC, naive).",
         "* config `meta`: the run table in the public Reveal dataset's columns plus lab columns.",
         "",

@@ -63,6 +63,8 @@ EXTRA_META_COLUMNS = (
     "end",
     "steps",
     "samples_per_s",
+    "workload_start",
+    "workload_end",
     "cpu_quota",
     "n_dropped_nan_columns",
 )

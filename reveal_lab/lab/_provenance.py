@@ -35,13 +35,16 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "",
         "## Contents",
         "",
-        f"* {meta.height} host runs ({meta['run'].n_unique()} runs) in the public dataset's layout and grammar: "
+        f"* {meta.height} host runs ({meta['run'].n_unique()} runs) in the public "
+        f"dataset's layout and grammar: "
         "`train_separated/` and `infer_separated/`, "
         "`{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.parquet` (UTC start time), "
-        f'canonical wide frames (`view="dataset"`: counters as `_diff` columns); {size / 1e6:.1f} MB of Parquet.',
+        'canonical wide frames (`view="dataset"`: counters as `_diff` columns); '
+        f"{size / 1e6:.1f} MB of Parquet.",
         "* `meta_lab.csv`: the public meta columns (`source_file, n_rows, n_cols, phase, mode, model, task, "
         "dataset, model_task, workload`) and lab columns (`run` = file stem without host, `host`, `core`, "
-        "`run_group` (ties the two hosts of a DDP run), `world_size`, `fault`, `repeat`, `seed`, `start`, `end`, "
+        "`run_group` (ties the two hosts of a DDP run), `world_size`, `fault`, `repeat`, "
+        "`seed`, `start`, `end`, "
         "`steps`, `samples_per_s` (workload throughput), `cpu_quota`, `n_dropped_nan_columns`).",
         f"* `labels.csv`: {labels.height} ground-truth fault rows: `run, host, fault_type, start, end, "
         "expected_subsystem, magnitude, unit, scope, source_file`; `start`/`end` are the wall-clock times "
@@ -88,19 +91,23 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "whose cpuset pins every process of the host (workload, fault stressors, its collector) to one core "
         "(labA: core 0, labB: core 1). `/proc/net/*` is per namespace; `/proc/stat`, `/proc/meminfo`, "
         "`/proc/diskstats`, `/proc/softirqs` are global (one kernel), so both hosts' files carry them.",
-        "* **Collectors**: `reveal-lab collect --host labX --interval 100ms --cgroup-root <host's v2 cgroup>` "
-        "started inside the host (`nsenter --net=/run/netns/labX`; `ip netns exec` would remount /sys and hide "
+        "* **Collectors**: `reveal-lab collect --host labX --interval 100ms "
+        "--cgroup-root <host's v2 cgroup>` "
+        "started inside the host (`nsenter --net=/run/netns/labX`; `ip netns exec` would "
+        "remount /sys and hide "
         "the cgroup tree) and in the host's cgroup.",
         "* **Workloads** (`reveal_lab/lab/_workloads.py`, `torch.set_num_threads(1)`, synthetic data): CNN "
         "(3 conv + 2 fc, 3x32x32 images, 10 classes), Transformer encoder text classifier (2 layers, d=128, "
         "sequence 64, vocabulary 4000), MLP (784-1024-512-10); train (SGD) and infer; DDP: CNN over gloo "
         "(`MASTER_ADDR`=10.77.0.1, `GLOO_SOCKET_IFNAME`=the veth), rank 0 on labA, rank 1 on labB.",
-        "* **Faults** (`reveal_lab/lab/_faults.py`, `_stress.py`): packet loss = `iptables -I INPUT/OUTPUT -m "
+        "* **Faults** (`reveal_lab/lab/_faults.py`, `_stress.py`): packet loss = "
+        "`iptables -I INPUT/OUTPUT -m "
         "statistic --mode random --probability P -j DROP` inside labB's namespace during DDP; CPU contention "
         "= a busy loop in the host's cgroup (same core as the workload); memory pressure = 1 GiB of touched "
         "anonymous memory + 128 MiB files written and fsynced in a loop; storage read bursts = sequential "
         "`O_DIRECT` reads of a 512 MiB file; configuration difference = labB's cgroup CPU quota at 0.5 core "
-        "for a whole DDP run. A stressor reports `ready` when the stress is on; the start time is taken then.",
+        "for a whole DDP run. A stressor reports `ready` when the stress is on; the "
+        "start time is taken then.",
         "* **Schedule**: every run is recorded alone (no concurrent runs); single-host runs on labA. A run: "
         "collectors start, 3 s calm, workload processes start (import + set-up), the fault schedule is "
         "anchored at the workload's first step, faults at ~22 % and ~64 % of the run for 7 s each, 2 s calm "

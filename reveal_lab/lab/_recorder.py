@@ -546,6 +546,7 @@ def build_dataset(
                     "end": str(frame["timestamp"][-1]) if frame.height else "",
                     "steps": summ.get("steps", ""),
                     "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
+                    **_workload_span(raw_root, stem, man),
                     "cpu_quota": "" if quota is None else quota,
                     "n_dropped_nan_columns": dropped,
                 }
@@ -575,6 +576,26 @@ def build_dataset(
 
     (out / "README.md").write_text(provenance_readme(raw_root, out))
     return meta_rows, label_rows
+
+
+def _workload_span(raw_root: Path, stem: str, man: dict) -> dict[str, str]:
+    """When the workload computed: its first step (all ranks started) to the last progress line."""
+    start = man.get("workload_start_ms")
+    end = None
+    for hn in man["hosts"]:
+        logf = raw_root / f"{stem}_{hn}.progress.jsonl"
+        if not logf.exists():
+            continue
+        for line in logf.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("event") == "start":
+                start = max(start or 0, rec["time_ms"]) if man.get("workload_start_ms") is None else start
+            elif "time_ms" in rec:
+                end = max(end or 0, rec["time_ms"])
+    return {
+        "workload_start": ms_to_stamp(start) if start else "",
+        "workload_end": ms_to_stamp(end) if end else "",
+    }
 
 
 def _write_run(run: Run, path: Path) -> None:

@@ -78,7 +78,7 @@ def case():
                 [4, 7, 15],
                 shares={4: {"cpu": 0.7, "memory": 0.3}, 7: {"cpu": 0.6, "network": 0.4}, 15: {"memory": 1.0}},
             ),
-            # r2/labA: memory episode 10-14 s caught, attributed to storage then memory (top-1 wrong, top-3 right)
+            # r2/labA: memory episode 10-14 s caught, attributed storage > memory (top-1 wrong, top-3 right)
             windows("r2", "labA", [11], shares={11: {"storage": 0.6, "memory": 0.4}}),
             # r3/labB: network episode 2-4 s missed; its windows flagged elsewhere on the *other* host only
             windows("r3", "labB", []),
