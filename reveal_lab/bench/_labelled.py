@@ -79,6 +79,11 @@ class LabelledConfig:
     iforest_estimators: int = 200
     seed: int = 0
     backend: str = "numba"
+    #: attribution rule: "windows" (per-window shares of the top ``agg_k`` pairs, averaged over
+    #: the detectors that flag the window, summed over the run: reveal_lab.attribution's rule)
+    #: or "sum" (contributions summed over the run, shares per detector, averaged)
+    attribution: str = "windows"
+    agg_k: int = 20
     #: window features to compute (None: by window size, see :meth:`feature_names`)
     features: tuple[str, ...] | None = None
 
@@ -174,6 +179,18 @@ def _metric_shares(contrib: np.ndarray, pair_metric: np.ndarray, n_metrics: int)
     return per_metric / tot if tot > 0 else per_metric
 
 
+def _window_shares(contrib: np.ndarray, cfg: LabelledConfig) -> np.ndarray:
+    """Per window: positive contributions, the ``cfg.agg_k`` largest normalised to sum to 1
+    (the rule of :mod:`reveal_lab.attribution`)."""
+    c = np.clip(np.nan_to_num(contrib, nan=0.0, posinf=0.0, neginf=0.0), 0.0, None)
+    n, p = c.shape
+    if cfg.agg_k < p and n:
+        cut = np.partition(c, p - cfg.agg_k, axis=1)[:, p - cfg.agg_k][:, None]
+        c = np.where(c >= cut, c, 0.0)
+    tot = c.sum(axis=1, keepdims=True)
+    return np.divide(c, tot, out=np.zeros_like(c), where=tot > 0)
+
+
 def _ranking(shares: np.ndarray, tiebreak: np.ndarray) -> list[int]:
     order = np.lexsort((-tiebreak, -np.round(shares, 12)))
     return [int(i) + 1 for i in order]
@@ -253,12 +270,25 @@ def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
         for k, d in dets.items():
             contrib[k] = d.explain(Xte[rows_needed])
     pm = te.pair_metric
+    det_flags = {k: decisions[k][rows_needed].astype(bool) for k in dets}
+    window_pairs = {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution == "windows" else None
     for method, dec in decisions.items():
         rankings = []
         for a, b in label_runs(dec):
             sel = pos[a:b]
             dev = np.abs(server.test[a:b].mean(axis=0) - med)
-            if method == COMBINED:
+            if cfg.attribution == "windows":
+                if method == COMBINED:
+                    # as reveal_lab.attribution: a window's pair scores are the mean share over
+                    # the detectors that flag it (all three when only the combined score does)
+                    flags = np.stack([det_flags[k][sel] for k in dets])
+                    flags[:, ~flags.any(axis=0)] = True
+                    w = np.stack([window_pairs[k][sel] for k in dets])  # det x windows x pairs
+                    pair = (w * flags[:, :, None]).sum(axis=0) / flags.sum(axis=0)[:, None]
+                else:
+                    pair = window_pairs[method][sel]
+                shares = np.bincount(pm, weights=pair.sum(axis=0), minlength=n_metrics)
+            elif method == COMBINED:
                 shares = np.mean([_metric_shares(contrib[k][sel], pm, n_metrics) for k in dets], axis=0)
             else:
                 shares = _metric_shares(contrib[method][sel], pm, n_metrics)

@@ -68,6 +68,7 @@ __all__ = [
     "score_folder",
     "aggregate",
     "format_table",
+    "format_server_table",
     "json_safe",
     "main",
 ]
@@ -330,6 +331,20 @@ def json_safe(obj):  # noqa: ANN001, ANN202
     if isinstance(obj, float) and not np.isfinite(obj):
         return None
     return obj
+
+
+def format_server_table(results: dict[str, dict], methods: Sequence[str] | None = None) -> str:
+    """A Markdown table with one row per server (``results``: method -> score_folder)."""
+    cols = [("best_f1", "F1 (pw)"), ("best_f1_pa", "F1 (PA)"), ("auc_pr", "AUC-PR"), ("decision_f1", "F1 (own thr)"),
+            ("hit@100", "Hit@100"), ("hit@150", "Hit@150"), ("ndcg@150", "NDCG@150"),
+            ("random_hit@150", "rand Hit@150")]
+    lines = ["| server | method | " + " | ".join(c[1] for c in cols) + " | segs detected |",
+             "|---|---|" + "---:|" * (len(cols) + 1)]
+    for method in methods or list(results):
+        for r in results[method]["servers"]:
+            vals = " | ".join("–" if math.isnan(r[k]) else f"{r[k]:.3f}" for k, _ in cols)
+            lines.append(f"| {r['server']} | {method} | {vals} | {r['n_detected_segments']}/{r['n_labelled_segments']} |")
+    return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,7 +58,7 @@ def _labelled(args) -> int:  # noqa: ANN001
     from pathlib import Path
 
     from reveal_lab.bench._labelled import LabelledConfig, run_labelled
-    from reveal_lab.bench._score import format_table
+    from reveal_lab.bench._score import format_server_table, format_table
 
     cfg = LabelledConfig()
     if args.window_rows is not None:
@@ -73,6 +73,8 @@ def _labelled(args) -> int:  # noqa: ANN001
         cfg = replace(cfg, backend=args.backend)
     summary = run_labelled(args.data, args.out, servers=_servers(args.servers), config=cfg)
     print(format_table(summary["results"]))
+    print()
+    print(format_server_table(summary["results"], ["combined"]))
     print(f"\nwrote {Path(args.out) / 'summary.json'}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
