@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -12,6 +14,7 @@ __all__ = ["KERNEL_NAME", "kernel_spec", "ensure_kernel", "install_kernel"]
 
 KERNEL_NAME = "reveal-lab"
 DISPLAY_NAME = "Python (reveal-lab)"
+_ENSURED: dict[str, Path] = {}
 
 
 def kernel_spec() -> dict[str, object]:
@@ -31,11 +34,17 @@ def ensure_kernel(name: str = KERNEL_NAME) -> Path:
     stale ``reveal-lab`` kernel elsewhere (another venv, ``~/.local``) cannot shadow it.
     Nothing outside that folder is written. Returns the kernel's folder.
     """
+    known = _ENSURED.get(name)
+    on_path = known is not None and str(known.parent.parent) in os.environ.get("JUPYTER_PATH", "")
+    if known is not None and known.exists() and on_path:
+        return known
     root = Path(tempfile.mkdtemp(prefix="reveal-lab-kernel-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     kdir = root / "kernels" / name
     kdir.mkdir(parents=True)
     (kdir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1))
     os.environ["JUPYTER_PATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("JUPYTER_PATH")])])
+    _ENSURED[name] = kdir
     return kdir
 
 

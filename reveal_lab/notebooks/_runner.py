@@ -84,6 +84,7 @@ def run_notebook(
     """Execute one notebook; return the executed copy. Raises :class:`NotebookFailed`."""
     import papermill as pm
 
+    ensure_kernel(kernel or manifest.kernel)
     params = manifest.parameters(entry, preset)
     params.update({"data": data, "out_dir": str(out), "smoke": preset == "smoke"})
     executed = out / "notebooks" / entry.notebook

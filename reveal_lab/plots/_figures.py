@@ -85,38 +85,63 @@ def plot_usage_cdfs(
     return fig
 
 
+_CURVE_LABELS = {
+    "selected_ratio": "share of metrics kept",
+    "avg_multi_r2": "variance of pruned metrics explained (R²)",
+    "avg_max_abs_r": "max |r| of a pruned metric with a kept one",
+    "n_selected": "metrics kept",
+}
+
+
 @_styled
 def plot_pruning_curve(
     curve: pl.DataFrame,
     *,
+    ys: Sequence[str] | None = None,
     x: str = "threshold",
-    y: str = "n_selected",
     group: str | None = "workload",
-    total: str | None = "n_metrics",
+    max_groups: int = 10,
 ):
-    """Fig. 4: metrics kept after correlation pruning against the threshold."""
-    fig, axes = new_figure(width=4.8, height=3.2)
-    ax = axes[0, 0]
+    """Fig. 4: correlation pruning against the threshold (from
+    :func:`reveal_lab.pruning.pruning_curve`): one panel per measure in ``ys``
+    (default: the share kept and how well the kept metrics explain the pruned ones),
+    one line per workload, the ``all`` average in black."""
+    if ys is None:
+        ys = [c for c in ("selected_ratio", "avg_multi_r2", "avg_max_abs_r") if c in curve.columns] or [
+            "n_selected"
+        ]
+    fig, axes = new_figure(1, len(ys), width=3.4 * len(ys), height=3.0)
     if curve.height == 0:
-        _empty(ax)
+        _empty(axes[0, 0])
         return fig
     groups = (
         curve.get_column(group).unique(maintain_order=True).to_list()
         if group and group in curve.columns
         else [None]
     )
-    for i, g in enumerate(groups):
-        part = curve if g is None else curve.filter(pl.col(group) == g)  # type: ignore[arg-type]
-        part = part.sort(x)
-        ax.plot(
-            part[x], part[y], marker="o", ms=3, color=color_for("", i), label=_short(str(g)) if g else None
-        )
-    ax.set_xlabel("correlation threshold")
-    ax.set_ylabel("metrics kept")
-    if total and total in curve.columns:
-        ax.set_title(f"of {int(curve[total].max())} metrics")
-    if groups != [None] and len(groups) <= 10:
-        ax.legend(frameon=False)
+    for ax, y in zip(axes[0], ys, strict=False):
+        for i, g in enumerate(groups[: max_groups + 1]):
+            part = (curve if g is None else curve.filter(pl.col(group) == g)).sort(x)  # type: ignore[arg-type]
+            if g == "all":
+                ax.plot(part[x], part[y], color="k", lw=2.2, marker="o", ms=3, label="all (mean)")
+            else:
+                ax.plot(
+                    part[x],
+                    part[y],
+                    marker="o",
+                    ms=2.5,
+                    lw=1,
+                    alpha=0.75,
+                    color=color_for("", i),
+                    label=_short(str(g)) if g is not None else None,
+                )
+        ax.set_xlabel("correlation threshold |r|")
+        ax.set_ylabel(_CURVE_LABELS.get(y, y))
+        if y != "n_selected":
+            ax.set_ylim(0, 1.02)
+    if groups != [None]:
+        handles, labels = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", frameon=False)
     return fig
 
 
@@ -182,35 +207,35 @@ def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
 def plot_collector_overhead(
     table: pl.DataFrame,
     *,
-    x: str = "config",
-    y: str = "value",
-    err: str | None = "err",
-    group: str | None = "measure",
+    x: str = "interval_ms",
+    y: str = "pct_of_core",
+    group: str = "process",
+    unit: str = "CPU, % of one core",
 ):
-    """Fig. 5: collector overhead (one panel per measure, a bar per configuration)."""
-    groups = (
-        table[group].unique(maintain_order=True).to_list() if group and group in table.columns else [None]
-    )
-    fig, axes = new_figure(1, max(len(groups), 1), width=3.2 * max(len(groups), 1), height=3.0)
+    """Fig. 5: collector overhead per sampling interval, one bar per process
+    (from :func:`reveal_lab.studies.collector_overhead_table`)."""
+    fig, axes = new_figure(width=5.6, height=3.2)
+    ax = axes[0, 0]
     if table.height == 0:
-        _empty(axes[0, 0], "no collector benchmark results")
+        _empty(ax, "no collector benchmark results")
         return fig
-    for ax, g in zip(axes[0], groups, strict=False):
-        part = table if g is None else table.filter(pl.col(group) == g)  # type: ignore[arg-type]
-        e = part[err].to_numpy() if err and err in part.columns else None
+    xs = sorted(table[x].unique().to_list())
+    groups = table[group].unique(maintain_order=True).to_list()
+    width = 0.8 / len(groups)
+    pos = np.arange(len(xs))
+    for i, g in enumerate(groups):
+        part = dict(table.filter(pl.col(group) == g).select(x, y).iter_rows())
         ax.bar(
-            np.arange(part.height),
-            part[y].to_numpy(),
-            yerr=e,
-            color=[color_for("", i) for i in range(part.height)],
+            pos + i * width - 0.4 + width / 2,
+            [part.get(v, np.nan) for v in xs],
+            width,
+            label=str(g),
+            color=color_for("", i),
         )
-        ax.set_xticks(
-            np.arange(part.height), [_short(str(v), 18) for v in part[x].to_list()], rotation=30, ha="right"
-        )
-        if g is not None:
-            ax.set_title(str(g))
-        if "unit" in part.columns and part.height:
-            ax.set_ylabel(str(part["unit"][0]))
+    ax.set_xticks(pos, [f"{v:g} ms" if isinstance(v, (int, float)) else str(v) for v in xs])
+    ax.set_xlabel("sampling interval")
+    ax.set_ylabel(unit)
+    ax.legend(frameon=False)
     return fig
 
 

@@ -61,10 +61,14 @@ from reveal_lab.studies._intervals import (
     union_length,
 )
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
+from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
 
 __all__ = [
+    "OVERHEAD_RESULTS",
+    "collector_bytes_table",
+    "collector_overhead_table",
     "crosshost_subsystem",
     "resolve_data",
     "run_table",

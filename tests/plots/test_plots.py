@@ -66,6 +66,51 @@ def test_usage_granularity_dtw_projection_figures(synth_detection, tmp_path):
     _check(plots.plot_projection(rng.normal(size=(20, 2)), rows, title="t"), tmp_path, "proj")
 
 
+def _overhead_json(tmp_path):
+    """A results file in the shape benchmarks/collector_overhead.py writes."""
+    import json
+
+    med = {
+        iv: {
+            "loop": {"stat_pct_of_core": 0.05, "schedstat_pct_of_core": 0.04, "channels": 3},
+            "procfs": {
+                "stat_pct_of_core": 0.3 * 100 / iv,
+                "schedstat_pct_of_core": 0.25 * 100 / iv,
+                "channels": 900,
+                "ratio_to_perf_stat": 0.2,
+            },
+            "perf": {"stat_pct_of_core": 1.3, "schedstat_pct_of_core": 1.25, "channels": None},
+        }
+        for iv in (100, 200, 600)
+    }
+    size = {"interval_ms": 100, "channels": 900, "folder_bytes_per_s": 4100.0}
+    p = tmp_path / "collector_overhead.json"
+    p.write_text(
+        json.dumps(
+            {
+                "median_by_interval_ms": med,
+                "bytes_on_disk": size,
+                "targets": {"paper": {"bytes_per_s_filtered": [14000, 22000]}},
+            }
+        )
+    )
+    return p
+
+
+def test_collector_overhead_tables(tmp_path):
+    p = _overhead_json(tmp_path)
+    cpu = studies.collector_overhead_table(p)
+    assert cpu.height == 9 and set(cpu["process"]) == {"loop", "procfs", "perf"}
+    row = cpu.filter((pl.col("interval_ms") == 200) & (pl.col("process") == "procfs")).row(0, named=True)
+    assert row["pct_of_core"] == pytest.approx(0.125) and row["channels"] == 900
+    assert studies.collector_bytes_table(p)["folder_bytes_per_s"][0] == 4100.0
+    p.write_text("{not json")
+    with pytest.raises(ValueError, match="line 1"):
+        studies.collector_overhead_table(p)
+    with pytest.raises(FileNotFoundError, match="collector_overhead.py"):
+        studies.collector_overhead_table(tmp_path / "missing.json")
+
+
 def test_other_figures_and_empty_inputs(tmp_path):
     curve = pl.DataFrame(
         {
@@ -76,9 +121,7 @@ def test_other_figures_and_empty_inputs(tmp_path):
         }
     )
     _check(plots.plot_pruning_curve(curve), tmp_path, "fig4")
-    over = pl.DataFrame(
-        {"config": ["100 ms", "1 s"], "value": [1.5, 0.2], "err": [0.1, 0.05], "measure": ["CPU %"] * 2}
-    )
+    over = studies.collector_overhead_table(_overhead_json(tmp_path))
     _check(plots.plot_collector_overhead(over), tmp_path, "fig5")
     dev = pl.DataFrame(
         {"host": ["h1", "h2", "h3"], "z": [0.1, 5.0, -0.2], "key": ["Memory:HugePages_Total"] * 3}

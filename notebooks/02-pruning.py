@@ -1,0 +1,63 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#   kernelspec:
+#     display_name: Python (reveal-lab)
+#     language: python
+#     name: reveal-lab
+# ---
+
+# %% [markdown]
+# # 02 · Correlation pruning (§4.1, Fig. 4)
+#
+# Per workload, metrics whose mean correlation over the workload's runs reaches the
+# threshold are clustered; one representative per cluster is kept (most interpretable
+# first, then the largest variance), and the union over workloads is the diagnostic
+# space. Fig. 4 shows, against the threshold, the share of metrics kept and how well the
+# kept metrics explain the pruned ones (`reveal_lab.pruning.pruning_curve`).
+
+# %% tags=["parameters"]
+data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
+out_dir = "../out/lab"
+smoke = False
+workloads = ""  # comma-separated workload names; empty: all
+max_runs_per_workload = 0  # 0: all runs of each workload
+max_runs = 0  # total runs, taking the workloads in turn; 0: all
+max_seconds = 0.0
+thresholds = "0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95"
+threshold = 0.5  # the threshold of the diagnostic space (the paper: 0.5)
+method = "complete"  # complete linkage, or connected components
+
+# %%
+import warnings
+
+import polars as pl
+
+from reveal_lab import plots, pruning, studies
+from reveal_lab.telemetry import TelemetryWarning
+
+warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
+
+runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                               max_runs=max_runs, max_seconds=max_seconds)
+frames: dict[str, list] = {}
+for r in runs:
+    frames.setdefault(r.meta.workload or "unknown", []).append(r.frame)
+result = pruning.prune(frames, threshold, method=method)
+curve = pruning.pruning_curve(frames, [float(t) for t in studies.parse_list(thresholds)], method=method,
+                              spaces=result.spaces)
+studies.save_table(curve, out_dir, "fig4_pruning_curve")
+curve.filter(pl.col("workload") == "all") if "all" in curve["workload"] else curve
+
+# %%
+fig = plots.plot_pruning_curve(curve)
+plots.save_figure(fig, out_dir, "fig4_pruning_curve")
+fig
+
+# %%
+kept = (result.clusters.filter(pl.col("is_representative"))
+        .group_by("key", "subsystem").agg(pl.col("workload").n_unique().alias("n_workloads"))
+        .sort("subsystem", "n_workloads", "key", descending=[False, True, False]))
+studies.save_table(kept, out_dir, "pruning_selected")
+f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space"
