@@ -16,6 +16,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument("--port", type=int, default=None, help="port for JupyterLab")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--kernel-only", action="store_true", help="install the kernel and exit")
+    p.add_argument(
+        "--prefix", default=None, help="install the kernel under this prefix (default: sys.prefix)"
+    )
     p.set_defaults(func=_run)
 
 
@@ -27,7 +30,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from reveal_lab.notebooks import install_kernel, notebooks_dir
 
-    path = install_kernel()
+    path = install_kernel(prefix=args.prefix)
     print(f"kernel 'reveal-lab' ({sys.executable}) installed in {path}")
     if args.kernel_only:
         return 0

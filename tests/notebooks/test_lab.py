@@ -1,0 +1,39 @@
+"""`reveal-lab lab`: the kernel it installs runs this interpreter, and a missing JupyterLab is explained."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+from reveal_lab.cli import main
+from reveal_lab.notebooks import install_kernel
+
+
+def test_installed_kernel_runs_this_python_and_imports_reveal_lab(tmp_path):
+    kdir = install_kernel(prefix=str(tmp_path))
+    spec = json.loads((kdir / "kernel.json").read_text())
+    assert kdir.name == "reveal-lab" and str(kdir).startswith(str(tmp_path))
+    exe = spec["argv"][0]
+    assert exe == sys.executable  # this venv's python, whichever python is first on PATH
+    out = subprocess.run(
+        [exe, "-c", "import reveal_lab.studies, reveal_lab.plots; print('ok')"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jupyterlab") is not None, reason="JupyterLab is installed")
+def test_lab_without_jupyterlab_says_how_to_install(tmp_path, capsys):
+    assert main(["lab", "--prefix", str(tmp_path), "--no-browser"]) == 1
+    err = capsys.readouterr().err
+    assert "JupyterLab is not installed" in err and ".[lab]" in err
+
+
+def test_lab_kernel_only(tmp_path, capsys):
+    assert main(["lab", "--kernel-only", "--prefix", str(tmp_path)]) == 0
+    assert "kernel 'reveal-lab'" in capsys.readouterr().out
+    assert (tmp_path / "share" / "jupyter" / "kernels" / "reveal-lab" / "kernel.json").exists()
