@@ -38,8 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     from reveal_lab.cli import main as cli
 
+    os.chdir(ROOT)
     t0 = time.perf_counter()
-    args = ["bench", "labelled", "--data", str(a.data), "--out", str(a.out), "--json", str(a.result)]
+    # a path relative to the repository, so the committed result names no machine's layout
+    data = os.path.relpath(a.data.resolve(), ROOT)
+    args = ["bench", "labelled", "--data", data, "--out", str(a.out), "--json", str(a.result)]
     if a.servers:
         args += ["--servers", a.servers]
     rc = cli(args)

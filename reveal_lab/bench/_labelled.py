@@ -328,6 +328,21 @@ def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: Labe
     return {"server": server.name, "n_components": int(pca.n_components_), "seconds": time.perf_counter() - t0}
 
 
+def _machine() -> dict:
+    import os
+
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
 def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence[str] | None = None,
                  config: LabelledConfig | None = None, featurize: Callable[..., _Features] = server_features) -> dict:
     """Run the bench on every server (or ``servers``), score the outputs with the separate
@@ -335,6 +350,8 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
     from reveal_lab.bench._score import json_safe, score_folder
 
     cfg = config or LabelledConfig()
+    if cfg.attribution not in ("windows", "sum"):
+        raise ValueError(f"attribution must be 'windows' or 'sum', got {cfg.attribution!r}")
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     names = list(servers) if servers else list_servers(data_dir)
     missing = sorted(set(names) - set(list_servers(data_dir)))
@@ -363,10 +380,13 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
             "windows": f"{cfg.window_rows} rows, stride 1 row, last {cfg.window_rows - 1} train rows prepended",
             "features": list(cfg.feature_names()),
             "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
-            "attribution": "explain() contributions clipped at 0, summed per metric over the flagged run",
+            "attribution": ("per window, the positive explain() contributions of the top "
+                            f"{cfg.agg_k} pairs as shares, averaged over the detectors flagging it, summed "
+                            "per metric over the flagged run" if cfg.attribution == "windows" else
+                            "explain() contributions clipped at 0, summed per metric over the flagged run, "
+                            "shares averaged over the detectors"),
         },
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "processor": platform.processor() or platform.machine()},
+        "machine": _machine(),
         "runs": runs,
         "results": results,
     }
