@@ -48,14 +48,28 @@ def run_one(name: str, timeout: float, python: str) -> dict:
     before = result.stat().st_mtime if result.exists() else None
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run([python, str(script)], cwd=HERE.parent, capture_output=True, text=True,
-                              timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.run(
+            [python, str(script)],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         rec["returncode"] = proc.returncode
         out = proc.stdout + proc.stderr
         rec["status"] = "ok" if proc.returncode == 0 else "failed"
     except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        out += (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        out = (
+            (exc.stdout or b"").decode(errors="replace")
+            if isinstance(exc.stdout, bytes)
+            else (exc.stdout or "")
+        )
+        out += (
+            (exc.stderr or b"").decode(errors="replace")
+            if isinstance(exc.stderr, bytes)
+            else (exc.stderr or "")
+        )
         rec["status"] = "timed out"
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     rec["output_tail"] = out[-3000:]
@@ -74,8 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     names = list(SCRIPTS)
     # scripts added later that follow the convention run too (after the known ones)
-    names += sorted(p.stem for p in HERE.glob("*.py") if p.stem not in SCRIPTS
-                    and p.stem not in {"run_all", "summarize"} and not p.stem.startswith("_"))
+    names += sorted(
+        p.stem
+        for p in HERE.glob("*.py")
+        if p.stem not in SCRIPTS and p.stem not in {"run_all", "summarize"} and not p.stem.startswith("_")
+    )
     if a.only:
         wanted = [s.strip() for s in a.only.split(",") if s.strip()]
         unknown = sorted(set(wanted) - set(names))
@@ -86,15 +103,23 @@ def main(argv: list[str] | None = None) -> int:
         skip = {s.strip() for s in a.skip.split(",")}
         names = [n for n in names if n not in skip]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    log = {"started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-           "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                       "cpus": os.cpu_count()}, "runs": []}
+    log = {
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+        },
+        "runs": [],
+    }
     for n in names:
         limit = a.timeout if a.timeout is not None else SCRIPTS.get(n, 900)
         print(f"[run_all] {n} (limit {limit:.0f} s) ...", flush=True)
         rec = run_one(n, limit, sys.executable)
-        print(f"[run_all] {n}: {rec['status']}" + (f" in {rec['seconds']} s" if "seconds" in rec else ""),
-              flush=True)
+        print(
+            f"[run_all] {n}: {rec['status']}" + (f" in {rec['seconds']} s" if "seconds" in rec else ""),
+            flush=True,
+        )
         log["runs"].append(rec)
         (RESULTS / "run_all.json").write_text(json.dumps(log, indent=2))
     if not a.no_summary:

@@ -91,8 +91,11 @@ def list_servers(data_dir: str | Path) -> list[str]:
         raise FileNotFoundError(f"{d}: not a directory (expected the labelled-servers layout)")
     names = sorted(p.name[: -len(_TRAIN_SUFFIX)] for p in d.glob(f"*{_TRAIN_SUFFIX}"))
     if not names:
-        raise TelemetryError(f"no *{_TRAIN_SUFFIX} files; expected NAME_train.csv.gz, NAME_test.csv.gz, "
-                             "NAME_test_label.csv.gz, NAME_interpretation_label.txt", path=str(d))
+        raise TelemetryError(
+            f"no *{_TRAIN_SUFFIX} files; expected NAME_train.csv.gz, NAME_test.csv.gz, "
+            "NAME_test_label.csv.gz, NAME_interpretation_label.txt",
+            path=str(d),
+        )
     return names
 
 
@@ -123,14 +126,16 @@ def read_matrix(path: str | Path, *, n_cols: int | None = None) -> np.ndarray:
             if width is None:
                 width = len(parts)
             if len(parts) != width:
-                raise TelemetryError(f"expected {width} comma-separated values, found {len(parts)}",
-                                     path=str(p), line=lineno)
+                raise TelemetryError(
+                    f"expected {width} comma-separated values, found {len(parts)}", path=str(p), line=lineno
+                )
             try:
                 vals = [float(x) for x in parts]
             except ValueError:
                 col = next(i for i, x in enumerate(parts) if not _is_float(x))
-                raise TelemetryError(f"value {parts[col]!r} is not a number", path=str(p), line=lineno,
-                                     column=str(col + 1)) from None
+                raise TelemetryError(
+                    f"value {parts[col]!r} is not a number", path=str(p), line=lineno, column=str(col + 1)
+                ) from None
             rows.append(vals)
     if not rows:
         raise TelemetryError("no data rows", path=str(p))
@@ -138,7 +143,9 @@ def read_matrix(path: str | Path, *, n_cols: int | None = None) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         r, c = np.argwhere(bad)[0]
-        raise TelemetryError(f"value {arr[r, c]} is not finite", path=str(p), line=int(r) + 1, column=str(c + 1))
+        raise TelemetryError(
+            f"value {arr[r, c]} is not finite", path=str(p), line=int(r) + 1, column=str(c + 1)
+        )
     return arr
 
 
@@ -163,8 +170,9 @@ def read_point_labels(path: str | Path, *, n_rows: int | None = None) -> np.ndar
     return arr.astype(np.int8)
 
 
-def read_interpretation_labels(path: str | Path, *, n_rows: int | None = None,
-                               n_metrics: int | None = None) -> tuple[InterpretationSegment, ...]:
+def read_interpretation_labels(
+    path: str | Path, *, n_rows: int | None = None, n_metrics: int | None = None
+) -> tuple[InterpretationSegment, ...]:
     """Parse ``start-end:d1,d2,...`` lines (see module doc for the end convention).
 
     >>> import tempfile, os
@@ -187,10 +195,15 @@ def read_interpretation_labels(path: str | Path, *, n_rows: int | None = None,
         if end < start:
             raise TelemetryError(f"segment end {end} before start {start}", path=str(p), line=lineno)
         if n_rows is not None and start >= n_rows:
-            raise TelemetryError(f"segment start {start} beyond the {n_rows} test rows", path=str(p), line=lineno)
+            raise TelemetryError(
+                f"segment start {start} beyond the {n_rows} test rows", path=str(p), line=lineno
+            )
         if min(dims) < 1 or (n_metrics is not None and max(dims) > n_metrics):
-            raise TelemetryError(f"metric numbers must be 1..{n_metrics or 'n'} (1-based), found {dims}",
-                                 path=str(p), line=lineno)
+            raise TelemetryError(
+                f"metric numbers must be 1..{n_metrics or 'n'} (1-based), found {dims}",
+                path=str(p),
+                line=lineno,
+            )
         out.append(InterpretationSegment(start, min(end, n_rows - 1) if n_rows else end, dims, lineno))
     return tuple(out)
 
@@ -201,8 +214,9 @@ def load_server(data_dir: str | Path, name: str) -> LabelledServer:
     train = read_matrix(d / f"{name}_train.csv.gz")
     test = read_matrix(d / f"{name}_test.csv.gz", n_cols=train.shape[1])
     labels = read_point_labels(d / f"{name}_test_label.csv.gz", n_rows=test.shape[0])
-    segs = read_interpretation_labels(d / f"{name}_interpretation_label.txt", n_rows=test.shape[0],
-                                      n_metrics=train.shape[1])
+    segs = read_interpretation_labels(
+        d / f"{name}_interpretation_label.txt", n_rows=test.shape[0], n_metrics=train.shape[1]
+    )
     return LabelledServer(name, train, test, labels, segs)
 
 

@@ -49,8 +49,16 @@ import numpy as np
 
 from reveal_lab.bench._data import LabelledServer, label_runs, list_servers, load_server
 
-__all__ = ["LabelledConfig", "DEFAULT_WINDOW_ROWS", "SHORT_WINDOW_FEATURES", "DETECTOR_NAMES", "run_labelled", "bench_server",
-           "server_frame", "server_features"]
+__all__ = [
+    "LabelledConfig",
+    "DEFAULT_WINDOW_ROWS",
+    "SHORT_WINDOW_FEATURES",
+    "DETECTOR_NAMES",
+    "run_labelled",
+    "bench_server",
+    "server_frame",
+    "server_features",
+]
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +104,7 @@ class LabelledConfig:
         from reveal_lab.features import DYNAMIC_FEATURES
 
         return tuple(DYNAMIC_FEATURES) if self.window_rows >= FULL_FEATURE_MIN_ROWS else SHORT_WINDOW_FEATURES
+
     #: cap on training windows (evenly spaced) fed to the detectors; None: all
     max_train_windows: int | None = None
     extra: dict = field(default_factory=dict)
@@ -112,29 +121,34 @@ def server_frame(matrix: np.ndarray, host: str, *, interval_s: float, start_row:
     width = max(2, len(str(matrix.shape[1])))
     t0 = dt.datetime(2000, 1, 1)
     step = int(round(interval_s * 1000))
-    ts = pl.Series(TIMESTAMP, [t0 + dt.timedelta(milliseconds=step * (start_row + i))
-                               for i in range(matrix.shape[0])], dtype=TIMESTAMP_DTYPE)
+    ts = pl.Series(
+        TIMESTAMP,
+        [t0 + dt.timedelta(milliseconds=step * (start_row + i)) for i in range(matrix.shape[0])],
+        dtype=TIMESTAMP_DTYPE,
+    )
     cols = {f"Server:m{j + 1:0{width}d}.{h}": matrix[:, j] for j in range(matrix.shape[1])}
     return pl.DataFrame({TIMESTAMP: ts, **cols}).with_columns(pl.exclude(TIMESTAMP).cast(pl.Float64))
 
 
 @dataclass
 class _Features:
-    X: np.ndarray           # windows x pairs
-    end_row: np.ndarray     # last row (inclusive) of each window, in the frame's rows
+    X: np.ndarray  # windows x pairs
+    end_row: np.ndarray  # last row (inclusive) of each window, in the frame's rows
     pair_metric: np.ndarray  # 0-based metric index of each column of X
 
 
-def server_features(matrix: np.ndarray, host: str, cfg: LabelledConfig, *, interval_s: float,
-                    start_row: int = 0) -> _Features:
+def server_features(
+    matrix: np.ndarray, host: str, cfg: LabelledConfig, *, interval_s: float, start_row: int = 0
+) -> _Features:
     """Window features of ``matrix`` with reveal-lab's ``window_features``: windows of
     ``cfg.window_rows`` rows, stride one row; only full windows are kept."""
     from reveal_lab.config import WindowConfig
     from reveal_lab.features import window_features
 
     frame = server_frame(matrix, host, interval_s=interval_s, start_row=start_row)
-    wcfg = WindowConfig(window_s=cfg.window_rows * interval_s, stride_s=interval_s, interval_s=interval_s,
-                        min_fill=1.0)
+    wcfg = WindowConfig(
+        window_s=cfg.window_rows * interval_s, stride_s=interval_s, interval_s=interval_s, min_fill=1.0
+    )
     wf = window_features(frame, wcfg, backend=cfg.backend, features=list(cfg.feature_names()))
     X = np.asarray(wf.X, dtype=np.float64)
     win = wf.windows
@@ -160,8 +174,9 @@ def _fit_detectors(X: np.ndarray, cfg: LabelledConfig):
     dets = {
         "zscore": ZScoreDetector(quantile=cfg.quantile),
         "mahalanobis": PCAMahalanobisDetector(variance=cfg.pca_variance, quantile=cfg.quantile),
-        "iforest": IsolationForestDetector(contamination=1.0 - cfg.quantile, n_estimators=cfg.iforest_estimators,
-                                           random_state=cfg.seed),
+        "iforest": IsolationForestDetector(
+            contamination=1.0 - cfg.quantile, n_estimators=cfg.iforest_estimators, random_state=cfg.seed
+        ),
     }
     return {k: d.fit(X) for k, d in dets.items()}
 
@@ -196,8 +211,9 @@ def _ranking(shares: np.ndarray, tiebreak: np.ndarray) -> list[int]:
     return [int(i) + 1 for i in order]
 
 
-def _write_outputs(out_dir: Path, name: str, score: np.ndarray, dec: np.ndarray,
-                   rankings: list[tuple[int, int, list[int]]]) -> None:
+def _write_outputs(
+    out_dir: Path, name: str, score: np.ndarray, dec: np.ndarray, rankings: list[tuple[int, int, list[int]]]
+) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / f"{name}.scores.csv").open("w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
@@ -209,8 +225,13 @@ def _write_outputs(out_dir: Path, name: str, score: np.ndarray, dec: np.ndarray,
             fh.write(json.dumps({"start": a, "end": b, "ranking": r}) + "\n")
 
 
-def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
-                 *, featurize: Callable[..., _Features] = server_features) -> dict:
+def bench_server(
+    server: LabelledServer,
+    out_dir: Path,
+    cfg: LabelledConfig,
+    *,
+    featurize: Callable[..., _Features] = server_features,
+) -> dict:
     """Fit on ``server.train``, score ``server.test``; write the combined outputs to
     ``out_dir`` and each detector's to ``out_dir/detectors/<name>/``. Returns timings."""
     t0 = time.perf_counter()
@@ -226,16 +247,23 @@ def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
     t_feat_train = time.perf_counter() - t0
 
     # test rows preceded by the last W-1 training rows: a full window ends at every test row
-    pad = server.train[-(W - 1):] if W > 1 else server.train[:0]
-    te = featurize(np.vstack([pad, server.test]), server.name, cfg, interval_s=interval,
-                   start_row=server.train.shape[0] - pad.shape[0])
+    pad = server.train[-(W - 1) :] if W > 1 else server.train[:0]
+    te = featurize(
+        np.vstack([pad, server.test]),
+        server.name,
+        cfg,
+        interval_s=interval,
+        start_row=server.train.shape[0] - pad.shape[0],
+    )
     row_of_window = te.end_row - pad.shape[0]
     n_test = server.test.shape[0]
     ok = (row_of_window >= 0) & (row_of_window < n_test)
     Xte, row_of_window = te.X[ok], row_of_window[ok]
     if not np.array_equal(row_of_window, np.arange(n_test)):
-        raise RuntimeError(f"{server.name}: expected one full window ending at each of the {n_test} test rows, "
-                           f"got {row_of_window.size}")
+        raise RuntimeError(
+            f"{server.name}: expected one full window ending at each of the {n_test} test rows, "
+            f"got {row_of_window.size}"
+        )
     t_feat = time.perf_counter() - t0
 
     t1 = time.perf_counter()
@@ -271,7 +299,9 @@ def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
             contrib[k] = d.explain(Xte[rows_needed])
     pm = te.pair_metric
     det_flags = {k: decisions[k][rows_needed].astype(bool) for k in dets}
-    window_pairs = {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution == "windows" else None
+    window_pairs = (
+        {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution == "windows" else None
+    )
     for method, dec in decisions.items():
         rankings = []
         for a, b in label_runs(dec):
@@ -296,9 +326,19 @@ def bench_server(server: LabelledServer, out_dir: Path, cfg: LabelledConfig,
         target = out_dir if method == COMBINED else out_dir / "detectors" / method
         _write_outputs(target, server.name, scores[method], dec, rankings)
     t_attr = time.perf_counter() - t1
-    return {"server": server.name, "n_train_windows": int(Xtr.shape[0]), "n_features": int(Xte.shape[1]),
-            "seconds": {"features": t_feat, "features_train": t_feat_train, "fit": t_fit, "score": t_score,
-                        "attribution": t_attr, "total": time.perf_counter() - t0}}
+    return {
+        "server": server.name,
+        "n_train_windows": int(Xtr.shape[0]),
+        "n_features": int(Xte.shape[1]),
+        "seconds": {
+            "features": t_feat,
+            "features_train": t_feat_train,
+            "fit": t_fit,
+            "score": t_score,
+            "attribution": t_attr,
+            "total": time.perf_counter() - t0,
+        },
+    }
 
 
 def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: LabelledConfig) -> dict:
@@ -325,7 +365,11 @@ def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: Labe
         dev = np.abs(server.test[a:b].mean(axis=0) - med)
         rankings.append((a, b, _ranking(r[a:b].sum(axis=0), dev)))
     _write_outputs(out_dir, server.name, score, dec, rankings)
-    return {"server": server.name, "n_components": int(pca.n_components_), "seconds": time.perf_counter() - t0}
+    return {
+        "server": server.name,
+        "n_components": int(pca.n_components_),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def _machine() -> dict:
@@ -339,12 +383,22 @@ def _machine() -> dict:
                 break
     except OSError:
         pass
-    return {"cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform()}
+    return {
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
 
 
-def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence[str] | None = None,
-                 config: LabelledConfig | None = None, featurize: Callable[..., _Features] = server_features) -> dict:
+def run_labelled(
+    data_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    servers: Sequence[str] | None = None,
+    config: LabelledConfig | None = None,
+    featurize: Callable[..., _Features] = server_features,
+) -> dict:
     """Run the bench on every server (or ``servers``), score the outputs with the separate
     scorer, write ``out_dir/summary.json`` and return it."""
     from reveal_lab.bench._score import json_safe, score_folder
@@ -362,8 +416,13 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
     for name in names:
         srv = load_server(data_dir, name)
         info = bench_server(srv, out_dir, cfg, featurize=featurize)
-        log.info("%s: %d test rows, %d features, %.1f s", name, srv.test.shape[0], info["n_features"],
-                 info["seconds"]["total"])
+        log.info(
+            "%s: %d test rows, %d features, %.1f s",
+            name,
+            srv.test.shape[0],
+            info["n_features"],
+            info["seconds"]["total"],
+        )
         info["pca_recon_baseline"] = pca_reconstruction_baseline(srv, out_dir / BASELINE_DIR, cfg)
         runs.append(info)
     results = {COMBINED: score_folder(out_dir, data_dir, names)}
@@ -377,14 +436,18 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
         "config": asdict(cfg),
         "protocol": {
             "point_score": "score of the window ending at the row (causal)",
-            "windows": f"{cfg.window_rows} rows, stride 1 row, last {cfg.window_rows - 1} train rows prepended",
+            "windows": f"{cfg.window_rows} rows, stride 1 row, "
+            f"last {cfg.window_rows - 1} train rows prepended",
             "features": list(cfg.feature_names()),
             "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
-            "attribution": ("per window, the positive explain() contributions of the top "
-                            f"{cfg.agg_k} pairs as shares, averaged over the detectors flagging it, summed "
-                            "per metric over the flagged run" if cfg.attribution == "windows" else
-                            "explain() contributions clipped at 0, summed per metric over the flagged run, "
-                            "shares averaged over the detectors"),
+            "attribution": (
+                "per window, the positive explain() contributions of the top "
+                f"{cfg.agg_k} pairs as shares, averaged over the detectors flagging it, summed "
+                "per metric over the flagged run"
+                if cfg.attribution == "windows"
+                else "explain() contributions clipped at 0, summed per metric over the flagged run, "
+                "shares averaged over the detectors"
+            ),
         },
         "machine": _machine(),
         "runs": runs,
@@ -392,4 +455,3 @@ def run_labelled(data_dir: str | Path, out_dir: str | Path, *, servers: Sequence
     }
     (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
     return summary
-

@@ -81,7 +81,12 @@ def best_f1(scores: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     with np.errstate(invalid="ignore", divide="ignore"):
         f1 = np.where(tp > 0, 2 * prec * rec / (prec + rec), 0.0)
     i = int(np.argmax(f1))
-    return {"f1": float(f1[i]), "precision": float(prec[i]), "recall": float(rec[i]), "threshold": float(thr[i])}
+    return {
+        "f1": float(f1[i]),
+        "precision": float(prec[i]),
+        "recall": float(rec[i]),
+        "threshold": float(thr[i]),
+    }
 
 
 def _runs(y: np.ndarray) -> list[tuple[int, int]]:

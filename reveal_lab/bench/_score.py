@@ -90,20 +90,26 @@ def read_scores(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         rd = csv.reader(fh)
         header = next(rd, None)
         if header is None or tuple(h.strip() for h in header) != SCORES_HEADER:
-            raise TelemetryError(f"header must be exactly {','.join(SCORES_HEADER)!r}, found {header}",
-                                 path=str(p), line=1)
+            raise TelemetryError(
+                f"header must be exactly {','.join(SCORES_HEADER)!r}, found {header}", path=str(p), line=1
+            )
         for lineno, row in enumerate(rd, start=2):
             if len(row) != 2:
                 raise TelemetryError(f"expected 2 values, found {len(row)}", path=str(p), line=lineno)
             try:
                 s = float(row[0])
             except ValueError:
-                raise TelemetryError(f"score {row[0]!r} is not a number", path=str(p), line=lineno,
-                                     column="score") from None
+                raise TelemetryError(
+                    f"score {row[0]!r} is not a number", path=str(p), line=lineno, column="score"
+                ) from None
             if not math.isfinite(s):
-                raise TelemetryError(f"score {row[0]!r} is not finite", path=str(p), line=lineno, column="score")
+                raise TelemetryError(
+                    f"score {row[0]!r} is not finite", path=str(p), line=lineno, column="score"
+                )
             if row[1].strip() not in ("0", "1"):
-                raise TelemetryError(f"label {row[1]!r} must be 0 or 1", path=str(p), line=lineno, column="label")
+                raise TelemetryError(
+                    f"label {row[1]!r} must be 0 or 1", path=str(p), line=lineno, column="label"
+                )
             scores.append(s)
             dec.append(int(row[1]))
     return np.asarray(scores, dtype=np.float64), np.asarray(dec, dtype=np.int8)
@@ -123,20 +129,37 @@ def read_attribution(path: str | Path, *, n_metrics: int | None = None) -> list[
         except json.JSONDecodeError as exc:
             raise TelemetryError(f"not JSON: {exc.msg}", path=str(p), line=lineno) from None
         if not isinstance(obj, dict) or tuple(sorted(obj)) != tuple(sorted(ATTRIBUTION_KEYS)):
-            raise TelemetryError(f"expected exactly the keys {list(ATTRIBUTION_KEYS)}, found "
-                                 f"{sorted(obj) if isinstance(obj, dict) else type(obj).__name__}",
-                                 path=str(p), line=lineno)
+            raise TelemetryError(
+                f"expected exactly the keys {list(ATTRIBUTION_KEYS)}, found "
+                f"{sorted(obj) if isinstance(obj, dict) else type(obj).__name__}",
+                path=str(p),
+                line=lineno,
+            )
         start, end, ranking = obj["start"], obj["end"], obj["ranking"]
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end):
-            raise TelemetryError(f"start/end must be integers with 0 <= start < end, found {start}, {end}",
-                                 path=str(p), line=lineno)
+            raise TelemetryError(
+                f"start/end must be integers with 0 <= start < end, found {start}, {end}",
+                path=str(p),
+                line=lineno,
+            )
         if not (isinstance(ranking, list) and ranking and all(isinstance(x, int) for x in ranking)):
-            raise TelemetryError("ranking must be a non-empty list of 1-based metric numbers",
-                                 path=str(p), line=lineno, column="ranking")
-        if min(ranking) < 1 or (n_metrics is not None and max(ranking) > n_metrics) \
-                or len(set(ranking)) != len(ranking):
-            raise TelemetryError(f"ranking must hold distinct metric numbers 1..{n_metrics or 'n'}",
-                                 path=str(p), line=lineno, column="ranking")
+            raise TelemetryError(
+                "ranking must be a non-empty list of 1-based metric numbers",
+                path=str(p),
+                line=lineno,
+                column="ranking",
+            )
+        if (
+            min(ranking) < 1
+            or (n_metrics is not None and max(ranking) > n_metrics)
+            or len(set(ranking)) != len(ranking)
+        ):
+            raise TelemetryError(
+                f"ranking must hold distinct metric numbers 1..{n_metrics or 'n'}",
+                path=str(p),
+                line=lineno,
+                column="ranking",
+            )
         out.append(obj)
     return out
 
@@ -149,11 +172,14 @@ def _check_segments_match(attr: list[dict], dec: np.ndarray, path: Path) -> None
         extra = sorted(set(got) - set(runs))[:3]
         raise TelemetryError(
             f"{len(got)} attribution segments for {len(runs)} runs of label=1 in the scores file; "
-            f"runs without a segment {missing}, segments without a run {extra}", path=str(path))
+            f"runs without a segment {missing}, segments without a run {extra}",
+            path=str(path),
+        )
 
 
-def segment_ranking(seg: InterpretationSegment, truth: np.ndarray, dec: np.ndarray,
-                    attr: list[dict]) -> list[int] | None:
+def segment_ranking(
+    seg: InterpretationSegment, truth: np.ndarray, dec: np.ndarray, attr: list[dict]
+) -> list[int] | None:
     """The ranking a labelled segment is judged on, or ``None`` when not detected.
 
     Two reported segments hold the true positives of row 1 (weight 1) and rows 3-4
@@ -208,14 +234,16 @@ def score_server(out_dir: str | Path, data_dir: str | Path, name: str) -> dict:
     score, dec = read_scores(out_dir / f"{name}.scores.csv")
     truth = read_point_labels(data_dir / f"{name}_test_label.csv.gz")
     if score.size != truth.size:
-        raise TelemetryError(f"{score.size} score rows for {truth.size} test rows",
-                             path=str(out_dir / f"{name}.scores.csv"))
+        raise TelemetryError(
+            f"{score.size} score rows for {truth.size} test rows", path=str(out_dir / f"{name}.scores.csv")
+        )
     segs = read_interpretation_labels(data_dir / f"{name}_interpretation_label.txt", n_rows=truth.size)
     attr_path = out_dir / f"{name}.attribution.jsonl"
     attr = read_attribution(attr_path, n_metrics=_test_width(data_dir, name))
     _check_segments_match(attr, dec, attr_path)
     n_metrics = _test_width(data_dir, name) or max(
-        [len(a["ranking"]) for a in attr] + [max(s.metrics) for s in segs] + [1])
+        [len(a["ranking"]) for a in attr] + [max(s.metrics) for s in segs] + [1]
+    )
 
     bf = best_f1(score, truth)
     pa = best_f1_point_adjusted(score, truth)
@@ -259,8 +287,11 @@ def score_server(out_dir: str | Path, data_dir: str | Path, name: str) -> dict:
             res[f"{key}@{p}"] = float(np.mean(vals)) if vals else float("nan")
     # the random level over ALL labelled segments (independent of what was detected)
     for p in PS:
-        res[f"random_hit_all@{p}"] = float(np.mean([random_hit_rate(len(s.metrics), n_metrics, p) for s in segs])) \
-            if segs else float("nan")
+        res[f"random_hit_all@{p}"] = (
+            float(np.mean([random_hit_rate(len(s.metrics), n_metrics, p) for s in segs]))
+            if segs
+            else float("nan")
+        )
     res["segments"] = per_seg
     return res
 
@@ -270,8 +301,18 @@ def _servers_in(out_dir: Path) -> list[str]:
 
 
 #: columns aggregated (mean over servers) in the summary
-SUMMARY_KEYS = ("best_f1", "best_f1_pa", "auc_pr", "decision_f1", "hit@100", "hit@150", "ndcg@100",
-                "ndcg@150", "random_hit@150", "detected_segment_share")
+SUMMARY_KEYS = (
+    "best_f1",
+    "best_f1_pa",
+    "auc_pr",
+    "decision_f1",
+    "hit@100",
+    "hit@150",
+    "ndcg@100",
+    "ndcg@150",
+    "random_hit@150",
+    "detected_segment_share",
+)
 
 
 def aggregate(rows: Sequence[dict]) -> dict[str, dict[str, float]]:
@@ -304,12 +345,19 @@ def score_folder(out_dir: str | Path, data_dir: str | Path, servers: Sequence[st
 
 def format_table(results: dict[str, dict], *, families: Sequence[str] = ("SMD", "ASD", "all")) -> str:
     """A Markdown table: one row per method and family (``results``: method -> score_folder)."""
-    cols = [("best_f1", "F1 (pw)"), ("best_f1_pa", "F1 (PA)"), ("auc_pr", "AUC-PR"),
-            ("decision_f1", "F1 (own thr)"), ("hit@100", "Hit@100"), ("hit@150", "Hit@150"),
-            ("ndcg@100", "NDCG@100"), ("ndcg@150", "NDCG@150"), ("random_hit@150", "rand Hit@150"),
-            ("detected_segment_share", "segs detected")]
-    lines = ["| set | method | " + " | ".join(c[1] for c in cols) + " |",
-             "|---|---|" + "---:|" * len(cols)]
+    cols = [
+        ("best_f1", "F1 (pw)"),
+        ("best_f1_pa", "F1 (PA)"),
+        ("auc_pr", "AUC-PR"),
+        ("decision_f1", "F1 (own thr)"),
+        ("hit@100", "Hit@100"),
+        ("hit@150", "Hit@150"),
+        ("ndcg@100", "NDCG@100"),
+        ("ndcg@150", "NDCG@150"),
+        ("random_hit@150", "rand Hit@150"),
+        ("detected_segment_share", "segs detected"),
+    ]
+    lines = ["| set | method | " + " | ".join(c[1] for c in cols) + " |", "|---|---|" + "---:|" * len(cols)]
     for fam in families:
         for method, res in results.items():
             agg = res["mean"].get(fam)
@@ -335,21 +383,35 @@ def json_safe(obj):  # noqa: ANN001, ANN202
 
 def format_server_table(results: dict[str, dict], methods: Sequence[str] | None = None) -> str:
     """A Markdown table with one row per server (``results``: method -> score_folder)."""
-    cols = [("best_f1", "F1 (pw)"), ("best_f1_pa", "F1 (PA)"), ("auc_pr", "AUC-PR"), ("decision_f1", "F1 (own thr)"),
-            ("hit@100", "Hit@100"), ("hit@150", "Hit@150"), ("ndcg@150", "NDCG@150"),
-            ("random_hit@150", "rand Hit@150")]
-    lines = ["| server | method | " + " | ".join(c[1] for c in cols) + " | segs detected |",
-             "|---|---|" + "---:|" * (len(cols) + 1)]
+    cols = [
+        ("best_f1", "F1 (pw)"),
+        ("best_f1_pa", "F1 (PA)"),
+        ("auc_pr", "AUC-PR"),
+        ("decision_f1", "F1 (own thr)"),
+        ("hit@100", "Hit@100"),
+        ("hit@150", "Hit@150"),
+        ("ndcg@150", "NDCG@150"),
+        ("random_hit@150", "rand Hit@150"),
+    ]
+    lines = [
+        "| server | method | " + " | ".join(c[1] for c in cols) + " | segs detected |",
+        "|---|---|" + "---:|" * (len(cols) + 1),
+    ]
     for method in methods or list(results):
         for r in results[method]["servers"]:
             vals = " | ".join("–" if math.isnan(r[k]) else f"{r[k]:.3f}" for k, _ in cols)
-            lines.append(f"| {r['server']} | {method} | {vals} | {r['n_detected_segments']}/{r['n_labelled_segments']} |")
+            lines.append(
+                f"| {r['server']} | {method} | {vals} | "
+                f"{r['n_detected_segments']}/{r['n_labelled_segments']} |"
+            )
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m reveal_lab.bench._score",
-                                 description="Score a bench output folder against the labels.")
+    ap = argparse.ArgumentParser(
+        prog="python -m reveal_lab.bench._score",
+        description="Score a bench output folder against the labels.",
+    )
     ap.add_argument("--data", required=True, help="labelled-servers folder (labels)")
     ap.add_argument("--out", required=True, help="folder holding NAME.scores.csv / NAME.attribution.jsonl")
     ap.add_argument("--servers", default=None, help="comma-separated names (default: all in --out)")

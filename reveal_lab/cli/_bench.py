@@ -21,19 +21,36 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
     env = os.environ.get("REVEAL_LABELLED_DIR")
 
-    lab = verbs.add_parser("labelled", help="run the pipeline on labelled servers (SMD/ASD layout) and score it")
-    lab.add_argument("--data", default=env, required=env is None,
-                     help="folder in the labelled-servers layout (default $REVEAL_LABELLED_DIR)")
+    lab = verbs.add_parser(
+        "labelled", help="run the pipeline on labelled servers (SMD/ASD layout) and score it"
+    )
+    lab.add_argument(
+        "--data",
+        default=env,
+        required=env is None,
+        help="folder in the labelled-servers layout (default $REVEAL_LABELLED_DIR)",
+    )
     lab.add_argument("--out", required=True, help="output folder")
     lab.add_argument("--servers", default=None, help="comma-separated server names (default: all)")
-    lab.add_argument("--window-rows", type=int, default=None,
-                     help="rows per window (stride 1 row), the same for every server (default 10)")
-    lab.add_argument("--features", default=None,
-                     help="comma-separated window features (default: all for windows of >= 30 rows, "
-                          "else mean,std,min,max,slope)")
+    lab.add_argument(
+        "--window-rows",
+        type=int,
+        default=None,
+        help="rows per window (stride 1 row), the same for every server (default 10)",
+    )
+    lab.add_argument(
+        "--features",
+        default=None,
+        help="comma-separated window features (default: all for windows of >= 30 rows, "
+        "else mean,std,min,max,slope)",
+    )
     lab.add_argument("--estimators", type=int, default=None, help="Isolation Forest trees (default 200)")
-    lab.add_argument("--backend", default=None, choices=("numba", "numpy", "tsfresh"),
-                     help="window-feature backend (default numba)")
+    lab.add_argument(
+        "--backend",
+        default=None,
+        choices=("numba", "numpy", "tsfresh"),
+        help="window-feature backend (default numba)",
+    )
     lab.add_argument("--json", default=None, help="also copy summary.json here")
     lab.set_defaults(func=_labelled)
 

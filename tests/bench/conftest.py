@@ -16,8 +16,9 @@ def _shared_dir() -> Path | None:
     return None
 
 
-needs_shared = pytest.mark.skipif(_shared_dir() is None,
-                                  reason="labelled-servers data not found (set REVEAL_LABELLED_DIR)")
+needs_shared = pytest.mark.skipif(
+    _shared_dir() is None, reason="labelled-servers data not found (set REVEAL_LABELLED_DIR)"
+)
 
 
 @pytest.fixture(scope="session")

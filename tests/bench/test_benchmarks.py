@@ -16,17 +16,31 @@ SPEED = {
     "benchmark": "features_vs_tsfresh",
     "machine": {"cpus": 2},
     "results": [
-        {"case": "700 ch, 3 s windows", "unit": "s", "ours": {"name": "numba", "median": 0.5},
-         "alternative": {"name": "tsfresh", "median": 600.0}},
-        {"case": "throughput", "unit": "rows/s", "ours": 200.0, "alternative": 50.0, "higher_is_better": True},
+        {
+            "case": "700 ch, 3 s windows",
+            "unit": "s",
+            "ours": {"name": "numba", "median": 0.5},
+            "alternative": {"name": "tsfresh", "median": 600.0},
+        },
+        {
+            "case": "throughput",
+            "unit": "rows/s",
+            "ours": 200.0,
+            "alternative": 50.0,
+            "higher_is_better": True,
+        },
         {"case": "flat", "unit": "s", "ours_median": 2.0, "alt_median": 3.0, "alt_name": "tslearn"},
     ],
 }
 
 
 def _summarize(results: Path) -> str:
-    p = subprocess.run([sys.executable, str(BENCH / "summarize.py"), "--results", str(results)],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "summarize.py"), "--results", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 0, p.stderr
     return (results / "SUMMARY.md").read_text()
 
@@ -38,7 +52,9 @@ def test_summary_computes_ratios_and_tolerates_bad_or_missing_results(tmp_path: 
     (tmp_path / "custom_thing.json").write_text(json.dumps([1, 2, 3]))
     text = _summarize(tmp_path)
     assert "| features_vs_tsfresh | 700 ch, 3 s windows | numba: 0.5 s | tsfresh: 600 s | 1,200× |" in text
-    assert "| features_vs_tsfresh | throughput | reveal-lab: 200 rows/s | alternative: 50 rows/s | 4× |" in text
+    assert (
+        "| features_vs_tsfresh | throughput | reveal-lab: 200 rows/s | alternative: 50 rows/s | 4× |" in text
+    )
     assert "tslearn: 3 s | 1.5× |" in text
     assert "`dtw_vs_tslearn`" in text and "unreadable dtw_vs_tslearn.json" in text
     assert "unreadable detectors.json" in text
@@ -47,11 +63,22 @@ def test_summary_computes_ratios_and_tolerates_bad_or_missing_results(tmp_path: 
 
 
 def test_summary_renders_the_labelled_table(tmp_path: Path):
-    agg = {"n_servers": 3, "best_f1": 0.5, "best_f1_pa": 0.9, "auc_pr": 0.4, "decision_f1": 0.3,
-           "hit@100": 0.6, "hit@150": 0.7, "ndcg@100": 0.6, "ndcg@150": 0.65, "random_hit@150": 0.3,
-           "detected_segment_share": None}
-    (tmp_path / "labelled_servers.json").write_text(json.dumps(
-        {"results": {"combined": {"mean": {"SMD": agg, "all": agg}}}}))
+    agg = {
+        "n_servers": 3,
+        "best_f1": 0.5,
+        "best_f1_pa": 0.9,
+        "auc_pr": 0.4,
+        "decision_f1": 0.3,
+        "hit@100": 0.6,
+        "hit@150": 0.7,
+        "ndcg@100": 0.6,
+        "ndcg@150": 0.65,
+        "random_hit@150": 0.3,
+        "detected_segment_share": None,
+    }
+    (tmp_path / "labelled_servers.json").write_text(
+        json.dumps({"results": {"combined": {"mean": {"SMD": agg, "all": agg}}}})
+    )
     text = _summarize(tmp_path)
     assert "| SMD (3) | combined | 0.5 | 0.9 | 0.4 | 0.3 | 0.6 | 0.7 | 0.6 | 0.65 | 0.3 | – |" in text
     assert "`labelled_servers` (detection + attribution on labelled SMD/ASD servers): ok" in text
@@ -65,13 +92,25 @@ def test_run_all_isolates_failures_and_time_limits(tmp_path: Path):
     (b / "quick_one.py").write_text(
         "import json, pathlib\n"
         "p = pathlib.Path(__file__).parent / 'results' / 'quick_one.json'\n"
-        "p.write_text(json.dumps({'results': [{'case': 'c', 'unit': 's', 'ours': 1.0, 'alternative': 2.0}]}))\n")
+        "row = {'case': 'c', 'unit': 's', 'ours': 1.0, 'alternative': 2.0}\n"
+        "p.write_text(json.dumps({'results': [row]}))\n"
+    )
     (b / "broken_one.py").write_text("raise SystemExit('boom')\n")
     (b / "slow_one.py").write_text("import time\ntime.sleep(60)\n")
-    p = subprocess.run([sys.executable, str(b / "run_all.py"), "--timeout", "3", "--skip",
-                        "labelled_servers,features_vs_tsfresh,dtw_vs_tslearn,detectors,collector_overhead,"
-                        "end_to_end,scale_throughput,watch_latency"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            str(b / "run_all.py"),
+            "--timeout",
+            "3",
+            "--skip",
+            "labelled_servers,features_vs_tsfresh,dtw_vs_tslearn,detectors,collector_overhead,"
+            "end_to_end,scale_throughput,watch_latency",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 1  # one failed, one timed out
     log = {r["name"]: r for r in json.loads((b / "results" / "run_all.json").read_text())["runs"]}
     assert log["quick_one"]["status"] == "ok" and log["quick_one"]["result_written"]
@@ -82,12 +121,21 @@ def test_run_all_isolates_failures_and_time_limits(tmp_path: Path):
 
 
 def test_summary_reads_the_collector_overhead_shape(tmp_path: Path):
-    (tmp_path / "collector_overhead.json").write_text(json.dumps({
-        "benchmark": "collector_overhead", "host": {"cpus": 2},
-        "median_by_interval_ms": {"100": {
-            "procfs": {"stat_pct_of_core": 0.2, "schedstat_pct_of_core": 0.25, "channels": 300},
-            "perf": {"stat_pct_of_core": 1.0, "schedstat_pct_of_core": 1.0, "channels": 10}}},
-        "bytes_on_disk": {"interval_ms": 100, "channels": 700, "folder_bytes_per_s": 4000.0}}))
+    (tmp_path / "collector_overhead.json").write_text(
+        json.dumps(
+            {
+                "benchmark": "collector_overhead",
+                "host": {"cpus": 2},
+                "median_by_interval_ms": {
+                    "100": {
+                        "procfs": {"stat_pct_of_core": 0.2, "schedstat_pct_of_core": 0.25, "channels": 300},
+                        "perf": {"stat_pct_of_core": 1.0, "schedstat_pct_of_core": 1.0, "channels": 10},
+                    }
+                },
+                "bytes_on_disk": {"interval_ms": 100, "channels": 700, "folder_bytes_per_s": 4000.0},
+            }
+        )
+    )
     text = _summarize(tmp_path)
     assert "procfs: 0.25 % of a core | perf stat -I 100: 1 % of a core | 4× |" in text
     assert "collector: 4,000 B/s" in text

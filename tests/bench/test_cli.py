@@ -39,7 +39,7 @@ def test_files_follow_the_contract(bench_out: Path):
         objs = [json.loads(ln) for ln in (folder / "omi-1.attribution.jsonl").read_text().splitlines()]
         assert all(tuple(o) == ATTRIBUTION_KEYS for o in objs)  # exactly these keys, in this order
         for o in objs:
-            assert dec[o["start"]:o["end"]].all() and (o["start"] == 0 or dec[o["start"] - 1] == 0)
+            assert dec[o["start"] : o["end"]].all() and (o["start"] == 0 or dec[o["start"] - 1] == 0)
             assert o["end"] == dec.size or dec[o["end"]] == 0
             assert sorted(o["ranking"]) == list(range(1, srv.n_metrics + 1))  # 1-based, every metric
 
@@ -50,7 +50,13 @@ def test_separate_scorer_loads_the_outputs_and_agrees_with_summary(bench_out: Pa
     row = res["servers"][0]
     assert row["server"] == "omi-1"
     assert row["best_f1"] == pytest.approx(summary["results"]["combined"]["servers"][0]["best_f1"])
-    assert set(summary["results"]) == {"combined", "zscore", "mahalanobis", "iforest", "pca_recon (reference)"}
+    assert set(summary["results"]) == {
+        "combined",
+        "zscore",
+        "mahalanobis",
+        "iforest",
+        "pca_recon (reference)",
+    }
     # a real signal on real data: better than chance (a constant score's AUC-PR is the base
     # rate, flagging every row gives F1 = 2p / (1 + p)); measured: AUC-PR .26, F1 .33, PA .99
     base = row["n_anomalous_rows"] / row["n_rows"]
@@ -63,8 +69,22 @@ def test_separate_scorer_loads_the_outputs_and_agrees_with_summary(bench_out: Pa
 
 def test_scorer_runs_as_its_own_process(bench_out: Path, tmp_path: Path):
     j = tmp_path / "scores.json"
-    p = subprocess.run([sys.executable, "-m", "reveal_lab.bench._score", "--data", str(MINI), "--out",
-                        str(bench_out), "--json", str(j)], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "reveal_lab.bench._score",
+            "--data",
+            str(MINI),
+            "--out",
+            str(bench_out),
+            "--json",
+            str(j),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert "| ASD (1) |" in p.stdout
     assert json.loads(j.read_text())["servers"][0]["n_rows"] == 1500

@@ -23,13 +23,16 @@ def test_interpretation_lines_are_parsed_end_inclusive_and_one_based(tmp_path: P
     assert segs[1].line == 3
 
 
-@pytest.mark.parametrize("text, what", [
-    ("3-5:0,1", "1-based"),
-    ("3-5:2,7", "1-based"),
-    ("5-3:1", "before start"),
-    ("3-5 1,2", "start-end:d1"),
-    ("30-35:1", "beyond"),
-])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("3-5:0,1", "1-based"),
+        ("3-5:2,7", "1-based"),
+        ("5-3:1", "before start"),
+        ("3-5 1,2", "start-end:d1"),
+        ("30-35:1", "beyond"),
+    ],
+)
 def test_bad_interpretation_lines_name_the_line(tmp_path: Path, text: str, what: str):
     p = tmp_path / "x_interpretation_label.txt"
     p.write_text("1-2:1\n" + text + "\n")
@@ -69,9 +72,9 @@ def test_shared_data_end_conventions_hold(shared_dir: Path):
     assert omi.train.shape[1] == omi.test.shape[1] == 19
     s = omi.segments[0]
     assert (s.start, s.end) == (760, 765)
-    assert omi.labels[s.start:s.end + 1].all()            # 765 itself is anomalous
+    assert omi.labels[s.start : s.end + 1].all()  # 765 itself is anomalous
     smd = load_server(shared_dir, "machine-3-3")
     s = smd.segments[0]
     assert (s.start, s.end) == (739, 742)
-    assert smd.labels[s.start:s.end].all() and smd.labels[s.end] == 0  # 742 is not
+    assert smd.labels[s.start : s.end].all() and smd.labels[s.end] == 0  # 742 is not
     assert all(max(seg.metrics) <= 38 for seg in smd.segments)

@@ -31,7 +31,7 @@ def test_best_f1_of_a_perfect_score_is_one():
 def test_best_f1_hand_case_and_ties():
     y = np.array([0, 1, 0, 1, 0, 0])
     # descending: .9(0) .8(1) .7(1) ...: best at top-3: P=2/3, R=1 -> F1=0.8
-    s = np.array([.1, .8, .9, .7, .2, .3])
+    s = np.array([0.1, 0.8, 0.9, 0.7, 0.2, 0.3])
     r = best_f1(s, y)
     assert r["f1"] == pytest.approx(0.8)
     assert r["threshold"] == pytest.approx(0.7)
@@ -47,8 +47,8 @@ def test_best_f1_inverted_score_is_poor_and_no_positive_is_zero():
 
 def test_point_adjustment_hand_case():
     y = np.array([0, 1, 1, 1, 0, 0, 1, 1, 0])
-    s = np.array([.1, .2, .9, .2, .3, .4, .1, .2, .5])
-    assert point_adjust_scores(s, y).tolist() == [.1, .9, .9, .9, .3, .4, .2, .2, .5]
+    s = np.array([0.1, 0.2, 0.9, 0.2, 0.3, 0.4, 0.1, 0.2, 0.5])
+    assert point_adjust_scores(s, y).tolist() == [0.1, 0.9, 0.9, 0.9, 0.3, 0.4, 0.2, 0.2, 0.5]
     # adjusted: t=.9 flags the first run (TP 3, FP 0: F1 .75); t=.2 flags both runs and
     # rows 4, 5, 8 (TP 5, FP 3: P 5/8, R 1, F1 10/13) -- the best
     pa = best_f1_point_adjusted(s, y)
@@ -65,7 +65,7 @@ def test_point_adjusted_best_f1_equals_brute_force():
     rng = np.random.default_rng(3)
     y = np.zeros(300, dtype=int)
     for a in rng.choice(280, 8, replace=False):
-        y[a:a + rng.integers(1, 15)] = 1
+        y[a : a + rng.integers(1, 15)] = 1
     s = rng.random(300)
     best = 0.0
     for t in np.unique(s):

@@ -44,10 +44,12 @@ def test_known_answers(tmp_path: Path):
     d = _data(tmp_path)
     score = np.zeros(20)
     score[[4, 5, 13]] = [3.0, 2.0, 1.5]
-    score[8] = 1.0                               # a false positive below the anomalies
-    dec = (score >= 1.5).astype(int)             # rows 4-5 and 13
-    attr = [{"start": 4, "end": 6, "ranking": [4, 1, 2, 3]},  # L={2,4}: top 2 holds 4, top 3 holds 4, 2
-            {"start": 13, "end": 14, "ranking": [3, 1, 2, 4]}]  # metric 1 second; top floor(1.5)=1 -> miss
+    score[8] = 1.0  # a false positive below the anomalies
+    dec = (score >= 1.5).astype(int)  # rows 4-5 and 13
+    attr = [
+        {"start": 4, "end": 6, "ranking": [4, 1, 2, 3]},  # L={2,4}: top 2 holds 4, top 3 holds 4, 2
+        {"start": 13, "end": 14, "ranking": [3, 1, 2, 4]},
+    ]  # metric 1 second; top floor(1.5)=1 -> miss
     r = score_server(_out(tmp_path, score, dec, attr), d, "s-1")
     # point-wise: best threshold 1.5 -> TP 3, FP 0, FN 2 -> F1 = 6/8
     assert r["best_f1"] == pytest.approx(0.75)
@@ -86,10 +88,12 @@ def test_contract_violations_are_clear_errors(tmp_path: Path):
     with pytest.raises(TelemetryError, match="runs without a segment"):
         score_server(_out(tmp_path, score, dec, []), d, "s-1")
     # extra keys, 0-based metric numbers, duplicated metrics
-    for bad, what in (({"start": 4, "end": 5, "ranking": [1], "x": 1}, "keys"),
-                      ({"start": 4, "end": 5, "ranking": [0, 1]}, "1.."),
-                      ({"start": 4, "end": 5, "ranking": [1, 1]}, "distinct"),
-                      ({"start": 5, "end": 4, "ranking": [1]}, "start < end")):
+    for bad, what in (
+        ({"start": 4, "end": 5, "ranking": [1], "x": 1}, "keys"),
+        ({"start": 4, "end": 5, "ranking": [0, 1]}, "1.."),
+        ({"start": 4, "end": 5, "ranking": [1, 1]}, "distinct"),
+        ({"start": 5, "end": 4, "ranking": [1]}, "start < end"),
+    ):
         o = _out(tmp_path, score, dec, [bad])
         with pytest.raises(TelemetryError, match=what):
             read_attribution(o / "s-1.attribution.jsonl", n_metrics=4)
