@@ -30,6 +30,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
                    help="a text file of metric keys (one per line): the diagnostic space to score")
     p.add_argument("--view", choices=("dataset", "raw"), default=None,
                    help="collector folders: 'dataset' (public-dataset _diff columns, default) or 'raw'")
+    p.add_argument("--cross-host", action="store_true",
+                   help="also compare the hosts of all RUNs with each other (cross-host deviation, static "
+                        "metrics included; runs with 3+ hosts get it anyway)")
     p.add_argument("--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)")
     p.set_defaults(func=_run)
 
@@ -68,8 +71,13 @@ def _run(args: argparse.Namespace) -> int:
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
     dets = []
+    frames_by_host: dict[str, object] = {}
+    repeated: set[str] = set()
     for path in args.runs:
         run = load(path)
+        if args.cross_host:
+            for h, part in run.split_hosts().items():
+                (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
         det = detect_run(run, baseline=baseline, preset=preset, selected=selected,
                          min_agreement=args.min_agreement)
         s = det.summary
@@ -79,6 +87,18 @@ def _run(args: argparse.Namespace) -> int:
               + ("no anomaly" if s["no_anomaly"] else
                  f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"))
         dets.append(det)
-    paths = write_report(dets, args.out)
+    crosshost = None
+    if args.cross_host:
+        from reveal_lab.crosshost import deviation
+
+        if repeated:
+            print(f"cross-host: hosts {sorted(repeated)} appear in several runs; each host's first run is used")
+        if len(frames_by_host) < 3:
+            print(f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates")
+        else:
+            crosshost = deviation(frames_by_host, align="elapsed")
+            n = int(crosshost["persistent"].sum())
+            print(f"cross-host: {len(frames_by_host)} hosts, {n} persistent deviation(s)")
+    paths = write_report(dets, args.out, crosshost=crosshost)
     print(f"report: {paths['report.md'].parent} ({', '.join(paths)})")
     return 0

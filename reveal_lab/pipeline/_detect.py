@@ -71,6 +71,8 @@ class Detection:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
+    #: cross-host deviation (:func:`reveal_lab.crosshost.deviation`) for runs with 3+ hosts
+    crosshost: pl.DataFrame | None = None
 
     @property
     def scores(self) -> dict[str, np.ndarray]:
@@ -124,6 +126,8 @@ class Detection:
                "per_host": {h: block(w.filter(pl.col("host") == h), anom.filter(pl.col("host") == h))
                             for h in hosts} if len(hosts) > 1 else {},
                "evidence_rows": self.evidence.height,
+               "crosshost_persistent": (int(self.crosshost["persistent"].sum())
+                                        if self.crosshost is not None else None),
                "excluded_metrics": self.excluded.height,
                "warnings": list(self.warnings), "timings_s": self.timings}
         out["no_anomaly"] = anom.height == 0
@@ -317,6 +321,14 @@ def _detect_run(run: Run, baseline: Sequence[Run] | None, preset: Preset | None,
     evidence = pl.concat(evid, how="vertical") if evid else pl.DataFrame(schema=EVIDENCE_SCHEMA)
     evidence = evidence.filter(pl.col("agreement") >= min_agreement).sort(
         ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False])
+    crosshost = None
+    if len(parts) >= 3:
+        from reveal_lab.crosshost import deviation
+
+        t = time.perf_counter()
+        crosshost = deviation({h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s,
+                              align="time")
+        timings["crosshost"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     cfg = {"preset": preset.name, "window_s": preset.window.window_s, "stride_s": preset.window.stride_s,
            "interval_s": preset.window.interval_s, **{k: getattr(preset.detect, k) for k in
@@ -325,7 +337,7 @@ def _detect_run(run: Run, baseline: Sequence[Run] | None, preset: Preset | None,
         run_id=run.run_id, meta=run.meta.to_dict(), windows=windows, evidence=evidence, methods=methods,
         thresholds=thresholds, fit_mode="baseline" if baseline else "self", min_agreement=min_agreement,
         config=cfg, excluded=pl.concat(excluded, how="vertical") if excluded else pl.DataFrame(),
-        warnings=notes, timings=timings,
+        warnings=notes, timings=timings, crosshost=crosshost,
     )
     det.summary = det.make_summary()
     log.info("%s: %d windows, %d anomalous (agreement >= %d), %.1f s", run.run_id, windows.height,

@@ -137,13 +137,17 @@ font-size:.9em;vertical-align:top}th{background:#f3f3f3}.none{color:#2a7a2a;font
 
 
 def write_report(detections: Detection | Sequence[Detection], out_dir: str | Path, *,
-                 max_rows: int = 50) -> dict[str, Path]:
+                 max_rows: int = 50, crosshost: pl.DataFrame | None = None) -> dict[str, Path]:
     """Write the report of one or several detections into ``out_dir``.
 
     Files: ``anomalies.csv`` (exactly :data:`ANOMALIES_COLUMNS`, one row per window ×
     metric–feature evidence; a header only when nothing is anomalous), ``summary.json``
     (per run: windows, anomalous share per detector, per subsystem and per host),
     ``report.md`` and ``report.html`` (Table-4-style table, per-subsystem breakdown).
+
+    Cross-host deviation (a detection's own, for runs with three or more hosts, or
+    ``crosshost`` computed over several runs, see :func:`reveal_lab.crosshost.deviation`)
+    goes to ``crosshost.csv`` and a section listing the persistent deviations.
 
     Returns the paths written, by file name.
     """
@@ -185,6 +189,26 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
                 body.append(_html_table(table))
     md += ["", "Columns of `anomalies.csv`: " + ", ".join(f"`{c}`" for c in ANOMALIES_COLUMNS) + ". `score` is "
            "the pair's share of the window's attribution, averaged over the detectors that flag the window.", ""]
+    xh = [d.crosshost for d in dets if d.crosshost is not None]
+    if crosshost is not None:
+        xh.append(crosshost)
+    if xh:
+        allx = pl.concat(xh, how="vertical")
+        paths["crosshost.csv"] = out / "crosshost.csv"
+        allx.write_csv(paths["crosshost.csv"], float_precision=6)
+        flagged = allx.filter(pl.col("persistent")).select("host", "subsystem", "kind", "key", "z",
+                                                           "deviating_share", "claim")
+        head = "Cross-host deviation"
+        para = (f"{flagged.height} persistent deviation(s) of a host from the cluster median "
+                "(static metrics compared as values). All comparisons are in `crosshost.csv`."
+                if flagged.height else "No host deviates persistently from the cluster median.")
+        md += [f"## {head}", "", para, ""]
+        body.append(f"<h2>{head}</h2><p>{html.escape(para)}</p>")
+        if flagged.height:
+            md += [_md_table(flagged.head(max_rows)), ""]
+            body.append(_html_table(flagged.head(max_rows)))
+        summary["crosshost_persistent"] = flagged.height
+        paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
     paths["report.md"].write_text("\n".join(md))
     paths["report.html"].write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{_CSS}</style></head>"

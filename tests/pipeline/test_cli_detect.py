@@ -85,3 +85,19 @@ def test_detect_on_a_real_collector_recording(tmp_path):
     csv = pl.read_csv(out / "anomalies.csv", infer_schema_length=0)
     if csv.height:
         assert set(csv["subsystem"]) <= {"cpu", "gpu", "memory", "network", "storage", "system"}
+
+
+@pytest.mark.integration
+def test_detect_cross_host_over_runs_of_three_hosts(tmp_path, capsys):
+    with zipfile.ZipFile(CPU_ZIP) as z:
+        members = [m for m in z.namelist() if m.endswith(".txt")]
+    runs = [f"{CPU_ZIP}::{m}" for m in members if "nserver15" in m or "Resnet50" in m or "VGG19" in m]
+    out = tmp_path / "rep"
+    assert main(["detect", *runs, "--cross-host", "--out", str(out), "--preset", "smoke"]) == 0
+    text = capsys.readouterr().out
+    assert "cross-host: 3 hosts" in text
+    xh = pl.read_csv(out / "crosshost.csv")
+    assert set(xh["host"]) == {"nserver07", "nserver08", "nserver15"}
+    assert "## Cross-host deviation" in (out / "report.md").read_text()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["crosshost_persistent"] == int(xh["persistent"].sum())

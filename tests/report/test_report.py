@@ -72,3 +72,18 @@ def test_several_runs_in_one_report(detections, tmp_path):
     assert "## Run synth_seed8" in md and "## Run synth_seed60" in md
     with pytest.raises(ValueError, match="at least one"):
         write_report([], tmp_path / "x")
+
+
+def test_multi_host_detection_carries_cross_host_deviation(tmp_path):
+    from reveal_lab.synth import Anomaly
+
+    run, truth = make_run(60, 80, hosts=["a", "b", "c"], seed=1,
+                          anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)])
+    det = detect_run(run, preset=FAST)
+    assert det.crosshost is not None
+    paths = write_report(det, tmp_path / "x")
+    xh = pl.read_csv(paths["crosshost.csv"])
+    flagged = xh.filter(pl.col("persistent"))
+    assert flagged.select("metric", "host").rows() == truth.select("column", "host").rows()
+    md = paths["report.md"].read_text()
+    assert "1 persistent deviation(s)" in md and flagged["claim"][0] in md
