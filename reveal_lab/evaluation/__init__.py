@@ -9,6 +9,7 @@ windows and labels.
 from reveal_lab.evaluation._evaluate import (
     FIT_MODES,
     Evaluation,
+    crosshost_episodes,
     detection_windows,
     evaluate_dataset,
     table_markdown,
@@ -25,6 +26,7 @@ __all__ = [
     "EPISODE_COLUMNS",
     "FIT_MODES",
     "TABLE_COLUMNS",
+    "crosshost_episodes",
     "Evaluation",
     "detection_windows",
     "evaluate_dataset",

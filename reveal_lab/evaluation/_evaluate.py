@@ -120,6 +120,64 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
     )
 
 
+def crosshost_episodes(root: str | Path, run_labels: pl.DataFrame, *, k: float = 3.0) -> pl.DataFrame:
+    """Score whole-run labels by cross-host deviation (rows shaped like :func:`score_episodes`).
+
+    Each labelled run is compared with a fault-free DDP run
+    (:func:`reveal_lab.studies._case_studies.crosshost_study`: four hosts, elapsed-time
+    alignment). Detected when the labelled host has a persistent deviation; the ranking
+    orders subsystems by the largest ``|z|`` of the labelled host's persistent deviations.
+    """
+    from reveal_lab.studies._case_studies import crosshost_study
+
+    rows = []
+    for ft in run_labels["fault_type"].unique(maintain_order=True).to_list():
+        dev = crosshost_study(root, fault=ft, k=k)["deviation"]
+        for lab in run_labels.filter(pl.col("fault_type") == ft).iter_rows(named=True):
+            d = dev.filter((pl.col("fault_run") == lab["run"]) & pl.col("labelled") & pl.col("persistent"))
+            ranked = (
+                (
+                    d.with_columns(az=pl.col("z").abs())
+                    .group_by("subsystem")
+                    .agg(pl.col("az").max())
+                    .sort("az", descending=True)["subsystem"]
+                    .to_list()
+                )
+                if d.height
+                else []
+            )
+            exp = lab["expected_subsystem"]
+            rows.append(
+                {
+                    "run": lab["run"],
+                    "host": lab["host"],
+                    "fault_type": ft,
+                    "magnitude": lab.get("magnitude"),
+                    "scope": "run",
+                    "start": lab["start"],
+                    "end": lab["end"],
+                    "expected_subsystem": exp,
+                    "n_windows": int(dev.filter(pl.col("fault_run") == lab["run"])["n_windows"].max() or 0),
+                    "n_flagged": d.height,
+                    "detected": bool(ranked),
+                    "ranking": ">".join(ranked),
+                    "top1": (ranked[0] == exp) if ranked else None,
+                    "top3": (exp in ranked[:3]) if ranked else None,
+                    "method": "crosshost",
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema_overrides={
+            "start": pl.Datetime("ms"),
+            "end": pl.Datetime("ms"),
+            "magnitude": pl.Float64,
+            "top1": pl.Boolean,
+            "top3": pl.Boolean,
+        },
+    )
+
+
 def evaluate_dataset(
     root: str | Path | None = None,
     *,
@@ -130,6 +188,7 @@ def evaluate_dataset(
     run_min_share: float = 0.5,
     runs: Sequence[str] | None = None,
     trim: bool = True,
+    crosshost: bool = True,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
@@ -138,6 +197,10 @@ def evaluate_dataset(
     (``workload_start``..``workload_end`` of ``meta_lab.csv``: from the first step to the
     last progress line), for the run and its baseline runs alike; the collector's start,
     the calm seconds and the interpreter start-up are left out.
+
+    Whole-run labels (``scope="run"``, a configuration difference) are also scored with
+    cross-host deviation when ``crosshost`` (see :func:`crosshost_episodes`); those rows
+    have ``method="crosshost"``.
     """
     from reveal_lab.config import data_dir, get_preset
     from reveal_lab.io import load_run
@@ -210,6 +273,7 @@ def evaluate_dataset(
         raise TelemetryError(f"no run of {root} could be scored: {failures[:3]}")
     windows = pl.concat(parts, how="diagonal_relaxed")
     labs = labels if runs is None else labels.filter(pl.col("run").is_in(list(runs)))
+    run_labs = labs.filter(pl.col("scope") == "run")
     if mode == "self":  # a whole-run difference is invisible when fitting on the run itself
         labs = labs.filter(pl.col("scope") != "run")
     scored = set(zip(windows["run"].to_list(), windows["host"].to_list(), strict=True))
@@ -218,7 +282,16 @@ def evaluate_dataset(
             lambda r: (r["run"], r["host"]) in scored, return_dtype=pl.Boolean
         )
     )
-    episodes = score_episodes(windows, labs, run_min_share=run_min_share)
+    episodes = score_episodes(windows, labs, run_min_share=run_min_share).with_columns(
+        method=pl.lit("windows")
+    )
+    if crosshost and run_labs.height:
+        try:
+            extra = crosshost_episodes(root, run_labs)
+        except (TelemetryError, ValueError) as exc:
+            failures.append(f"cross-host deviation: {exc}")
+        else:
+            episodes = pl.concat([episodes, extra], how="diagonal_relaxed")
     table = summarize(episodes, windows, labs, grace_s=grace_s)
     config = {
         "data": str(root),
@@ -230,6 +303,7 @@ def evaluate_dataset(
         "grace_s": grace_s,
         "run_min_share": run_min_share,
         "trim": trim,
+        "crosshost": crosshost,
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),
     }

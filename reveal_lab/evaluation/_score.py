@@ -27,6 +27,9 @@ Definitions (per fault type and overall):
   shares fall back to counting ``top_subsystem``); correct when the expected subsystem is
   first / among the first three.
 * **false-alarm share** -- flagged windows / all windows of fault-free (baseline) runs.
+* **score AUC** -- threshold-free: the ROC AUC of the windows' ``combined`` score for
+  telling windows that overlap an episode from the other windows of the labelled hosts of
+  the same runs (0.5 = no signal); empty without a ``combined`` column.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ TABLE_COLUMNS = (
     "top3_accuracy",
     "baseline_windows",
     "false_alarm_share",
+    "score_auc",
 )
 
 
@@ -214,6 +218,34 @@ def false_alarms(windows: pl.DataFrame, by: str | None = None) -> pl.DataFrame:
     )
 
 
+def _auc(windows: pl.DataFrame, labels: pl.DataFrame) -> float | None:
+    """ROC AUC of ``combined`` for episode-overlapping vs other windows of the labelled (run, host)s."""
+    if "combined" not in windows.columns or labels.height == 0:
+        return None
+    ep = (
+        labels.filter(pl.col("scope").fill_null("episode") == "episode")
+        if "scope" in labels.columns
+        else labels
+    )
+    ys, ss = [], []
+    for (run, host), lab in ep.group_by(["run", "host"], maintain_order=True):
+        w = windows.filter((pl.col("run") == run) & (pl.col("host") == host))
+        if w.height == 0:
+            continue
+        hit = pl.lit(False)
+        for r in lab.iter_rows(named=True):
+            hit = hit | ((pl.col("start") < r["end"]) & (pl.col("end") > r["start"]))
+        w = w.select(hit.alias("y"), pl.col("combined").cast(pl.Float64))
+        ys += w["y"].to_list()
+        ss += w["combined"].to_list()
+    pairs = [(y, s) for y, s in zip(ys, ss, strict=True) if s is not None and s == s]
+    if not pairs or all(y for y, _ in pairs) or not any(y for y, _ in pairs):
+        return None
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score([y for y, _ in pairs], [s for _, s in pairs]))
+
+
 def summarize(
     episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFrame, *, grace_s: float = 0.0
 ) -> pl.DataFrame:
@@ -243,6 +275,9 @@ def summarize(
             "top3_accuracy": float(det["top3"].mean()) if det.height else None,
             "baseline_windows": None,
             "false_alarm_share": None,
+            "score_auc": _auc(
+                windows, labels if ft == "overall" else labels.filter(pl.col("fault_type") == ft)
+            ),
         }
         if ft == "overall" and fa is not None and fa.height:
             row["baseline_windows"] = int(fa["baseline_windows"][0])
@@ -259,5 +294,6 @@ def summarize(
         "top3_accuracy": pl.Float64,
         "baseline_windows": pl.Int64,
         "false_alarm_share": pl.Float64,
+        "score_auc": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")

@@ -171,3 +171,21 @@ def test_bad_input_names_the_missing_column(case):
         score_episodes(w.drop("flagged"), lab)
     with pytest.raises(TelemetryError, match="expected_subsystem"):
         score_episodes(w, lab.drop("expected_subsystem"))
+
+
+def test_score_auc_is_threshold_free(case):
+    w, lab = case
+    # combined score: high exactly on the windows overlapping r1's episode [5, 10)
+    w = w.with_columns(
+        combined=pl.when((pl.col("run") == "r1") & (pl.col("start") < t(10)) & (pl.col("end") > t(5)))
+        .then(2.0)
+        .otherwise(1.0)
+    )
+    lab1 = lab.filter(pl.col("run") == "r1")
+    tab = summarize(score_episodes(w, lab1), w, lab1)
+    assert tab["score_auc"].to_list() == [1.0, 1.0]
+    w = w.with_columns(combined=pl.lit(1.0))  # no signal at all
+    assert summarize(score_episodes(w, lab1), w, lab1)["score_auc"][0] == 0.5
+    assert (
+        summarize(score_episodes(w.drop("combined"), lab1), w.drop("combined"), lab1)["score_auc"][0] is None
+    )

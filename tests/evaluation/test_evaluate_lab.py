@@ -1,0 +1,64 @@
+"""`reveal-lab evaluate` on the bundled lab dataset (real recorded runs), a few runs only."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from reveal_lab.cli import main
+from reveal_lab.config import data_dir
+from reveal_lab.evaluation import TABLE_COLUMNS, evaluate_dataset
+from reveal_lab.lab import read_labels, read_meta
+
+pytestmark = pytest.mark.slow
+
+
+def _storage_run() -> str:
+    labels = read_labels(data_dir() / "labels.csv")
+    return labels.filter(pl.col("fault_type") == "storage_read")["run"][0]
+
+
+def test_bundled_dataset_is_consistent():
+    root = data_dir()
+    meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
+    assert meta.height >= 40 and set(meta["phase"]) == {"train", "infer"}
+    for sf, n in meta.select("source_file", "n_rows").iter_rows():
+        assert (root / sf.removeprefix("./")).exists()
+    assert sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) < 30e6
+    runs = set(meta["run"])
+    assert set(labels["run"]) <= runs
+    for lab in labels.iter_rows(named=True):  # every episode lies inside its host's recording
+        row = meta.filter((pl.col("run") == lab["run"]) & (pl.col("host") == lab["host"])).row(0, named=True)
+        assert row["start"] < str(lab["start"]) and str(lab["end"]) < row["end"]
+    assert set(labels["fault_type"]) == {
+        "packet_loss",
+        "cpu_contention",
+        "memory_pressure",
+        "storage_read",
+        "config_cpu_quota",
+    }
+    # baselines for every workload and phase, >= 3 repeats
+    base = meta.filter(pl.col("fault") == "none").group_by("workload", "phase").len()
+    assert base["len"].min() >= 3
+
+
+def test_evaluate_scores_a_storage_run_and_its_baselines(tmp_path):
+    run = _storage_run()
+    ev = evaluate_dataset(mode="self", runs=[run])
+    assert ev.failures == []
+    assert list(ev.table.columns) == list(TABLE_COLUMNS)
+    ep = ev.episodes
+    assert ep.height == 2 and set(ep["fault_type"]) == {"storage_read"}
+    # a 512 MiB O_DIRECT read burst is the loudest thing in its run: found and put on storage
+    assert ep["detected"].all() and ep["top1"].all()
+    paths = ev.write(tmp_path)
+    assert paths["table_md"].read_text().count("| storage_read |") == 1
+
+
+def test_evaluate_cli_writes_tables(tmp_path, capsys):
+    run = _storage_run()
+    assert main(["evaluate", "--mode", "self", "--runs", run, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "episode_recall" in out and (tmp_path / "evaluation_self.csv").exists()
+    tab = pl.read_csv(tmp_path / "evaluation_self.csv")
+    assert tab["fault_type"].to_list() == ["storage_read", "overall"]
