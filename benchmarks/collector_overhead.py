@@ -8,7 +8,10 @@ same window:
 * ``full``   -- the collector with every probe that is available here (procfs, perf,
   cgroup, turbostat, gpu), its ``perf stat`` / ``nvidia-smi`` children included;
 * ``perf``   -- a bare ``perf stat -I <interval> -x, -a -A`` on the events the
-  collector's perf probe counts here (the paper's style of collection, for comparison).
+  collector's perf probe counts here (the paper's style of collection, for comparison);
+* ``reads``  -- a process that only ``pread``s, at the same deadlines, every file the
+  procfs probes keep open, and parses nothing: the kernel's share, a floor no parser
+  can go under.
 
 CPU is read twice per process tree: utime+stime from ``/proc/<pid>/stat`` (clock
 ticks) and the scheduler's on-CPU nanoseconds from ``/proc/<pid>/task/*/schedstat``,
@@ -64,7 +67,9 @@ def cpu_seconds(pids: list[int]) -> tuple[float, float]:
         try:
             f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
             st += (int(f[11]) + int(f[12])) / TICK
-            sc += sum(int(open(t).read().split()[0]) for t in glob.glob(f"/proc/{pid}/task/*/schedstat")) / 1e9
+            sc += (
+                sum(int(open(t).read().split()[0]) for t in glob.glob(f"/proc/{pid}/task/*/schedstat")) / 1e9
+            )
         except (OSError, IndexError, ValueError):
             continue
     return st, sc
@@ -81,9 +86,53 @@ def perf_events_here() -> list[str]:
     return ok
 
 
-def start_collector(out: Path, probes: str, interval_ms: int, extra: list[str] | None = None) -> subprocess.Popen:
-    cmd = [*CLI, "collect", "--out", str(out), "--interval", f"{interval_ms}ms", "--probes", probes,
-           *(extra or [])]
+READS_FLOOR = """
+import os, sys, time
+import reveal_lab.collect.probes
+from reveal_lab.collect import PROBES, ProbeContext, resolve_probes
+ctx = ProbeContext(host="h", interval_s=float(sys.argv[1]))
+probes = []
+for n in resolve_probes("procfs,-self"):
+    p = PROBES[n]()
+    try:
+        p.open(ctx)
+        probes.append(p)
+    except Exception:
+        pass
+fds = []
+for fd in map(int, os.listdir("/proc/self/fd")):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        continue
+    if target.startswith(("/proc/", "/sys/")) and not target.startswith("/proc/self/fd"):
+        fds.append(fd)
+open(sys.argv[2], "w").write(str(len(fds)))
+iv = float(sys.argv[1]); t0 = time.monotonic(); k = 0
+while True:
+    k += 1
+    d = t0 + k * iv - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+    for fd in fds:
+        os.pread(fd, 1 << 16, 0)
+"""
+
+
+def start_collector(
+    out: Path, probes: str, interval_ms: int, extra: list[str] | None = None
+) -> subprocess.Popen:
+    cmd = [
+        *CLI,
+        "collect",
+        "--out",
+        str(out),
+        "--interval",
+        f"{interval_ms}ms",
+        "--probes",
+        probes,
+        *(extra or []),
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -105,19 +154,44 @@ def stop(p: subprocess.Popen) -> None:
             p.wait()
 
 
-def measure_interval(interval_ms: int, window_s: float, warmup_s: float, events: list[str], work: Path) -> dict:
+def measure_interval(
+    interval_ms: int, window_s: float, warmup_s: float, events: list[str], work: Path
+) -> dict:
     procs: dict[str, subprocess.Popen] = {}
     dirs = {}
     for name, probes in (("loop", "self"), ("procfs", "procfs"), ("full", "all")):
         dirs[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
         procs[name] = start_collector(dirs[name], probes, interval_ms)
+    ready = work / f"reads-{interval_ms}-{time.monotonic_ns()}"
+    procs["reads"] = subprocess.Popen(
+        [sys.executable, "-c", READS_FLOOR, str(interval_ms / 1000), str(ready)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     if events:
-        procs["perf"] = subprocess.Popen(["perf", "stat", "-I", str(interval_ms), "-x,", "-a", "-A", "-e",
-                                          ",".join(events), "-o", "/dev/null"],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs["perf"] = subprocess.Popen(
+            [
+                "perf",
+                "stat",
+                "-I",
+                str(interval_ms),
+                "-x,",
+                "-a",
+                "-A",
+                "-e",
+                ",".join(events),
+                "-o",
+                "/dev/null",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     try:
         for d in dirs.values():
             wait_ready(d)
+        t_end = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < t_end:
+            time.sleep(0.05)
         time.sleep(warmup_s)
         pids = {k: tree(p.pid) for k, p in procs.items()}
         c0 = {k: cpu_seconds(v) for k, v in pids.items()}
@@ -129,6 +203,11 @@ def measure_interval(interval_ms: int, window_s: float, warmup_s: float, events:
         for p in procs.values():
             stop(p)
     res = {}
+    try:
+        n_reads = int(ready.read_text())
+        ready.unlink()
+    except (OSError, ValueError):
+        n_reads = None
     for k in procs:
         res[k] = {
             "stat_pct_of_core": 100 * (c1[k][0] - c0[k][0]) / (t1 - t0),
@@ -138,11 +217,15 @@ def measure_interval(interval_ms: int, window_s: float, warmup_s: float, events:
     for name, d in dirs.items():
         try:
             meta = json.loads((d / "meta.json").read_text())
-            res[name].update(channels=meta.get("n_channels"), samples=meta.get("samples"),
-                             missed_ticks=meta.get("missed_ticks"))
+            res[name].update(
+                channels=meta.get("n_channels"),
+                samples=meta.get("samples"),
+                missed_ticks=meta.get("missed_ticks"),
+            )
         except (OSError, ValueError):
             pass
         shutil.rmtree(d, ignore_errors=True)
+    res["reads"]["files"] = n_reads
     return res
 
 
@@ -157,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=float, default=3.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--size-duration", type=float, default=300.0, help="length of the bytes-on-disk run (s)")
-    ap.add_argument("--quick", action="store_true", help="short smoke run (1 repeat, 5 s windows, 30 s size run)")
+    ap.add_argument(
+        "--quick", action="store_true", help="short smoke run (1 repeat, 5 s windows, 30 s size run)"
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "collector_overhead.json"))
     args = ap.parse_args(argv)
     if args.quick:
@@ -169,8 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
 
     size_dir = work / "size-run"
-    size_proc = start_collector(size_dir, "all", 100, ["--duration", f"{args.size_duration}s",
-                                                       "--segment", f"{args.size_duration + 60}s"])
+    size_proc = start_collector(
+        size_dir,
+        "all",
+        100,
+        ["--duration", f"{args.size_duration}s", "--segment", f"{args.size_duration + 60}s"],
+    )
     wait_ready(size_dir)
 
     runs: list[dict] = []
@@ -179,17 +268,27 @@ def main(argv: list[str] | None = None) -> int:
             r = measure_interval(iv, args.window, args.warmup, events, work)
             r["interval_ms"], r["repeat"] = iv, rep
             runs.append(r)
-            print(f"rep {rep} {iv:4d} ms: " + "  ".join(
-                f"{k} {v['schedstat_pct_of_core']:.3f}%" for k, v in r.items() if isinstance(v, dict)), flush=True)
+            print(
+                f"rep {rep} {iv:4d} ms: "
+                + "  ".join(
+                    f"{k} {v['schedstat_pct_of_core']:.3f}%" for k, v in r.items() if isinstance(v, dict)
+                ),
+                flush=True,
+            )
 
     size_proc.wait(args.size_duration + 120)
     meta = json.loads((size_dir / "meta.json").read_text())
     dur = args.size_duration
     seg = sum(f.stat().st_size for f in size_dir.glob("segment-*.parquet"))
     size = {
-        "probes": "all", "interval_ms": 100, "duration_s": dur, "channels": meta.get("n_channels"),
-        "samples": meta.get("samples"), "missed_ticks": meta.get("missed_ticks"),
-        "folder_bytes": dir_bytes(size_dir), "folder_bytes_per_s": dir_bytes(size_dir) / dur,
+        "probes": "all",
+        "interval_ms": 100,
+        "duration_s": dur,
+        "channels": meta.get("n_channels"),
+        "samples": meta.get("samples"),
+        "missed_ticks": meta.get("missed_ticks"),
+        "folder_bytes": dir_bytes(size_dir),
+        "folder_bytes_per_s": dir_bytes(size_dir) / dur,
         "segment_bytes_per_s": seg / dur,
         "journal_bytes_written_per_s": (meta.get("bytes_journal_written") or 0) / dur,
         "raw_bytes_per_s_if_float64": 8 * (meta.get("n_channels") or 0) * 10,
@@ -201,30 +300,49 @@ def main(argv: list[str] | None = None) -> int:
     for iv in intervals:
         rows = [r for r in runs if r["interval_ms"] == iv]
         s = {}
-        for k in ("loop", "procfs", "full", "perf"):
+        for k in ("loop", "reads", "procfs", "full", "perf"):
             vals = [r[k] for r in rows if k in r]
             if not vals:
                 continue
-            s[k] = {m: statistics.median(v[m] for v in vals) for m in ("stat_pct_of_core", "schedstat_pct_of_core")}
+            s[k] = {
+                m: statistics.median(v[m] for v in vals)
+                for m in ("stat_pct_of_core", "schedstat_pct_of_core")
+            }
             s[k]["channels"] = vals[0].get("channels")
         if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
             for k in ("procfs", "full"):
-                s[k]["ratio_to_perf_stat"] = s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
+                s[k]["ratio_to_perf_stat"] = (
+                    s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
+                )
         summary[iv] = s
     result = {
         "benchmark": "collector_overhead",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": {"cpu_model": _cpu_model(), "cpus": os.cpu_count(), "kernel": platform.release(),
-                 "loadavg_before": load0, "loadavg_after": os.getloadavg(), "uid": os.getuid()},
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "host": {
+            "cpu_model": _cpu_model(),
+            "cpus": os.cpu_count(),
+            "kernel": platform.release(),
+            "loadavg_before": load0,
+            "loadavg_after": os.getloadavg(),
+            "uid": os.getuid(),
+        },
         "perf_events": events,
-        "window_s": args.window, "warmup_s": args.warmup, "repeats": args.repeats,
+        "window_s": args.window,
+        "warmup_s": args.warmup,
+        "repeats": args.repeats,
         "median_by_interval_ms": summary,
         "bytes_on_disk": size,
         "targets": {
-            "procfs_pct_of_core_at_100ms": 0.3, "full_bytes_per_s_at_100ms": 5000,
-            "procfs_at_100ms_met": summary.get(100, {}).get("procfs", {}).get("schedstat_pct_of_core", 1e9) <= 0.3,
+            "procfs_pct_of_core_at_100ms": 0.3,
+            "full_bytes_per_s_at_100ms": 5000,
+            "procfs_at_100ms_met": summary.get(100, {}).get("procfs", {}).get("schedstat_pct_of_core", 1e9)
+            <= 0.3,
             "bytes_met": size["folder_bytes_per_s"] <= 5000,
-            "paper": {"pct_of_core_at_100ms": [1.2, 1.4], "bytes_per_s_raw": 42000, "bytes_per_s_filtered": [14000, 22000]},
+            "paper": {
+                "pct_of_core_at_100ms": [1.2, 1.4],
+                "bytes_per_s_raw": 42000,
+                "bytes_per_s_filtered": [14000, 22000],
+            },
         },
         "runs": runs,
         "elapsed_s": time.monotonic() - started,

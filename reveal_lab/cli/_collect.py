@@ -18,14 +18,21 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         epilog="probe groups: " + "; ".join(f"{k}: {v}" for k, v in GROUPS.items()),
     )
     p.add_argument("--interval", default="100ms", help="sampling interval, e.g. 100ms, 0.5s (default 100ms)")
-    p.add_argument("--duration", default=None, help="stop after this long, e.g. 10s, 5m (default: until signalled)")
+    p.add_argument(
+        "--duration", default=None, help="stop after this long, e.g. 10s, 5m (default: until signalled)"
+    )
     p.add_argument("--out", help="run directory to create (must not hold a run already)")
-    p.add_argument("--probes", default="all",
-                   help="probes or groups, comma separated; '-name' removes (e.g. 'procfs,perf,-gpu', '-perf'; "
-                        "default all); `reveal-lab collect --list-probes` shows them")
+    p.add_argument(
+        "--probes",
+        default="all",
+        help="probes or groups, comma separated; '-name' removes (e.g. 'procfs,perf,-gpu', '-perf'; "
+        "default all); `reveal-lab collect --list-probes` shows them",
+    )
     p.add_argument("--host", default=None, help="host name used in column names (default: this machine's)")
     p.add_argument("--cgroup-root", default=None, help="cgroup v2 root to discover containers under")
-    p.add_argument("--max-cgroups", type=int, default=16, help="follow at most this many cgroups (default 16)")
+    p.add_argument(
+        "--max-cgroups", type=int, default=16, help="follow at most this many cgroups (default 16)"
+    )
     p.add_argument("--perf-events", default=None, help="comma-separated perf events (default: hw + sw set)")
     p.add_argument("--gpu-backend", choices=("auto", "nvml", "nvidia-smi"), default="auto")
     p.add_argument("--flush", default="1s", help="journal write+fsync period (default 1s)")
@@ -59,7 +66,9 @@ def _run(args: argparse.Namespace) -> int:
         flush_s=parse_duration(args.flush),
         segment_s=parse_duration(args.segment),
     )
-    print(f"{res.out}: {res.samples} samples, {res.missed_ticks} missed ticks, status {res.status}; "
-          f"probes used: {', '.join(res.probes_used)}"
-          + (f"; skipped: {', '.join(res.probes_skipped)}" if res.probes_skipped else ""))
+    print(
+        f"{res.out}: {res.samples} samples, {res.missed_ticks} missed ticks, status {res.status}; "
+        f"probes used: {', '.join(res.probes_used)}"
+        + (f"; skipped: {', '.join(res.probes_skipped)}" if res.probes_skipped else "")
+    )
     return 0 if res.status in ("complete", "interrupted") else 3

@@ -16,15 +16,31 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     p.add_argument("runs", nargs="+", metavar="RUN", help="collector run folder, .parquet or .txt file")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--prefix", default="train", help="file-name prefix (train, infer, data; default train)")
-    p.add_argument("--model", default=None, help="MODEL part of the file name (default: run metadata or COLLECTOR)")
-    p.add_argument("--task", default=None, help="Task part of the file name (default: run metadata or Telemetry)")
-    p.add_argument("--dataset", default=None, help="dataset part of the file name (default: run metadata or none)")
-    p.add_argument("--view", choices=("dataset", "raw"), default="dataset", help="collector view (default dataset)")
-    p.add_argument("--local-time", action="store_true",
-                   help="shift collector timestamps (UTC) to the collecting host's local time")
+    p.add_argument(
+        "--model", default=None, help="MODEL part of the file name (default: run metadata or COLLECTOR)"
+    )
+    p.add_argument(
+        "--task", default=None, help="Task part of the file name (default: run metadata or Telemetry)"
+    )
+    p.add_argument(
+        "--dataset", default=None, help="dataset part of the file name (default: run metadata or none)"
+    )
+    p.add_argument(
+        "--view", choices=("dataset", "raw"), default="dataset", help="collector view (default dataset)"
+    )
+    p.add_argument(
+        "--local-time",
+        action="store_true",
+        help="shift collector timestamps (UTC) to the collecting host's local time",
+    )
     p.add_argument("--merge", action="store_true", help="merge the runs by time before writing")
-    p.add_argument("--skew-ms", action="append", default=[], metavar="HOST=MS",
-                   help="known clock offset of a host for --merge (repeatable)")
+    p.add_argument(
+        "--skew-ms",
+        action="append",
+        default=[],
+        metavar="HOST=MS",
+        help="known clock offset of a host for --merge (repeatable)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace existing files")
     p.set_defaults(func=_run)
 
@@ -52,8 +68,16 @@ def _run(args: argparse.Namespace) -> int:
         offset = 0.0
         if args.local_time:
             offset = float(((run.meta.extra or {}).get("clock") or {}).get("utc_offset_s", 0.0))
-        written += export_tsv(run, Path(args.out), prefix=args.prefix, model=args.model, task=args.task,
-                              dataset=args.dataset, utc_offset_s=offset, overwrite=args.overwrite)
+        written += export_tsv(
+            run,
+            Path(args.out),
+            prefix=args.prefix,
+            model=args.model,
+            task=args.task,
+            dataset=args.dataset,
+            utc_offset_s=offset,
+            overwrite=args.overwrite,
+        )
     for w in written:
         print(w)
     return 0

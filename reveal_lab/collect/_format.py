@@ -66,12 +66,15 @@ def encode_chunk(times: np.ndarray, ints: np.ndarray, floats: np.ndarray, level:
     if n > 1:
         d[1:] -= ints[:-1]  # wraps on overflow (MISSING_INT), undone exactly by cumsum
     payload = zlib.compress(
-        np.ascontiguousarray(times.T, dtype="<i8").tobytes() + d.tobytes() + floats.astype("<f8").tobytes(), level
+        np.ascontiguousarray(times.T, dtype="<i8").tobytes() + d.tobytes() + floats.astype("<f8").tobytes(),
+        level,
     )
     return CHUNK_HEADER.pack(CHUNK_MAGIC, zlib.crc32(payload), n, len(payload)) + payload
 
 
-def decode_chunk(payload: bytes, n: int, n_int: int, n_float: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def decode_chunk(
+    payload: bytes, n: int, n_int: int, n_float: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inverse of :func:`encode_chunk` (payload without the chunk header)."""
     raw = zlib.decompress(payload)
     want = 8 * n * (3 + n_int + n_float)

@@ -142,8 +142,15 @@ def collect(
     names = resolve_probes(probes)
     info = host_info()
     host_name = sanitize_host(host or info["hostname"])
-    ctx = ProbeContext(host=host_name, interval_s=interval_s, cgroup_root=cgroup_root, max_cgroups=max_cgroups,
-                       perf_events=perf_events, gpu_backend=gpu_backend, options=dict(options or {}))
+    ctx = ProbeContext(
+        host=host_name,
+        interval_s=interval_s,
+        cgroup_root=cgroup_root,
+        max_cgroups=max_cgroups,
+        perf_events=perf_events,
+        gpu_backend=gpu_backend,
+        options=dict(options or {}),
+    )
     used, skipped = _open_probes(names, ctx)
     stop = {"flag": False, "signal": None}
     old_handlers = {}
@@ -157,7 +164,9 @@ def collect(
         names_seen: dict[str, str] = {}
         for c in channels:
             if c["name"] in names_seen:
-                raise RuntimeError(f"channel {c['name']} produced by both {names_seen[c['name']]} and {c['probe']}")
+                raise RuntimeError(
+                    f"channel {c['name']} produced by both {names_seen[c['name']]} and {c['probe']}"
+                )
             names_seen[c["name"]] = c["probe"]
         ni = sum(p.n_int for p in used)
         nf = sum(p.n_float for p in used)
@@ -166,7 +175,7 @@ def collect(
         plan = []
         a = b = 0
         for p in used:
-            plan.append((p, row_i[a: a + p.n_int], row_f[b: b + p.n_float]))
+            plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float]))
             a += p.n_int
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
@@ -181,7 +190,7 @@ def collect(
             "gpu_models": next((p.info.get("models") for p in used if p.name == "gpu"), []),
             "interval_ms": interval_s * 1000,
             "duration_s": duration_s,
-            "start_time": dt.datetime.fromtimestamp(wall0 / 1e9, dt.timezone.utc).isoformat(),
+            "start_time": dt.datetime.fromtimestamp(wall0 / 1e9, dt.UTC).isoformat(),
             "clock": {
                 "wall_ns": wall0,
                 "mono_ns": mono0,
@@ -202,10 +211,17 @@ def collect(
         }
         write_json_atomic(out / META_FILE, meta)
         writer = RunWriter(out, channels, flush_s=flush_s, segment_s=segment_s)
-        log.info("collecting %d channels from %d probes every %g ms into %s (host %s)", len(channels), len(used),
-                 interval_s * 1000, out, host_name)
+        log.info(
+            "collecting %d channels from %d probes every %g ms into %s (host %s)",
+            len(channels),
+            len(used),
+            interval_s * 1000,
+            out,
+            host_name,
+        )
 
         if handle_signals:
+
             def on_signal(signum: int, frame: object) -> None:  # noqa: ARG001
                 stop["flag"] = True
                 stop["signal"] = signum
@@ -213,8 +229,9 @@ def collect(
             for s in (signal.SIGINT, signal.SIGTERM):
                 old_handlers[s] = signal.signal(s, on_signal)
 
-        status, error, missed = _run_loop(writer, plan, row_i, row_f, self_probe, stop, interval_s, duration_s,
-                                          mono0)
+        status, error, missed = _run_loop(
+            writer, plan, row_i, row_f, self_probe, stop, interval_s, duration_s, mono0
+        )
         samples = writer.n_records
         end_wall = time.time_ns()
         try:
@@ -227,7 +244,7 @@ def collect(
             error=error,
             samples=samples,
             missed_ticks=missed,
-            end_time=dt.datetime.fromtimestamp(end_wall / 1e9, dt.timezone.utc).isoformat(),
+            end_time=dt.datetime.fromtimestamp(end_wall / 1e9, dt.UTC).isoformat(),
             segments=writer.segment + (1 if writer.seg_records else 0),
             bytes_journal_written=writer.bytes_journal,
             bytes_segments=writer.bytes_segments,
@@ -241,10 +258,22 @@ def collect(
                 status = "disk-full"
                 log.error("%s", exc)
         if status == "disk-full":
-            log.error("output disk full: collector stopped after %d samples; everything up to the last "
-                      "sync (≤ %g s before) is readable in %s", samples, flush_s, out)
-        return CollectResult(out, samples, missed, meta["status"] if status != "disk-full" else status,
-                             [p.name for p in used], skipped, meta)
+            log.error(
+                "output disk full: collector stopped after %d samples; everything up to the last "
+                "sync (≤ %g s before) is readable in %s",
+                samples,
+                flush_s,
+                out,
+            )
+        return CollectResult(
+            out,
+            samples,
+            missed,
+            meta["status"] if status != "disk-full" else status,
+            [p.name for p in used],
+            skipped,
+            meta,
+        )
     finally:
         for s, h in old_handlers.items():
             signal.signal(s, h)
@@ -260,10 +289,17 @@ def _tables(p: Probe) -> list[Any]:
     return [t] if t is not None else list(getattr(p, "tables", []))
 
 
-def _run_loop(writer: RunWriter, plan: list[tuple[Probe, np.ndarray, np.ndarray]], row_i: np.ndarray,
-              row_f: np.ndarray, self_probe: Probe | None,
-              stop: dict[str, Any], interval_s: float, duration_s: float | None,
-              mono0: int) -> tuple[str, str | None, int]:
+def _run_loop(
+    writer: RunWriter,
+    plan: list[tuple[Probe, np.ndarray, np.ndarray]],
+    row_i: np.ndarray,
+    row_f: np.ndarray,
+    self_probe: Probe | None,
+    stop: dict[str, Any],
+    interval_s: float,
+    duration_s: float | None,
+    mono0: int,
+) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
     closer than half an interval to the previous sample."""
     interval_ns = int(round(interval_s * 1e9))
@@ -290,8 +326,12 @@ def _run_loop(writer: RunWriter, plan: list[tuple[Probe, np.ndarray, np.ndarray]
             except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only
                 p.errors = getattr(p, "errors", 0) + 1  # type: ignore[attr-defined]
                 if p.errors == 1:  # type: ignore[attr-defined]
-                    log.warning("probe %s failed to sample (%s: %s); its values are missing", p.name,
-                                type(exc).__name__, exc)
+                    log.warning(
+                        "probe %s failed to sample (%s: %s); its values are missing",
+                        p.name,
+                        type(exc).__name__,
+                        exc,
+                    )
                 vi[:] = MISSING_INT
                 vf[:] = np.nan
         try:

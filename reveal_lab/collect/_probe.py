@@ -111,9 +111,16 @@ class Channel:
     def to_dict(self, host: str, probe: str) -> dict[str, Any]:
         """The ``channels.json`` entry (source, field, instance and unit are in ``name``)."""
         d = asdict(self)
-        return {"name": self.name(host), "dataset": self.dataset_name(host), "probe": probe,
-                "counter": d["counter"], "dtype": d["dtype"], "unit": d["unit"], "field": d["field"],
-                "instance": d["instance"]}
+        return {
+            "name": self.name(host),
+            "dataset": self.dataset_name(host),
+            "probe": probe,
+            "counter": d["counter"],
+            "dtype": d["dtype"],
+            "unit": d["unit"],
+            "field": d["field"],
+            "instance": d["instance"],
+        }
 
 
 @dataclass
@@ -235,8 +242,9 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
             return {n for n, c in PROBES.items() if c.group == item}
         if item in PROBES:
             return {item}
-        raise ValueError(f"unknown probe or group {item!r}; probes: {', '.join(order)}; "
-                         f"groups: {', '.join(GROUPS)}, all")
+        raise ValueError(
+            f"unknown probe or group {item!r}; probes: {', '.join(order)}; groups: {', '.join(GROUPS)}, all"
+        )
 
     for it in items:
         if it.startswith("-"):

@@ -26,7 +26,9 @@ def derived(probe: str) -> Callable[[DerivedFn], DerivedFn]:
     return deco
 
 
-def _name(source: str, field: str, host: str, instance: str | None, unit: str | None, diff: bool = False) -> str:
+def _name(
+    source: str, field: str, host: str, instance: str | None, unit: str | None, diff: bool = False
+) -> str:
     return format_metric_name(MetricName(source, field, host, instance, unit, diff))
 
 
@@ -75,8 +77,11 @@ def _net(raw: pl.DataFrame, chans: list[dict[str, Any]], meta: dict[str, Any], h
         tx = next((c["name"] for c in chans if c["instance"] == inst and c["field"] == "tx_bytes"), None)
         if rx and tx:
             bits = 8.0 * (_d(rx) + _d(tx))
-            out.append((100.0 * bits / (mbps * 1e6 * _dt_s(raw))).alias(
-                _name("NetworkInterStat", "NetworkUtilization", host, inst, "%", diff=True)))
+            out.append(
+                (100.0 * bits / (mbps * 1e6 * _dt_s(raw))).alias(
+                    _name("NetworkInterStat", "NetworkUtilization", host, inst, "%", diff=True)
+                )
+            )
     return out
 
 
@@ -87,8 +92,9 @@ def _disk(raw: pl.DataFrame, chans: list[dict[str, Any]], meta: dict[str, Any], 
         by_field.setdefault(c["field"], []).append(c)
     out = []
     for field, cs in by_field.items():
-        expr = pl.sum_horizontal([(_d(c["name"]) if c["counter"] else pl.col(c["name"]).cast(pl.Float64))
-                                  for c in cs])
+        expr = pl.sum_horizontal(
+            [(_d(c["name"]) if c["counter"] else pl.col(c["name"]).cast(pl.Float64)) for c in cs]
+        )
         out.append(expr.alias(_name("Storage", field, host, None, cs[0]["unit"], diff=cs[0]["counter"])))
     return out
 
@@ -104,13 +110,21 @@ def _perf(raw: pl.DataFrame, chans: list[dict[str, Any]], meta: dict[str, Any], 
         tot[field] = pl.sum_horizontal([_d(c["name"]) for c in cs])
         out.append(tot[field].alias(_name("Perf", field, host, None, cs[0]["unit"])))
     if "Cycles" in tot and "Instructions" in tot:
-        out.append((tot["Instructions"] / pl.when(tot["Cycles"] > 0).then(tot["Cycles"]))
-                   .alias(_name("Perf", "IPC", host, None, "-")))
-    for miss, ref, name in (("Cache_Misses", "Cache_References", "CacheMissRatio"),
-                            ("Branch_Misses", "Branches", "BranchMissRatio")):
+        out.append(
+            (tot["Instructions"] / pl.when(tot["Cycles"] > 0).then(tot["Cycles"])).alias(
+                _name("Perf", "IPC", host, None, "-")
+            )
+        )
+    for miss, ref, name in (
+        ("Cache_Misses", "Cache_References", "CacheMissRatio"),
+        ("Branch_Misses", "Branches", "BranchMissRatio"),
+    ):
         if miss in tot and ref in tot:
-            out.append((100.0 * tot[miss] / pl.when(tot[ref] > 0).then(tot[ref]))
-                       .alias(_name("Perf", name, host, None, "%")))
+            out.append(
+                (100.0 * tot[miss] / pl.when(tot[ref] > 0).then(tot[ref])).alias(
+                    _name("Perf", name, host, None, "%")
+                )
+            )
     return out
 
 

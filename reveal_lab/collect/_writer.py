@@ -79,8 +79,9 @@ class RunWriter:
         Journal write+sync period and Parquet roll period (monotonic seconds).
     """
 
-    def __init__(self, out_dir: Path, channels: list[dict[str, Any]], *, flush_s: float = 1.0,
-                 segment_s: float = 300.0) -> None:
+    def __init__(
+        self, out_dir: Path, channels: list[dict[str, Any]], *, flush_s: float = 1.0, segment_s: float = 300.0
+    ) -> None:
         self.out = Path(out_dir)
         self.channels = channels
         self.ints = [c for c in channels if c["dtype"] == "i"]
@@ -123,8 +124,9 @@ class RunWriter:
     def _open_journal(self, mono_ns: int) -> None:
         path = self.out / journal_name(self.segment)
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        self._unwritten = JOURNAL_HEADER.pack(JOURNAL_MAGIC, FORMAT_VERSION, 0, self.ni, self.nf,
-                                              self.channels_crc, self.segment)
+        self._unwritten = JOURNAL_HEADER.pack(
+            JOURNAL_MAGIC, FORMAT_VERSION, 0, self.ni, self.nf, self.channels_crc, self.segment
+        )
         self.last_flush = mono_ns
         self.seg_start: int | None = None
         self._write_pending()
@@ -167,7 +169,9 @@ class RunWriter:
             os.fdatasync(self.fd)  # type: ignore[arg-type]
         except OSError as exc:
             if _is_enospc(exc):
-                raise DiskFull(errno.ENOSPC, f"disk full writing {self.out / journal_name(self.segment)}") from exc
+                raise DiskFull(
+                    errno.ENOSPC, f"disk full writing {self.out / journal_name(self.segment)}"
+                ) from exc
             raise
         finally:
             # what reached the file stays there; a torn chunk is detected by the reader
@@ -196,8 +200,15 @@ class RunWriter:
         path = self.out / segment_name(self.segment)
         tmp = path.with_name(path.name + ".tmp")
         try:
-            write_segment(tmp, np.vstack([b[0] for b in self._seg]), np.vstack([b[1] for b in self._seg]),
-                          np.vstack([b[2] for b in self._seg]), self.ints, self.floats, {"segment": self.segment})
+            write_segment(
+                tmp,
+                np.vstack([b[0] for b in self._seg]),
+                np.vstack([b[1] for b in self._seg]),
+                np.vstack([b[2] for b in self._seg]),
+                self.ints,
+                self.floats,
+                {"segment": self.segment},
+            )
             fd = os.open(tmp, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -211,8 +222,11 @@ class RunWriter:
             except OSError:
                 pass
             if _is_enospc(exc):
-                raise DiskFull(errno.ENOSPC, f"disk full writing {path}; journal "
-                               f"{journal_name(self.segment)} keeps the segment's samples") from exc
+                raise DiskFull(
+                    errno.ENOSPC,
+                    f"disk full writing {path}; journal "
+                    f"{journal_name(self.segment)} keeps the segment's samples",
+                ) from exc
             raise
         self.bytes_segments += path.stat().st_size
         os.close(self.fd)  # type: ignore[arg-type]
@@ -243,8 +257,15 @@ class RunWriter:
                         pass
 
 
-def write_segment(path: Path, times: np.ndarray, ints: np.ndarray, floats: np.ndarray,
-                  int_channels: list[dict], float_channels: list[dict], meta: dict) -> None:
+def write_segment(
+    path: Path,
+    times: np.ndarray,
+    ints: np.ndarray,
+    floats: np.ndarray,
+    int_channels: list[dict],
+    float_channels: list[dict],
+    meta: dict,
+) -> None:
     """One Parquet file: ``seq, t_wall_ns, t_mono_ns`` and one column per channel.
 
     Integer channels use DELTA_BINARY_PACKED (a cumulative counter costs a few bits
@@ -254,8 +275,10 @@ def write_segment(path: Path, times: np.ndarray, ints: np.ndarray, floats: np.nd
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    cols: dict[str, pa.Array] = {name: pa.array(np.ascontiguousarray(times[:, j]), type=pa.int64())
-                                 for j, name in enumerate(("seq", "t_wall_ns", "t_mono_ns"))}
+    cols: dict[str, pa.Array] = {
+        name: pa.array(np.ascontiguousarray(times[:, j]), type=pa.int64())
+        for j, name in enumerate(("seq", "t_wall_ns", "t_mono_ns"))
+    }
     enc = dict.fromkeys(cols, "DELTA_BINARY_PACKED")
     if int_channels:
         mat = np.ascontiguousarray(ints.T)
@@ -270,5 +293,13 @@ def write_segment(path: Path, times: np.ndarray, ints: np.ndarray, floats: np.nd
             cols[c["name"]] = pa.array(mat[j], type=pa.float64())
             enc[c["name"]] = "BYTE_STREAM_SPLIT"
     table = pa.table(cols).replace_schema_metadata({"reveal_lab.collector": json.dumps(meta)})
-    pq.write_table(table, path, compression="zstd", compression_level=9, use_dictionary=False,
-                   column_encoding=enc, write_statistics=False, store_schema=False)
+    pq.write_table(
+        table,
+        path,
+        compression="zstd",
+        compression_level=9,
+        use_dictionary=False,
+        column_encoding=enc,
+        write_statistics=False,
+        store_schema=False,
+    )

@@ -48,7 +48,13 @@ def _warn(warns: list[str], msg: str) -> None:
 
 
 def _read_journal(path: Path, n_int: int, n_float: int, crc: int, warns: list[str]) -> list[pl.DataFrame]:
-    from reveal_lab.collect._format import CHUNK_HEADER, CHUNK_MAGIC, JOURNAL_HEADER, JOURNAL_MAGIC, decode_chunk
+    from reveal_lab.collect._format import (
+        CHUNK_HEADER,
+        CHUNK_MAGIC,
+        JOURNAL_HEADER,
+        JOURNAL_MAGIC,
+        decode_chunk,
+    )
 
     data = path.read_bytes()
     if len(data) < JOURNAL_HEADER.size:
@@ -57,12 +63,19 @@ def _read_journal(path: Path, n_int: int, n_float: int, crc: int, warns: list[st
         return []
     magic, version, _, ni, nf, ccrc, _seg = JOURNAL_HEADER.unpack_from(data, 0)
     if magic != JOURNAL_MAGIC:
-        raise TelemetryError(f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path))
+        raise TelemetryError(
+            f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path)
+        )
     if version != 1:
-        raise TelemetryError(f"journal format version {version} is not supported (expected 1)", path=str(path))
+        raise TelemetryError(
+            f"journal format version {version} is not supported (expected 1)", path=str(path)
+        )
     if (ni, nf) != (n_int, n_float) or ccrc != crc:
-        raise TelemetryError(f"journal was written for another channel set ({ni} int/{nf} float channels, "
-                             f"crc {ccrc:#x}; channels.json has {n_int}/{n_float}, crc {crc:#x})", path=str(path))
+        raise TelemetryError(
+            f"journal was written for another channel set ({ni} int/{nf} float channels, "
+            f"crc {ccrc:#x}; channels.json has {n_int}/{n_float}, crc {crc:#x})",
+            path=str(path),
+        )
     out = []
     off = JOURNAL_HEADER.size
     import zlib
@@ -77,27 +90,36 @@ def _read_journal(path: Path, n_int: int, n_float: int, crc: int, warns: list[st
             _warn(warns, f"{path}: no chunk marker at byte {off} (found {cm!r}): {rest} bytes ignored")
             break
         if rest < CHUNK_HEADER.size + plen:
-            _warn(warns, f"{path}: torn last chunk at byte {off} ({n} samples, {plen}-byte payload, "
-                         f"only {rest - CHUNK_HEADER.size} bytes written): {rest} bytes ignored")
+            _warn(
+                warns,
+                f"{path}: torn last chunk at byte {off} ({n} samples, {plen}-byte payload, "
+                f"only {rest - CHUNK_HEADER.size} bytes written): {rest} bytes ignored",
+            )
             break
-        payload = data[off + CHUNK_HEADER.size: off + CHUNK_HEADER.size + plen]
+        payload = data[off + CHUNK_HEADER.size : off + CHUNK_HEADER.size + plen]
         off += CHUNK_HEADER.size + plen
         if zlib.crc32(payload) != ccrc:
-            _warn(warns, f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} fails its CRC: "
-                         f"{n} samples ignored")
+            _warn(
+                warns,
+                f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} fails its CRC: {n} samples ignored",
+            )
             continue
         try:
             times, ints, floats = decode_chunk(payload, n, n_int, n_float)
         except (ValueError, zlib.error) as exc:
-            _warn(warns, f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} unreadable ({exc}): "
-                         f"{n} samples ignored")
+            _warn(
+                warns,
+                f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} unreadable ({exc}): "
+                f"{n} samples ignored",
+            )
             continue
         out.append((times, ints, floats))
     return out
 
 
-def _blocks_to_frame(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ints: list[dict],
-                     floats: list[dict]) -> pl.DataFrame:
+def _blocks_to_frame(
+    blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ints: list[dict], floats: list[dict]
+) -> pl.DataFrame:
     from reveal_lab.collect._probe import MISSING_INT
 
     times = np.vstack([b[0] for b in blocks])
@@ -109,7 +131,9 @@ def _blocks_to_frame(blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], in
             miss = col == MISSING_INT
             cols[c["name"]] = pl.Series(c["name"], col, dtype=pl.Int64)
             if miss.any():
-                cols[c["name"]] = pl.Series(c["name"], np.where(miss, 0, col)).scatter(np.flatnonzero(miss), None)
+                cols[c["name"]] = pl.Series(c["name"], np.where(miss, 0, col)).scatter(
+                    np.flatnonzero(miss), None
+                )
     if floats:
         fm = np.vstack([b[2] for b in blocks])
         for j, c in enumerate(floats):
@@ -129,13 +153,15 @@ def read_raw_frame(path: str | Path) -> tuple[pl.DataFrame, dict[str, Any], list
     except FileNotFoundError:
         raise TelemetryError("not a collector run: meta.json is missing", path=str(p)) from None
     except json.JSONDecodeError as exc:
-        raise TelemetryError(f"meta.json is not valid JSON: {exc.msg}", path=str(p / "meta.json"),
-                             line=exc.lineno) from None
+        raise TelemetryError(
+            f"meta.json is not valid JSON: {exc.msg}", path=str(p / "meta.json"), line=exc.lineno
+        ) from None
     try:
         blob = (p / "channels.json").read_bytes()
     except FileNotFoundError:
-        raise TelemetryError("channels.json is missing (the collector stopped before its first sample?)",
-                             path=str(p)) from None
+        raise TelemetryError(
+            "channels.json is missing (the collector stopped before its first sample?)", path=str(p)
+        ) from None
     channels = json.loads(blob)
     import zlib
 
@@ -160,12 +186,18 @@ def read_raw_frame(path: str | Path) -> tuple[pl.DataFrame, dict[str, Any], list
             raise TelemetryError(f"unreadable Parquet segment: {exc}", path=str(f)) from None
         missing = [n for n in names if n not in seg.columns]
         if missing:
-            raise TelemetryError(f"segment lacks {len(missing)} channel(s) listed in channels.json",
-                                 path=str(f), column=missing[0])
+            raise TelemetryError(
+                f"segment lacks {len(missing)} channel(s) listed in channels.json",
+                path=str(f),
+                column=missing[0],
+            )
         frames.append(seg.select(names).cast(schema))  # type: ignore[arg-type]
         if i in journals:
-            _warn(warns, f"{journals[i]}: left over after its segment was written (collector stopped "
-                         "between rename and unlink); ignored")
+            _warn(
+                warns,
+                f"{journals[i]}: left over after its segment was written (collector stopped "
+                "between rename and unlink); ignored",
+            )
             journals.pop(i)
     for i in sorted(journals):
         blocks = _read_journal(journals[i], len(ints), len(floats), crc, warns)
@@ -228,17 +260,23 @@ def read_collector_run(path: str | Path, view: Literal["dataset", "raw"] = "data
     # samples closer than 1 ms cannot be told apart in the canonical frame
     if frame.height > 1:
         d = frame.get_column(TIMESTAMP).diff().slice(1)
-        bad = int((d <= pl.duration(milliseconds=0)).sum()) if False else int((d.dt.total_milliseconds() <= 0).sum())
+        bad = int((d.dt.total_milliseconds() <= 0).sum())
         if bad:
-            _warn(warns, f"{path}: {bad} samples share a millisecond with the previous one; the later one is dropped")
+            _warn(
+                warns,
+                f"{path}: {bad} samples share a millisecond with the previous one; the later one is dropped",
+            )
             frame = frame.unique(TIMESTAMP, keep="first", maintain_order=True)
     frame = frame.with_columns(pl.col(TIMESTAMP).cast(TIMESTAMP_DTYPE))
     validate_frame(frame, source=str(path))
     extra = {k: v for k, v in meta.items() if k not in ("host", "interval_ms", "start_time")}
     extra["view"] = view
     if meta.get("status") == "running":
-        _warn(warns, f"{path}: meta.json says the collector is still running or was killed "
-                     f"({raw.height} samples readable)")
+        _warn(
+            warns,
+            f"{path}: meta.json says the collector is still running or was killed "
+            f"({raw.height} samples readable)",
+        )
     rm = RunMeta(
         run_id=Path(path).resolve().name,
         hosts=(meta["host"],),
@@ -251,8 +289,9 @@ def read_collector_run(path: str | Path, view: Literal["dataset", "raw"] = "data
     return Run(rm, frame, warns)
 
 
-def merge_hosts(runs: Sequence[Run], *, tolerance_ms: float | None = None,
-                skew_ms: dict[str, float] | None = None) -> Run:
+def merge_hosts(
+    runs: Sequence[Run], *, tolerance_ms: float | None = None, skew_ms: dict[str, float] | None = None
+) -> Run:
     """Merge single-host runs recorded at the same time into one multi-host run, by time.
 
     The first run's timestamps are the reference timeline; every other host's
@@ -286,17 +325,23 @@ def merge_hosts(runs: Sequence[Run], *, tolerance_ms: float | None = None,
         other = r.frame
         if h in skew_ms:
             other = other.with_columns(
-                (pl.col(TIMESTAMP).cast(pl.Int64) - int(round(skew_ms[h]))).cast(TIMESTAMP_DTYPE))
+                (pl.col(TIMESTAMP).cast(pl.Int64) - int(round(skew_ms[h]))).cast(TIMESTAMP_DTYPE)
+            )
         clash = set(metric_columns(other)) & set(metric_columns(merged))
         if clash:
-            raise ValueError(f"runs share column names, e.g. {sorted(clash)[0]!r}: give each host its own --host")
+            raise ValueError(
+                f"runs share column names, e.g. {sorted(clash)[0]!r}: give each host its own --host"
+            )
         other = other.sort(TIMESTAMP).with_columns(pl.col(TIMESTAMP).alias("__t_" + h))
         merged = merged.join_asof(other, on=TIMESTAMP, strategy="nearest", tolerance=f"{int(round(tol))}ms")
         matched = merged.get_column("__t_" + h).drop_nulls()
         n_unused = other.height - matched.n_unique()
         if n_unused > 0:
-            _warn(warns, f"merge_hosts: {n_unused} of {other.height} samples of host {h} matched no reference "
-                         f"timestamp within {tol:g} ms")
+            _warn(
+                warns,
+                f"merge_hosts: {n_unused} of {other.height} samples of host {h} matched no reference "
+                f"timestamp within {tol:g} ms",
+            )
         merged = merged.drop("__t_" + h)
     meta = RunMeta(
         run_id="+".join(r.run_id for r in runs),
@@ -304,8 +349,12 @@ def merge_hosts(runs: Sequence[Run], *, tolerance_ms: float | None = None,
         platform=runs[0].meta.platform,
         start_time=runs[0].meta.start_time,
         interval_ms=runs[0].meta.interval_ms,
-        extra={"merged_from": [r.meta.source_path or r.run_id for r in runs], "tolerance_ms": tol,
-               "skew_ms": skew_ms, "reference_host": hosts[0]},
+        extra={
+            "merged_from": [r.meta.source_path or r.run_id for r in runs],
+            "tolerance_ms": tol,
+            "skew_ms": skew_ms,
+            "reference_host": hosts[0],
+        },
     )
     validate_frame(merged)
     return Run(meta, merged, warns)

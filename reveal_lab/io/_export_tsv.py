@@ -27,16 +27,26 @@ _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 def _check(label: str, value: str, rx: re.Pattern[str]) -> str:
     if not rx.match(value):
-        raise ValueError(f"{label} {value!r} cannot be written in the public file-name grammar "
-                         "(letters, digits and '-' only; '_' is allowed in the dataset part)")
+        raise ValueError(
+            f"{label} {value!r} cannot be written in the public file-name grammar "
+            "(letters, digits and '-' only; '_' is allowed in the dataset part)"
+        )
     if label == "model" and "for" in value:
         raise ValueError(f"model {value!r} contains 'for', which separates model and task in file names")
     return value
 
 
-def export_tsv(run: Run, out_dir: str | Path, *, prefix: str = "train", model: str | None = None,
-               task: str | None = None, dataset: str | None = None, utc_offset_s: float = 0.0,
-               overwrite: bool = False) -> list[Path]:
+def export_tsv(
+    run: Run,
+    out_dir: str | Path,
+    *,
+    prefix: str = "train",
+    model: str | None = None,
+    task: str | None = None,
+    dataset: str | None = None,
+    utc_offset_s: float = 0.0,
+    overwrite: bool = False,
+) -> list[Path]:
     """Write ``run`` as one public-layout ``.txt`` file per host; return the paths.
 
     Parameters
@@ -57,8 +67,9 @@ def export_tsv(run: Run, out_dir: str | Path, *, prefix: str = "train", model: s
     --------
     >>> import datetime as dt, tempfile
     >>> from reveal_lab.telemetry import RunMeta
-    >>> f = pl.DataFrame({"timestamp": [dt.datetime(2025, 5, 1, 12, 0, 0, 100000)],
-    ...                   "CPU:Busy%.-.h1[%]": [12.5]}).with_columns(pl.col("timestamp").cast(pl.Datetime("ms")))
+    >>> t = dt.datetime(2025, 5, 1, 12, 0, 0, 100000)
+    >>> f = pl.DataFrame({"timestamp": [t], "CPU:Busy%.-.h1[%]": [12.5]})
+    >>> f = f.with_columns(pl.col("timestamp").cast(pl.Datetime("ms")))
     >>> p, = export_tsv(Run(RunMeta("r"), f), tempfile.mkdtemp(), model="IDLE", task="Baseline")
     >>> p.name
     'train_IDLEforBaseline_none_2025-05-01T12-00-00_h1.txt'
@@ -79,7 +90,9 @@ def export_tsv(run: Run, out_dir: str | Path, *, prefix: str = "train", model: s
     for host, part in run.split_hosts().items():
         frame = part.frame
         if utc_offset_s:
-            frame = frame.with_columns(pl.col(TIMESTAMP) + pl.duration(milliseconds=round(utc_offset_s * 1000)))
+            frame = frame.with_columns(
+                pl.col(TIMESTAMP) + pl.duration(milliseconds=round(utc_offset_s * 1000))
+            )
         first: dt.datetime = frame.get_column(TIMESTAMP)[0]
         name = RunFileName(prefix, model, task, dataset, first.replace(microsecond=0), host, ".txt").format()
         path = out / name

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
-
 
 CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
 
@@ -17,5 +15,3 @@ def collect_cmd(out: Path, *args: str) -> list[str]:
 
 def run_collect(out: Path, *args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(collect_cmd(out, *args), capture_output=True, text=True, timeout=timeout, **kw)
-
-

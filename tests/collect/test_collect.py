@@ -11,12 +11,11 @@ import time
 
 import polars as pl
 import pytest
+from collect_helpers import run_collect
 
 from reveal_lab.collect import collect, resolve_probes
 from reveal_lab.io._collector import read_collector_run
 from reveal_lab.telemetry import TelemetryError, catalogue, parse_metric_name, validate_frame
-
-from collect_helpers import run_collect
 
 PROCFS = "procfs,-psi" if not os.path.exists("/proc/pressure") else "procfs"
 
@@ -24,8 +23,19 @@ PROCFS = "procfs,-psi" if not os.path.exists("/proc/pressure") else "procfs"
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("c") / "run"
-    res = run_collect(out, "--interval", "100ms", "--duration", "2s", "--probes", f"{PROCFS},gpu,cgroup",
-                      "--host", "node.a", "--cgroup-root", "/nonexistent/cgroup")
+    res = run_collect(
+        out,
+        "--interval",
+        "100ms",
+        "--duration",
+        "2s",
+        "--probes",
+        f"{PROCFS},gpu,cgroup",
+        "--host",
+        "node.a",
+        "--cgroup-root",
+        "/nonexistent/cgroup",
+    )
     assert res.returncode == 0, res.stderr
     return out, res
 
@@ -75,9 +85,16 @@ def test_names_follow_the_public_grammar_and_classify(short_run):
     assert any(c.startswith("NetworkInterStat_diff:rx_bytes.") for c in cols)
     cat = catalogue(cols)
     assert cat.filter(~pl.col("known")).height == 0, cat.filter(~pl.col("known"))
-    want = {"CPU": "cpu", "Memory": "memory", "Storage_diff": "storage", "NetworkInterStat_diff": "network",
-            "NetworkTCPRetrans_diff": "network", "Nstat_diff": "network", "Interrupts_diff": "cpu",
-            "Collector": "system"}
+    want = {
+        "CPU": "cpu",
+        "Memory": "memory",
+        "Storage_diff": "storage",
+        "NetworkInterStat_diff": "network",
+        "NetworkTCPRetrans_diff": "network",
+        "Nstat_diff": "network",
+        "Interrupts_diff": "cpu",
+        "Collector": "system",
+    }
     for src, sub in want.items():
         got = set(cat.filter(pl.col("source") == src).get_column("subsystem"))
         assert got == {sub}, (src, got)
@@ -92,13 +109,18 @@ def test_raw_view_keeps_cumulative_counters(short_run):
     assert (cum.diff().drop_nulls() >= 0).all() and cum[0] > 0
     assert ds.get_column("CPU_diff:ctxt.node-a[count]").slice(1).to_list() == cum.diff().slice(1).to_list()
     # percentages add up per core
-    parts = [f"CPU:{f}%.-.node-a[%]" for f in ("User", "Nice", "System", "Idle", "Iowait", "Irq", "Softirq", "Steal")]
+    parts = [
+        f"CPU:{f}%.-.node-a[%]"
+        for f in ("User", "Nice", "System", "Idle", "Iowait", "Irq", "Softirq", "Steal")
+    ]
     total = ds.select(pl.sum_horizontal(parts)).to_series().slice(1)
     assert ((total - 100).abs() < 1e-6).all()
 
 
 def _busy_loop(seconds: float) -> subprocess.Popen:
-    code = f"import os,time\nos.sched_setaffinity(0,{{0}})\nt=time.time()+{seconds}\nwhile time.time()<t: pass"
+    code = (
+        f"import os,time\nos.sched_setaffinity(0,{{0}})\nt=time.time()+{seconds}\nwhile time.time()<t: pass"
+    )
     return subprocess.Popen([sys.executable, "-c", code])
 
 

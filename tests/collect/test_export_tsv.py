@@ -6,6 +6,7 @@ import subprocess
 
 import polars as pl
 import pytest
+from collect_helpers import CLI
 
 from reveal_lab.collect import collect
 from reveal_lab.io._collector import read_collector_run
@@ -14,14 +15,18 @@ from reveal_lab.io._public import parse_run_filename
 from reveal_lab.io._tsv import read_public_tsv
 from reveal_lab.telemetry import TelemetryWarning
 
-from collect_helpers import CLI
-
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("tsv") / "run"
-    collect(out, interval_s=0.1, duration_s=1.0, probes="cpu,meminfo,netdev,nstat", host="tsv.host",
-            handle_signals=False)
+    collect(
+        out,
+        interval_s=0.1,
+        duration_s=1.0,
+        probes="cpu,meminfo,netdev,nstat",
+        host="tsv.host",
+        handle_signals=False,
+    )
     return out
 
 
@@ -29,8 +34,13 @@ def test_round_trip_through_the_public_reader(run_dir, tmp_path):
     run = read_collector_run(run_dir)
     (path,) = export_tsv(run, tmp_path, model="IDLE", task="Baseline", dataset="lab_v1")
     name = parse_run_filename(path.name)
-    assert (name.prefix, name.model, name.task, name.dataset, name.host) == ("train", "IDLE", "Baseline",
-                                                                              "lab_v1", "tsv-host")
+    assert (name.prefix, name.model, name.task, name.dataset, name.host) == (
+        "train",
+        "IDLE",
+        "Baseline",
+        "lab_v1",
+        "tsv-host",
+    )
     head = path.read_text().splitlines()[:2]
     assert head[0].startswith("\t") and head[0].split("\t")[1:] == run.frame.columns[1:]
     assert len(head[1].split("\t")[0]) == len("2025-04-26 13:38:18.600")
@@ -46,8 +56,24 @@ def test_round_trip_through_the_public_reader(run_dir, tmp_path):
 
 
 def test_cli_export_tsv_local_time(run_dir, tmp_path):
-    res = subprocess.run([*CLI, "dataset", "export-tsv", str(run_dir), "--out", str(tmp_path), "--local-time",
-                          "--model", "IDLE", "--task", "Baseline"], capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [
+            *CLI,
+            "dataset",
+            "export-tsv",
+            str(run_dir),
+            "--out",
+            str(tmp_path),
+            "--local-time",
+            "--model",
+            "IDLE",
+            "--task",
+            "Baseline",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     (path,) = tmp_path.glob("*.txt")
     assert res.stdout.strip() == str(path)

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from reveal_lab.collect import ProbeContext, ProbeUnavailable, collect
-from reveal_lab.collect.probes._gpu import GPU_FIELDS, NVML_EXTRA, Gpu, nvml_values, parse_smi_line, smi_command
+from reveal_lab.collect.probes._gpu import (
+    GPU_FIELDS,
+    NVML_EXTRA,
+    Gpu,
+    nvml_values,
+    parse_smi_line,
+    smi_command,
+)
 from reveal_lab.config import fixtures_dir
 from reveal_lab.io._collector import read_collector_run
 
@@ -24,7 +31,11 @@ FIELDS = [f for f, _, _ in GPU_FIELDS]
 
 
 def _sample_lines() -> list[str]:
-    return [ln for ln in (FIX / "nvidia-smi-query-gpu.csv").read_text().splitlines() if ln and not ln.startswith("#")]
+    return [
+        ln
+        for ln in (FIX / "nvidia-smi-query-gpu.csv").read_text().splitlines()
+        if ln and not ln.startswith("#")
+    ]
 
 
 def test_fixture_matches_the_probe_query():
@@ -105,8 +116,15 @@ def test_nvidia_smi_child_path_replaying_the_sample(tmp_path, monkeypatch):
     smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     out = tmp_path / "run"
-    res = collect(out, interval_s=0.1, duration_s=1.5, probes="gpu", host="g1", gpu_backend="nvidia-smi",
-                  handle_signals=False)
+    res = collect(
+        out,
+        interval_s=0.1,
+        duration_s=1.5,
+        probes="gpu",
+        host="g1",
+        gpu_backend="nvidia-smi",
+        handle_signals=False,
+    )
     assert res.probes_used == ["self", "gpu"], res.probes_skipped
     assert res.meta["gpu_models"] == ["NVIDIA H100 80GB HBM3"] * 2
     f = read_collector_run(out).frame

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from collect_helpers import collect_cmd
 
 from reveal_lab.io._collector import read_collector_run
 from reveal_lab.telemetry import TelemetryWarning, validate_frame
-
-from collect_helpers import collect_cmd, run_collect
 
 needs_root = pytest.mark.root
 
@@ -35,8 +34,11 @@ def _wait_for(path: Path, timeout: float = 20) -> None:
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("k") / "run"
-    proc = subprocess.Popen(collect_cmd(out, "--interval", "100ms", "--duration", "60s", "--probes", "procfs",
-                                        "--host", "k"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        collect_cmd(out, "--interval", "100ms", "--duration", "60s", "--probes", "procfs", "--host", "k"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         _wait_for(out / "channels.json")
         time.sleep(3.3)
@@ -96,8 +98,12 @@ def test_torn_and_garbled_journal_tails_are_warnings(killed_run, tmp_path):
 
 def test_clean_stop_on_sigterm_rolls_a_segment(tmp_path):
     out = tmp_path / "t"
-    proc = subprocess.Popen(collect_cmd(out, "--interval", "100ms", "--probes", "cpu,meminfo"),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        collect_cmd(out, "--interval", "100ms", "--probes", "cpu,meminfo"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for(out / "channels.json")
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
@@ -105,7 +111,9 @@ def test_clean_stop_on_sigterm_rolls_a_segment(tmp_path):
     assert proc.returncode == 0
     meta = json.loads((out / "meta.json").read_text())
     assert meta["status"] == "interrupted"
-    assert [p.name for p in out.iterdir() if p.name.startswith(("segment", "journal"))] == ["segment-000000.parquet"]
+    assert [p.name for p in out.iterdir() if p.name.startswith(("segment", "journal"))] == [
+        "segment-000000.parquet"
+    ]
     run = read_collector_run(out)
     assert run.frame.height == meta["samples"] >= 5 and run.warnings == []
 
@@ -149,9 +157,13 @@ def test_full_disk_stops_with_a_clear_message_and_readable_data(tmp_path):
     script = tmp_path / "enospc.py"
     script.write_text(ENOSPC_SCRIPT)
     cmd = collect_cmd(Path("unused"), "--interval", "100ms", "--duration", "60s", "--probes", "procfs")
-    cmd = cmd[: cmd.index("--out")] + cmd[cmd.index("--out") + 2:]
-    res = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable, str(script), str(mnt),
-                          json.dumps(cmd)], capture_output=True, text=True, timeout=90)
+    cmd = cmd[: cmd.index("--out")] + cmd[cmd.index("--out") + 2 :]
+    res = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", sys.executable, str(script), str(mnt), json.dumps(cmd)],
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
     if res.returncode != 0 and "mount" in res.stderr and "permission" in res.stderr.lower():
         pytest.skip(f"cannot mount tmpfs here: {res.stderr[-300:]}")
     assert res.returncode == 0, res.stderr[-2000:]
@@ -172,9 +184,18 @@ def test_ordinary_user_gets_reduced_probes(request):
     request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
     os.chmod(base, 0o777)
     out = base / "user"
-    res = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-                          *collect_cmd(out, "--interval", "100ms", "--duration", "1s", "--probes", "procfs,perf")],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            *collect_cmd(out, "--interval", "100ms", "--duration", "1s", "--probes", "procfs,perf"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     if res.returncode != 0 and "Permission denied" in res.stderr and "reveal_lab" not in res.stderr:
         pytest.skip(f"nobody cannot run this Python: {res.stderr[-300:]}")
     assert res.returncode == 0, res.stderr
@@ -196,14 +217,26 @@ def test_collector_inside_a_network_namespace_sees_that_namespace(tmp_path):
     if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
         pytest.skip("cannot create a network namespace here")
     try:
-        r = subprocess.run(["ip", "link", "add", "rvl-a", "type", "veth", "peer", "name", "rvl-b", "netns", ns],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            ["ip", "link", "add", "rvl-a", "type", "veth", "peer", "name", "rvl-b", "netns", ns],
+            capture_output=True,
+            text=True,
+        )
         if r.returncode != 0:
             pytest.skip(f"cannot create a veth pair: {r.stderr}")
         out = tmp_path / "ns"
-        res = subprocess.run(["ip", "netns", "exec", ns,
-                              *collect_cmd(out, "--duration", "1s", "--probes", "netdev,nstat,sockets", "--host", "n1")],
-                             capture_output=True, text=True, timeout=60)
+        res = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                *collect_cmd(out, "--duration", "1s", "--probes", "netdev,nstat,sockets", "--host", "n1"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert res.returncode == 0, res.stderr
         meta = json.loads((out / "meta.json").read_text())
         assert meta["net_namespace"] != os.readlink("/proc/self/ns/net")
@@ -219,8 +252,14 @@ def test_collector_inside_a_network_namespace_sees_that_namespace(tmp_path):
 def test_two_hosts_merge_by_time(tmp_path):
     from reveal_lab.io._collector import merge_hosts
 
-    procs = [subprocess.Popen(collect_cmd(tmp_path / h, "--duration", "2s", "--probes", "cpu,meminfo", "--host", h),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for h in ("h1", "h2")]
+    procs = [
+        subprocess.Popen(
+            collect_cmd(tmp_path / h, "--duration", "2s", "--probes", "cpu,meminfo", "--host", h),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        for h in ("h1", "h2")
+    ]
     for p in procs:
         assert p.wait(60) == 0, p.stderr.read()
         p.stderr.close()

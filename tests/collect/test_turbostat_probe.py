@@ -24,7 +24,9 @@ def test_parse_block():
     head, vals = parse_turbostat_block(BLOCK.splitlines())
     assert head[:3] == ["Core", "CPU", "Avg_MHz"]
     assert vals[("Busy%", "-")] == 41.20 and vals[("Bzy_MHz", "0")] == 2916
-    assert vals[("PkgWatt", "-")] == 182.40 and ("PkgWatt", "1") not in vals  # package columns only on one row
+    assert (
+        vals[("PkgWatt", "-")] == 182.40 and ("PkgWatt", "1") not in vals
+    )  # package columns only on one row
     assert ("Core", "0") not in vals and ("CPU", "-") not in vals  # identifiers are not values
 
 

@@ -25,9 +25,14 @@ from reveal_lab.collect._probe import (
     sanitize_instance,
 )
 
-CPU_KEYS = (("usage_usec", "cpu_usage_usec"), ("user_usec", "cpu_user_usec"), ("system_usec", "cpu_system_usec"),
-            ("nr_periods", "cpu_nr_periods"), ("nr_throttled", "cpu_nr_throttled"),
-            ("throttled_usec", "cpu_throttled_usec"))
+CPU_KEYS = (
+    ("usage_usec", "cpu_usage_usec"),
+    ("user_usec", "cpu_user_usec"),
+    ("system_usec", "cpu_system_usec"),
+    ("nr_periods", "cpu_nr_periods"),
+    ("nr_throttled", "cpu_nr_throttled"),
+    ("throttled_usec", "cpu_throttled_usec"),
+)
 IO_KEYS = ("rbytes", "wbytes", "rios", "wios")
 
 
@@ -92,11 +97,15 @@ class Cgroups(Probe):
                     fds.append(None)
             self.groups.append(tuple(fds))  # type: ignore[arg-type]
             names.append(rel)
-            self.channels += [Channel("Cgroup", ch, inst, "us" if ch.endswith("usec") else "count", counter=True)
-                              for _, ch in CPU_KEYS]
+            self.channels += [
+                Channel("Cgroup", ch, inst, "us" if ch.endswith("usec") else "count", counter=True)
+                for _, ch in CPU_KEYS
+            ]
             self.channels.append(Channel("Cgroup", "memory_current", inst, "Bytes"))
-            self.channels += [Channel("Cgroup", f"io_{k}", inst, "Bytes" if k.endswith("bytes") else "count",
-                                      counter=True) for k in IO_KEYS]
+            self.channels += [
+                Channel("Cgroup", f"io_{k}", inst, "Bytes" if k.endswith("bytes") else "count", counter=True)
+                for k in IO_KEYS
+            ]
         self.info.update(root=root, cgroups=names)
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:

@@ -12,8 +12,12 @@ from reveal_lab.collect.probes._table import Layout, Table
 #: /proc/stat cpu columns we keep (guest time is already inside user/nice)
 CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 #: single-number lines: (label, field, counter?)
-SCALARS = (("ctxt", "ctxt", True), ("processes", "processes", True),
-           ("procs_running", "procs_running", False), ("procs_blocked", "procs_blocked", False))
+SCALARS = (
+    ("ctxt", "ctxt", True),
+    ("processes", "processes", True),
+    ("procs_running", "procs_running", False),
+    ("procs_blocked", "procs_blocked", False),
+)
 
 
 def _stat_index(lines: list[bytes]) -> Layout:
@@ -50,7 +54,9 @@ class ProcStat(Probe):
         for key in self.table.keys:
             if len(key) == 2:
                 # raw jiffies: the dataset view shows them as percentages instead
-                self.channels.append(Channel("CPU", key[1], key[0], "jiffies", counter=True, dataset_source=""))
+                self.channels.append(
+                    Channel("CPU", key[1], key[0], "jiffies", counter=True, dataset_source="")
+                )
             else:
                 counter = key[0] in ("intr", "ctxt", "processes")
                 self.channels.append(Channel("CPU", key[0], None, "count", counter=counter))

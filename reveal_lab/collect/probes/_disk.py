@@ -7,7 +7,14 @@ import re
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe, sanitize_instance
+from reveal_lab.collect._probe import (
+    Channel,
+    Probe,
+    ProbeContext,
+    ProbeUnavailable,
+    register_probe,
+    sanitize_instance,
+)
 from reveal_lab.collect.probes._table import Layout, Table
 
 #: (field, unit, counter) in /proc/diskstats column order (Documentation/admin-guide/iostats.rst)
@@ -72,7 +79,9 @@ class DiskStats(Probe):
         keys = [(d, j) for d in present for j in range(nf)]
         self.table = Table(ctx, "/proc/diskstats", _index, keys)
         self.channels = [
-            Channel("Disk", DISK_FIELDS[j][0], sanitize_instance(d), DISK_FIELDS[j][1], counter=DISK_FIELDS[j][2])
+            Channel(
+                "Disk", DISK_FIELDS[j][0], sanitize_instance(d), DISK_FIELDS[j][1], counter=DISK_FIELDS[j][2]
+            )
             for d, j in self.table.keys
         ]
         self.info["devices"] = present

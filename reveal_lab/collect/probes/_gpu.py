@@ -80,8 +80,12 @@ def parse_smi_line(line: str, n_fields: int) -> tuple[int, list[float]] | None:
 def smi_command(interval_s: float, fields: list[str] | None = None, exe: str = "nvidia-smi") -> list[str]:
     """The long-lived child's command line (``--loop-ms``: one line per GPU per interval)."""
     names = [f for f, _, _ in GPU_FIELDS] if fields is None else fields
-    return [exe, "--query-gpu=" + ",".join(["index", *names]), "--format=csv,noheader,nounits",
-            f"--loop-ms={max(10, round(interval_s * 1000))}"]
+    return [
+        exe,
+        "--query-gpu=" + ",".join(["index", *names]),
+        "--format=csv,noheader,nounits",
+        f"--loop-ms={max(10, round(interval_s * 1000))}",
+    ]
 
 
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
@@ -92,13 +96,20 @@ def supported_smi_fields(exe: str, timeout: float = 20.0) -> tuple[list[str], di
     fields = [f for f, _, _ in GPU_FIELDS]
     dropped: dict[str, str] = {}
     for _ in range(len(fields)):
-        res = subprocess.run([exe, "--query-gpu=" + ",".join(["index", *fields]), "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=timeout, check=False)
+        res = subprocess.run(
+            [exe, "--query-gpu=" + ",".join(["index", *fields]), "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         if res.returncode == 0:
             return fields, dropped
         m = _INVALID_FIELD.search(res.stdout + res.stderr)
         if m is None or m.group(1) not in fields:
-            raise ProbeUnavailable(f"nvidia-smi --query-gpu failed: {(res.stderr or res.stdout).strip()[:200]}")
+            raise ProbeUnavailable(
+                f"nvidia-smi --query-gpu failed: {(res.stderr or res.stdout).strip()[:200]}"
+            )
         fields.remove(m.group(1))
         dropped[m.group(1)] = "not a valid field for this driver"
     raise ProbeUnavailable("nvidia-smi accepts none of the GPU fields")
@@ -119,10 +130,25 @@ def nvml_values(raw: dict[str, float | None]) -> list[float]:
         return nan if v is None else float(v) * scale
 
     mib = 1.0 / (1024 * 1024)
-    return [g("util_gpu"), g("util_mem"), g("mem_used", mib), g("mem_total", mib), g("power_mw", 1e-3),
-            g("temp_c"), g("clock_sm"), g("clock_mem"), g("pcie_gen"), g("pcie_width"), g("ecc_corr"),
-            g("ecc_uncorr"), g("retired_sbe"), g("retired_dbe"), g("throttle"), g("pcie_tx_kbs"),
-            g("pcie_rx_kbs")]
+    return [
+        g("util_gpu"),
+        g("util_mem"),
+        g("mem_used", mib),
+        g("mem_total", mib),
+        g("power_mw", 1e-3),
+        g("temp_c"),
+        g("clock_sm"),
+        g("clock_mem"),
+        g("pcie_gen"),
+        g("pcie_width"),
+        g("ecc_corr"),
+        g("ecc_uncorr"),
+        g("retired_sbe"),
+        g("retired_dbe"),
+        g("throttle"),
+        g("pcie_tx_kbs"),
+        g("pcie_rx_kbs"),
+    ]
 
 
 class _Nvml:
@@ -154,14 +180,18 @@ class _Nvml:
             "clock_mem": lambda h: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM),
             "pcie_gen": lambda h: nv.nvmlDeviceGetCurrPcieLinkGeneration(h),
             "pcie_width": lambda h: nv.nvmlDeviceGetCurrPcieLinkWidth(h),
-            "ecc_corr": lambda h: nv.nvmlDeviceGetTotalEccErrors(h, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED,
-                                                                  nv.NVML_VOLATILE_ECC),
-            "ecc_uncorr": lambda h: nv.nvmlDeviceGetTotalEccErrors(h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
-                                                                    nv.NVML_VOLATILE_ECC),
-            "retired_sbe": lambda h: len(nv.nvmlDeviceGetRetiredPages(
-                h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)),
-            "retired_dbe": lambda h: len(nv.nvmlDeviceGetRetiredPages(
-                h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)),
+            "ecc_corr": lambda h: nv.nvmlDeviceGetTotalEccErrors(
+                h, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED, nv.NVML_VOLATILE_ECC
+            ),
+            "ecc_uncorr": lambda h: nv.nvmlDeviceGetTotalEccErrors(
+                h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_VOLATILE_ECC
+            ),
+            "retired_sbe": lambda h: len(
+                nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+            ),
+            "retired_dbe": lambda h: len(
+                nv.nvmlDeviceGetRetiredPages(h, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+            ),
             "throttle": lambda h: nv.nvmlDeviceGetCurrentClocksThrottleReasons(h),
             "pcie_tx_kbs": lambda h: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES),
             "pcie_rx_kbs": lambda h: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_RX_BYTES),
@@ -228,15 +258,19 @@ class Gpu(Probe):
         if self.nvml is not None:
             self.n_gpu = len(self.nvml.handles)
             fields = GPU_FIELDS + NVML_EXTRA
-            self.info.update(backend="nvml", models=self.nvml.models,
-                             unsupported=sorted(self.nvml.unsupported))
+            self.info.update(
+                backend="nvml", models=self.nvml.models, unsupported=sorted(self.nvml.unsupported)
+            )
         elif ctx.gpu_backend in ("auto", "nvidia-smi"):
             self._open_smi(ctx, reasons)
             fields = tuple(f for f in GPU_FIELDS if f[0] in self.smi_fields)
         else:
             raise ProbeUnavailable("; ".join(reasons))
-        self.channels = [Channel("GPU", f, str(i), u, counter=c, dtype="f")
-                         for i in range(self.n_gpu) for f, u, c in fields]
+        self.channels = [
+            Channel("GPU", f, str(i), u, counter=c, dtype="f")
+            for i in range(self.n_gpu)
+            for f, u, c in fields
+        ]
         self.tick = 0
 
     def _open_smi(self, ctx: ProbeContext, reasons: list[str]) -> None:
@@ -245,8 +279,13 @@ class Gpu(Probe):
             reasons.append("`nvidia-smi` is not installed")
             raise ProbeUnavailable("no GPU back-end: " + "; ".join(reasons))
         try:
-            res = subprocess.run([exe, "--query-gpu=index,name", "--format=csv,noheader"], capture_output=True,
-                                 text=True, timeout=20, check=False)
+            res = subprocess.run(
+                [exe, "--query-gpu=index,name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ProbeUnavailable(f"nvidia-smi failed: {exc}") from None
         rows = [r.split(",", 1) for r in res.stdout.strip().splitlines() if "," in r]
@@ -257,8 +296,13 @@ class Gpu(Probe):
         self.info.update(backend="nvidia-smi", models=[r[1].strip() for r in rows], dropped_fields=dropped)
         self.cmd = smi_command(ctx.interval_s, self.smi_fields, exe)
         self.info["command"] = " ".join(self.cmd)
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, close_fds=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
         self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.fd, False)
         self.buf = ""
@@ -279,8 +323,10 @@ class Gpu(Probe):
                 self._eof = True
                 from reveal_lab.collect._probe import log
 
-                log.warning("probe gpu: nvidia-smi exited (status %s); GPU values stop updating",
-                            self.proc.poll() if self.proc is not None else None)
+                log.warning(
+                    "probe gpu: nvidia-smi exited (status %s); GPU values stop updating",
+                    self.proc.poll() if self.proc is not None else None,
+                )
                 nan = float("nan")
                 self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
             return

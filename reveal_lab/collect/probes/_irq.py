@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from reveal_lab.collect._probe import MISSING_INT, Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect._probe import (
+    MISSING_INT,
+    Channel,
+    Probe,
+    ProbeContext,
+    ProbeUnavailable,
+    register_probe,
+)
 from reveal_lab.collect.probes._table import Layout, Table
 
 
@@ -48,9 +55,12 @@ class Interrupts(Probe):
         self.n_named = sum(1 for lab, _ in order if not lab.isdigit())
         self.ncpu = ncpu
         self.n_numbered_rows = len(numbered)
-        self.channels = [Channel("Interrupts", lab, str(j), "count", counter=True)
-                         for lab, j in order[: self.n_named]]
-        self.channels += [Channel("Interrupts", "devices", str(j), "count", counter=True) for j in range(ncpu)]
+        self.channels = [
+            Channel("Interrupts", lab, str(j), "count", counter=True) for lab, j in order[: self.n_named]
+        ]
+        self.channels += [
+            Channel("Interrupts", "devices", str(j), "count", counter=True) for j in range(ncpu)
+        ]
         self.info["device_irqs"] = len(numbered)
         self._buf = np.empty(len(order), dtype=np.int64)
         if (len(order) - self.n_named) % ncpu:
@@ -79,7 +89,9 @@ class Softirqs(Probe):
 
     def open(self, ctx: ProbeContext) -> None:
         self.table = Table(ctx, "/proc/softirqs", _percpu_index)
-        self.channels = [Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys]
+        self.channels = [
+            Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys
+        ]
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         self.table.read_into(ints)

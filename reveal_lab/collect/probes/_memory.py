@@ -88,8 +88,9 @@ class VmStat(Probe):
 
         self.table = Table(ctx, "/proc/vmstat", index)
         self.channels = [
-            Channel("Vmstat", k, None, "pages", counter=False) if k.startswith("nr_") and k not in
-            ("nr_dirtied", "nr_written") else Channel("Vmstat", k, None, "count", counter=True)
+            Channel("Vmstat", k, None, "pages", counter=False)
+            if k.startswith("nr_") and k not in ("nr_dirtied", "nr_written")
+            else Channel("Vmstat", k, None, "count", counter=True)
             for k in self.table.keys
         ]
 

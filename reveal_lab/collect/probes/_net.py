@@ -24,8 +24,22 @@ from reveal_lab.collect._probe import (
 from reveal_lab.collect.probes._table import Layout, Table
 
 NETDEV_FIELDS = (
-    "rx_bytes", "rx_packets", "rx_errs", "rx_drop", "rx_fifo", "rx_frame", "rx_compressed", "rx_multicast",
-    "tx_bytes", "tx_packets", "tx_errs", "tx_drop", "tx_fifo", "tx_colls", "tx_carrier", "tx_compressed",
+    "rx_bytes",
+    "rx_packets",
+    "rx_errs",
+    "rx_drop",
+    "rx_fifo",
+    "rx_frame",
+    "rx_compressed",
+    "rx_multicast",
+    "tx_bytes",
+    "tx_packets",
+    "tx_errs",
+    "tx_drop",
+    "tx_fifo",
+    "tx_colls",
+    "tx_carrier",
+    "tx_compressed",
 )
 
 
@@ -68,8 +82,13 @@ class NetDev(Probe):
         keys = [(d, j) for d in devs for j in range(16)]
         self.table = Table(ctx, path, _netdev_index, keys, colons=True)
         self.channels = [
-            Channel("NetworkInterStat", NETDEV_FIELDS[j], sanitize_instance(d), "Bytes" if j in (0, 8) else "count",
-                    counter=True)
+            Channel(
+                "NetworkInterStat",
+                NETDEV_FIELDS[j],
+                sanitize_instance(d),
+                "Bytes" if j in (0, 8) else "count",
+                counter=True,
+            )
             for d, j in self.table.keys
         ]
         self.info["interfaces"] = devs
@@ -84,9 +103,17 @@ class NetDev(Probe):
 
 
 #: snmp/netstat fields that are levels or settings, not cumulative counters
-NSTAT_GAUGES = frozenset({
-    "IpForwarding", "IpDefaultTTL", "TcpRtoAlgorithm", "TcpRtoMin", "TcpRtoMax", "TcpMaxConn", "TcpCurrEstab",
-})
+NSTAT_GAUGES = frozenset(
+    {
+        "IpForwarding",
+        "IpDefaultTTL",
+        "TcpRtoAlgorithm",
+        "TcpRtoMin",
+        "TcpRtoMax",
+        "TcpMaxConn",
+        "TcpCurrEstab",
+    }
+)
 
 
 def _nstat_index(lines: list[bytes]) -> Layout:
@@ -135,7 +162,7 @@ class Nstat(Probe):
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         a = 0
         for t in self.tables:
-            t.read_into(ints[a: a + t.n])
+            t.read_into(ints[a : a + t.n])
             a += t.n
 
     def close(self) -> None:

@@ -36,7 +36,7 @@ def parse_perf_csv_line(line: bytes, interval: bool = True) -> tuple[str, str, f
     """``(cpu, event, value)`` from one ``perf stat -x,`` line (``None`` for other lines;
     value ``None`` when the event is not supported or not counted).
 
-    >>> parse_perf_csv_line(b"     0.200300726,CPU1,200.60,msec,task-clock,200596622,100.00,1.003,CPUs utilized")
+    >>> parse_perf_csv_line(b"  0.200300726,CPU1,200.60,msec,task-clock,200596622,100.00,1.003,CPUs utilized")
     ('1', 'task-clock', 200.6)
     >>> parse_perf_csv_line(b"0.2,CPU0,<not supported>,,cycles,0,100.00,,")
     ('0', 'cycles', None)
@@ -55,7 +55,9 @@ def parse_perf_csv_line(line: bytes, interval: bool = True) -> tuple[str, str, f
     return cpu, event, value
 
 
-def probe_events(events: tuple[str, ...], timeout: float = 10.0) -> tuple[list[str], list[str], dict[str, str]]:
+def probe_events(
+    events: tuple[str, ...], timeout: float = 10.0
+) -> tuple[list[str], list[str], dict[str, str]]:
     """Run ``perf stat`` once for ~50 ms; return (cores, supported events, unsupported → reason)."""
     cmd = ["perf", "stat", "-x,", "-a", "-A", "-e", ",".join(events), "--", "sleep", "0.05"]
     try:
@@ -78,8 +80,9 @@ def probe_events(events: tuple[str, ...], timeout: float = 10.0) -> tuple[list[s
     if not seen:
         msg = [m.strip() for m in res.stderr.decode(errors="replace").splitlines() if m.strip()]
         why = " ".join(m for m in msg if m.rstrip(":") != "Error")[:240] or f"exit status {res.returncode}"
-        raise ProbeUnavailable(f"`perf stat -a` counted nothing (uid {os.getuid()}, perf_event_paranoid="
-                               f"{_paranoid()}): {why}")
+        raise ProbeUnavailable(
+            f"`perf stat -a` counted nothing (uid {os.getuid()}, perf_event_paranoid={_paranoid()}): {why}"
+        )
     return list(cores), [e for e in events if e in seen and e not in bad], bad
 
 
@@ -114,11 +117,17 @@ class PerfStat(Probe):
             unit = "ms" if ev in ("task-clock", "cpu-clock") else "count"
             for c in cores:
                 self.slot[(c, ev)] = len(self.channels)
-                self.channels.append(Channel("Perf", perf_field(ev), c, unit, counter=True, dtype="f",
-                                             dataset_source="Perf"))
+                self.channels.append(
+                    Channel("Perf", perf_field(ev), c, unit, counter=True, dtype="f", dataset_source="Perf")
+                )
         self.cum = [0.0] * len(self.channels)
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, close_fds=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+        )
         self.fd = self.proc.stderr.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.fd, False)
         self.buf = b""

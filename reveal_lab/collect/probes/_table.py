@@ -42,8 +42,15 @@ class Table:
         Treat ``:`` as a blank (``/proc/net/dev``, where ``eth0:123`` may be glued).
     """
 
-    def __init__(self, ctx: ProbeContext, path: str, index: Callable[[list[bytes]], Layout],
-                 keys: list[Hashable] | None = None, *, colons: bool = False) -> None:
+    def __init__(
+        self,
+        ctx: ProbeContext,
+        path: str,
+        index: Callable[[list[bytes]], Layout],
+        keys: list[Hashable] | None = None,
+        *,
+        colons: bool = False,
+    ) -> None:
         self.path = path
         self.fd = ctx.open_ro(path)
         self.colons = colons

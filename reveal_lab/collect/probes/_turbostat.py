@@ -69,8 +69,13 @@ class Turbostat(Probe):
         if os.geteuid() != 0:
             raise ProbeUnavailable("turbostat needs root (MSR access)")
         self.cmd = [exe, "--quiet", "--interval", f"{max(ctx.interval_s, 0.1):g}"]
-        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, close_fds=True)
+        self.proc = subprocess.Popen(
+            self.cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
         self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
         os.set_blocking(self.fd, False)
         self.buf = ""
@@ -82,9 +87,13 @@ class Turbostat(Probe):
             self._drain()
         if not self.latest:
             self.close()
-            raise ProbeUnavailable(f"turbostat printed no interval within the start-up wait ({' '.join(self.cmd)})")
+            raise ProbeUnavailable(
+                f"turbostat printed no interval within the start-up wait ({' '.join(self.cmd)})"
+            )
         self.keys = sorted(self.latest, key=lambda k: (k[1] != "-", k[1].zfill(6), k[0]))
-        self.channels = [Channel("Turbostat", col, inst, turbostat_unit(col), dtype="f") for col, inst in self.keys]
+        self.channels = [
+            Channel("Turbostat", col, inst, turbostat_unit(col), dtype="f") for col, inst in self.keys
+        ]
 
     def _drain(self) -> None:
         try:
