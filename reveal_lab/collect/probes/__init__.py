@@ -16,8 +16,10 @@ from reveal_lab.collect.probes import (  # noqa: F401  (registration side effect
     _turbostat,
 )
 
-ORDER = ("self", "cpu", "loadavg", "meminfo", "vmstat", "diskstats", "netdev", "nstat", "sockets", "interrupts",
-         "softirqs", "psi", "cgroup", "perf", "turbostat", "gpu")
+ORDER = (
+    "self", "cpu", "loadavg", "meminfo", "vmstat", "diskstats", "netdev", "nstat", "sockets", "interrupts",
+    "softirqs", "psi", "cgroup", "perf", "turbostat", "gpu",
+)
 _registered = dict(PROBES)
 PROBES.clear()
 PROBES.update({n: _registered[n] for n in ORDER if n in _registered})
