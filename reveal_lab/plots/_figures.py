@@ -194,10 +194,11 @@ def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
         ax.bar(np.arange(part.height), v, bottom=bottom, color=color_for(s), label=s, width=0.85)
         bottom += v
     ax.set_xlabel(f"anomalous window (first {part.height})")
-    ax.set_ylabel("share of evidence")
+    ax.set_ylabel("share of the explanation")
     ax.legend(frameon=False, ncol=min(len(subs), 6), loc="upper center", bbox_to_anchor=(0.5, 1.18))
     vals, cnt = np.unique(causes["n_subsystems"].to_numpy(), return_counts=True)
     ax2.bar(vals, cnt, color="0.4")
+    ax2.set_xticks(vals)
     ax2.set_xlabel("subsystems per window")
     ax2.set_ylabel("windows")
     return fig

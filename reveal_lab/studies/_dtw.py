@@ -279,7 +279,7 @@ def dtw_reproducibility(
                     np.full(n, np.nan),
                 )
             else:
-                B = np.asarray(between)  # runs x others
+                B = np.asarray(between, dtype=float).reshape(n, len(others))  # runs x others
                 if pairing == "run":
                     x, y = wi, B.mean(axis=1)
                 else:

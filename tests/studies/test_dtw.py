@@ -106,3 +106,12 @@ def test_study_reports_untestable_pairs():
     assert s2.tested.height == 6 and (s2.pairs["n_pairs"] == 6).all()
     with pytest.raises(ValueError, match="pairing"):
         dtw_reproducibility(_workloads(3), pairing="bogus")
+
+
+def test_study_handles_a_workload_without_usable_runs_of_a_metric():
+    data = _workloads(6)
+    data["empty"] = {"m1": [], "m2": [np.array([1.0])]}  # no run with >= 2 samples
+    s = dtw_reproducibility(data, length=40)
+    rows = s.pairs.filter(s.pairs["workload"] == "empty")
+    assert rows.height == 2 and (rows["n_runs"] == 0).all() and rows["pvalue"].is_nan().all()
+    assert s.tested.height == 6
