@@ -115,6 +115,33 @@ def pair_keys(pairs: pl.DataFrame) -> list[str]:
     return keys
 
 
+class _Direct:
+    """A fitted detector scored without scikit-learn's per-call input validation (~5 ms a
+    call on 7,000 features): the live engine builds the input itself, a float64 row of the
+    fitted width, and calls the detector's own imputation, score and explanation."""
+
+    def __init__(self, det: Any) -> None:
+        self._det = det
+        self.name = det.name
+        self.threshold_ = det.threshold_
+        self.n_features_in_ = det.n_features_in_
+
+    def __getattr__(self, item: str) -> Any:
+        return getattr(self._det, item)
+
+    def _input(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"{self.name}: expected (n, {self.n_features_in_}) features, got {X.shape}")
+        return self._det._impute(X)
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return self._det._score(self._input(X))
+
+    def explain(self, X: np.ndarray) -> np.ndarray:
+        return self._det._explain(self._input(X))
+
+
 class _FastForest:
     """An :class:`~reveal_lab.detectors.IsolationForestDetector` scored and explained
     through :class:`~reveal_lab.live._forest.FlatForest` (same numbers, one window in
@@ -136,6 +163,20 @@ class _FastForest:
 
     def explain(self, X: np.ndarray) -> np.ndarray:
         return self.flat.explain(self._det._transform_input(X), self._det)
+
+
+class _DirectForest(_FastForest):
+    """:class:`_FastForest` without scikit-learn's per-call input validation."""
+
+    def __init__(self, det: Any) -> None:
+        super().__init__(det)
+        self._direct = _Direct(det)
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return -self.flat.score_samples(self._direct._input(X))
+
+    def explain(self, X: np.ndarray) -> np.ndarray:
+        return self.flat.explain(self._direct._input(X), self._det)
 
 
 class LiveDetector:
@@ -214,8 +255,9 @@ class LiveDetector:
         for name, d in list(dets.items()):
             if name == "iforest" and hasattr(d, "_explain_baseline"):
                 d.explain(X[:1])  # computes the explanation baseline now, not on the first anomaly
-                if self.fast_forest:
-                    dets[name] = _FastForest(d)
+                dets[name] = _DirectForest(d) if self.fast_forest else _Direct(d)
+            else:
+                dets[name] = _Direct(d)
         self.ensemble, self.detectors = ens, dets
         self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
         self._align_cols = None
@@ -264,10 +306,17 @@ class LiveDetector:
         window when fitted on a baseline), then applies the same expressions to every
         chunk with one row of look-back (they are first differences and row-wise ratios).
         """
+        from reveal_lab.derive import detection_view as single_host_view
         from reveal_lab.derive._derive import _plan
 
         _rows, diff_exprs, exprs, drop = _plan(frame, None)
         self._derive_state = (diff_exprs, exprs, drop)
+        self._keep: list[str] | None = None
+        if not self.fitted:
+            # as the pipeline's detection view: static, all-missing and constant columns out,
+            # judged on the warm-up (with a baseline, alignment to its columns decides)
+            view, _cat = single_host_view(self._apply_derive(frame))
+            self._keep = view.columns
 
     def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
         diff_exprs, exprs, drop = self._derive_state  # the same steps as add_derived
@@ -276,7 +325,7 @@ class LiveDetector:
             out = out.with_columns([e.cast(pl.Float64) for e in diff_exprs])
         if exprs:
             out = out.with_columns([e.cast(pl.Float64) for e in exprs])
-        return out.drop(drop)
+        return out.select(pl.exclude(drop)) if drop else out  # one expression, not one per column
 
     def _view_incremental(self, rows: pl.DataFrame) -> pl.DataFrame:
         """The detection view of new rows, computed with the look-back rows before them."""
@@ -284,11 +333,16 @@ class LiveDetector:
             return rows
         k = 0
         src = rows
-        if self._tail is not None and self._tail.columns == rows.columns:
-            k = self._tail.height
-            src = pl.concat([self._tail, rows], how="vertical")
-        self._tail = src.tail(DERIVE_LOOKBACK)
-        return self._apply_derive(src).slice(k)
+        diff_exprs, exprs, _drop = self._derive_state
+        if diff_exprs or exprs:  # first differences need the previous row
+            if self._tail is not None and self._tail.columns == rows.columns:
+                k = self._tail.height
+                src = self._tail.vstack(rows)
+            self._tail = rows.tail(DERIVE_LOOKBACK)
+        out = self._apply_derive(src)
+        if self._keep is not None:
+            out = out.select(pl.col(self._keep))
+        return out.slice(k) if k else out
 
     # -- streaming --------------------------------------------------------------------------
     def _window_bounds(self, k: int) -> tuple[int, int]:
@@ -333,7 +387,7 @@ class LiveDetector:
             self._plan(rows.columns)
         _pairs, metrics = self._plan_state[:2]
         t_new = rows.get_column(TIMESTAMP).dt.epoch("ms").to_numpy().astype(np.int64)
-        v_new = rows.select(metrics).to_numpy().astype(np.float64, copy=False) if metrics else \
+        v_new = rows.select(pl.col(metrics)).to_numpy().astype(np.float64, copy=False) if metrics else \
             np.empty((rows.height, 0))
         if self._buf_t.size:
             self._buf_t = np.concatenate([self._buf_t, t_new])
