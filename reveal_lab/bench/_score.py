@@ -272,7 +272,9 @@ def score_server(out_dir: str | Path, data_dir: str | Path, name: str) -> dict:
         ranking = segment_ranking(seg, truth, dec, attr)
         if ranking is None:
             continue
-        row = {"start": seg.start, "end": seg.end, "n_labelled_metrics": len(seg.metrics)}
+        lo, hi = seg.start, min(seg.end + 1, truth.size)
+        n_tp = int(((truth[lo:hi] > 0) & (dec[lo:hi] > 0)).sum())
+        row = {"start": seg.start, "end": seg.end, "n_labelled_metrics": len(seg.metrics), "n_tp_rows": n_tp}
         for p in PS:
             row[f"hit@{p}"] = hit_rate(ranking, seg.metrics, p)
             row[f"ndcg@{p}"] = ndcg(ranking, seg.metrics, p)
@@ -285,6 +287,13 @@ def score_server(out_dir: str | Path, data_dir: str | Path, name: str) -> dict:
         for p in PS:
             vals = [r[f"{key}@{p}"] for r in per_seg]
             res[f"{key}@{p}"] = float(np.mean(vals)) if vals else float("nan")
+    # InterFusion's cal_IPS weights each detected segment by its true-positive rows
+    for p in PS:
+        w = [r["n_tp_rows"] for r in per_seg]
+        for key in ("hit", "random_hit"):
+            res[f"{key}_tp_weighted@{p}"] = (
+                float(np.average([r[f"{key}@{p}"] for r in per_seg], weights=w)) if per_seg else float("nan")
+            )
     # the random level over ALL labelled segments (independent of what was detected)
     for p in PS:
         res[f"random_hit_all@{p}"] = (
@@ -312,6 +321,9 @@ SUMMARY_KEYS = (
     "ndcg@150",
     "random_hit@150",
     "detected_segment_share",
+    "hit_tp_weighted@150",
+    "random_hit_tp_weighted@150",
+    "random_hit@100",
 )
 
 

@@ -60,6 +60,8 @@ def test_known_answers(tmp_path: Path):
     assert r["hit@100"] == pytest.approx((0.5 + 0.0) / 2)
     assert r["hit@150"] == pytest.approx((1.0 + 0.0) / 2)  # |L|=2 -> top 3 holds 4 and 2; |L|=1 -> top 1
     assert r["n_metrics"] == 4
+    # InterFusion's weighting by true-positive rows: 2 rows (hit 1.0) and 1 row (hit 0.0)
+    assert r["hit_tp_weighted@150"] == pytest.approx(2 / 3)
     # random level: k/D per segment: (2/4 + 1/4)/2 at 100 %, (3/4 + 1/4)/2 at 150 %
     assert r["random_hit@100"] == pytest.approx(0.375)
     assert r["random_hit@150"] == pytest.approx(0.5)
