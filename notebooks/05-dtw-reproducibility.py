@@ -31,7 +31,7 @@ metrics = ""  # comma-separated host-free metric keys; empty: every dynamic metr
 max_metrics = 0  # keep the first n metrics (sorted); 0: all
 length = 256  # resampled trace length
 band = 0  # Sakoe-Chiba radius in samples of the resampled traces; 0: unconstrained
-pairing = "run"  # run: one pair per run; run_x_workload: one pair per run and other workload
+pairing = "auto"  # run, run_x_workload, or auto (run where a workload has 6+ runs); see the module
 alpha = 0.05
 
 # %%

@@ -14,7 +14,9 @@ For each workload ``w`` and metric ``m``:
    ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``;
 4. a two-sided Wilcoxon signed-rank test on the paired ``(d_within, d_between)``
    over the runs of ``w`` (``pairing="run"``), or over every (run, other workload)
-   pair (``pairing="run_x_workload"``: more pairs, but they are not independent).
+   pair (``pairing="run_x_workload"``: more pairs, but they are not independent);
+   ``pairing="auto"`` uses ``run`` where the workload has at least ``min_pairs`` runs
+   and ``run_x_workload`` elsewhere (the ``pairing`` column says which).
 
 A workload–metric pair counts as *reproducible* when ``p < alpha``; the study
 reports the share of such pairs (the paper reports 99.75 %). With ``pairing="run"``
@@ -175,7 +177,7 @@ class DTWStudy:
 
     ``pairs``: one row per workload–metric pair (``workload, metric, n_runs,
     n_pairs, median_within, median_between, statistic, pvalue, significant,
-    closer_within, reason``); ``distances``: one row per run, metric and reference
+    closer_within, reason, pairing``); ``distances``: one row per run, metric and reference
     (``workload, metric, run, reference, distance`` with reference ``"own"`` or the
     other workload's name).
     """
@@ -235,8 +237,8 @@ def dtw_reproducibility(
     >>> s.share_significant
     1.0
     """
-    if pairing not in ("run", "run_x_workload"):
-        raise ValueError(f"pairing must be 'run' or 'run_x_workload', got {pairing!r}")
+    if pairing not in ("run", "run_x_workload", "auto"):
+        raise ValueError(f"pairing must be 'run', 'run_x_workload' or 'auto', got {pairing!r}")
     if min_pairs is None:
         min_pairs = 6
     # prepare: z-normalize + resample; medians per workload and metric
@@ -278,9 +280,11 @@ def dtw_reproducibility(
                     0,
                     np.full(n, np.nan),
                 )
+                used = pairing
             else:
                 B = np.asarray(between, dtype=float).reshape(n, len(others))  # runs x others
-                if pairing == "run":
+                used = pairing if pairing != "auto" else ("run" if n >= min_pairs else "run_x_workload")
+                if used == "run":
                     x, y = wi, B.mean(axis=1)
                 else:
                     x, y = np.repeat(wi, B.shape[1]), B.ravel()
@@ -298,6 +302,7 @@ def dtw_reproducibility(
                     "statistic": stat,
                     "pvalue": p,
                     "significant": bool(np.isfinite(p) and p < alpha),
+                    "pairing": used,
                     "closer_within": bool(
                         np.isfinite(wi).any()
                         and np.isfinite(bw).any()
@@ -318,6 +323,7 @@ def dtw_reproducibility(
         "significant": pl.Boolean,
         "closer_within": pl.Boolean,
         "reason": pl.String,
+        "pairing": pl.String,
     }
     dist_schema = {
         "workload": pl.String,

@@ -115,3 +115,13 @@ def test_study_handles_a_workload_without_usable_runs_of_a_metric():
     rows = s.pairs.filter(s.pairs["workload"] == "empty")
     assert rows.height == 2 and (rows["n_runs"] == 0).all() and rows["pvalue"].is_nan().all()
     assert s.tested.height == 6
+
+
+def test_auto_pairing_uses_run_pairs_only_where_enough_runs():
+    data = _workloads(8)
+    data["few"] = {"m1": [np.sin(np.linspace(0, 8, 160)) * 3 for _ in range(3)], "m2": []}
+    s = dtw_reproducibility(data, length=40, pairing="auto")
+    used = dict(zip(s.pairs["workload"] + "/" + s.pairs["metric"], s.pairs["pairing"], strict=True))
+    assert used["sine/m1"] == "run" and used["few/m1"] == "run_x_workload"
+    few = s.pairs.filter((s.pairs["workload"] == "few") & (s.pairs["metric"] == "m1")).row(0, named=True)
+    assert few["n_pairs"] == 9 and few["pvalue"] < 0.05
