@@ -99,6 +99,7 @@ def select_runs(
     phase: str | None = None,
     platform: str | None = None,
     max_runs: int | None = None,
+    fault_free: bool = False,
 ) -> list[str]:
     """Run ids from a dataset index, filtered and capped per workload (in index order);
     ``max_runs`` then keeps that many in total, taking the workloads in turn."""
@@ -112,6 +113,8 @@ def select_runs(
         idx = idx.filter(pl.col("phase") == phase)
     if platform:
         idx = idx.filter(pl.col("platform") == platform)
+    if fault_free and "fault" in idx.columns:
+        idx = idx.filter(pl.col("fault").is_null() | pl.col("fault").cast(pl.String).is_in(["", "none"]))
     idx = idx.unique("run_id", maintain_order=True)
     if max_runs_per_workload:
         idx = idx.filter(pl.int_range(pl.len()).over("workload") < max_runs_per_workload)
@@ -146,8 +149,13 @@ def iter_study_runs(
     phase: str | None = None,
     platform: str | None = None,
     max_runs: int | None = None,
+    fault_free: bool = False,
 ) -> Iterator[Run]:
-    """Runs for a study, loaded one at a time (see :func:`resolve_data` and :func:`select_runs`)."""
+    """Runs for a study, loaded one at a time (see :func:`resolve_data` and :func:`select_runs`).
+
+    ``fault_free`` leaves out runs with an injected fault (the lab dataset's ``fault``
+    column, in the index or in the run's metadata); public runs carry no fault label.
+    """
     root = resolve_data(data)
     wl = parse_list(workloads) if not isinstance(workloads, list) else workloads
     if root == SYNTH:
@@ -171,9 +179,13 @@ def iter_study_runs(
         phase=phase or None,
         platform=platform or None,
         max_runs=max_runs or None,
+        fault_free=fault_free,
     )
     for rid in ids:
-        yield crop_run(ds.load(rid), max_seconds)
+        run = ds.load(rid)
+        if fault_free and str(run.meta.extra.get("fault") or "none") not in ("", "none"):
+            continue
+        yield crop_run(run, max_seconds)
 
 
 def load_study_runs(data: str | Path | None = None, **kwargs: object) -> list[Run]:
