@@ -211,12 +211,14 @@ def _studies(runner: _Runner, studies: Sequence[str], refs: list[RunRef], p: Any
         results = runner.map(_prune_item, [(w, groups[w]) for w in names], p.prune.threshold, loader)
         rows = []
         for w, res in zip(names, results, strict=True):
-            for k in sorted(_selected(res)):
-                rows.append({"workload": w, "metric": k})
+            rows.extend({"workload": w, "metric": k} for k in res.selected.get(w, []))
         by_w = pl.DataFrame(rows, schema={"workload": pl.String, "metric": pl.String})
         out["pruning_by_workload"] = by_w
+        # the diagnostic space: the union over workloads (workloads are pruned independently)
         out["pruning_selected"] = (by_w.group_by("metric").agg(pl.col("workload").n_unique().alias("n_workloads"))
                                    .sort("metric"))
+        out["pruning_clusters"] = pl.concat([r.clusters for r in results], how="diagonal_relaxed") \
+            if results else pl.DataFrame()
     return out
 
 
@@ -230,13 +232,6 @@ def _prune_item(item: tuple[str, Sequence[RunRef]], threshold: float, loader: Ca
                 ) -> Any:
     workload, refs = item
     return prune_workload_task(workload, refs, threshold, loader)
-
-
-def _selected(res: Any) -> set[str]:
-    sel = getattr(res, "selected", res)
-    if isinstance(sel, pl.DataFrame):
-        sel = sel.get_column(sel.columns[0]).to_list()
-    return set(sel)
 
 
 def _workload_of(ref: RunRef) -> str:

@@ -15,7 +15,7 @@ from polars.testing import assert_frame_equal
 from reveal_lab.config import fixtures_dir, get_preset
 from reveal_lab.io import open_dataset
 from reveal_lab.pipeline import detect_run
-from reveal_lab.scale import INPROCESS, dask_client, plan_local_cluster, run_refs, scan
+from reveal_lab.scale import INPROCESS, plan_local_cluster, run_refs, scan
 
 distributed = pytest.importorskip("distributed")
 
@@ -27,12 +27,6 @@ PRESET = "smoke"
 SORT = ["run_id", "window_id", "host", "metric", "feature"]
 
 
-@pytest.fixture(scope="module")
-def client():
-    """One real LocalCluster (2 worker processes, 1 thread each) for the module; always closed."""
-    with dask_client(n_workers=2, memory_limit="2GB", quiet=True) as c:
-        c.wait_for_workers(2, timeout=60)
-        yield c
 
 
 @pytest.fixture(scope="module")
