@@ -52,10 +52,18 @@ def write_public_layout(root: Path, n_runs: int, seconds: float, channels: int, 
     for i in range(n_runs):
         start = dt.datetime(2025, 6, 1, 8, 0, 0) + dt.timedelta(hours=i)
         anomalies = [Anomaly(("cpu", "memory", "network", "storage")[i % 4], seconds * 0.6, seconds * 0.7)]
-        run, _ = make_run(seconds, n_channels=channels, hosts=("nserver07",), seed=seed0 + i, profile_seed=7,
-                          start=start, anomalies=anomalies)
-        paths += export_tsv(run, txt, prefix="train", model="Resnet50", task="ImageClassification",
-                            dataset="CIFAR10")
+        run, _ = make_run(
+            seconds,
+            n_channels=channels,
+            hosts=("nserver07",),
+            seed=seed0 + i,
+            profile_seed=7,
+            start=start,
+            anomalies=anomalies,
+        )
+        paths += export_tsv(
+            run, txt, prefix="train", model="Resnet50", task="ImageClassification", dataset="CIFAR10"
+        )
     with zipfile.ZipFile(root / "Reveal_CPU.zip", "w", zipfile.ZIP_DEFLATED, compresslevel=6) as z:
         for p in paths:
             z.write(p, f"train_separated/{p.name}")
@@ -81,8 +89,14 @@ def in_process_cost(root: Path, preset: str, warm: bool = True) -> dict:
         secs.append(o.seconds)
         rows.append(o.summary["n_rows"])
         cols.append(o.summary["n_cols"])
-    return {"runs": len(secs), "rows": int(statistics.median(rows)), "cols": int(statistics.median(cols)),
-            "median_s": statistics.median(secs), "min_s": min(secs), "max_s": max(secs)}
+    return {
+        "runs": len(secs),
+        "rows": int(statistics.median(rows)),
+        "cols": int(statistics.median(cols)),
+        "median_s": statistics.median(secs),
+        "min_s": min(secs),
+        "max_s": max(secs),
+    }
 
 
 def dask_scan(root: Path, n_workers: int, preset: str, memory_limit: str) -> dict:
@@ -96,17 +110,36 @@ def dask_scan(root: Path, n_workers: int, preset: str, memory_limit: str) -> dic
         from reveal_lab.scale import run_refs
 
         refs = run_refs(root)
-        warm = scan(root, refs=refs[:n_workers], scheduler=client, task_kwargs={"preset": preset},
-                    progress=False, echo=lambda _m: None)
-        res = scan(root, refs=refs, scheduler=client, task_kwargs={"preset": preset}, progress=False,
-                   echo=lambda _m: None)
+        warm = scan(
+            root,
+            refs=refs[:n_workers],
+            scheduler=client,
+            task_kwargs={"preset": preset},
+            progress=False,
+            echo=lambda _m: None,
+        )
+        res = scan(
+            root,
+            refs=refs,
+            scheduler=client,
+            task_kwargs={"preset": preset},
+            progress=False,
+            echo=lambda _m: None,
+        )
     if res.failures:
         raise RuntimeError(f"failed runs: {[(f.run_id, f.error) for f in res.failures]}")
     per_run = [o.seconds for o in res.outcomes]
-    return {"workers": n_workers, "runs": len(res.outcomes), "wall_s": res.seconds,
-            "runs_per_minute": res.runs_per_minute, "per_run_median_s": statistics.median(per_run),
-            "peak_worker_rss_mb": max(o.peak_rss_mb or 0 for o in res.outcomes),
-            "cluster_startup_s": startup, "warmup_wall_s": warm.seconds, "peak_in_flight": res.peak_in_flight}
+    return {
+        "workers": n_workers,
+        "runs": len(res.outcomes),
+        "wall_s": res.seconds,
+        "runs_per_minute": res.runs_per_minute,
+        "per_run_median_s": statistics.median(per_run),
+        "peak_worker_rss_mb": max(o.peak_rss_mb or 0 for o in res.outcomes),
+        "cluster_startup_s": startup,
+        "warmup_wall_s": warm.seconds,
+        "peak_in_flight": res.peak_in_flight,
+    }
 
 
 def main() -> None:
@@ -118,16 +151,28 @@ def main() -> None:
     ap.add_argument("--preset", default="paper")
     ap.add_argument("--memory-limit", default="3GB", help="per worker")
     ap.add_argument("--data", type=Path, help="scan this dataset instead of synthetic runs")
-    ap.add_argument("--check-seconds", type=float, default=0.0,
-                    help="also time one run this long in-process and compare it with the cost model")
+    ap.add_argument(
+        "--check-seconds",
+        type=float,
+        default=0.0,
+        help="also time one run this long in-process and compare it with the cost model",
+    )
     ap.add_argument("--skip-dask", action="store_true", help="only the in-process cost model (and check)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args()
-    warnings.simplefilter("ignore")  # the loader's per-file notes (all-NaN columns ...) are not the point here
+    warnings.simplefilter(
+        "ignore"
+    )  # the loader's per-file notes (all-NaN columns ...) are not the point here
 
-    result: dict = {"benchmark": "scale_throughput", "machine": {"cpus": os.cpu_count(),
-                    "python": platform.python_version(), "platform": platform.platform()},
-                    "preset": args.preset}
+    result: dict = {
+        "benchmark": "scale_throughput",
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "preset": args.preset,
+    }
     with tempfile.TemporaryDirectory(prefix="reveal-scale-") as tmp:
         tmp_path = Path(tmp)
         if args.data:
@@ -136,10 +181,14 @@ def main() -> None:
         else:
             t = time.perf_counter()
             data = write_public_layout(tmp_path / "throughput", args.runs, args.seconds, args.channels)
-            result["data"] = {"kind": "synthetic runs in the public layout (Reveal_CPU.zip, TSV members)",
-                              "runs": args.runs, "seconds": args.seconds, "channels": args.channels,
-                              "zip_bytes": (data / "Reveal_CPU.zip").stat().st_size,
-                              "write_s": time.perf_counter() - t}
+            result["data"] = {
+                "kind": "synthetic runs in the public layout (Reveal_CPU.zip, TSV members)",
+                "runs": args.runs,
+                "seconds": args.seconds,
+                "channels": args.channels,
+                "zip_bytes": (data / "Reveal_CPU.zip").stat().st_size,
+                "write_s": time.perf_counter() - t,
+            }
         # per-run cost model from in-process runs at two lengths
         cost = []
         for secs in [float(s) for s in args.cost_seconds.split(",") if s]:
@@ -147,23 +196,40 @@ def main() -> None:
             c = in_process_cost(root, args.preset)
             c["seconds"] = secs
             cost.append(c)
-            print(f"in-process: {c['rows']} rows x {c['cols']} cols: {c['median_s']:.2f} s/run (median of "
-                  f"{c['runs']})", flush=True)
+            print(
+                f"in-process: {c['rows']} rows x {c['cols']} cols: {c['median_s']:.2f} s/run (median of "
+                f"{c['runs']})",
+                flush=True,
+            )
         if len(cost) >= 2:
-            (r1, s1), (r2, s2) = (cost[0]["rows"], cost[0]["median_s"]), (cost[-1]["rows"], cost[-1]["median_s"])
+            (r1, s1), (r2, s2) = (
+                (cost[0]["rows"], cost[0]["median_s"]),
+                (cost[-1]["rows"], cost[-1]["median_s"]),
+            )
             b = (s2 - s1) / (r2 - r1)
             a = s1 - b * r1
-            result["cost_model"] = {"fixed_s": a, "per_1000_rows_s": 1000 * b, "channels": args.channels,
-                                    "fit": "cost = fixed + per_row * rows, from the two in-process sizes"}
+            result["cost_model"] = {
+                "fixed_s": a,
+                "per_1000_rows_s": 1000 * b,
+                "channels": args.channels,
+                "fit": "cost = fixed + per_row * rows, from the two in-process sizes",
+            }
         result["in_process"] = cost
         if args.check_seconds and "cost_model" in result:
             root = write_public_layout(tmp_path / "check", 1, args.check_seconds, args.channels, seed0=200)
             c = in_process_cost(root, args.preset, warm=False)  # kernels already compiled above
             m = result["cost_model"]
             predicted = m["fixed_s"] + m["per_1000_rows_s"] * c["rows"] / 1000
-            result["check"] = {**c, "seconds": args.check_seconds, "predicted_s": predicted,
-                               "measured_over_predicted": c["median_s"] / predicted}
-            print(f"check: {c['rows']} rows: measured {c['median_s']:.1f} s, model {predicted:.1f} s", flush=True)
+            result["check"] = {
+                **c,
+                "seconds": args.check_seconds,
+                "predicted_s": predicted,
+                "measured_over_predicted": c["median_s"] / predicted,
+            }
+            print(
+                f"check: {c['rows']} rows: measured {c['median_s']:.1f} s, model {predicted:.1f} s",
+                flush=True,
+            )
         if args.skip_dask:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=2))
@@ -173,9 +239,12 @@ def main() -> None:
         for w in (1, 2):
             s = dask_scan(data, w, args.preset, args.memory_limit)
             scans.append(s)
-            print(f"dask {w} worker(s): {s['runs']} runs in {s['wall_s']:.1f} s = {s['runs_per_minute']:.1f} "
-                  f"runs/min (per run {s['per_run_median_s']:.2f} s, peak RSS {s['peak_worker_rss_mb']:.0f} MB, "
-                  f"cluster start {s['cluster_startup_s']:.1f} s)", flush=True)
+            print(
+                f"dask {w} worker(s): {s['runs']} runs in {s['wall_s']:.1f} s = {s['runs_per_minute']:.1f} "
+                f"runs/min (per run {s['per_run_median_s']:.2f} s, "
+                f"peak RSS {s['peak_worker_rss_mb']:.0f} MB, cluster start {s['cluster_startup_s']:.1f} s)",
+                flush=True,
+            )
         result["dask"] = scans
         result["speedup_2_vs_1"] = scans[1]["runs_per_minute"] / scans[0]["runs_per_minute"]
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -53,12 +53,25 @@ INTERVAL_S = 0.1
 def make_stream(channels: int, seconds: float, seed: int = 11):
     from reveal_lab.synth import Anomaly, make_run
 
-    return make_run(seconds, n_channels=channels, hosts=("gpuhost01",), seed=seed,
-                    anomalies=[Anomaly("network", seconds * 0.7, seconds * 0.7 + 8.0, magnitude=8.0)])
+    return make_run(
+        seconds,
+        n_channels=channels,
+        hosts=("gpuhost01",),
+        seed=seed,
+        anomalies=[Anomaly("network", seconds * 0.7, seconds * 0.7 + 8.0, magnitude=8.0)],
+    )
 
 
-def writer(out: str, channels: int, seconds: float, speed: float, flush_every: int, roll_every: int,
-           log_path: str, start_evt) -> None:  # noqa: ANN001 - mp.Event
+def writer(
+    out: str,
+    channels: int,
+    seconds: float,
+    speed: float,
+    flush_every: int,
+    roll_every: int,
+    log_path: str,
+    start_evt,
+) -> None:  # noqa: ANN001 - mp.Event
     """Write the stream as ``reveal-lab collect`` would, paced in (scaled) real time."""
     from reveal_lab.collect._writer import RunWriter, write_json_atomic
     from reveal_lab.telemetry import parse_metric_name
@@ -69,15 +82,33 @@ def writer(out: str, channels: int, seconds: float, speed: float, flush_every: i
     chans = []
     for c in cols:
         m = parse_metric_name(c)
-        chans.append({"source": m.source if m else "X", "field": m.field if m else c,
-                      "instance": m.instance if m else None, "unit": m.unit if m else None, "counter": False,
-                      "dtype": "f", "dataset_source": None, "name": c, "dataset": c, "probe": "synthetic"})
+        chans.append(
+            {
+                "source": m.source if m else "X",
+                "field": m.field if m else c,
+                "instance": m.instance if m else None,
+                "unit": m.unit if m else None,
+                "counter": False,
+                "dtype": "f",
+                "dataset_source": None,
+                "name": c,
+                "dataset": c,
+                "probe": "synthetic",
+            }
+        )
     ts_ns = frame.get_column("timestamp").dt.epoch("ns").to_numpy()
     values = frame.select(cols).to_numpy()
     d = Path(out)
     d.mkdir(parents=True)
-    write_json_atomic(d / "meta.json", {"host": "gpuhost01", "status": "running", "interval_ms": 100,
-                                        "clock": {"wall_ns": int(ts_ns[0]), "mono_ns": 0}})
+    write_json_atomic(
+        d / "meta.json",
+        {
+            "host": "gpuhost01",
+            "status": "running",
+            "interval_ms": 100,
+            "clock": {"wall_ns": int(ts_ns[0]), "mono_ns": 0},
+        },
+    )
     w = RunWriter(d, chans, flush_s=3600, segment_s=3600)  # flushed and rolled here, on schedule
     log = []
     start_evt.wait()
@@ -153,15 +184,23 @@ def main() -> None:
         out, log_path = str(Path(tmp) / "run"), str(Path(tmp) / "flushes.json")
         ctx = mp.get_context("spawn")
         start = ctx.Event()
-        proc = ctx.Process(target=writer, args=(out, args.channels, args.seconds, args.speed, 10, 600, log_path,
-                                                start))
+        proc = ctx.Process(
+            target=writer, args=(out, args.channels, args.seconds, args.speed, 10, 600, log_path, start)
+        )
         proc.start()
         verdicts = []
         try:
             start.set()
-            summary = watch(out, warmup_s=args.warmup, poll_s=args.poll, idle_exit_s=5.0,
-                            duration_s=args.seconds / args.speed + 120, show="none", echo=None,
-                            on_verdict=verdicts.append)
+            summary = watch(
+                out,
+                warmup_s=args.warmup,
+                poll_s=args.poll,
+                idle_exit_s=5.0,
+                duration_s=args.seconds / args.speed + 120,
+                show="none",
+                echo=None,
+                on_verdict=verdicts.append,
+            )
             proc.join(timeout=60)
         finally:
             if proc.is_alive():
@@ -177,8 +216,17 @@ def main() -> None:
         j = int(np.searchsorted(last_seqs, i_last, side="left"))
         f = flushes[j]
         data_to_verdict.append((v.decided_at - f["flushed_at"]) * 1e3)
-        end_to_verdict.append((v.decided_at - (f["taken_at"] - (f["last_seq"] - i_last) * INTERVAL_S / args.speed
-                                              + INTERVAL_S / args.speed)) * 1e3)
+        end_to_verdict.append(
+            (
+                v.decided_at
+                - (
+                    f["taken_at"]
+                    - (f["last_seq"] - i_last) * INTERVAL_S / args.speed
+                    + INTERVAL_S / args.speed
+                )
+            )
+            * 1e3
+        )
         (compute_anom if v.anomalous else compute).append(v.compute_ms)
 
     sk = replay_compute(args.channels, args.seconds, args.warmup, False)
@@ -186,13 +234,28 @@ def main() -> None:
     naive = naive_recompute(args.channels, args.seconds)
     result = {
         "benchmark": "watch_latency",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_avg_1m": os.getloadavg()[0]},
-        "stream": {"kind": "synthetic run written with the collector's RunWriter (real journal format)",
-                   "channels": args.channels, "seconds": args.seconds, "interval_ms": 100, "flush_s": 1.0,
-                   "segment_roll_s": 60, "speed": args.speed, "poll_s": args.poll, "warmup_s": args.warmup},
-        "windows": {"scored": len(scored), "anomalous": sum(v.anomalous for v in scored),
-                    "warmup": summary.warmup_windows, "gaps": summary.gaps},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_avg_1m": os.getloadavg()[0],
+        },
+        "stream": {
+            "kind": "synthetic run written with the collector's RunWriter (real journal format)",
+            "channels": args.channels,
+            "seconds": args.seconds,
+            "interval_ms": 100,
+            "flush_s": 1.0,
+            "segment_roll_s": 60,
+            "speed": args.speed,
+            "poll_s": args.poll,
+            "warmup_s": args.warmup,
+        },
+        "windows": {
+            "scored": len(scored),
+            "anomalous": sum(v.anomalous for v in scored),
+            "warmup": summary.warmup_windows,
+            "gaps": summary.gaps,
+        },
         "data_to_verdict_ms": stats(data_to_verdict),
         "window_end_to_verdict_ms": stats(end_to_verdict),
         "compute_ms_normal_windows": stats(compute),
@@ -212,13 +275,17 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     d, e = result["data_to_verdict_ms"], result["window_end_to_verdict_ms"]
-    print(f"{len(scored)} windows scored ({result['windows']['anomalous']} anomalous), {args.channels} channels")
+    print(
+        f"{len(scored)} windows scored ({result['windows']['anomalous']} anomalous), {args.channels} channels"
+    )
     print(f"data on disk -> verdict: median {d['median']:.1f} ms, p95 {d['p95']:.1f} ms (target < 50 ms)")
     print(f"window end -> verdict:   median {e['median']:.0f} ms, p95 {e['p95']:.0f} ms (paper: 2.26 s)")
     a = result["alternatives_same_run"]
-    print(f"compute/window: incremental {a['engine_fast_forest_compute_ms']['median']:.1f} ms, with sklearn's "
-          f"forest {a['engine_sklearn_forest_compute_ms']['median']:.1f} ms, full-history recompute "
-          f"{a['naive_full_history_features_ms']['median']:.0f} ms; wrote {args.out}")
+    print(
+        f"compute/window: incremental {a['engine_fast_forest_compute_ms']['median']:.1f} ms, with sklearn's "
+        f"forest {a['engine_sklearn_forest_compute_ms']['median']:.1f} ms, full-history recompute "
+        f"{a['naive_full_history_features_ms']['median']:.0f} ms; wrote {args.out}"
+    )
 
 
 if __name__ == "__main__":

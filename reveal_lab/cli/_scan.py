@@ -12,24 +12,41 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
         "scan",
         help="detect anomalies in every run of a dataset on a Dask cluster (+ cross-run studies)",
-        description=("Run per-run detection (load, features, detectors, attribution) over every run of a "
-                     "dataset as Dask tasks, each worker streaming its run out of the zip archive, then "
-                     "optionally the cross-run studies. Default: a LocalCluster sized to this machine."),
+        description=(
+            "Run per-run detection (load, features, detectors, attribution) over every run of a "
+            "dataset as Dask tasks, each worker streaming its run out of the zip archive, then "
+            "optionally the cross-run studies. Default: a LocalCluster sized to this machine."
+        ),
     )
     p.add_argument("data", help="dataset root (public layout: Reveal_GPU.zip / Reveal_CPU.zip / meta_*.csv)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                       help="a running Dask scheduler (workers need reveal-lab and the data at the same path)")
+    where.add_argument(
+        "--scheduler",
+        metavar="tcp://HOST:PORT",
+        help="a running Dask scheduler (workers need reveal-lab and the data at the same path)",
+    )
     where.add_argument("--workers", type=int, metavar="N", help="local cluster size (default: one per core)")
-    where.add_argument("--inprocess", action="store_true", help="no Dask: the same per-run code serially here")
-    p.add_argument("--memory-limit", metavar="BYTES", help="per local worker, e.g. 4GB (default: 80%% RAM / N)")
-    p.add_argument("--max-in-flight", type=int, metavar="K", help="runs submitted at once (default 2 per worker)")
+    where.add_argument(
+        "--inprocess", action="store_true", help="no Dask: the same per-run code serially here"
+    )
+    p.add_argument(
+        "--memory-limit", metavar="BYTES", help="per local worker, e.g. 4GB (default: 80%% RAM / N)"
+    )
+    p.add_argument(
+        "--max-in-flight", type=int, metavar="K", help="runs submitted at once (default 2 per worker)"
+    )
     p.add_argument("--preset", default="paper", help="detection preset (paper, smoke, full)")
-    p.add_argument("--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here")
+    p.add_argument(
+        "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"
+    )
     p.add_argument("--run-id", action="append", metavar="ID", help="only this run (repeatable)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N runs (after filters)")
-    p.add_argument("--studies", default="", metavar="LIST",
-                   help=f"comma-separated cross-run studies to run on the cluster: {','.join(STUDIES)}")
+    p.add_argument(
+        "--studies",
+        default="",
+        metavar="LIST",
+        help=f"comma-separated cross-run studies to run on the cluster: {','.join(STUDIES)}",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     for f in FILTERS:
         p.add_argument(f"--{f}", metavar="VALUE", help=f"only runs whose {f} is VALUE")
@@ -49,15 +66,26 @@ def _run(args: argparse.Namespace) -> int:
         refs = refs[: args.limit]
     if not refs:
         raise ValueError(f"no runs in {args.data} match {filters or 'the dataset'}")
-    res = scan(args.data, refs=refs, task_kwargs={"preset": args.preset},
-               scheduler=INPROCESS if args.inprocess else args.scheduler, n_workers=args.workers,
-               memory_limit=args.memory_limit, max_in_flight=args.max_in_flight, progress=not args.no_progress,
-               studies=studies, studies_kwargs={"preset": args.preset}, echo=print)
+    res = scan(
+        args.data,
+        refs=refs,
+        task_kwargs={"preset": args.preset},
+        scheduler=INPROCESS if args.inprocess else args.scheduler,
+        n_workers=args.workers,
+        memory_limit=args.memory_limit,
+        max_in_flight=args.max_in_flight,
+        progress=not args.no_progress,
+        studies=studies,
+        studies_kwargs={"preset": args.preset},
+        echo=print,
+    )
     an = res.anomalies
-    print(f"{len(res.outcomes)} run(s) in {res.seconds:.1f} s on {res.n_workers} worker(s) "
-          f"({res.runs_per_minute:.1f} runs/min, {res.backend}); "
-          f"{an.get_column('window_id').len() if an.height else 0} evidence row(s), "
-          f"{len(res.failures)} failed")
+    print(
+        f"{len(res.outcomes)} run(s) in {res.seconds:.1f} s on {res.n_workers} worker(s) "
+        f"({res.runs_per_minute:.1f} runs/min, {res.backend}); "
+        f"{an.get_column('window_id').len() if an.height else 0} evidence row(s), "
+        f"{len(res.failures)} failed"
+    )
     for o in res.failures:
         print(f"FAILED {o.run_id} ({o.archive}:{o.member}): {o.error}")
     if args.out:

@@ -9,24 +9,38 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
         "watch",
         help="score each window of a running collector as it completes; print anomalies as they happen",
-        description=("Follow a collector output directory (reveal-lab collect --out DIR): read only the new "
-                     "journal bytes, build each 3 s window as it completes, compute its features, score it "
-                     "with detectors fitted on a warm-up period or a baseline run, and print each anomaly "
-                     "with its attribution (subsystem, metric, feature, claim)."),
+        description=(
+            "Follow a collector output directory (reveal-lab collect --out DIR): read only the new "
+            "journal bytes, build each 3 s window as it completes, compute its features, score it "
+            "with detectors fitted on a warm-up period or a baseline run, and print each anomaly "
+            "with its attribution (subsystem, metric, feature, claim)."
+        ),
     )
     p.add_argument("dir", help="the collector's --out directory (may not exist yet)")
     ref = p.add_mutually_exclusive_group()
-    ref.add_argument("--baseline", metavar="RUN",
-                     help="fit on this reference run (collector directory, .txt or .parquet run file)")
-    ref.add_argument("--warmup", default="30s", metavar="DURATION",
-                     help="fit on the first DURATION of the stream (default 30s)")
+    ref.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="fit on this reference run (collector directory, .txt or .parquet run file)",
+    )
+    ref.add_argument(
+        "--warmup",
+        default="30s",
+        metavar="DURATION",
+        help="fit on the first DURATION of the stream (default 30s)",
+    )
     p.add_argument("--jsonl", metavar="FILE", help="append one JSON object per scored window to FILE")
     p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke, full)")
     p.add_argument("--window", metavar="DURATION", help="window length (default: the preset's, 3s)")
     p.add_argument("--stride", metavar="DURATION", help="window stride (default: the preset's, 1s)")
     p.add_argument("--interval", metavar="DURATION", help="sampling interval (default: the preset's, 100ms)")
-    p.add_argument("--min-agreement", type=int, default=2, metavar="K",
-                   help="detectors (of 3) that must flag a window (default 2)")
+    p.add_argument(
+        "--min-agreement",
+        type=int,
+        default=2,
+        metavar="K",
+        help="detectors (of 3) that must flag a window (default 2)",
+    )
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
     p.add_argument("--duration", metavar="DURATION", help="stop after this long")
@@ -45,17 +59,28 @@ def _run(args: argparse.Namespace) -> int:
 
     p = get_preset(args.preset)
     w = p.window
-    over = {k: parse_duration(v) for k, v in (("window_s", args.window), ("stride_s", args.stride),
-                                              ("interval_s", args.interval)) if v}
+    over = {
+        k: parse_duration(v)
+        for k, v in (("window_s", args.window), ("stride_s", args.stride), ("interval_s", args.interval))
+        if v
+    }
     if over:
         w = dataclasses.replace(w, **over)
     try:
         summary = watch(
-            args.dir, baseline=args.baseline, warmup_s=parse_duration(args.warmup), window=w, preset=args.preset,
-            min_agreement=args.min_agreement, jsonl=args.jsonl,
-            duration_s=parse_duration(args.duration) if args.duration else None, max_windows=args.max_windows,
-            idle_exit_s=parse_duration(args.idle_exit) if args.idle_exit else None, from_start=not args.tail,
-            show="all" if args.all else "anomalies", echo=lambda s: print(s, flush=True),
+            args.dir,
+            baseline=args.baseline,
+            warmup_s=parse_duration(args.warmup),
+            window=w,
+            preset=args.preset,
+            min_agreement=args.min_agreement,
+            jsonl=args.jsonl,
+            duration_s=parse_duration(args.duration) if args.duration else None,
+            max_windows=args.max_windows,
+            idle_exit_s=parse_duration(args.idle_exit) if args.idle_exit else None,
+            from_start=not args.tail,
+            show="all" if args.all else "anomalies",
+            echo=lambda s: print(s, flush=True),
         )
     except KeyboardInterrupt:
         return 130

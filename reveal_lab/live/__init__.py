@@ -12,4 +12,12 @@ from reveal_lab.live._engine import LiveDetector, Verdict, make_detectors, pair_
 from reveal_lab.live._follow import CollectorFollower, FollowStats
 from reveal_lab.live._watch import watch
 
-__all__ = ["CollectorFollower", "FollowStats", "LiveDetector", "Verdict", "watch", "make_detectors", "pair_keys"]
+__all__ = [
+    "CollectorFollower",
+    "FollowStats",
+    "LiveDetector",
+    "Verdict",
+    "watch",
+    "make_detectors",
+    "pair_keys",
+]

@@ -85,16 +85,22 @@ class Verdict:
         """One human line (what ``reveal-lab watch`` prints)."""
         t = self.end.strftime("%H:%M:%S.%f")[:-3]
         if self.phase == "warmup":
-            return f"{t} window {self.window_id}: warm-up ({self.n_samples} samples, {self.compute_ms:.1f} ms)"
+            return (
+                f"{t} window {self.window_id}: warm-up ({self.n_samples} samples, {self.compute_ms:.1f} ms)"
+            )
         if self.phase == "gap":
             return f"{t} window {self.window_id}: gap, not scored ({self.n_samples} samples)"
         if not self.anomalous:
-            return (f"{t} window {self.window_id}: ok (agreement {self.agreement}, score {self.score:.2f}, "
-                    f"{self.compute_ms:.1f} ms)")
+            return (
+                f"{t} window {self.window_id}: ok (agreement {self.agreement}, score {self.score:.2f}, "
+                f"{self.compute_ms:.1f} ms)"
+            )
         ev = self.evidence[0] if self.evidence else {}
-        return (f"{t} window {self.window_id}: ANOMALY [{'+'.join(self.methods)}] {self.subsystems or ''} | "
-                f"{ev.get('metric')} {ev.get('feature')}: {ev.get('claim')} "
-                f"(score {self.score:.2f}, {self.compute_ms:.1f} ms)")
+        return (
+            f"{t} window {self.window_id}: ANOMALY [{'+'.join(self.methods)}] {self.subsystems or ''} | "
+            f"{ev.get('metric')} {ev.get('feature')}: {ev.get('claim')} "
+            f"(score {self.score:.2f}, {self.compute_ms:.1f} ms)"
+        )
 
 
 def make_detectors(cfg: DetectConfig) -> list[Any]:
@@ -199,9 +205,18 @@ class LiveDetector:
         debugging; memory grows with the stream).
     """
 
-    def __init__(self, window: WindowConfig | None = None, detect: DetectConfig | None = None, *,
-                 warmup_s: float = 30.0, baseline: Run | Sequence[Run] | None = None, min_agreement: int = 1,
-                 derive: bool = True, fast_forest: bool = True, keep_features: bool = False) -> None:
+    def __init__(
+        self,
+        window: WindowConfig | None = None,
+        detect: DetectConfig | None = None,
+        *,
+        warmup_s: float = 30.0,
+        baseline: Run | Sequence[Run] | None = None,
+        min_agreement: int = 1,
+        derive: bool = True,
+        fast_forest: bool = True,
+        keep_features: bool = False,
+    ) -> None:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
         self.warmup_s = float(warmup_s)
@@ -248,7 +263,8 @@ class LiveDetector:
         if X.shape[0] < 3:
             raise TelemetryError(
                 f"{what}: {X.shape[0]} window(s) to fit the detectors on; need at least 3 (a warm-up or "
-                f"baseline of at least {self.window.window_s + 2 * self.window.stride_s:g} s)")
+                f"baseline of at least {self.window.window_s + 2 * self.window.stride_s:g} s)"
+            )
         t = time.perf_counter()
         ens = DetectorEnsemble(make_detectors(self.detect)).fit(X)
         dets = dict(ens.detectors_)
@@ -381,14 +397,20 @@ class LiveDetector:
         rows = self._view_incremental(rows)
         if rows.columns != self._plan_cols:
             if self._plan_cols is not None:
-                log.warning("the stream's columns changed (%d -> %d); windows restart from here",
-                            len(self._plan_cols), len(rows.columns))
+                log.warning(
+                    "the stream's columns changed (%d -> %d); windows restart from here",
+                    len(self._plan_cols),
+                    len(rows.columns),
+                )
                 self._buf_t = np.empty(0, dtype=np.int64)
             self._plan(rows.columns)
         _pairs, metrics = self._plan_state[:2]
         t_new = rows.get_column(TIMESTAMP).dt.epoch("ms").to_numpy().astype(np.int64)
-        v_new = rows.select(pl.col(metrics)).to_numpy().astype(np.float64, copy=False) if metrics else \
-            np.empty((rows.height, 0))
+        v_new = (
+            rows.select(pl.col(metrics)).to_numpy().astype(np.float64, copy=False)
+            if metrics
+            else np.empty((rows.height, 0))
+        )
         if self._buf_t.size:
             self._buf_t = np.concatenate([self._buf_t, t_new])
             self._buf_v = np.concatenate([self._buf_v, v_new], axis=0)
@@ -442,8 +464,14 @@ class LiveDetector:
         if not metrics:
             return np.empty(0), pairs
         out = np.full((1, len(metrics), nf), np.nan)
-        window_feature_kernel(np.asfortranarray(values), np.zeros(1, dtype=np.int64),
-                              np.full(1, values.shape[0], dtype=np.int64), want, int(MIN_VALID), out)
+        window_feature_kernel(
+            np.asfortranarray(values),
+            np.zeros(1, dtype=np.int64),
+            np.full(1, values.shape[0], dtype=np.int64),
+            want,
+            int(MIN_VALID),
+            out,
+        )
         return out[0, ch_idx, f_idx], pairs
 
     def features_of(self, frame: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame]:
@@ -465,10 +493,12 @@ class LiveDetector:
             live = live_pairs.select("metric", "feature", "subsystem")
             take = np.where(idx >= 0, idx, 0)
             named = live[take.tolist()] if live.height else fitted
-            self._align_pairs = pl.DataFrame({
-                c: np.where(idx >= 0, named.get_column(c).to_numpy(), fitted.get_column(c).to_numpy())
-                for c in ("metric", "feature", "subsystem")}).with_columns(
-                host=pl.lit(self.host, dtype=pl.String))
+            self._align_pairs = pl.DataFrame(
+                {
+                    c: np.where(idx >= 0, named.get_column(c).to_numpy(), fitted.get_column(c).to_numpy())
+                    for c in ("metric", "feature", "subsystem")
+                }
+            ).with_columns(host=pl.lit(self.host, dtype=pl.String))
         idx = self._align_idx
         assert idx is not None
         return np.where(idx >= 0, x[np.maximum(idx, 0)], np.nan) if x.size else np.full(idx.size, np.nan)
@@ -490,8 +520,11 @@ class LiveDetector:
             if self._plan_cols == self._warm_cols:
                 self._warm_X.append(x)
             if (end - (self._t0 or 0)) / 1000.0 >= self.warmup_s:
-                self._fit(np.vstack(self._warm_X), self._warm_pairs,
-                          f"warm-up ({len(self._warm_X)} windows, {self.warmup_s:g} s)")
+                self._fit(
+                    np.vstack(self._warm_X),
+                    self._warm_pairs,
+                    f"warm-up ({len(self._warm_X)} windows, {self.warmup_s:g} s)",
+                )
                 self._warm_X = []
         else:
             x, pairs = self.window_vector(rows)
@@ -519,15 +552,33 @@ class LiveDetector:
         if v.anomalous:
             from reveal_lab.attribution import attribute
 
-            win = pl.DataFrame({"window_id": [v.window_id], "start": [v.start], "end": [v.end]},
-                               schema={"window_id": pl.Int64, "start": pl.Datetime("ms"), "end": pl.Datetime("ms")})
-            att = attribute(self.detectors, xa, self._align_pairs, win, res, top_k=self.detect.top_k,
-                            host=self.host)
+            win = pl.DataFrame(
+                {"window_id": [v.window_id], "start": [v.start], "end": [v.end]},
+                schema={"window_id": pl.Int64, "start": pl.Datetime("ms"), "end": pl.Datetime("ms")},
+            )
+            att = attribute(
+                self.detectors, xa, self._align_pairs, win, res, top_k=self.detect.top_k, host=self.host
+            )
             if att.windows.height:
                 v.subsystems = att.windows.get_column("subsystems")[0]
-            v.evidence = [{k: r[k] for k in ("subsystem", "metric", "feature", "score", "claim", "evidence_of",
-                                             "rank", "value", "baseline", "z")}
-                          for r in att.evidence.iter_rows(named=True)]
+            v.evidence = [
+                {
+                    k: r[k]
+                    for k in (
+                        "subsystem",
+                        "metric",
+                        "feature",
+                        "score",
+                        "claim",
+                        "evidence_of",
+                        "rank",
+                        "value",
+                        "baseline",
+                        "z",
+                    )
+                }
+                for r in att.evidence.iter_rows(named=True)
+            ]
 
 
 def _dt(ms: int) -> dt.datetime:

@@ -83,8 +83,9 @@ class CollectorFollower:
     True
     """
 
-    def __init__(self, directory: str | Path, *, view: Literal["dataset", "raw"] = "dataset",
-                 from_start: bool = True) -> None:
+    def __init__(
+        self, directory: str | Path, *, view: Literal["dataset", "raw"] = "dataset", from_start: bool = True
+    ) -> None:
         if view not in ("dataset", "raw"):
             raise ValueError(f"view must be 'dataset' or 'raw', got {view!r}")
         self.dir = Path(directory)
@@ -211,7 +212,13 @@ class CollectorFollower:
     # -- reading ----------------------------------------------------------------------------
     def _read_journal(self, path: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The whole chunks of ``path`` after the current offset."""
-        from reveal_lab.collect._format import CHUNK_HEADER, CHUNK_MAGIC, JOURNAL_HEADER, JOURNAL_MAGIC, decode_chunk
+        from reveal_lab.collect._format import (
+            CHUNK_HEADER,
+            CHUNK_MAGIC,
+            JOURNAL_HEADER,
+            JOURNAL_MAGIC,
+            decode_chunk,
+        )
 
         try:
             st = os.stat(path)
@@ -231,13 +238,18 @@ class CollectorFollower:
             if size < JOURNAL_HEADER.size:
                 return []
             magic, version, _r, ni, nf, ccrc, _index = JOURNAL_HEADER.unpack(
-                os.pread(self._fd, JOURNAL_HEADER.size, 0))  # type: ignore[arg-type]
+                os.pread(self._fd, JOURNAL_HEADER.size, 0)
+            )  # type: ignore[arg-type]
             if magic != JOURNAL_MAGIC:
-                raise TelemetryError(f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})",
-                                     path=str(path))
+                raise TelemetryError(
+                    f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path)
+                )
             if (ni, nf) != (self.ni, self.nf) or ccrc != self._crc:
-                raise TelemetryError(f"journal written for another channel set ({ni} int/{nf} float channels; "
-                                     f"channels.json has {self.ni}/{self.nf})", path=str(path))
+                raise TelemetryError(
+                    f"journal written for another channel set ({ni} int/{nf} float channels; "
+                    f"channels.json has {self.ni}/{self.nf})",
+                    path=str(path),
+                )
             self._offset = JOURNAL_HEADER.size
         if size <= self._offset or size < self._need:
             return []  # nothing new, or the chunk being written is not whole yet
@@ -249,19 +261,26 @@ class CollectorFollower:
             cm, ccrc, n, plen = CHUNK_HEADER.unpack_from(data, pos)
             if cm != CHUNK_MAGIC:
                 self.stats.bad_chunks += 1
-                log.warning("%s: no chunk marker at byte %d; the rest of this journal is skipped",
-                            path, self._offset + pos)
+                log.warning(
+                    "%s: no chunk marker at byte %d; the rest of this journal is skipped",
+                    path,
+                    self._offset + pos,
+                )
                 pos = len(data)
                 break
             end = pos + CHUNK_HEADER.size + plen
             if end > len(data):
                 break  # being written: read it once it is whole
-            payload = data[pos + CHUNK_HEADER.size: end]
+            payload = data[pos + CHUNK_HEADER.size : end]
             pos = end
             if zlib.crc32(payload) != ccrc:
                 self.stats.bad_chunks += 1
-                log.warning("%s: chunk at byte %d fails its CRC: %d samples skipped", path,
-                            self._offset + pos - plen - CHUNK_HEADER.size, n)
+                log.warning(
+                    "%s: chunk at byte %d fails its CRC: %d samples skipped",
+                    path,
+                    self._offset + pos - plen - CHUNK_HEADER.size,
+                    n,
+                )
                 continue
             try:
                 out.append(decode_chunk(payload, n, self.ni, self.nf))
@@ -270,7 +289,9 @@ class CollectorFollower:
                 self.stats.bad_chunks += 1
                 log.warning("%s: unreadable chunk (%s): %d samples skipped", path, exc, n)
         if self._first_head is None and pos:
-            self._first_head = bytes(data[:CHUNK_HEADER.size]) if self._offset == JOURNAL_HEADER.size else None
+            self._first_head = (
+                bytes(data[: CHUNK_HEADER.size]) if self._offset == JOURNAL_HEADER.size else None
+            )
         self._offset += pos
         # where the next whole chunk will end at the earliest (no re-read of a torn tail before)
         rest = data[pos:]
@@ -311,7 +332,9 @@ class CollectorFollower:
             return None
         missing = [n for n in self._names if n not in seg.columns]
         if missing:
-            raise TelemetryError("segment lacks a channel listed in channels.json", path=str(path), column=missing[0])
+            raise TelemetryError(
+                "segment lacks a channel listed in channels.json", path=str(path), column=missing[0]
+            )
         self.stats.segment_samples += seg.height
         return seg.select(self._names).cast(self._schema)  # type: ignore[arg-type]
 

@@ -56,7 +56,9 @@ class FlatForest:
                     depth[right[node]] = depth[node] + 1
             is_leaf = left == -1
             f = np.maximum(t.feature, 0)
-            self.feature[i, :n] = np.where(is_leaf, 0, np.asarray(fidx, dtype=np.int64)[f] if subsample else f)
+            self.feature[i, :n] = np.where(
+                is_leaf, 0, np.asarray(fidx, dtype=np.int64)[f] if subsample else f
+            )
             self.threshold[i, :n] = t.threshold
             # a leaf points to itself, so walking past it stays there
             self.left[i, :n] = np.where(is_leaf, np.arange(n), left)

@@ -39,11 +39,19 @@ class WatchSummary:
         import numpy as np
 
         c = np.asarray(self.compute_ms) if self.compute_ms else None
-        return {"windows": self.windows, "warmup_windows": self.warmup_windows, "scored": self.scored,
-                "anomalies": self.anomalies, "gaps": self.gaps, "rows": self.rows,
-                "seconds": round(self.seconds, 3), "fitted_on": self.fitted_on, "follow": self.follow,
-                "compute_ms_median": float(np.median(c)) if c is not None else None,
-                "compute_ms_p95": float(np.percentile(c, 95)) if c is not None else None}
+        return {
+            "windows": self.windows,
+            "warmup_windows": self.warmup_windows,
+            "scored": self.scored,
+            "anomalies": self.anomalies,
+            "gaps": self.gaps,
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "fitted_on": self.fitted_on,
+            "follow": self.follow,
+            "compute_ms_median": float(np.median(c)) if c is not None else None,
+            "compute_ms_p95": float(np.percentile(c, 95)) if c is not None else None,
+        }
 
 
 def _load_baseline(baseline: Run | str | Path | None) -> Run | None:
@@ -94,8 +102,9 @@ def watch(
         raise ValueError(f"show must be 'anomalies', 'all' or 'none', got {show!r}")
     p = get_preset(preset)
     cfg = window or p.window
-    det = LiveDetector(cfg, p.detect, warmup_s=warmup_s, baseline=_load_baseline(baseline),
-                       min_agreement=min_agreement)
+    det = LiveDetector(
+        cfg, p.detect, warmup_s=warmup_s, baseline=_load_baseline(baseline), min_agreement=min_agreement
+    )
     summary = WatchSummary(fitted_on=det.fitted_on)
     out: IO[str] | None = None
     if jsonl is not None:
@@ -106,13 +115,27 @@ def watch(
     if det.fitted:
         say(f"watching {directory}: detectors fitted on {det.fitted_on}")
     else:
-        say(f"watching {directory}: warm-up {warmup_s:g} s, then scoring {cfg.window_s:g} s windows "
-            f"every {cfg.stride_s:g} s")
+        say(
+            f"watching {directory}: warm-up {warmup_s:g} s, then scoring {cfg.window_s:g} s windows "
+            f"every {cfg.stride_s:g} s"
+        )
     try:
         with CollectorFollower(directory, from_start=from_start) as follower:
             try:
-                _follow(follower, det, summary, out, say, show, on_verdict, t_begin, duration_s, idle_exit_s,
-                        max_windows, poll_s)
+                _follow(
+                    follower,
+                    det,
+                    summary,
+                    out,
+                    say,
+                    show,
+                    on_verdict,
+                    t_begin,
+                    duration_s,
+                    idle_exit_s,
+                    max_windows,
+                    poll_s,
+                )
             except KeyboardInterrupt:
                 say("interrupted")
             summary.follow = follower.stats.as_dict()
@@ -123,9 +146,20 @@ def watch(
     return summary
 
 
-def _follow(follower: CollectorFollower, det: LiveDetector, summary: WatchSummary, out: IO[str] | None,
-            say: Callable[[str], None], show: str, on_verdict: Callable[[Verdict], None] | None, t_begin: float,
-            duration_s: float | None, idle_exit_s: float | None, max_windows: int | None, poll_s: float) -> None:
+def _follow(
+    follower: CollectorFollower,
+    det: LiveDetector,
+    summary: WatchSummary,
+    out: IO[str] | None,
+    say: Callable[[str], None],
+    show: str,
+    on_verdict: Callable[[Verdict], None] | None,
+    t_begin: float,
+    duration_s: float | None,
+    idle_exit_s: float | None,
+    max_windows: int | None,
+    poll_s: float,
+) -> None:
     last_data = None
     announced = det.fitted
     while True:
@@ -161,8 +195,12 @@ def _follow(follower: CollectorFollower, det: LiveDetector, summary: WatchSummar
                 summary.fitted_on = det.fitted_on
                 say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features")
                 if out is not None:
-                    out.write(json.dumps({"event": "fitted", "on": det.fitted_on,
-                                          "n_features": len(det.keys or [])}) + "\n")
+                    out.write(
+                        json.dumps(
+                            {"event": "fitted", "on": det.fitted_on, "n_features": len(det.keys or [])}
+                        )
+                        + "\n"
+                    )
         last_data = time.monotonic()  # idle time counts from when this data was handled
         if max_windows is not None and summary.scored >= max_windows:
             return

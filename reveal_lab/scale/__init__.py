@@ -11,7 +11,15 @@ Examples
 
 from reveal_lab.scale._cluster import ClusterPlan, dashboard_note, dask_client, plan_local_cluster
 from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
-from reveal_lab.scale._tasks import RunOutcome, RunRef, RunResult, detect_task, execute, load_ref, summarize_detection
+from reveal_lab.scale._tasks import (
+    RunOutcome,
+    RunRef,
+    RunResult,
+    detect_task,
+    execute,
+    load_ref,
+    summarize_detection,
+)
 
 __all__ = [
     "ClusterPlan",

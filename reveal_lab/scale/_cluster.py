@@ -33,8 +33,10 @@ class ClusterPlan:
     memory_limit: int  # bytes per worker
 
     def describe(self) -> str:
-        return (f"{self.n_workers} worker process(es) x {self.threads_per_worker} thread, "
-                f"{self.memory_limit / 1e9:.1f} GB memory limit each")
+        return (
+            f"{self.n_workers} worker process(es) x {self.threads_per_worker} thread, "
+            f"{self.memory_limit / 1e9:.1f} GB memory limit each"
+        )
 
 
 def _total_memory() -> int:
@@ -77,8 +79,10 @@ def plan_local_cluster(n_workers: int | None = None, memory_limit: int | str | N
 def dashboard_note(client: Any) -> str:
     """One line for the user: the dashboard link, or why there is none."""
     if importlib.util.find_spec("bokeh") is None:
-        return ("Dask dashboard unavailable: bokeh is not installed "
-                "(pip install 'reveal-lab[scale]' or pip install 'bokeh>=3.1')")
+        return (
+            "Dask dashboard unavailable: bokeh is not installed "
+            "(pip install 'reveal-lab[scale]' or pip install 'bokeh>=3.1')"
+        )
     link = getattr(client, "dashboard_link", None)
     if not link:
         return "Dask dashboard unavailable: the scheduler serves no dashboard"
@@ -86,8 +90,13 @@ def dashboard_note(client: Any) -> str:
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: Any = None, *, n_workers: int | None = None,
-                memory_limit: int | str | None = None, quiet: bool = False) -> Iterator[Any]:
+def dask_client(
+    scheduler: Any = None,
+    *,
+    n_workers: int | None = None,
+    memory_limit: int | str | None = None,
+    quiet: bool = False,
+) -> Iterator[Any]:
     """A ``dask.distributed.Client``; the cluster it started (if any) is closed on exit.
 
     Parameters
@@ -108,8 +117,9 @@ def dask_client(scheduler: Any = None, *, n_workers: int | None = None,
         client = Client(scheduler)
         try:
             if not quiet:
-                log.info("connected to %s (%d workers)", scheduler,
-                         len(client.scheduler_info().get("workers", {})))
+                log.info(
+                    "connected to %s (%d workers)", scheduler, len(client.scheduler_info().get("workers", {}))
+                )
                 log.info("%s", dashboard_note(client))
             yield client
         finally:

@@ -66,11 +66,23 @@ class ScanResult:
         """One row per run: id, ok, error, seconds, worker, peak RSS and the summary fields."""
         rows = []
         for o in self.outcomes:
-            row = {"run_id": o.run_id, "ok": o.ok, "error": o.error, "seconds": o.seconds, "worker": o.worker,
-                   "peak_rss_mb": o.peak_rss_mb, "archive": o.archive, "member": o.member}
+            row = {
+                "run_id": o.run_id,
+                "ok": o.ok,
+                "error": o.error,
+                "seconds": o.seconds,
+                "worker": o.worker,
+                "peak_rss_mb": o.peak_rss_mb,
+                "archive": o.archive,
+                "member": o.member,
+            }
             row.update({k: v for k, v in o.summary.items() if k not in row})
             rows.append(row)
-        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame(schema={"run_id": pl.String})
+        return (
+            pl.DataFrame(rows, infer_schema_length=None)
+            if rows
+            else pl.DataFrame(schema={"run_id": pl.String})
+        )
 
     @property
     def runs_per_minute(self) -> float:
@@ -85,13 +97,32 @@ class ScanResult:
             an = an.with_columns(pl.col(pl.Datetime).dt.to_string("%Y-%m-%dT%H:%M:%S%.3f"))
         an.write_csv(out / "anomalies.csv")
         self.runs.write_csv(out / "runs.csv")
-        (out / "failures.json").write_text(json.dumps(
-            [{"run_id": o.run_id, "archive": o.archive, "member": o.member, "error": o.error,
-              "traceback": o.traceback} for o in self.failures], indent=2))
-        meta = {"backend": self.backend, "n_workers": self.n_workers, "n_runs": len(self.outcomes),
-                "peak_in_flight": self.peak_in_flight, "dashboard": self.dashboard,
-                "n_failed": len(self.failures), "seconds": round(self.seconds, 3),
-                "runs_per_minute": round(self.runs_per_minute, 3), "studies": sorted(self.studies)}
+        (out / "failures.json").write_text(
+            json.dumps(
+                [
+                    {
+                        "run_id": o.run_id,
+                        "archive": o.archive,
+                        "member": o.member,
+                        "error": o.error,
+                        "traceback": o.traceback,
+                    }
+                    for o in self.failures
+                ],
+                indent=2,
+            )
+        )
+        meta = {
+            "backend": self.backend,
+            "n_workers": self.n_workers,
+            "n_runs": len(self.outcomes),
+            "peak_in_flight": self.peak_in_flight,
+            "dashboard": self.dashboard,
+            "n_failed": len(self.failures),
+            "seconds": round(self.seconds, 3),
+            "runs_per_minute": round(self.runs_per_minute, 3),
+            "studies": sorted(self.studies),
+        }
         (out / "scan.json").write_text(json.dumps(meta, indent=2))
         for name, value in self.studies.items():
             if isinstance(value, pl.DataFrame):
@@ -101,8 +132,9 @@ class ScanResult:
         return out
 
 
-def run_refs(data: Any, filters: Mapping[str, Any] | None = None,
-             run_ids: Sequence[str] | None = None) -> list[RunRef]:
+def run_refs(
+    data: Any, filters: Mapping[str, Any] | None = None, run_ids: Sequence[str] | None = None
+) -> list[RunRef]:
     """References to the runs of ``data`` (a dataset root or a ``Dataset``), optionally filtered."""
     from reveal_lab.io import open_dataset
 
@@ -111,15 +143,21 @@ def run_refs(data: Any, filters: Mapping[str, Any] | None = None,
         ds = open_dataset(root)
     else:
         ds = data
-        root = str(Path(getattr(ds, "root")).resolve())
+        root = str(Path(ds.root).resolve())
     if filters:
         ds = ds.filter(**dict(filters))
     index = ds.index
     cols = set(index.columns)
     refs = []
     for row in index.iter_rows(named=True):
-        refs.append(RunRef(root, row["run_id"], str(row["archive"]) if "archive" in cols and row["archive"] else None,
-                           row["member"] if "member" in cols else None))
+        refs.append(
+            RunRef(
+                root,
+                row["run_id"],
+                str(row["archive"]) if "archive" in cols and row["archive"] else None,
+                row["member"] if "member" in cols else None,
+            )
+        )
     if run_ids is not None:
         wanted = set(run_ids)
         missing = wanted - {r.run_id for r in refs}
@@ -193,8 +231,9 @@ def scan(
         if studies:
             from reveal_lab.scale._studies import run_studies
 
-            result.studies = run_studies(data, studies, scheduler=INPROCESS, refs=ref_list,
-                                         **dict(studies_kwargs or {}))
+            result.studies = run_studies(
+                data, studies, scheduler=INPROCESS, refs=ref_list, **dict(studies_kwargs or {})
+            )
         return result
 
     from distributed import as_completed
@@ -215,7 +254,9 @@ def scan(
             ref = next(pending, None)
             if ref is None:
                 return None
-            fut = client.submit(execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}")
+            fut = client.submit(
+                execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}"
+            )
             by_key[fut.key] = ref
             return fut
 
@@ -229,8 +270,13 @@ def scan(
                 outcome = fut.result()
             else:  # the task itself died (worker killed, e.g. over its memory limit)
                 exc = fut.exception()
-                outcome = RunOutcome(ref.run_id, False, error=f"{type(exc).__name__}: {exc}",
-                                     archive=ref.archive, member=ref.member)
+                outcome = RunOutcome(
+                    ref.run_id,
+                    False,
+                    error=f"{type(exc).__name__}: {exc}",
+                    archive=ref.archive,
+                    member=ref.member,
+                )
             outcomes[ref.run_id] = outcome
             fut.release()
             bar.update(1)
@@ -240,12 +286,18 @@ def scan(
             if nxt is not None:
                 ac.add(nxt)
         bar.close()
-        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, len(workers), "dask",
-                            peak_in_flight=peak, dashboard=note)
+        result = ScanResult(
+            [outcomes[r.run_id] for r in ref_list],
+            time.perf_counter() - t0,
+            len(workers),
+            "dask",
+            peak_in_flight=peak,
+            dashboard=note,
+        )
         if studies:
             from reveal_lab.scale._studies import run_studies
 
-            result.studies = run_studies(data, studies, scheduler=client, refs=ref_list,
-                                         **dict(studies_kwargs or {}))
+            result.studies = run_studies(
+                data, studies, scheduler=client, refs=ref_list, **dict(studies_kwargs or {})
+            )
     return result
-

@@ -31,8 +31,15 @@ import polars as pl
 
 from reveal_lab.scale._tasks import RunRef, load_ref
 
-__all__ = ["run_studies", "granularity_task", "traces_task", "dtw_metric_task", "prune_workload_task",
-           "STUDY_NAMES", "common_dynamic_metrics"]
+__all__ = [
+    "run_studies",
+    "granularity_task",
+    "traces_task",
+    "dtw_metric_task",
+    "prune_workload_task",
+    "STUDY_NAMES",
+    "common_dynamic_metrics",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +47,12 @@ STUDY_NAMES = ("pruning", "dtw", "granularity")
 
 
 # -- task functions (module level: pickled to the workers by reference) ---------------------------
-def granularity_task(ref: RunRef, granularities: Sequence[tuple[float, float]] | None, preset: str,
-                     loader: Callable[[RunRef], Any] | None = None) -> pl.DataFrame:
+def granularity_task(
+    ref: RunRef,
+    granularities: Sequence[tuple[float, float]] | None,
+    preset: str,
+    loader: Callable[[RunRef], Any] | None = None,
+) -> pl.DataFrame:
     from reveal_lab.studies._granularity import GRANULARITIES, granularity_intervals
 
     run = (loader or load_ref)(ref)
@@ -61,8 +72,9 @@ def _keyed_columns(run: Any) -> dict[str, str]:
     return out
 
 
-def traces_task(ref: RunRef, metrics: Sequence[str] | None, loader: Callable[[RunRef], Any] | None = None
-                ) -> tuple[str, str | None, dict[str, np.ndarray]]:
+def traces_task(
+    ref: RunRef, metrics: Sequence[str] | None, loader: Callable[[RunRef], Any] | None = None
+) -> tuple[str, str | None, dict[str, np.ndarray]]:
     """``(run_id, workload, {metric key: trace})`` for the study's metrics (all dynamic ones if None)."""
     run = (loader or load_ref)(ref)
     cols = _keyed_columns(run)
@@ -71,16 +83,18 @@ def traces_task(ref: RunRef, metrics: Sequence[str] | None, loader: Callable[[Ru
     return run.meta.run_id, run.meta.workload, traces
 
 
-def dtw_metric_task(metric: str, by_workload: Mapping[str, Sequence[np.ndarray]], kwargs: Mapping[str, Any]
-                    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def dtw_metric_task(
+    metric: str, by_workload: Mapping[str, Sequence[np.ndarray]], kwargs: Mapping[str, Any]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     from reveal_lab.studies._dtw import dtw_reproducibility
 
     s = dtw_reproducibility({w: {metric: list(rs)} for w, rs in by_workload.items()}, **dict(kwargs))
     return s.pairs, s.distances
 
 
-def prune_workload_task(workload: str, refs: Sequence[RunRef], threshold: float,
-                        loader: Callable[[RunRef], Any] | None = None) -> Any:
+def prune_workload_task(
+    workload: str, refs: Sequence[RunRef], threshold: float, loader: Callable[[RunRef], Any] | None = None
+) -> Any:
     from reveal_lab.pruning import prune
 
     frames = [(loader or load_ref)(r).frame for r in refs]
@@ -106,7 +120,9 @@ class _Runner:
     def __init__(self, client: Any) -> None:
         self.client = client
 
-    def map(self, fn: Callable[..., Any], items: Sequence[Any], *args: Any, window: int | None = None) -> list[Any]:
+    def map(
+        self, fn: Callable[..., Any], items: Sequence[Any], *args: Any, window: int | None = None
+    ) -> list[Any]:
         if self.client is None:
             return [fn(it, *args) for it in items]
         from distributed import as_completed
@@ -135,12 +151,21 @@ class _Runner:
         return out
 
 
-def run_studies(data: Any, studies: Sequence[str], *, scheduler: Any = None, refs: Sequence[RunRef] | None = None,
-                preset: str = "paper", loader: Callable[[RunRef], Any] | None = None,
-                granularities: Sequence[tuple[float, float]] | None = None,
-                dtw_metrics: Sequence[str] | None = None, dtw_max_metrics: int | None = 20,
-                dtw_kwargs: Mapping[str, Any] | None = None, max_runs_per_workload: int | None = None,
-                workloads: Mapping[str, str] | None = None) -> dict[str, Any]:
+def run_studies(
+    data: Any,
+    studies: Sequence[str],
+    *,
+    scheduler: Any = None,
+    refs: Sequence[RunRef] | None = None,
+    preset: str = "paper",
+    loader: Callable[[RunRef], Any] | None = None,
+    granularities: Sequence[tuple[float, float]] | None = None,
+    dtw_metrics: Sequence[str] | None = None,
+    dtw_max_metrics: int | None = 20,
+    dtw_kwargs: Mapping[str, Any] | None = None,
+    max_runs_per_workload: int | None = None,
+    workloads: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """Run the named cross-run studies on Dask (``scheduler`` as in :func:`scan`).
 
     Returns ``{"granularity_intervals", "granularity_comparison", "granularity_table",
@@ -156,20 +181,53 @@ def run_studies(data: Any, studies: Sequence[str], *, scheduler: Any = None, ref
     ref_list = list(refs) if refs is not None else run_refs(data)
     p = get_preset(preset)
     if scheduler == INPROCESS:
-        return _studies(_Runner(None), studies, ref_list, p, preset, loader, granularities, dtw_metrics,
-                        dtw_max_metrics, dtw_kwargs, max_runs_per_workload, workloads)
+        return _studies(
+            _Runner(None),
+            studies,
+            ref_list,
+            p,
+            preset,
+            loader,
+            granularities,
+            dtw_metrics,
+            dtw_max_metrics,
+            dtw_kwargs,
+            max_runs_per_workload,
+            workloads,
+        )
     from reveal_lab.scale._cluster import dask_client
 
     with dask_client(scheduler, quiet=True) as client:
-        return _studies(_Runner(client), studies, ref_list, p, preset, loader, granularities, dtw_metrics,
-                        dtw_max_metrics, dtw_kwargs, max_runs_per_workload, workloads)
+        return _studies(
+            _Runner(client),
+            studies,
+            ref_list,
+            p,
+            preset,
+            loader,
+            granularities,
+            dtw_metrics,
+            dtw_max_metrics,
+            dtw_kwargs,
+            max_runs_per_workload,
+            workloads,
+        )
 
 
-def _studies(runner: _Runner, studies: Sequence[str], refs: list[RunRef], p: Any, preset: str,
-             loader: Callable[[RunRef], Any] | None, granularities: Sequence[tuple[float, float]] | None,
-             dtw_metrics: Sequence[str] | None, dtw_max_metrics: int | None,
-             dtw_kwargs: Mapping[str, Any] | None, max_runs_per_workload: int | None,
-             workloads: Mapping[str, str] | None) -> dict[str, Any]:
+def _studies(
+    runner: _Runner,
+    studies: Sequence[str],
+    refs: list[RunRef],
+    p: Any,
+    preset: str,
+    loader: Callable[[RunRef], Any] | None,
+    granularities: Sequence[tuple[float, float]] | None,
+    dtw_metrics: Sequence[str] | None,
+    dtw_max_metrics: int | None,
+    dtw_kwargs: Mapping[str, Any] | None,
+    max_runs_per_workload: int | None,
+    workloads: Mapping[str, str] | None,
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "granularity" in studies:
         from reveal_lab.studies._granularity import granularity_comparison, granularity_table
@@ -182,8 +240,11 @@ def _studies(runner: _Runner, studies: Sequence[str], refs: list[RunRef], p: Any
         out["granularity_table"] = granularity_table(comp)
     if "dtw" in studies:
         got = runner.map(traces_task, refs, dtw_metrics, loader)
-        metrics = list(dtw_metrics) if dtw_metrics else common_dynamic_metrics(
-            [set(t) for _, _, t in got], dtw_max_metrics)
+        metrics = (
+            list(dtw_metrics)
+            if dtw_metrics
+            else common_dynamic_metrics([set(t) for _, _, t in got], dtw_max_metrics)
+        )
         by_metric: dict[str, dict[str, list[np.ndarray]]] = {m: defaultdict(list) for m in metrics}
         for _run_id, workload, traces in got:
             w = workload or "unknown"
@@ -215,21 +276,25 @@ def _studies(runner: _Runner, studies: Sequence[str], refs: list[RunRef], p: Any
         by_w = pl.DataFrame(rows, schema={"workload": pl.String, "metric": pl.String})
         out["pruning_by_workload"] = by_w
         # the diagnostic space: the union over workloads (workloads are pruned independently)
-        out["pruning_selected"] = (by_w.group_by("metric").agg(pl.col("workload").n_unique().alias("n_workloads"))
-                                   .sort("metric"))
-        out["pruning_clusters"] = pl.concat([r.clusters for r in results], how="diagonal_relaxed") \
-            if results else pl.DataFrame()
+        out["pruning_selected"] = (
+            by_w.group_by("metric").agg(pl.col("workload").n_unique().alias("n_workloads")).sort("metric")
+        )
+        out["pruning_clusters"] = (
+            pl.concat([r.clusters for r in results], how="diagonal_relaxed") if results else pl.DataFrame()
+        )
     return out
 
 
-def _dtw_item(item: tuple[str, Mapping[str, Sequence[np.ndarray]]], kwargs: Mapping[str, Any]
-              ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _dtw_item(
+    item: tuple[str, Mapping[str, Sequence[np.ndarray]]], kwargs: Mapping[str, Any]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     metric, by_workload = item
     return dtw_metric_task(metric, by_workload, kwargs)
 
 
-def _prune_item(item: tuple[str, Sequence[RunRef]], threshold: float, loader: Callable[[RunRef], Any] | None
-                ) -> Any:
+def _prune_item(
+    item: tuple[str, Sequence[RunRef]], threshold: float, loader: Callable[[RunRef], Any] | None
+) -> Any:
     workload, refs = item
     return prune_workload_task(workload, refs, threshold, loader)
 

@@ -19,12 +19,31 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["RunRef", "RunOutcome", "RunResult", "detect_task", "execute", "load_ref", "summarize_detection",
-           "EVIDENCE_COLUMNS"]
+__all__ = [
+    "RunRef",
+    "RunOutcome",
+    "RunResult",
+    "detect_task",
+    "execute",
+    "load_ref",
+    "summarize_detection",
+    "EVIDENCE_COLUMNS",
+]
 
 #: the evidence / anomalies.csv columns (docs/ARCHITECTURE.md §4), prefixed with ``run_id`` here
-EVIDENCE_COLUMNS = ("window_id", "start", "end", "host", "methods", "agreement", "subsystem", "metric",
-                    "feature", "score", "claim")
+EVIDENCE_COLUMNS = (
+    "window_id",
+    "start",
+    "end",
+    "host",
+    "methods",
+    "agreement",
+    "subsystem",
+    "metric",
+    "feature",
+    "score",
+    "claim",
+)
 
 
 @dataclass(frozen=True)
@@ -79,8 +98,12 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def execute(ref: RunRef, task: Callable[..., RunResult], task_kwargs: dict[str, Any] | None = None,
-            loader: Callable[[RunRef], Any] | None = None) -> RunOutcome:
+def execute(
+    ref: RunRef,
+    task: Callable[..., RunResult],
+    task_kwargs: dict[str, Any] | None = None,
+    loader: Callable[[RunRef], Any] | None = None,
+) -> RunOutcome:
     """Load ``ref`` (with ``loader``, default :func:`load_ref`) and apply ``task``; any
     exception becomes a failed :class:`RunOutcome`.
 
@@ -95,13 +118,29 @@ def execute(ref: RunRef, task: Callable[..., RunResult], task_kwargs: dict[str, 
         ev = res.evidence
         if ev is not None and "run_id" not in ev.columns:
             ev = ev.select(pl.lit(ref.run_id).alias("run_id"), pl.all())
-        return RunOutcome(ref.run_id, True, summary=res.summary, evidence=ev,
-                          seconds=time.perf_counter() - t0, worker=where, peak_rss_mb=_peak_rss_mb(),
-                          archive=ref.archive, member=ref.member)
+        return RunOutcome(
+            ref.run_id,
+            True,
+            summary=res.summary,
+            evidence=ev,
+            seconds=time.perf_counter() - t0,
+            worker=where,
+            peak_rss_mb=_peak_rss_mb(),
+            archive=ref.archive,
+            member=ref.member,
+        )
     except Exception as exc:  # noqa: BLE001 - reported per run, the scan goes on
-        return RunOutcome(ref.run_id, False, error=f"{type(exc).__name__}: {exc}",
-                          traceback=traceback.format_exc(), seconds=time.perf_counter() - t0, worker=where,
-                          peak_rss_mb=_peak_rss_mb(), archive=ref.archive, member=ref.member)
+        return RunOutcome(
+            ref.run_id,
+            False,
+            error=f"{type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+            seconds=time.perf_counter() - t0,
+            worker=where,
+            peak_rss_mb=_peak_rss_mb(),
+            archive=ref.archive,
+            member=ref.member,
+        )
 
 
 def summarize_detection(run: Any, det: Any) -> RunResult:
@@ -113,8 +152,11 @@ def summarize_detection(run: Any, det: Any) -> RunResult:
     n_windows = int(windows.height if isinstance(windows, pl.DataFrame) else len(windows))
     s = getattr(det, "summary", None) or {}
     anomalous = s.get("anomalous", evidence.select("window_id", "host").n_unique() if evidence.height else 0)
-    top = (evidence.group_by("subsystem").len().sort(["len", "subsystem"], descending=[True, False])
-           if evidence.height else None)
+    top = (
+        evidence.group_by("subsystem").len().sort(["len", "subsystem"], descending=[True, False])
+        if evidence.height
+        else None
+    )
     summary: dict[str, Any] = {
         "run_id": run.meta.run_id,
         "hosts": ",".join(run.meta.hosts),

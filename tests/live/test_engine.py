@@ -49,8 +49,9 @@ def test_each_window_features_equal_the_offline_features():
 
 
 def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
-    run, truth = make_run(80, n_channels=200, seed=3,
-                          anomalies=[Anomaly("network", 55.0, 65.0, kind="level", magnitude=10.0)])
+    run, truth = make_run(
+        80, n_channels=200, seed=3, anomalies=[Anomaly("network", 55.0, 65.0, kind="level", magnitude=10.0)]
+    )
     det = LiveDetector(warmup_s=40)
     verdicts = _stream(det, run.frame, seed=1)
     t0 = run.frame.get_column("timestamp")[0]
@@ -79,8 +80,14 @@ def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
 
 def test_baseline_from_another_host_and_evidence_named_by_the_stream():
     base, _ = make_run(40, n_channels=150, hosts=("hostA",), seed=1, profile_seed=7)
-    live, _ = make_run(30, n_channels=150, hosts=("hostB",), seed=2, profile_seed=7,
-                       anomalies=[Anomaly("cpu", 10.0, 20.0, magnitude=12.0)])
+    live, _ = make_run(
+        30,
+        n_channels=150,
+        hosts=("hostB",),
+        seed=2,
+        profile_seed=7,
+        anomalies=[Anomaly("cpu", 10.0, 20.0, magnitude=12.0)],
+    )
     det = LiveDetector(baseline=base, min_agreement=2)
     assert det.fitted and "baseline" in (det.fitted_on or "")
     verdicts = _stream(det, live.frame)

@@ -32,9 +32,24 @@ CLI = str(Path(sys.executable).with_name("reveal-lab"))
 
 def test_follows_a_real_collector_through_segment_rollover(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms",
-                             "--duration", "5s", "--segment", "2s"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            CLI,
+            "collect",
+            "--out",
+            str(out),
+            "--probes",
+            "procfs",
+            "--interval",
+            "100ms",
+            "--duration",
+            "5s",
+            "--segment",
+            "2s",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     got: list[pl.DataFrame] = []
     polls_with_data = 0
     try:
@@ -64,11 +79,30 @@ def test_follows_a_real_collector_through_segment_rollover(tmp_path):
 
 # -- a hand-written run directory, to truncate and replace its journal ---------------------------
 CHANNELS = [
-    {"source": "Test", "field": "events", "instance": None, "unit": "count", "counter": True, "dtype": "i",
-     "dataset_source": None, "name": "Test:events.h1[count]", "dataset": "Test_diff:events.h1[count]",
-     "probe": "test"},
-    {"source": "Test", "field": "level", "instance": None, "unit": "%", "counter": False, "dtype": "f",
-     "dataset_source": None, "name": "Test:level.h1[%]", "dataset": "Test:level.h1[%]", "probe": "test"},
+    {
+        "source": "Test",
+        "field": "events",
+        "instance": None,
+        "unit": "count",
+        "counter": True,
+        "dtype": "i",
+        "dataset_source": None,
+        "name": "Test:events.h1[count]",
+        "dataset": "Test_diff:events.h1[count]",
+        "probe": "test",
+    },
+    {
+        "source": "Test",
+        "field": "level",
+        "instance": None,
+        "unit": "%",
+        "counter": False,
+        "dtype": "f",
+        "dataset_source": None,
+        "name": "Test:level.h1[%]",
+        "dataset": "Test:level.h1[%]",
+        "probe": "test",
+    },
 ]
 WALL0 = 1_750_000_000_000_000_000
 

@@ -11,8 +11,26 @@ from reveal_lab.live import watch
 
 CLI = str(Path(sys.executable).with_name("reveal-lab"))
 
-FIELDS = {"event", "window_id", "start", "end", "host", "phase", "anomalous", "methods", "agreement", "score",
-          "scores", "subsystem", "metric", "feature", "claim", "evidence", "n_samples", "compute_ms"}
+FIELDS = {
+    "event",
+    "window_id",
+    "start",
+    "end",
+    "host",
+    "phase",
+    "anomalous",
+    "methods",
+    "agreement",
+    "score",
+    "scores",
+    "subsystem",
+    "metric",
+    "feature",
+    "claim",
+    "evidence",
+    "n_samples",
+    "compute_ms",
+}
 
 
 def _kill(*procs: subprocess.Popen) -> None:
@@ -24,11 +42,30 @@ def _kill(*procs: subprocess.Popen) -> None:
 
 def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     out, jsonl = tmp_path / "run", tmp_path / "verdicts.jsonl"
-    collector = subprocess.Popen([CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms",
-                                  "--duration", "12s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    watcher = subprocess.Popen([CLI, "watch", str(out), "--warmup", "5s", "--all", "--jsonl", str(jsonl),
-                                "--idle-exit", "4s", "--duration", "90s"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    collector = subprocess.Popen(
+        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "12s"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    watcher = subprocess.Popen(
+        [
+            CLI,
+            "watch",
+            str(out),
+            "--warmup",
+            "5s",
+            "--all",
+            "--jsonl",
+            str(jsonl),
+            "--idle-exit",
+            "4s",
+            "--duration",
+            "90s",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         stdout, stderr = watcher.communicate(timeout=120)
         assert collector.wait(timeout=30) == 0
@@ -48,7 +85,9 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
             assert r["subsystem"] and r["metric"] and r["feature"] and r["claim"]
     # printed as they happened: warm-up lines, the fit, then one line per scored window
     assert "warm-up" in stdout and "detectors fitted on warm-up" in stdout
-    assert sum(" window " in ln and ("ok (" in ln or "ANOMALY" in ln) for ln in stdout.splitlines()) == len(windows)
+    assert sum(" window " in ln and ("ok (" in ln or "ANOMALY" in ln) for ln in stdout.splitlines()) == len(
+        windows
+    )
     summary = json.loads(stderr.split("summary: ", 1)[1].splitlines()[0])
     assert summary["scored"] == len(windows) and summary["follow"]["bytes_read"] > 0
 
@@ -57,11 +96,17 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     """Fit on a finished collector run, then follow a second one: no warm-up, every window scored."""
     base, live = tmp_path / "base", tmp_path / "live"
     for d, secs in ((base, "6s"), (live, "5s")):
-        subprocess.run([CLI, "collect", "--out", str(d), "--probes", "procfs", "--duration", secs],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+        subprocess.run(
+            [CLI, "collect", "--out", str(d), "--probes", "procfs", "--duration", secs],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
     seen = []
-    summary = watch(live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None,
-                    on_verdict=seen.append)
+    summary = watch(
+        live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None, on_verdict=seen.append
+    )
     assert summary.fitted_on and "baseline" in summary.fitted_on
     assert summary.warmup_windows == 0 and summary.scored >= 2
     assert all(v.phase in ("scored", "gap") for v in seen)

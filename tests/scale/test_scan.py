@@ -27,8 +27,6 @@ PRESET = "smoke"
 SORT = ["run_id", "window_id", "host", "metric", "feature"]
 
 
-
-
 @pytest.fixture(scope="module")
 def pipeline_results() -> tuple[pl.DataFrame, dict[str, dict]]:
     """Anomaly tables and summaries from calling the pipeline directly, run by run, in this process."""
@@ -47,7 +45,9 @@ def reference(pipeline_results) -> pl.DataFrame:
 
 
 def test_local_cluster_matches_in_process_pipeline(client, reference, pipeline_results):
-    res = scan(FIXTURE, scheduler=client, task_kwargs={"preset": PRESET}, progress=False, echo=lambda _m: None)
+    res = scan(
+        FIXTURE, scheduler=client, task_kwargs={"preset": PRESET}, progress=False, echo=lambda _m: None
+    )
     assert res.backend == "dask" and res.n_workers == 2
     assert not res.failures, [f.error for f in res.failures]
     assert len(res.outcomes) == len(open_dataset(FIXTURE).run_ids) == 11
@@ -91,8 +91,14 @@ def _corrupt_copy(tmp_path: Path) -> tuple[Path, str]:
 
 def test_failing_run_is_reported_while_the_others_finish(client, tmp_path):
     root, bad_id = _corrupt_copy(tmp_path)
-    res = scan(root, scheduler=client, filters={"platform": "gpu"}, task_kwargs={"preset": PRESET},
-               progress=False, echo=lambda _m: None)
+    res = scan(
+        root,
+        scheduler=client,
+        filters={"platform": "gpu"},
+        task_kwargs={"preset": PRESET},
+        progress=False,
+        echo=lambda _m: None,
+    )
     assert [f.run_id for f in res.failures] == [bad_id]
     failure = res.failures[0]
     assert failure.error and "TelemetryError" in failure.error
@@ -108,15 +114,29 @@ def test_failing_run_is_reported_while_the_others_finish(client, tmp_path):
 
 
 def test_submission_window_bounds_runs_in_flight(client):
-    res = scan(FIXTURE, scheduler=client, run_ids=open_dataset(FIXTURE).run_ids[:4], task_kwargs={"preset": PRESET},
-               max_in_flight=2, progress=False, echo=lambda _m: None)
+    res = scan(
+        FIXTURE,
+        scheduler=client,
+        run_ids=open_dataset(FIXTURE).run_ids[:4],
+        task_kwargs={"preset": PRESET},
+        max_in_flight=2,
+        progress=False,
+        echo=lambda _m: None,
+    )
     assert not res.failures
     assert 1 <= res.peak_in_flight <= 2
 
 
 def test_dashboard_link_printed(client):
     msgs: list[str] = []
-    scan(FIXTURE, scheduler=client, run_ids=[run_refs(FIXTURE)[0].run_id], task_kwargs={"preset": PRESET}, progress=False, echo=msgs.append)
+    scan(
+        FIXTURE,
+        scheduler=client,
+        run_ids=[run_refs(FIXTURE)[0].run_id],
+        task_kwargs={"preset": PRESET},
+        progress=False,
+        echo=msgs.append,
+    )
     assert any(m.startswith("Dask dashboard: http") for m in msgs), msgs
 
 
@@ -124,8 +144,23 @@ def test_cli_scan_on_a_running_scheduler(client, tmp_path, capsys):
     from reveal_lab.cli import main
 
     out = tmp_path / "scan"
-    rc = main(["scan", str(FIXTURE), "--scheduler", client.scheduler.address, "--preset", PRESET,
-               "--platform", "cpu", "--limit", "2", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "scan",
+            str(FIXTURE),
+            "--scheduler",
+            client.scheduler.address,
+            "--preset",
+            PRESET,
+            "--platform",
+            "cpu",
+            "--limit",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0, text
     assert "2 run(s)" in text and "0 failed" in text

@@ -19,16 +19,15 @@ pytestmark = pytest.mark.filterwarnings("ignore::reveal_lab.telemetry.TelemetryW
 FIXTURE = fixtures_dir() / "reveal_sample"
 
 
-
-
 def test_pruning_and_dtw_on_dask_equal_the_direct_studies(client):
     from reveal_lab.pruning import prune
     from reveal_lab.studies._dtw import dtw_reproducibility
 
     refs = run_refs(FIXTURE, {"platform": "cpu"})
     ds = open_dataset(FIXTURE).filter(platform="cpu")
-    got = run_studies(FIXTURE, ["pruning", "dtw"], scheduler=client, refs=refs, dtw_max_metrics=6,
-                      dtw_kwargs={"length": 64})
+    got = run_studies(
+        FIXTURE, ["pruning", "dtw"], scheduler=client, refs=refs, dtw_max_metrics=6, dtw_kwargs={"length": 64}
+    )
     # pruning: every workload's runs together, in one call
     frames = defaultdict(list)
     for run in ds.iter_runs():
@@ -49,8 +48,10 @@ def test_pruning_and_dtw_on_dask_equal_the_direct_studies(client):
     ref = dtw_reproducibility({w: dict(v) for w, v in nested.items()}, length=64)
     keys = ["workload", "metric"]
     assert_frame_equal(got["dtw_pairs"].sort(keys), ref.pairs.sort(keys))
-    assert_frame_equal(got["dtw_distances"].sort(["workload", "metric", "run", "reference"]),
-                       ref.distances.sort(["workload", "metric", "run", "reference"]))
+    assert_frame_equal(
+        got["dtw_distances"].sort(["workload", "metric", "run", "reference"]),
+        ref.distances.sort(["workload", "metric", "run", "reference"]),
+    )
 
 
 def test_granularity_on_dask_equals_the_direct_study(client):
