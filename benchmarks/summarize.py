@@ -107,8 +107,96 @@ def _collector_overhead_rows(data: dict) -> list[dict] | None:
     return rows or None
 
 
+def _detectors_rows(data: dict) -> list[dict] | None:
+    """``detectors.json``: fit+score median per detector and BLAS setting (no alternative)."""
+    res = data.get("results")
+    if not isinstance(res, dict):
+        return None
+    size = f"{data.get('n_windows', '?')} windows x {data.get('n_features', '?')} features"
+    rows: list[dict] = []
+    for setting, r in res.items():
+        if not isinstance(r, dict) or not isinstance(r.get("fit_plus_score_median_s"), dict):
+            continue
+        for det, v in r["fit_plus_score_median_s"].items():
+            if _num(v) is not None:
+                rows.append(
+                    {
+                        "case": f"{det} fit + score, {size} ({setting})",
+                        "unit": "s",
+                        "ours": {"name": det, "median": v},
+                    }
+                )
+        if _num(r.get("total_median_s")) is not None:
+            rows.append(
+                {
+                    "case": f"all three, {size} ({setting})",
+                    "unit": "s",
+                    "ours": {"name": "total", "median": r["total_median_s"]},
+                    "note": f"{data.get('repeat', '?')} repeats",
+                }
+            )
+    return rows or None
+
+
+def _end_to_end_rows(data: dict) -> list[dict] | None:
+    """``end_to_end.json``: wall time of ``reveal-lab detect`` and peak memory."""
+    wall = _num(data.get("cli_wall_s"))
+    if wall is None:
+        return None
+    note = []
+    if _num(data.get("peak_rss_gb")) is not None:
+        note.append(f"peak RSS {data['peak_rss_gb']:.2f} GB")
+    t = (data.get("traced") or {}).get("timings_s") if isinstance(data.get("traced"), dict) else None
+    if isinstance(t, dict):
+        note.append(", ".join(f"{k} {v:.1f} s" for k, v in t.items() if _num(v) is not None))
+    return [
+        {
+            "case": f"`reveal-lab detect`, {data.get('rows', '?')} rows x "
+            f"{data.get('channels', '?')} channels",
+            "unit": "s",
+            "ours": {"name": "detect (CLI)", "median": wall},
+            "note": "; ".join(note),
+        }
+    ]
+
+
+def _scale_rows(data: dict) -> list[dict] | None:
+    """``scale_throughput.json``: in-process per-run time and Dask throughput by workers."""
+    rows: list[dict] = []
+    for r in data.get("in_process") or []:
+        if isinstance(r, dict) and _num(r.get("median_s")) is not None:
+            rows.append(
+                {
+                    "case": f"one run in process, {r.get('rows', '?')} rows x {r.get('cols', '?')} channels",
+                    "unit": "s",
+                    "ours": {"name": "in process", "median": r["median_s"]},
+                }
+            )
+    for r in data.get("dask") or []:
+        if isinstance(r, dict) and _num(r.get("runs_per_minute")) is not None:
+            rows.append(
+                {
+                    "case": f"Dask, {r.get('workers', '?')} worker(s), {r.get('runs', '?')} runs",
+                    "unit": "runs/min",
+                    "ours": {"name": "dask", "median": r["runs_per_minute"]},
+                    "higher_is_better": True,
+                    "note": f"peak worker RSS {r['peak_worker_rss_mb']:.0f} MB"
+                    if _num(r.get("peak_worker_rss_mb")) is not None
+                    else "",
+                }
+            )
+    if rows and _num(data.get("speedup_2_vs_1")) is not None:
+        rows[-1]["note"] = (rows[-1].get("note") or "") + f"; 2 vs 1 workers: {data['speedup_2_vs_1']:.2f}x"
+    return rows or None
+
+
 #: adapters for result files written in their own shape: name -> data -> standard rows
-ADAPTERS = {"collector_overhead": _collector_overhead_rows}
+ADAPTERS = {
+    "collector_overhead": _collector_overhead_rows,
+    "detectors": _detectors_rows,
+    "end_to_end": _end_to_end_rows,
+    "scale_throughput": _scale_rows,
+}
 
 
 def speed_rows(name: str, data: dict) -> list[str]:

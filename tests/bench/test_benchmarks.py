@@ -139,3 +139,49 @@ def test_summary_reads_the_collector_overhead_shape(tmp_path: Path):
     text = _summarize(tmp_path)
     assert "procfs: 0.25 % of a core | perf stat -I 100: 1 % of a core | 4× |" in text
     assert "collector: 4,000 B/s" in text
+
+
+def test_summary_reads_the_detectors_end_to_end_and_scale_shapes(tmp_path: Path):
+    (tmp_path / "detectors.json").write_text(
+        json.dumps(
+            {
+                "n_windows": 1800,
+                "n_features": 6818,
+                "repeat": 3,
+                "results": {
+                    "blas_1_thread": {
+                        "fit_plus_score_median_s": {"zscore": 1.5, "mahalanobis": 12.0},
+                        "total_median_s": 13.5,
+                    }
+                },
+            }
+        )
+    )
+    (tmp_path / "end_to_end.json").write_text(
+        json.dumps(
+            {
+                "rows": 18000,
+                "channels": 700,
+                "cli_wall_s": 100.0,
+                "peak_rss_gb": 0.97,
+                "traced": {"timings_s": {"features": 34.0}},
+            }
+        )
+    )
+    (tmp_path / "scale_throughput.json").write_text(
+        json.dumps(
+            {
+                "in_process": [{"rows": 1200, "cols": 790, "median_s": 7.7}],
+                "dask": [{"workers": 2, "runs": 8, "runs_per_minute": 5.9, "peak_worker_rss_mb": 688.0}],
+                "speedup_2_vs_1": 1.23,
+            }
+        )
+    )
+    text = _summarize(tmp_path)
+    assert (
+        "| detectors | mahalanobis fit + score, 1800 windows x 6818 features (blas_1_thread) | "
+        "mahalanobis: 12 s |" in text
+    )
+    assert "detect (CLI): 100 s | – | – | peak RSS 0.97 GB; features 34.0 s |" in text
+    assert "dask: 5.9 runs/min" in text and "2 vs 1 workers: 1.23x" in text
+    assert "`scale_throughput` (Dask scale-out throughput): ok" in text
