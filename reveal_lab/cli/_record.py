@@ -20,6 +20,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--plan", default="default", help="recording plan: default (the bundled data) or smoke")
     p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
+    p.add_argument("--repeats", type=int, default=None, help="baseline repeats per workload (default plan: 3)")
     p.add_argument(
         "--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go"
     )
@@ -55,6 +56,8 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.lab import build_dataset, describe_plan, get_plan, record_plans, require_root
 
     kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
+    if args.repeats is not None:
+        kw["repeats"] = args.repeats
     slots = get_plan(args.plan, **kw)
     if args.slots:
         slots = [slots[i] for i in _slots(args.slots, len(slots))]

@@ -23,7 +23,8 @@ def test_bundled_dataset_is_consistent():
     meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
     assert meta.height >= 40 and set(meta["phase"]) == {"train", "infer"}
     for sf, n in meta.select("source_file", "n_rows").iter_rows():
-        assert (root / sf.removeprefix("./")).exists()
+        f = pl.read_parquet(root / sf.removeprefix("./"))
+        assert f.height == n and f.columns[0] == "timestamp"
     assert sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) < 30e6
     runs = set(meta["run"])
     assert set(labels["run"]) <= runs
