@@ -46,6 +46,8 @@ class BaseDetector(BaseEstimator, ABC):
 
     def _fit_impute(self, X: np.ndarray) -> np.ndarray:
         finite = np.isfinite(X)
+        #: features with at least one finite value in the fit data (the others are unknown, not constant)
+        self.observed_ = finite.any(axis=0)
         med = median_rows(np.array(X.T, order="C"), overwrite=True)
         bad_cols = np.flatnonzero(~finite.all(axis=0))
         if bad_cols.size:

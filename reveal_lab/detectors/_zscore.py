@@ -17,6 +17,12 @@ class ZScoreDetector(BaseDetector):
     quantile : the threshold is this quantile of the fit scores (paper: 0.99).
     robust : centre/scale by median and 1.4826·MAD (falling back to the standard
         deviation where the MAD is 0) instead of mean and standard deviation.
+    constant_floor : a feature that is constant (but present) in the fit data gets the
+        scale ``constant_floor · |centre|`` (or ``10 · constant_floor`` when the centre is
+        0) instead of being neutral: in baseline mode an error counter that never fired
+        in the baseline (sum 0) and fires 12 times in a window scores ``z = 120``. ``0``
+        makes constant features neutral. Features absent from the fit data (all NaN)
+        are always neutral.
 
     ``explain(X)`` returns ``|z|`` per feature; its row mean is the score exactly.
 
@@ -32,15 +38,20 @@ class ZScoreDetector(BaseDetector):
 
     name = "zscore"
 
-    def __init__(self, quantile: float = 0.99, robust: bool = True) -> None:
+    def __init__(self, quantile: float = 0.99, robust: bool = True, constant_floor: float = 0.01) -> None:
         self.quantile = quantile
         self.robust = robust
+        self.constant_floor = constant_floor
 
     def _quantile(self) -> float:
         return self.quantile
 
     def _fit(self, X: np.ndarray) -> None:
-        self.center_, self.scale_ = robust_scale(X, self.robust)
+        center, scale = robust_scale(X, self.robust)
+        if self.constant_floor > 0:
+            floor = np.where(center != 0, self.constant_floor * np.abs(center), 10 * self.constant_floor)
+            scale = np.where((scale == 0) & self.observed_, floor, scale)
+        self.center_, self.scale_ = center, scale
 
     def _z(self, X: np.ndarray) -> np.ndarray:
         return np.abs(safe_divide(X - self.center_, self.scale_))

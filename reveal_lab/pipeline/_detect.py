@@ -141,7 +141,7 @@ def _key(metric: str) -> str:
 
 
 def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = None,
-                   *, derive: bool = True) -> tuple[pl.DataFrame, list[str]]:
+                   *, derive: bool = True, keep_constant: bool = False) -> tuple[pl.DataFrame, list[str]]:
     """The frame the detectors see: derived metrics added (:func:`reveal_lab.derive.add_derived`),
     static, all-missing and constant columns left out (:func:`reveal_lab.derive.detection_view`,
     the reasons go to the returned notes), restricted to ``selected`` metrics (column
@@ -152,7 +152,12 @@ def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = N
     notes: list[str] = []
     if derive:
         frame = add_derived(frame)
+    full = frame
     frame, cat = single_host_view(frame)
+    if keep_constant:  # baseline runs: "never moved in the baseline" is information
+        const = cat.filter(pl.col("reason") == "constant over the run")["column"].to_list()
+        frame = full.select(*frame.columns, *const)
+        cat = cat.filter(pl.col("reason") != "constant over the run")
     left = cat.filter(~pl.col("used")).group_by("reason").len().sort("reason")
     if left.height:
         notes.append("left out of single-host detection: "
@@ -177,28 +182,39 @@ def _features(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeat
     return window_features(frame, preset.window)
 
 
-def _baseline_matrix(baseline: Sequence[Run], pairs: pl.DataFrame, preset: Preset,
-                     selected: Any, derive: bool) -> np.ndarray:
-    """Baseline runs' window features aligned on (host-free key, feature) to ``pairs``."""
-    want = [(k, f) for k, f in zip(pairs["key"].to_list(), pairs["feature"].to_list(), strict=True)]
-    blocks = []
+def _baseline_features(baseline: Sequence[Run], preset: Preset, selected: Any,
+                       derive: bool) -> list[tuple[dict[tuple[str, str], int], np.ndarray]]:
+    """Window features of every host of every baseline run (computed once per detection):
+    ``({(host-free key, feature): column}, X)`` per host-run."""
+    out = []
     for b in baseline:
         for _h, part in b.split_hosts().items():
-            frame, _ = detection_view(part.frame, selected, derive=derive)
+            frame, _ = detection_view(part.frame, selected, derive=derive, keep_constant=True)
             wf = _features(frame, preset)
             keys = wf.pairs["key"].to_list() if "key" in wf.pairs.columns else [_key(m) for m in wf.pairs["metric"]]
             col = {(k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))}
-            idx = np.array([col.get(kf, -1) for kf in want], dtype=np.int64)
-            Xb = np.full((wf.n_windows, len(want)), np.nan)
-            ok = idx >= 0
-            Xb[:, ok] = wf.X[:, idx[ok]]
-            blocks.append(Xb)
-    if not blocks:
+            out.append((col, wf.X))
+    if not out:
         raise ValueError("baseline runs gave no windows")
+    return out
+
+
+def _baseline_matrix(base_feats: list[tuple[dict[tuple[str, str], int], np.ndarray]],
+                     pairs: pl.DataFrame) -> np.ndarray:
+    """Baseline window features aligned on (host-free key, feature) to ``pairs``; a pair
+    the baseline lacks is NaN (unknown: neutral for the detectors)."""
+    want = list(zip(pairs["key"].to_list(), pairs["feature"].to_list(), strict=True))
+    blocks = []
+    for col, X in base_feats:
+        idx = np.array([col.get(kf, -1) for kf in want], dtype=np.int64)
+        Xb = np.full((X.shape[0], len(want)), np.nan)
+        ok = idx >= 0
+        Xb[:, ok] = X[:, idx[ok]]
+        blocks.append(Xb)
     return np.vstack(blocks)
 
 
-def _score_host(run: Run, host: str, preset: Preset, baseline: Sequence[Run] | None, selected: Any,
+def _score_host(run: Run, host: str, preset: Preset, baseline: list | None, selected: Any,
                 derive: bool, timings: dict[str, float]) -> tuple[pl.DataFrame, Attribution, dict[str, float],
                                                                    pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
@@ -222,7 +238,7 @@ def _score_host(run: Run, host: str, preset: Preset, baseline: Sequence[Run] | N
     t = time.perf_counter()
     ens = DetectorEnsemble(default_detectors(preset.detect))
     if baseline:
-        Xfit = _baseline_matrix(baseline, pairs, preset, selected, derive)
+        Xfit = _baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
             raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
         ens.fit(Xfit)
@@ -299,9 +315,14 @@ def _detect_run(run: Run, baseline: Sequence[Run] | None, preset: Preset | None,
     win_frames, evid, wattr, excluded, notes = [], [], [], [], list(run.warnings)
     thresholds: dict[str, dict[str, float]] = {}
     methods: list[str] = []
+    base_feats = None
+    if baseline:
+        t = time.perf_counter()
+        base_feats = _baseline_features(baseline, preset, selected, derive)
+        timings["baseline_features"] = time.perf_counter() - t
     for host, part in parts.items():
         try:
-            w, att, thr, excl, n, res = _score_host(part, host, preset, baseline, selected, derive, timings)
+            w, att, thr, excl, n, res = _score_host(part, host, preset, base_feats, selected, derive, timings)
         except TelemetryError as exc:
             if len(parts) == 1:
                 raise

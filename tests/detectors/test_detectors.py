@@ -64,13 +64,29 @@ def test_not_fitted_and_too_few_rows():
 def test_zscore_explain_is_abs_z_and_constant_columns_are_neutral():
     X = _data()
     X[:, 3] = 7.0  # constant
-    det = ZScoreDetector(robust=False).fit(X)
+    det = ZScoreDetector(robust=False, constant_floor=0).fit(X)
     z = det.explain(X)
     np.testing.assert_allclose(z.mean(axis=1), det.decision_scores_)
     np.testing.assert_allclose(z[:, 0], np.abs((X[:, 0] - X[:, 0].mean()) / X[:, 0].std()))
     Y = X[:3].copy()
     Y[:, 3] = 1e6  # a constant fit feature cannot say how unusual this is: neutral
     assert np.all(det.explain(Y)[:, 3] == 0)
+
+
+def test_zscore_counter_silent_in_the_baseline_stands_out():
+    X = _data()
+    X[:, 3] = 0.0  # e.g. TCP retransmissions: never in the baseline
+    X[:, 5] = 200.0  # a constant level
+    X[:, 7] = np.nan  # absent from the baseline: unknown, stays neutral
+    det = ZScoreDetector().fit(X)
+    Y = X[:2].copy()
+    Y[0, 3] = 12.0
+    Y[1, 5] = 210.0
+    Y[:, 7] = 5.0
+    z = det.explain(Y)
+    assert z[0, 3] == pytest.approx(120.0) and z[1, 5] == pytest.approx(5.0)
+    assert (z[:, 7] == 0).all()
+    assert det.predict(Y[:1])[0] == 1
 
 
 def test_robust_z_resists_the_outliers_it_is_looking_for():

@@ -171,3 +171,19 @@ def test_detect_many_and_window_config():
     w = dets[0].windows
     assert w.height == 15
     assert ((w["end"] - w["start"]) == dt.timedelta(seconds=5)).all()
+
+
+def test_counter_silent_in_the_baseline_is_found_and_worded():
+    col = "NetworkTCPRetrans_diff:TcpRetransSegs.nserver07[count]"
+    run, _ = make_run(120, 100, seed=7, profile_seed=7)
+    base = make_run(150, 100, seed=70, profile_seed=7).run
+    base.frame = base.frame.with_columns(pl.lit(0.0).alias(col))
+    t = np.arange(run.frame.height) * 0.1
+    burst = np.where((t >= 60) & (t < 63), 4.0, 0.0)
+    run.frame = run.frame.with_columns(pl.Series(col, burst))
+    det = detect_run(run, baseline=[base], preset=FAST)
+    ev = det.evidence.filter((pl.col("metric") == col) & (pl.col("feature") == "sum"))
+    assert ev.height >= 3
+    assert set(ev["window_id"]) <= set(range(57, 63))
+    assert ev["claim"].str.starts_with("Network TCP retransmissions sum is").all()
+    assert ev["claim"].str.ends_with("where its baseline is 0").all()
