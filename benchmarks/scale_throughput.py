@@ -230,6 +230,23 @@ def main() -> None:
                 f"check: {c['rows']} rows: measured {c['median_s']:.1f} s, model {predicted:.1f} s",
                 flush=True,
             )
+            # three sizes: a quadratic term (the PCA's Gram matrix grows with windows squared)
+            pts = [(x["rows"] / 1000, x["median_s"]) for x in cost] + [(c["rows"] / 1000, c["median_s"])]
+            if len(pts) == 3:
+                import numpy as np
+
+                xs = np.array([p[0] for p in pts])
+                ys = np.array([p[1] for p in pts])
+                a0, a1, a2 = np.linalg.solve(np.vstack([np.ones_like(xs), xs, xs**2]).T, ys)
+                result["cost_model_quadratic"] = {
+                    "fixed_s": float(a0),
+                    "per_1000_rows_s": float(a1),
+                    "per_1000_rows_squared_s": float(a2),
+                    "fit": "cost = a0 + a1 * k + a2 * k^2, k = rows / 1000, through the three sizes",
+                    "extrapolated_s": {
+                        str(k): float(a0 + a1 * k + a2 * k * k) for k in (3.6, 18.0, 36.0, 54.0)
+                    },
+                }
         if args.skip_dask:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=2))

@@ -32,6 +32,9 @@ class WatchSummary:
     rows: int = 0
     seconds: float = 0.0
     compute_ms: list[float] = field(default_factory=list)
+    #: time to read and decode each batch of new rows, and to push it (derive, windows, verdicts)
+    poll_ms: list[float] = field(default_factory=list)
+    push_ms: list[float] = field(default_factory=list)
     follow: dict[str, int] = field(default_factory=dict)
     fitted_on: str | None = None
 
@@ -168,13 +171,18 @@ def _follow(
             return
         if idle_exit_s is not None and last_data is not None and now - last_data >= idle_exit_s:
             return
+        t_poll = time.perf_counter()
         rows = follower.poll()
         if rows is None:
             time.sleep(poll_s)
             continue
+        t_push = time.perf_counter()
+        summary.poll_ms.append((t_push - t_poll) * 1e3)
         last_data = time.monotonic()
         summary.rows += rows.height
-        for v in det.push(rows):
+        verdicts = det.push(rows)
+        summary.push_ms.append((time.perf_counter() - t_push) * 1e3)
+        for v in verdicts:
             summary.windows += 1
             if on_verdict is not None:
                 on_verdict(v)
