@@ -293,7 +293,8 @@ def main() -> None:
     print(
         f"  after the warm-up fit's backlog ({result['backlog_windows_waiting_for_fit']} windows): median "
         f"{st['median']:.1f} ms, p95 {st['p95']:.1f} ms; per batch: read "
-        f"{result['poll_ms_per_batch']['median']:.1f} ms, push {result['push_ms_per_batch']['median']:.1f} ms (medians)"
+        f"{result['poll_ms_per_batch']['median']:.1f} ms, "
+        f"push {result['push_ms_per_batch']['median']:.1f} ms (medians)"
     )
     print(f"window end -> verdict:   median {e['median']:.0f} ms, p95 {e['p95']:.0f} ms (paper: 2.26 s)")
     a = result["alternatives_same_run"]
