@@ -64,15 +64,18 @@ def _frame(root: Path, source_file: str) -> pl.DataFrame:
 
 
 def _col(frame: pl.DataFrame, source: str, field: str, instance: str | None = None) -> str | None:
-    """The column of ``source:field[.instance]`` in a one-host frame (``None`` when absent)."""
+    """The column of ``source:field[.instance]`` in a one-host frame (``None`` when absent).
+
+    Instances are matched on the name itself (``own``/``self`` from :func:`own_core_view`
+    are not numeric, so the grammar would read them as part of the field).
+    """
     for c in metric_columns(frame):
+        if instance is not None:
+            if c.startswith(f"{source}:{field}.{instance}."):
+                return c
+            continue
         m = parse_metric_name(c)
-        if (
-            m is not None
-            and m.full_source == source
-            and m.field == field
-            and (instance is None or m.instance == instance)
-        ):
+        if m is not None and m.full_source == source and m.field == field:
             return c
     return None
 
@@ -106,14 +109,20 @@ PACKET_COLUMNS = (
     ("busy_pct", "CPU", "Busy%", "own"),
     ("softirq_pct", "CPU", "Softirq%", "own"),
     ("tx_bytes", "NetworkInterStat_diff", "tx_bytes", None),
+    ("ctx_switches", "Perf", "Context_Switches", "own"),
+    ("cgroup_cpu_us", "Cgroup_diff", "cpu_usage_usec", "self"),
 )
+#: per-bin means (the rest are summed)
+_MEANS = ("busy_pct", "softirq_pct")
 
 
 def packet_loss_study(root: str | Path | None = None, *, bin_s: float = 1.0) -> pl.DataFrame:
     """Per DDP run, host and ``bin_s`` bin: retransmissions and CPU/IRQ signals of the own core.
 
     Columns: ``run, host, fault, loss, condition, bin_start, in_episode, labelled_host,
-    retrans, net_rx, net_tx, busy_pct, softirq_pct, tx_bytes``. ``condition`` is
+    retrans, net_rx, net_tx, busy_pct, softirq_pct, tx_bytes, ctx_switches,
+    cgroup_cpu_us`` (own-core softirqs, busy and softirq %, perf context switches; the
+    host cgroup's CPU time). ``condition`` is
     ``baseline`` (fault-free DDP run), ``loss_episode`` (a bin overlapping a packet-loss
     episode of that run, on either host: drops on ``labB``'s link hit both ends) or
     ``loss_calm`` (the calm part of a packet-loss run). Counters are summed per bin,
@@ -137,7 +146,7 @@ def packet_loss_study(root: str | Path | None = None, *, bin_s: float = 1.0) -> 
             if c is not None:
                 sel.append(pl.col(c).alias(name))
                 names.append(name)
-        sums = [n for n in names if n not in ("busy_pct", "softirq_pct")]
+        sums = [n for n in names if n not in _MEANS]
         g = (
             f.select(TIMESTAMP, *sel)
             .sort(TIMESTAMP)
@@ -184,14 +193,17 @@ def packet_loss_summary(study: pl.DataFrame, *, quantile: float = 0.9) -> pl.Dat
 
     Per ``condition`` and ``loss``: bins, retransmissions per second, share of bins with
     retransmissions, Pearson correlation of ``retrans`` with ``net_rx`` and with
-    ``busy_pct`` over the bins, and ``cooccur_share``: of the bins with retransmissions,
-    the share whose own-core ``net_rx`` or ``softirq_pct`` exceeds the baseline bins'
-    ``quantile`` (the paper's observation: workload-intrinsic retransmissions come with
-    CPU/IRQ pressure, fault-induced ones do not need it).
+    ``busy_pct``, ``ctx_switches`` and ``cgroup_cpu_us`` over the bins, and
+    ``cooccur_share``: of the bins with retransmissions, the share whose own-core
+    ``net_rx``, ``softirq_pct`` or ``ctx_switches`` exceeds the baseline bins'
+    ``quantile`` -- how §6 tells workload-intrinsic retransmissions from fault-induced
+    ones: by whether they come with CPU/IRQ effects on the host.
     """
     base = study.filter(pl.col("condition") == "baseline")
-    thr_rx = base["net_rx"].quantile(quantile) if base.height else None
-    thr_si = base["softirq_pct"].quantile(quantile) if base.height else None
+    thr = {
+        c: (base[c].quantile(quantile) if base.height and base[c].null_count() < base.height else None)
+        for c in ("net_rx", "softirq_pct", "ctx_switches")
+    }
 
     def corr(a: pl.Series, b: pl.Series) -> float | None:
         x, y = a.to_numpy().astype(float), b.to_numpy().astype(float)
@@ -204,9 +216,12 @@ def packet_loss_summary(study: pl.DataFrame, *, quantile: float = 0.9) -> pl.Dat
     for (cond, loss), g in study.group_by(["condition", "loss"], maintain_order=True):
         has = g.filter(pl.col("retrans") > 0)
         co = None
-        if has.height and thr_rx is not None:
-            hit = (has["net_rx"] > thr_rx) | (has["softirq_pct"] > (thr_si if thr_si is not None else np.inf))
-            co = float(hit.fill_null(False).mean())
+        if has.height and any(v is not None for v in thr.values()):
+            hit = pl.Series([False] * has.height)
+            for c, v in thr.items():
+                if v is not None:
+                    hit = hit | (has[c] > v).fill_null(False)
+            co = float(hit.mean())
         secs = g.height  # one bin = one second by default; the rate is per bin
         rows.append(
             {
@@ -218,6 +233,8 @@ def packet_loss_summary(study: pl.DataFrame, *, quantile: float = 0.9) -> pl.Dat
                 "share_bins_with_retrans": has.height / secs if secs else None,
                 "corr_retrans_net_rx": corr(g["retrans"], g["net_rx"]),
                 "corr_retrans_busy": corr(g["retrans"], g["busy_pct"]),
+                "corr_retrans_ctx": corr(g["retrans"], g["ctx_switches"]),
+                "corr_retrans_cgroup_cpu": corr(g["retrans"], g["cgroup_cpu_us"]),
                 "cooccur_share": co,
             }
         )
