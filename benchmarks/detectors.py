@@ -76,8 +76,11 @@ def main() -> None:
             "meets_2s_target": statistics.median(totals) < 2.0,
             **info,
         }
-        print(label, json.dumps(results[label]["fit_plus_score_median_s"]),
-              f"total {results[label]['total_median_s']:.2f} s")
+        print(
+            label,
+            json.dumps(results[label]["fit_plus_score_median_s"]),
+            f"total {results[label]['total_median_s']:.2f} s",
+        )
 
     out = {
         "benchmark": "detectors",
@@ -87,10 +90,17 @@ def main() -> None:
         "repeat": args.repeat,
         "feature_seconds": feat_s,
         "results": results,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_avg_1m_at_end": os.getloadavg()[0],
-                    "blas": [{k: i.get(k) for k in ("internal_api", "num_threads", "version")}
-                             for i in threadpool_info() if i.get("user_api") == "blas"]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_avg_1m_at_end": os.getloadavg()[0],
+            "blas": [
+                {k: i.get(k) for k in ("internal_api", "num_threads", "version")}
+                for i in threadpool_info()
+                if i.get("user_api") == "blas"
+            ],
+        },
         "numpy": np.__version__,
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

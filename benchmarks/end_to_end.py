@@ -70,8 +70,12 @@ def main() -> None:
     from reveal_lab.synth import Anomaly, make_run
 
     tmp = Path(tempfile.mkdtemp(prefix="reveal-e2e-"))
-    anomalies = [Anomaly("cpu", 300, 306), Anomaly("network", 700, 706, "variance"),
-                 Anomaly("storage", 1100, 1106, "trend"), Anomaly("gpu", 1500, 1506, "oscillation")]
+    anomalies = [
+        Anomaly("cpu", 300, 306),
+        Anomaly("network", 700, 706, "variance"),
+        Anomaly("storage", 1100, 1106, "trend"),
+        Anomaly("gpu", 1500, 1506, "oscillation"),
+    ]
     run, _ = make_run(args.seconds, args.channels, seed=0, anomalies=anomalies)
     path = write_parquet_run(run, tmp / "synth_30min_700ch.parquet")
     rows, cols = run.frame.height, run.frame.width - 1
@@ -79,8 +83,11 @@ def main() -> None:
     print(f"run: {rows} rows x {cols} channels -> {path} ({path.stat().st_size / 1e6:.1f} MB)")
 
     exe = Path(sys.executable).parent / "reveal-lab"
-    cli = [str(exe)] if exe.exists() else [sys.executable, "-c",
-                                           "import sys; from reveal_lab.cli import main; sys.exit(main())"]
+    cli = (
+        [str(exe)]
+        if exe.exists()
+        else [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
+    )
     results = {}
     # warm-up run first (compiles/caches numba kernels), then the measured CLI run
     for label in ("cli_first", "cli"):
@@ -105,12 +112,20 @@ def main() -> None:
         "traced": traced,
         "traced_wall_s": wall,
         "cli_stdout_tail": results["cli"]["stdout_tail"],
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-                    "load_avg_1m_at_end": os.getloadavg()[0]},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_avg_1m_at_end": os.getloadavg()[0],
+        },
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
-    print(json.dumps({k: out[k] for k in ("cli_wall_s", "peak_rss_gb", "tracemalloc_peak_gb", "meets_2gb_target")}))
+    print(
+        json.dumps(
+            {k: out[k] for k in ("cli_wall_s", "peak_rss_gb", "tracemalloc_peak_gb", "meets_2gb_target")}
+        )
+    )
     print(f"wrote {args.out}")
 
 

@@ -237,9 +237,13 @@ def _smooth(x: np.ndarray, alpha: float) -> np.ndarray:
     return y
 
 
-def _activities(t: np.ndarray, rng: np.random.Generator, period: float, lag: float,  # noqa: ARG001
-                n_hosts: int) -> dict[str, np.ndarray]:
-    n = t.size
+def _activities(
+    t: np.ndarray,
+    rng: np.random.Generator,  # noqa: ARG001 - kept for signature stability
+    period: float,
+    lag: float,
+    n_hosts: int,
+) -> dict[str, np.ndarray]:
     u = ((t + lag) / period) % 1.0
     step = np.floor((t + lag) / period)
     gpu = np.where(u < 0.68, 1.0, 0.12)
@@ -360,8 +364,10 @@ def make_run(
                 continue
             pool.append(name)
         if not pool:
-            raise ValueError(f"anomaly {ai}: no {an.kind} channel of subsystem {an.subsystem!r} "
-                             f"on host {host!r} (n_channels={n_channels} too small?)")
+            raise ValueError(
+                f"anomaly {ai}: no {an.kind} channel of subsystem {an.subsystem!r} "
+                f"on host {host!r} (n_channels={n_channels} too small?)"
+            )
         chosen = list(rng.choice(pool, size=min(an.n_columns, len(pool)), replace=False))
         if want_static:
             i0, i1, s0, s1 = 0, n, 0.0, float(n_seconds)
@@ -393,8 +399,17 @@ def make_run(
                     freq = 1.0 / max(4 * dt_s, 0.45 * period)
                     x[i0:i1] += amp * np.sin(2 * np.pi * freq * t[i0:i1])
                 np.clip(x, *bounds[name], out=x)
-            truth_rows.append({"anomaly": ai, "subsystem": an.subsystem, "kind": an.kind, "host": host,
-                               "column": name, "start_s": s0, "end_s": s1})
+            truth_rows.append(
+                {
+                    "anomaly": ai,
+                    "subsystem": an.subsystem,
+                    "kind": an.kind,
+                    "host": host,
+                    "column": name,
+                    "start_s": s0,
+                    "end_s": s1,
+                }
+            )
 
     t0 = dt.datetime.fromisoformat(start) if isinstance(start, str) else start
     offs_ms = t * 1000.0
@@ -408,13 +423,28 @@ def make_run(
 
     rid = run_id or f"synth_seed{seed}"
     meta = RunMeta(
-        run_id=rid, hosts=tuple(hosts), workload="SYNTH__Training__synthetic", model="SYNTH",
-        task="Training", dataset="synthetic", phase="train", mode="nonllm", platform="synthetic",
-        start_time=t0.isoformat(), interval_ms=interval_ms,
+        run_id=rid,
+        hosts=tuple(hosts),
+        workload="SYNTH__Training__synthetic",
+        model="SYNTH",
+        task="Training",
+        dataset="synthetic",
+        phase="train",
+        mode="nonllm",
+        platform="synthetic",
+        start_time=t0.isoformat(),
+        interval_ms=interval_ms,
         extra={"seed": seed, "step_period_s": period, "n_channels_per_host": len(table)},
     )
-    truth_schema = {"anomaly": pl.Int64, "subsystem": pl.String, "kind": pl.String, "host": pl.String,
-                    "column": pl.String, "start_s": pl.Float64, "end_s": pl.Float64}
+    truth_schema = {
+        "anomaly": pl.Int64,
+        "subsystem": pl.String,
+        "kind": pl.String,
+        "host": pl.String,
+        "column": pl.String,
+        "start_s": pl.Float64,
+        "end_s": pl.Float64,
+    }
     truth = pl.DataFrame(truth_rows, schema=truth_schema).with_columns(
         start=pl.lit(t0).cast(TIMESTAMP_DTYPE) + pl.duration(milliseconds=pl.col("start_s") * 1000),
         end=pl.lit(t0).cast(TIMESTAMP_DTYPE) + pl.duration(milliseconds=pl.col("end_s") * 1000),

@@ -60,8 +60,15 @@ def test_anomaly_perturbs_only_its_span(kind):
 
 
 def test_multi_host_static_gaps_and_jitter():
-    run, truth = make_run(30, n_channels=120, hosts=["h1", "h2", "h3"], seed=2, gaps=[(10, 12)], jitter_ms=20,
-                          anomalies=[Anomaly("memory", 0, 0, kind="static", host="h2", n_columns=1)])
+    run, truth = make_run(
+        30,
+        n_channels=120,
+        hosts=["h1", "h2", "h3"],
+        seed=2,
+        gaps=[(10, 12)],
+        jitter_ms=20,
+        anomalies=[Anomaly("memory", 0, 0, kind="static", host="h2", n_columns=1)],
+    )
     validate_frame(run.frame, strict_names=True)
     assert run.meta.hosts == ("h1", "h2", "h3") and run.frame.width == 1 + 3 * 120
     assert run.frame.height == 300 - 20

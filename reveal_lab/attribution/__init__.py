@@ -4,5 +4,13 @@
 from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
 from reveal_lab.attribution._words import FEATURE_WORDS, READABLE, claim, readable_metric
 
-__all__ = ["Attribution", "attribute", "claim", "readable_metric", "READABLE", "FEATURE_WORDS",
-           "EVIDENCE_SCHEMA", "WINDOW_SCHEMA"]
+__all__ = [
+    "Attribution",
+    "attribute",
+    "claim",
+    "readable_metric",
+    "READABLE",
+    "FEATURE_WORDS",
+    "EVIDENCE_SCHEMA",
+    "WINDOW_SCHEMA",
+]

@@ -122,8 +122,9 @@ def attribute(
     metric = pairs["metric"].to_list()
     feature = pairs["feature"].to_list()
     subsystem = np.asarray(pairs["subsystem"].to_list(), dtype=object)
-    pair_host = np.asarray(pairs["host"].to_list() if "host" in pairs.columns else [host] * pairs.height,
-                           dtype=object)
+    pair_host = np.asarray(
+        pairs["host"].to_list() if "host" in pairs.columns else [host] * pairs.height, dtype=object
+    )
     sub_index = {s: np.flatnonzero(subsystem == s) for s in SUBSYSTEMS}
     hosts = [h for h in dict.fromkeys(pair_host.tolist()) if h is not None]
     host_index = {h: np.flatnonzero(pair_host == h) for h in hosts}
@@ -159,21 +160,32 @@ def attribute(
         sub_scores = {s: float(pair_score[idx].sum()) for s, idx in sub_index.items()}
         top_sub = max(sub_scores, key=sub_scores.get)  # type: ignore[arg-type]
         top_val = sub_scores[top_sub]
-        joint = [s for s, v in sorted(sub_scores.items(), key=lambda kv: -kv[1])
-                 if top_val > 0 and v >= joint_fraction * top_val]
+        joint = [
+            s
+            for s, v in sorted(sub_scores.items(), key=lambda kv: -kv[1])
+            if top_val > 0 and v >= joint_fraction * top_val
+        ]
         if host is not None:
             w_host = host
         elif host_index:
             w_host = max(host_index, key=lambda h: float(pair_score[host_index[h]].sum()))
         else:
             w_host = None
-        win_rows.append({
-            "window_id": wid[i], "start": wstart[i], "end": wend[i], "host": w_host,
-            "methods": "+".join(methods), "agreement": int(result.agreement[i]),
-            "combined": float(result.combined[i]), "subsystems": "+".join(joint),
-            "top_subsystem": top_sub if top_val > 0 else None, "top_share": top_val,
-            **{f"share_{s}": v for s, v in sub_scores.items()},
-        })
+        win_rows.append(
+            {
+                "window_id": wid[i],
+                "start": wstart[i],
+                "end": wend[i],
+                "host": w_host,
+                "methods": "+".join(methods),
+                "agreement": int(result.agreement[i]),
+                "combined": float(result.combined[i]),
+                "subsystems": "+".join(joint),
+                "top_subsystem": top_sub if top_val > 0 else None,
+                "top_share": top_val,
+                **{f"share_{s}": v for s, v in sub_scores.items()},
+            }
+        )
         # evidence: the top_k pairs of each flagging detector (deduplicated)
         evidence_of: dict[int, list[str]] = {}
         for n in methods:
@@ -185,13 +197,27 @@ def attribute(
         ranked = sorted(evidence_of, key=lambda j: -pair_score[j])
         for rank, j in enumerate(ranked, start=1):
             value, base, z = float(imputed[r, j]), float(center[j]), float(z_all[r, j])
-            ev_rows.append({
-                "window_id": wid[i], "start": wstart[i], "end": wend[i],
-                "host": pair_host[j] if pair_host[j] is not None else w_host,
-                "methods": "+".join(methods), "agreement": int(result.agreement[i]),
-                "subsystem": subsystem[j], "metric": metric[j], "feature": feature[j],
-                "score": float(pair_score[j]), "claim": claim(metric[j], feature[j], value, base, z),
-                "evidence_of": "+".join(evidence_of[j]), "rank": rank, "value": value, "baseline": base,
-                "z": z, "combined": float(result.combined[i]),
-            })
-    return Attribution(pl.DataFrame(ev_rows, schema=EVIDENCE_SCHEMA), pl.DataFrame(win_rows, schema=WINDOW_SCHEMA))
+            ev_rows.append(
+                {
+                    "window_id": wid[i],
+                    "start": wstart[i],
+                    "end": wend[i],
+                    "host": pair_host[j] if pair_host[j] is not None else w_host,
+                    "methods": "+".join(methods),
+                    "agreement": int(result.agreement[i]),
+                    "subsystem": subsystem[j],
+                    "metric": metric[j],
+                    "feature": feature[j],
+                    "score": float(pair_score[j]),
+                    "claim": claim(metric[j], feature[j], value, base, z),
+                    "evidence_of": "+".join(evidence_of[j]),
+                    "rank": rank,
+                    "value": value,
+                    "baseline": base,
+                    "z": z,
+                    "combined": float(result.combined[i]),
+                }
+            )
+    return Attribution(
+        pl.DataFrame(ev_rows, schema=EVIDENCE_SCHEMA), pl.DataFrame(win_rows, schema=WINDOW_SCHEMA)
+    )

@@ -131,8 +131,14 @@ FEATURE_WORDS: dict[str, str] = {
     "sum": "sum",
 }
 
-_SUBSYSTEM_WORD = {"cpu": "CPU", "gpu": "GPU", "memory": "Memory", "network": "Network",
-                   "storage": "Storage", "system": "System"}
+_SUBSYSTEM_WORD = {
+    "cpu": "CPU",
+    "gpu": "GPU",
+    "memory": "Memory",
+    "network": "Network",
+    "storage": "Storage",
+    "system": "System",
+}
 
 
 def readable_metric(metric: str) -> str:
@@ -204,7 +210,8 @@ def claim(metric: str, feature: str, value: float, baseline: float, z: float) ->
             if ratio >= 2:
                 return f"{name} {feature} is {ratio:.3g}× its baseline ({_fmt(value)} vs {_fmt(baseline)})"
             if 0 < ratio <= 0.5:
-                return f"{name} {feature} is {1 / ratio:.3g}× below its baseline ({_fmt(value)} vs {_fmt(baseline)})"
+                vs = f"({_fmt(value)} vs {_fmt(baseline)})"
+                return f"{name} {feature} is {1 / ratio:.3g}× below its baseline {vs}"
         if feature == "sum" and baseline == 0 and value > 0:
             return f"{name} sum is {_fmt(value)} where its baseline is 0"
         word = "higher" if up else "lower"
@@ -213,8 +220,10 @@ def claim(metric: str, feature: str, value: float, baseline: float, z: float) ->
         return f"{name} shows {'higher' if up else 'lower'} variability than its baseline ({zt})"
     if feature in ("min", "max"):
         word = {"min": "minimum", "max": "maximum"}[feature]
-        return f"{name} reaches a {'higher' if up else 'lower'} {word} than its baseline " \
-               f"({_fmt(value)} vs {_fmt(baseline)}, {zt})"
+        return (
+            f"{name} reaches a {'higher' if up else 'lower'} {word} than its baseline "
+            f"({_fmt(value)} vs {_fmt(baseline)}, {zt})"
+        )
     if feature == "slope":
         return f"{name} trends {'upward' if value > 0 else 'downward'} unlike its baseline ({zt})"
     if feature == "adf":

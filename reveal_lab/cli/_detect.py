@@ -18,22 +18,47 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         ),
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="runs to examine")
-    p.add_argument("--baseline", nargs="+", metavar="RUN", default=None,
-                   help="reference runs to fit the detectors on (default: each run itself)")
+    p.add_argument(
+        "--baseline",
+        nargs="+",
+        metavar="RUN",
+        default=None,
+        help="reference runs to fit the detectors on (default: each run itself)",
+    )
     p.add_argument("--window", default=None, metavar="DUR", help="window length (default 3s)")
     p.add_argument("--stride", default=None, metavar="DUR", help="window stride (default 1s)")
-    p.add_argument("--interval", default=None, metavar="DUR", help="nominal sampling interval (default 100ms)")
-    p.add_argument("--min-agreement", type=int, default=1, metavar="N",
-                   help="detectors that must flag a window for it to count as anomalous (1-3, default 1)")
+    p.add_argument(
+        "--interval", default=None, metavar="DUR", help="nominal sampling interval (default 100ms)"
+    )
+    p.add_argument(
+        "--min-agreement",
+        type=int,
+        default=1,
+        metavar="N",
+        help="detectors that must flag a window for it to count as anomalous (1-3, default 1)",
+    )
     p.add_argument("--preset", default="paper", help="settings preset: paper, full, smoke (default paper)")
-    p.add_argument("--select", metavar="FILE", default=None,
-                   help="a text file of metric keys (one per line): the diagnostic space to score")
-    p.add_argument("--view", choices=("dataset", "raw"), default=None,
-                   help="collector folders: 'dataset' (public-dataset _diff columns, default) or 'raw'")
-    p.add_argument("--cross-host", action="store_true",
-                   help="also compare the hosts of all RUNs with each other (cross-host deviation, static "
-                        "metrics included; runs with 3+ hosts get it anyway)")
-    p.add_argument("--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)")
+    p.add_argument(
+        "--select",
+        metavar="FILE",
+        default=None,
+        help="a text file of metric keys (one per line): the diagnostic space to score",
+    )
+    p.add_argument(
+        "--view",
+        choices=("dataset", "raw"),
+        default=None,
+        help="collector folders: 'dataset' (public-dataset _diff columns, default) or 'raw'",
+    )
+    p.add_argument(
+        "--cross-host",
+        action="store_true",
+        help="also compare the hosts of all RUNs with each other (cross-host deviation, static "
+        "metrics included; runs with 3+ hosts get it anyway)",
+    )
+    p.add_argument(
+        "--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)"
+    )
     p.set_defaults(func=_run)
 
 
@@ -78,23 +103,35 @@ def _run(args: argparse.Namespace) -> int:
         if args.cross_host:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
-        det = detect_run(run, baseline=baseline, preset=preset, selected=selected,
-                         min_agreement=args.min_agreement)
+        det = detect_run(
+            run, baseline=baseline, preset=preset, selected=selected, min_agreement=args.min_agreement
+        )
         s = det.summary
-        subs = ", ".join(f"{k} {v['windows']}" for k, v in sorted(s["per_subsystem"].items(),
-                                                                   key=lambda kv: -kv[1]["windows"]))
-        print(f"{run.run_id}: {s['windows']} windows, "
-              + ("no anomaly" if s["no_anomaly"] else
-                 f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"))
+        subs = ", ".join(
+            f"{k} {v['windows']}"
+            for k, v in sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])
+        )
+        print(
+            f"{run.run_id}: {s['windows']} windows, "
+            + (
+                "no anomaly"
+                if s["no_anomaly"]
+                else f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"
+            )
+        )
         dets.append(det)
     crosshost = None
     if args.cross_host:
         from reveal_lab.crosshost import deviation
 
         if repeated:
-            print(f"cross-host: hosts {sorted(repeated)} appear in several runs; each host's first run is used")
+            print(
+                f"cross-host: hosts {sorted(repeated)} appear in several runs; each host's first run is used"
+            )
         if len(frames_by_host) < 3:
-            print(f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates")
+            print(
+                f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates"
+            )
         else:
             crosshost = deviation(frames_by_host, align="elapsed")
             n = int(crosshost["persistent"].sum())

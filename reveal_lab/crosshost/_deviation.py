@@ -30,8 +30,9 @@ DEVIATION_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def _frames_by_host(data: Run | pl.DataFrame | Mapping[str, Run | pl.DataFrame] | Sequence[Run]
-                    ) -> dict[str, pl.DataFrame]:
+def _frames_by_host(
+    data: Run | pl.DataFrame | Mapping[str, Run | pl.DataFrame] | Sequence[Run],
+) -> dict[str, pl.DataFrame]:
     if isinstance(data, Run):
         return split_hosts(data.frame)
     if isinstance(data, pl.DataFrame):
@@ -61,8 +62,13 @@ def _bucket_means(frame: pl.DataFrame, window_s: float, align: str, t_ref: int |
         m = parse_metric_name(c)
         ren[c] = m.key() if m is not None else c
     width = int(round(window_s * 1000))
-    return (frame.with_columns(_b=((ts - t0) // width).cast(pl.Int64))
-            .group_by("_b").agg(pl.exclude(TIMESTAMP, "_b").mean()).sort("_b").rename(ren))
+    return (
+        frame.with_columns(_b=((ts - t0) // width).cast(pl.Int64))
+        .group_by("_b")
+        .agg(pl.exclude(TIMESTAMP, "_b").mean())
+        .sort("_b")
+        .rename(ren)
+    )
 
 
 def deviation(
@@ -116,8 +122,9 @@ def deviation(
     if len(hosts) < 2:
         raise ValueError(f"cross-host deviation needs at least 2 hosts, got {hosts}")
     if len(hosts) < 3:
-        warnings.warn("with 2 hosts the cluster median cannot tell which one deviates; nothing is flagged",
-                      stacklevel=2)
+        warnings.warn(
+            "with 2 hosts the cluster median cannot tell which one deviates; nothing is flagged", stacklevel=2
+        )
     t_ref = min(int(f[TIMESTAMP].dt.epoch("ms").min()) for f in frames.values()) if align == "time" else None
     win = window_s if window_s is not None else 1e9
     buckets = {h: _bucket_means(f, win, align, t_ref) for h, f in frames.items()}
@@ -149,15 +156,19 @@ def deviation(
         tsd = np.nanmedian(1.4826 * np.nanmedian(np.abs(V - tmed), axis=0), axis=1)  # nk
         host_val = np.nanmedian(V, axis=0)  # nk × nh
         cl_med = np.nanmedian(med, axis=0)  # nk
-    scale = np.fmax(np.fmax(mad, noise_floor * np.nan_to_num(tsd, nan=0.0)[None, :]),
-                    rel_floor * np.abs(np.nan_to_num(med, nan=0.0)))
+    scale = np.fmax(
+        np.fmax(mad, noise_floor * np.nan_to_num(tsd, nan=0.0)[None, :]),
+        rel_floor * np.abs(np.nan_to_num(med, nan=0.0)),
+    )
     diff = V - med[:, :, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         Z = np.where(scale[:, :, None] > 0, diff / scale[:, :, None], np.where(np.abs(diff) > 0, np.inf, 0.0))
     valid = np.isfinite(V)
-    dev_share = np.where(valid.sum(axis=0) > 0,
-                         (np.abs(np.nan_to_num(Z, nan=0.0)) > k).sum(axis=0) / np.maximum(valid.sum(axis=0), 1),
-                         0.0)  # nk × nh
+    dev_share = np.where(
+        valid.sum(axis=0) > 0,
+        (np.abs(np.nan_to_num(Z, nan=0.0)) > k).sum(axis=0) / np.maximum(valid.sum(axis=0), 1),
+        0.0,
+    )  # nk × nh
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         zmed = np.nanmedian(np.where(valid, Z, np.nan), axis=0)  # nk × nh
@@ -172,26 +183,40 @@ def deviation(
                 continue
             x, c = float(host_val[i, j]), float(cl_med[i])
             if static:
-                differs = bool(np.isfinite(x) and np.isfinite(c) and
-                               abs(x - c) > 1e-9 * max(1.0, abs(c)))
+                differs = bool(np.isfinite(x) and np.isfinite(c) and abs(x - c) > 1e-9 * max(1.0, abs(c)))
                 share = float(np.mean(np.abs(np.nan_to_num(diff[:, i, j])) > 1e-9 * max(1.0, abs(c))))
                 persistent = differs and len(hosts) >= 3 and share >= persist
             else:
                 share = float(dev_share[i, j])
                 persistent = len(hosts) >= 3 and share >= persist
             z = float(zmed[i, j])
-            rows.append({"key": key, "host": h, "subsystem": info.subsystem, "kind": info.kind,
-                         "metric": column_of.get((key, h), col),
-                         "value": x, "cluster_median": c, "z": z, "deviating_share": share,
-                         "n_windows": nvalid, "persistent": persistent,
-                         "claim": _claim(col, h, x, c, z, share, static, persistent)})
+            rows.append(
+                {
+                    "key": key,
+                    "host": h,
+                    "subsystem": info.subsystem,
+                    "kind": info.kind,
+                    "metric": column_of.get((key, h), col),
+                    "value": x,
+                    "cluster_median": c,
+                    "z": z,
+                    "deviating_share": share,
+                    "n_windows": nvalid,
+                    "persistent": persistent,
+                    "claim": _claim(col, h, x, c, z, share, static, persistent),
+                }
+            )
     out = pl.DataFrame(rows, schema=DEVIATION_SCHEMA)
-    return out.sort([pl.col("persistent"), pl.col("z").abs(), pl.col("key"), pl.col("host")],
-                    descending=[True, True, False, False], nulls_last=True)
+    return out.sort(
+        [pl.col("persistent"), pl.col("z").abs(), pl.col("key"), pl.col("host")],
+        descending=[True, True, False, False],
+        nulls_last=True,
+    )
 
 
-def _claim(metric: str, host: str, x: float, c: float, z: float, share: float, static: bool,
-           persistent: bool) -> str:
+def _claim(
+    metric: str, host: str, x: float, c: float, z: float, share: float, static: bool, persistent: bool
+) -> str:
     name = readable_metric(metric)
     if static:
         if persistent or (np.isfinite(x) and np.isfinite(c) and x != c):
@@ -200,6 +225,8 @@ def _claim(metric: str, host: str, x: float, c: float, z: float, share: float, s
     side = "above" if z > 0 else "below"
     zt = f"{z:.1f}" if np.isfinite(z) else "inf"
     if persistent:
-        return (f"{name} on {host} is {side} the cluster median in {100 * share:.0f} % of windows "
-                f"(median z = {zt}; {_fmt(x)} vs {_fmt(c)})")
+        return (
+            f"{name} on {host} is {side} the cluster median in {100 * share:.0f} % of windows "
+            f"(median z = {zt}; {_fmt(x)} vs {_fmt(c)})"
+        )
     return f"{name} on {host} is in line with the cluster (median z = {zt}; {_fmt(x)} vs {_fmt(c)})"

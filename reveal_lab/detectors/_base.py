@@ -40,8 +40,14 @@ class BaseDetector(BaseEstimator, ABC):
 
     # -- validation and imputation ---------------------------------------------------------
     def _validate(self, X, *, reset: bool) -> np.ndarray:  # noqa: ANN001
-        X = validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite=False,
-                          ensure_min_samples=2 if reset else 1)
+        X = validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=np.float64,
+            ensure_all_finite=False,
+            ensure_min_samples=2 if reset else 1,
+        )
         return np.asarray(X, dtype=np.float64)
 
     def _fit_impute(self, X: np.ndarray) -> np.ndarray:

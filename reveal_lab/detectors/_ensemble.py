@@ -23,8 +23,9 @@ def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
     return [
         ZScoreDetector(quantile=c.zscore_quantile),
         PCAMahalanobisDetector(variance=c.pca_variance, quantile=c.mahalanobis_quantile),
-        IsolationForestDetector(contamination=c.iforest_contamination, n_estimators=c.iforest_estimators,
-                                random_state=c.seed),
+        IsolationForestDetector(
+            contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed
+        ),
     ]
 
 

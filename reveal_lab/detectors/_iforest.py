@@ -58,8 +58,14 @@ class IsolationForestDetector(BaseDetector):
 
     name = "iforest"
 
-    def __init__(self, contamination: float = 0.01, n_estimators: int = 200, max_samples: int | str = "auto",
-                 random_state: int | None = 0, n_jobs: int | None = None) -> None:
+    def __init__(
+        self,
+        contamination: float = 0.01,
+        n_estimators: int = 200,
+        max_samples: int | str = "auto",
+        random_state: int | None = 0,
+        n_jobs: int | None = None,
+    ) -> None:
         self.contamination = contamination
         self.n_estimators = n_estimators
         self.max_samples = max_samples
@@ -75,9 +81,13 @@ class IsolationForestDetector(BaseDetector):
         from sklearn.ensemble import IsolationForest
 
         self._quantile()
-        self.model_ = IsolationForest(n_estimators=self.n_estimators, max_samples=self.max_samples,
-                                      contamination="auto", random_state=self.random_state,
-                                      n_jobs=self.n_jobs).fit(X)
+        self.model_ = IsolationForest(
+            n_estimators=self.n_estimators,
+            max_samples=self.max_samples,
+            contamination="auto",
+            random_state=self.random_state,
+            n_jobs=self.n_jobs,
+        ).fit(X)
         # the explanation's baseline is the mean credit over (a seeded sample of) the fit data,
         # computed on first use so that fit+score stays fast
         rng = np.random.default_rng(self.random_state)

@@ -64,7 +64,9 @@ class PCAMahalanobisDetector(BaseDetector):
 
     name = "mahalanobis"
 
-    def __init__(self, variance: float = 0.95, quantile: float = 0.99, max_components: int | None = None) -> None:
+    def __init__(
+        self, variance: float = 0.95, quantile: float = 0.99, max_components: int | None = None
+    ) -> None:
         self.variance = variance
         self.quantile = quantile
         self.max_components = max_components

@@ -60,7 +60,7 @@ class ZScoreDetector(BaseDetector):
         # row blocks keep the memory of wide feature matrices small
         out = np.empty(X.shape[0])
         for i in range(0, X.shape[0], 256):
-            out[i:i + 256] = self._z(X[i:i + 256]).mean(axis=1)
+            out[i : i + 256] = self._z(X[i : i + 256]).mean(axis=1)
         return out
 
     def _explain(self, X: np.ndarray) -> np.ndarray:

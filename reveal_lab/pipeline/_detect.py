@@ -38,8 +38,19 @@ __all__ = ["Detection", "detect_run", "detect_many", "detection_view", "ANOMALIE
 log = logging.getLogger(__name__)
 
 #: the columns of ``anomalies.csv``, in order
-ANOMALIES_COLUMNS: tuple[str, ...] = ("window_id", "start", "end", "host", "methods", "agreement",
-                                      "subsystem", "metric", "feature", "score", "claim")
+ANOMALIES_COLUMNS: tuple[str, ...] = (
+    "window_id",
+    "start",
+    "end",
+    "host",
+    "methods",
+    "agreement",
+    "subsystem",
+    "metric",
+    "feature",
+    "score",
+    "claim",
+)
 
 
 @dataclass
@@ -101,35 +112,61 @@ class Detection:
 
     def make_summary(self) -> dict[str, Any]:
         w = self.windows
-        n = w.height
         anom = self.anomalous
         hosts = w["host"].unique(maintain_order=True).to_list()
 
         def block(ws: pl.DataFrame, an: pl.DataFrame) -> dict[str, Any]:
             k = ws.height
-            per_det = {m: {"flagged": int(ws[f"label_{m}"].sum()),
-                           "share": float(ws[f"label_{m}"].sum() / k) if k else 0.0} for m in self.methods}
+            per_det = {
+                m: {
+                    "flagged": int(ws[f"label_{m}"].sum()),
+                    "share": float(ws[f"label_{m}"].sum() / k) if k else 0.0,
+                }
+                for m in self.methods
+            }
             agree = {str(a): int((ws["agreement"] == a).sum()) for a in range(len(self.methods) + 1)}
             subs = {}
             for s in SUBSYSTEMS:
-                hit = int(an.filter(pl.col("subsystems").str.split("+").list.contains(s)).height) if an.height else 0
+                hit = (
+                    int(an.filter(pl.col("subsystems").str.split("+").list.contains(s)).height)
+                    if an.height
+                    else 0
+                )
                 top = int((an["top_subsystem"] == s).sum()) if an.height else 0
                 if hit or top:
                     subs[s] = {"windows": hit, "share": hit / k if k else 0.0, "top": top}
-            return {"windows": k, "anomalous": an.height, "anomalous_share": an.height / k if k else 0.0,
-                    "per_detector": per_det, "agreement": agree, "per_subsystem": subs}
+            return {
+                "windows": k,
+                "anomalous": an.height,
+                "anomalous_share": an.height / k if k else 0.0,
+                "per_detector": per_det,
+                "agreement": agree,
+                "per_subsystem": subs,
+            }
 
-        out = {"run_id": self.run_id, "fit_mode": self.fit_mode, "min_agreement": self.min_agreement,
-               "methods": self.methods, "hosts": hosts, "config": self.config,
-               "meta": {k: v for k, v in self.meta.items() if k != "extra"},
-               "thresholds": self.thresholds, **block(w, anom),
-               "per_host": {h: block(w.filter(pl.col("host") == h), anom.filter(pl.col("host") == h))
-                            for h in hosts} if len(hosts) > 1 else {},
-               "evidence_rows": self.evidence.height,
-               "crosshost_persistent": (int(self.crosshost["persistent"].sum())
-                                        if self.crosshost is not None else None),
-               "excluded_metrics": self.excluded.height,
-               "warnings": list(self.warnings), "timings_s": self.timings}
+        out = {
+            "run_id": self.run_id,
+            "fit_mode": self.fit_mode,
+            "min_agreement": self.min_agreement,
+            "methods": self.methods,
+            "hosts": hosts,
+            "config": self.config,
+            "meta": {k: v for k, v in self.meta.items() if k != "extra"},
+            "thresholds": self.thresholds,
+            **block(w, anom),
+            "per_host": {
+                h: block(w.filter(pl.col("host") == h), anom.filter(pl.col("host") == h)) for h in hosts
+            }
+            if len(hosts) > 1
+            else {},
+            "evidence_rows": self.evidence.height,
+            "crosshost_persistent": (
+                int(self.crosshost["persistent"].sum()) if self.crosshost is not None else None
+            ),
+            "excluded_metrics": self.excluded.height,
+            "warnings": list(self.warnings),
+            "timings_s": self.timings,
+        }
         out["no_anomaly"] = anom.height == 0
         return out
 
@@ -140,8 +177,13 @@ def _key(metric: str) -> str:
     return m.key() if m is not None else metric
 
 
-def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = None,
-                   *, derive: bool = True, keep_constant: bool = False) -> tuple[pl.DataFrame, list[str]]:
+def detection_view(
+    frame: pl.DataFrame,
+    selected: Iterable[str] | Any | None = None,
+    *,
+    derive: bool = True,
+    keep_constant: bool = False,
+) -> tuple[pl.DataFrame, list[str]]:
     """The frame the detectors see: derived metrics added (:func:`reveal_lab.derive.add_derived`),
     static, all-missing and constant columns left out (:func:`reveal_lab.derive.detection_view`,
     the reasons go to the returned notes), restricted to ``selected`` metrics (column
@@ -160,15 +202,17 @@ def detection_view(frame: pl.DataFrame, selected: Iterable[str] | Any | None = N
         cat = cat.filter(pl.col("reason") != "constant over the run")
     left = cat.filter(~pl.col("used")).group_by("reason").len().sort("reason")
     if left.height:
-        notes.append("left out of single-host detection: "
-                     + ", ".join(f"{n} ({r})" for r, n in left.iter_rows()))
+        notes.append(
+            "left out of single-host detection: " + ", ".join(f"{n} ({r})" for r, n in left.iter_rows())
+        )
     if selected is not None:
         sel = getattr(selected, "selected", selected)
         sel = set(sel)
         cols = [c for c in metric_columns(frame) if c in sel or _key(c) in sel]
         if not cols:
-            raise TelemetryError(f"none of the {len(sel)} selected metrics is in this run "
-                                 f"(first selected: {sorted(sel)[:3]})")
+            raise TelemetryError(
+                f"none of the {len(sel)} selected metrics is in this run (first selected: {sorted(sel)[:3]})"
+            )
         dropped = len(metric_columns(frame)) - len(cols)
         if dropped:
             notes.append(f"detection view: {len(cols)} selected metrics kept, {dropped} left out")
@@ -182,8 +226,9 @@ def _features(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeat
     return window_features(frame, preset.window)
 
 
-def _baseline_features(baseline: Sequence[Run], preset: Preset, selected: Any,
-                       derive: bool) -> list[tuple[dict[tuple[str, str], int], np.ndarray]]:
+def _baseline_features(
+    baseline: Sequence[Run], preset: Preset, selected: Any, derive: bool
+) -> list[tuple[dict[tuple[str, str], int], np.ndarray]]:
     """Window features of every host of every baseline run (computed once per detection):
     ``({(host-free key, feature): column}, X)`` per host-run."""
     out = []
@@ -191,16 +236,23 @@ def _baseline_features(baseline: Sequence[Run], preset: Preset, selected: Any,
         for _h, part in b.split_hosts().items():
             frame, _ = detection_view(part.frame, selected, derive=derive, keep_constant=True)
             wf = _features(frame, preset)
-            keys = wf.pairs["key"].to_list() if "key" in wf.pairs.columns else [_key(m) for m in wf.pairs["metric"]]
-            col = {(k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))}
+            keys = (
+                wf.pairs["key"].to_list()
+                if "key" in wf.pairs.columns
+                else [_key(m) for m in wf.pairs["metric"]]
+            )
+            col = {
+                (k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))
+            }
             out.append((col, wf.X))
     if not out:
         raise ValueError("baseline runs gave no windows")
     return out
 
 
-def _baseline_matrix(base_feats: list[tuple[dict[tuple[str, str], int], np.ndarray]],
-                     pairs: pl.DataFrame) -> np.ndarray:
+def _baseline_matrix(
+    base_feats: list[tuple[dict[tuple[str, str], int], np.ndarray]], pairs: pl.DataFrame
+) -> np.ndarray:
     """Baseline window features aligned on (host-free key, feature) to ``pairs``; a pair
     the baseline lacks is NaN (unknown: neutral for the detectors)."""
     want = list(zip(pairs["key"].to_list(), pairs["feature"].to_list(), strict=True))
@@ -214,9 +266,15 @@ def _baseline_matrix(base_feats: list[tuple[dict[tuple[str, str], int], np.ndarr
     return np.vstack(blocks)
 
 
-def _score_host(run: Run, host: str, preset: Preset, baseline: list | None, selected: Any,
-                derive: bool, timings: dict[str, float]) -> tuple[pl.DataFrame, Attribution, dict[str, float],
-                                                                   pl.DataFrame, list[str], EnsembleResult]:
+def _score_host(
+    run: Run,
+    host: str,
+    preset: Preset,
+    baseline: list | None,
+    selected: Any,
+    derive: bool,
+    timings: dict[str, float],
+) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
     timings["derive"] = timings.get("derive", 0.0) + time.perf_counter() - t
@@ -245,8 +303,10 @@ def _score_host(run: Run, host: str, preset: Preset, baseline: list | None, sele
         result = ens.score(wf.X)
     else:
         if wf.n_windows < 2:
-            raise TelemetryError(f"run {run.run_id!r} host {host!r}: {wf.n_windows} window(s); fitting on the "
-                                 "run itself needs at least 2 (give --baseline runs or a longer run)")
+            raise TelemetryError(
+                f"run {run.run_id!r} host {host!r}: {wf.n_windows} window(s); fitting on the "
+                "run itself needs at least 2 (give --baseline runs or a longer run)"
+            )
         ens.fit(wf.X)
         result = ens.result_
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
@@ -303,8 +363,14 @@ def detect_run(
         return _detect_run(run, baseline, preset, selected, min_agreement, derive)
 
 
-def _detect_run(run: Run, baseline: Sequence[Run] | None, preset: Preset | None, selected: Any,
-                min_agreement: int, derive: bool) -> Detection:
+def _detect_run(
+    run: Run,
+    baseline: Sequence[Run] | None,
+    preset: Preset | None,
+    selected: Any,
+    min_agreement: int,
+    derive: bool,
+) -> Detection:
     preset = preset or get_preset("paper")
     n_det = len(default_detectors(preset.detect))
     if not 1 <= min_agreement <= n_det:
@@ -336,37 +402,72 @@ def _detect_run(run: Run, baseline: Sequence[Run] | None, preset: Preset | None,
         notes.extend(n)
     windows = pl.concat(win_frames, how="vertical")
     wat = pl.concat(wattr, how="vertical") if wattr else pl.DataFrame(schema=WINDOW_SCHEMA)
-    windows = windows.join(wat.select("window_id", "host", "subsystems", "top_subsystem", "top_share",
-                                      *[f"share_{s}" for s in SUBSYSTEMS]),
-                           on=["window_id", "host"], how="left")
+    windows = windows.join(
+        wat.select(
+            "window_id",
+            "host",
+            "subsystems",
+            "top_subsystem",
+            "top_share",
+            *[f"share_{s}" for s in SUBSYSTEMS],
+        ),
+        on=["window_id", "host"],
+        how="left",
+    )
     evidence = pl.concat(evid, how="vertical") if evid else pl.DataFrame(schema=EVIDENCE_SCHEMA)
     evidence = evidence.filter(pl.col("agreement") >= min_agreement).sort(
-        ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False])
+        ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False]
+    )
     crosshost = None
     if len(parts) >= 3:
         from reveal_lab.crosshost import deviation
 
         t = time.perf_counter()
-        crosshost = deviation({h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s,
-                              align="time")
+        crosshost = deviation(
+            {h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s, align="time"
+        )
         timings["crosshost"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
-    cfg = {"preset": preset.name, "window_s": preset.window.window_s, "stride_s": preset.window.stride_s,
-           "interval_s": preset.window.interval_s, **{k: getattr(preset.detect, k) for k in
-                                                       preset.detect.__dataclass_fields__}}
+    cfg = {
+        "preset": preset.name,
+        "window_s": preset.window.window_s,
+        "stride_s": preset.window.stride_s,
+        "interval_s": preset.window.interval_s,
+        **{k: getattr(preset.detect, k) for k in preset.detect.__dataclass_fields__},
+    }
     det = Detection(
-        run_id=run.run_id, meta=run.meta.to_dict(), windows=windows, evidence=evidence, methods=methods,
-        thresholds=thresholds, fit_mode="baseline" if baseline else "self", min_agreement=min_agreement,
-        config=cfg, excluded=pl.concat(excluded, how="vertical") if excluded else pl.DataFrame(),
-        warnings=notes, timings=timings, crosshost=crosshost,
+        run_id=run.run_id,
+        meta=run.meta.to_dict(),
+        windows=windows,
+        evidence=evidence,
+        methods=methods,
+        thresholds=thresholds,
+        fit_mode="baseline" if baseline else "self",
+        min_agreement=min_agreement,
+        config=cfg,
+        excluded=pl.concat(excluded, how="vertical") if excluded else pl.DataFrame(),
+        warnings=notes,
+        timings=timings,
+        crosshost=crosshost,
     )
     det.summary = det.make_summary()
-    log.info("%s: %d windows, %d anomalous (agreement >= %d), %.1f s", run.run_id, windows.height,
-             det.summary["anomalous"], min_agreement, timings["total"])
+    log.info(
+        "%s: %d windows, %d anomalous (agreement >= %d), %.1f s",
+        run.run_id,
+        windows.height,
+        det.summary["anomalous"],
+        min_agreement,
+        timings["total"],
+    )
     return det
 
 
-def detect_many(runs: Iterable[Run], baseline: Sequence[Run] | None = None, preset: Preset | None = None,
-                selected: Iterable[str] | Any | None = None, **kwargs: Any) -> list[Detection]:
+def detect_many(
+    runs: Iterable[Run],
+    baseline: Sequence[Run] | None = None,
+    preset: Preset | None = None,
+    selected: Iterable[str] | Any | None = None,
+    **kwargs: Any,
+) -> list[Detection]:
     """:func:`detect_run` over several runs (one at a time, lazily loaded runs welcome)."""
     return [detect_run(r, baseline=baseline, preset=preset, selected=selected, **kwargs) for r in runs]

@@ -18,9 +18,18 @@ __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 REPORT_FILES: tuple[str, ...] = ("anomalies.csv", "summary.json", "report.md", "report.html")
 
 _CSV_SCHEMA = {
-    "run_id": pl.String, "window_id": pl.Int64, "start": pl.Datetime("ms"), "end": pl.Datetime("ms"),
-    "host": pl.String, "methods": pl.String, "agreement": pl.Int64, "subsystem": pl.String, "metric": pl.String,
-    "feature": pl.String, "score": pl.Float64, "claim": pl.String,
+    "run_id": pl.String,
+    "window_id": pl.Int64,
+    "start": pl.Datetime("ms"),
+    "end": pl.Datetime("ms"),
+    "host": pl.String,
+    "methods": pl.String,
+    "agreement": pl.Int64,
+    "subsystem": pl.String,
+    "metric": pl.String,
+    "feature": pl.String,
+    "score": pl.Float64,
+    "claim": pl.String,
 }
 
 
@@ -50,7 +59,17 @@ def _table4(det: Detection, max_rows: int) -> pl.DataFrame:
     top = ev.filter(pl.col("rank") == 1).sort(["agreement", "combined"], descending=True).head(max_rows)
     w = det.windows.select("window_id", "host", "subsystems")
     return top.join(w, on=["window_id", "host"], how="left").select(
-        "window_id", "start", "end", "host", "methods", "agreement", "subsystems", "metric", "feature", "claim")
+        "window_id",
+        "start",
+        "end",
+        "host",
+        "methods",
+        "agreement",
+        "subsystems",
+        "metric",
+        "feature",
+        "claim",
+    )
 
 
 def _md_table(df: pl.DataFrame) -> str:
@@ -77,14 +96,17 @@ def _html_table(df: pl.DataFrame) -> str:
     if df.height == 0:
         return ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>"
-                   for row in df.iter_rows())
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _subsystem_table(s: dict[str, Any]) -> pl.DataFrame:
-    rows = [{"subsystem": k, "windows": v["windows"], "share of windows": v["share"], "top-ranked in": v["top"]}
-            for k, v in sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])]
+    rows = [
+        {"subsystem": k, "windows": v["windows"], "share of windows": v["share"], "top-ranked in": v["top"]}
+        for k, v in sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])
+    ]
     return pl.DataFrame(rows) if rows else pl.DataFrame()
 
 
@@ -92,8 +114,14 @@ def _detector_table(s: dict[str, Any], thresholds: dict[str, dict[str, float]]) 
     rows = []
     for m, v in s["per_detector"].items():
         thr = [t[m] for t in thresholds.values() if m in t]
-        rows.append({"detector": m, "flagged windows": v["flagged"], "share": v["share"],
-                     "threshold": thr[0] if len(thr) == 1 else None})
+        rows.append(
+            {
+                "detector": m,
+                "flagged windows": v["flagged"],
+                "share": v["share"],
+                "threshold": thr[0] if len(thr) == 1 else None,
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -101,30 +129,62 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     """(heading, paragraph, table) per section of one run."""
     s = det.summary
     hosts = ", ".join(s["hosts"])
-    fit = ("fit on the run itself (the paper's setting: each detector flags about the top "
-           f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)"
-           if det.fit_mode == "self" else "fit on baseline runs (thresholds from the baseline's scores)")
-    intro = (f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
-             f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
-             f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it.")
+    fit = (
+        "fit on the run itself (the paper's setting: each detector flags about the top "
+        f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)"
+        if det.fit_mode == "self"
+        else "fit on baseline runs (thresholds from the baseline's scores)"
+    )
+    intro = (
+        f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
+        f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
+        f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it."
+    )
     out: list[tuple[str, str, pl.DataFrame | None]] = [(f"Run {det.run_id}", intro, None)]
     if s["no_anomaly"]:
-        out.append(("Result", "**No anomaly found**: no window reaches the agreement threshold "
-                    f"({det.min_agreement}).", None))
+        out.append(
+            (
+                "Result",
+                f"**No anomaly found**: no window reaches the agreement threshold ({det.min_agreement}).",
+                None,
+            )
+        )
     else:
-        out.append(("Result", f"**{s['anomalous']} anomalous window(s)** "
-                    f"({100 * s['anomalous_share']:.1f} % of windows).", None))
-        out.append(("Anomalous windows (strongest evidence first)",
-                    "One row per window: its detectors, agreement, (joint) subsystems and the strongest "
-                    "metric–feature evidence. All evidence rows are in `anomalies.csv`.", _table4(det, max_rows)))
-        out.append(("Per-subsystem breakdown", "Windows naming each subsystem (joint attribution counts a "
-                    "window once per subsystem named).", _subsystem_table(s)))
+        out.append(
+            (
+                "Result",
+                f"**{s['anomalous']} anomalous window(s)** ({100 * s['anomalous_share']:.1f} % of windows).",
+                None,
+            )
+        )
+        out.append(
+            (
+                "Anomalous windows (strongest evidence first)",
+                "One row per window: its detectors, agreement, (joint) subsystems and the strongest "
+                "metric–feature evidence. All evidence rows are in `anomalies.csv`.",
+                _table4(det, max_rows),
+            )
+        )
+        out.append(
+            (
+                "Per-subsystem breakdown",
+                "Windows naming each subsystem (joint attribution counts a window once per subsystem named).",
+                _subsystem_table(s),
+            )
+        )
     out.append(("Detectors", "", _detector_table(s, det.thresholds)))
     if s.get("per_host"):
-        rows = [{"host": h, "windows": v["windows"], "anomalous": v["anomalous"],
-                 "top subsystems": ", ".join(k for k, _ in sorted(v["per_subsystem"].items(),
-                                                                  key=lambda kv: -kv[1]["windows"])[:3])}
-                for h, v in s["per_host"].items()]
+        rows = [
+            {
+                "host": h,
+                "windows": v["windows"],
+                "anomalous": v["anomalous"],
+                "top subsystems": ", ".join(
+                    k for k, _ in sorted(v["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])[:3]
+                ),
+            }
+            for h, v in s["per_host"].items()
+        ]
         out.append(("Per host", "", pl.DataFrame(rows)))
     if det.warnings:
         out.append(("Notes", "\n".join(f"- {w}" for w in det.warnings[:50]), None))
@@ -136,8 +196,13 @@ table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;p
 font-size:.9em;vertical-align:top}th{background:#f3f3f3}.none{color:#2a7a2a;font-weight:bold}"""
 
 
-def write_report(detections: Detection | Sequence[Detection], out_dir: str | Path, *,
-                 max_rows: int = 50, crosshost: pl.DataFrame | None = None) -> dict[str, Path]:
+def write_report(
+    detections: Detection | Sequence[Detection],
+    out_dir: str | Path,
+    *,
+    max_rows: int = 50,
+    crosshost: pl.DataFrame | None = None,
+) -> dict[str, Path]:
     """Write the report of one or several detections into ``out_dir``.
 
     Files: ``anomalies.csv`` (exactly :data:`ANOMALIES_COLUMNS`, one row per window ×
@@ -157,8 +222,11 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames = [d.anomalies() for d in dets]
-    csv = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema={c: _CSV_SCHEMA[c]
-                                                                              for c in ANOMALIES_COLUMNS})
+    csv = (
+        pl.concat(frames, how="vertical")
+        if frames
+        else pl.DataFrame(schema={c: _CSV_SCHEMA[c] for c in ANOMALIES_COLUMNS})
+    )
     csv = csv.select(ANOMALIES_COLUMNS)
     paths = {name: out / name for name in REPORT_FILES}
     csv.write_csv(paths["anomalies.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6)
@@ -166,14 +234,24 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
     summaries = [d.summary or d.make_summary() for d in dets]
     total_w = sum(s["windows"] for s in summaries)
     total_a = sum(s["anomalous"] for s in summaries)
-    summary = {"runs": summaries, "n_runs": len(dets), "windows": total_w, "anomalous": total_a,
-               "anomalous_share": total_a / total_w if total_w else 0.0, "no_anomaly": total_a == 0,
-               "evidence_rows": csv.height, "files": list(REPORT_FILES)}
+    summary = {
+        "runs": summaries,
+        "n_runs": len(dets),
+        "windows": total_w,
+        "anomalous": total_a,
+        "anomalous_share": total_a / total_w if total_w else 0.0,
+        "no_anomaly": total_a == 0,
+        "evidence_rows": csv.height,
+        "files": list(REPORT_FILES),
+    }
     paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
 
     title = "reveal-lab anomaly report"
-    headline = ("No anomaly found in any run." if total_a == 0 else
-                f"{total_a} anomalous window(s) out of {total_w} in {len(dets)} run(s).")
+    headline = (
+        "No anomaly found in any run."
+        if total_a == 0
+        else f"{total_a} anomalous window(s) out of {total_w} in {len(dets)} run(s)."
+    )
     md = [f"# {title}", "", headline, ""]
     body = [f"<h1>{title}</h1>", f"<p class='{'none' if total_a == 0 else ''}'>{html.escape(headline)}</p>"]
     for d in dets:
@@ -183,12 +261,16 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
             if para:
                 md += [para, ""]
                 cls = " class='none'" if "No anomaly" in para else ""
-                body.append(f"<p{cls}>" + html.escape(para).replace("**", "") .replace("\n", "<br>") + "</p>")
+                body.append(f"<p{cls}>" + html.escape(para).replace("**", "").replace("\n", "<br>") + "</p>")
             if table is not None and table.height:
                 md += [_md_table(table), ""]
                 body.append(_html_table(table))
-    md += ["", "Columns of `anomalies.csv`: " + ", ".join(f"`{c}`" for c in ANOMALIES_COLUMNS) + ". `score` is "
-           "the pair's share of the window's attribution, averaged over the detectors that flag the window.", ""]
+    md += [
+        "",
+        "Columns of `anomalies.csv`: " + ", ".join(f"`{c}`" for c in ANOMALIES_COLUMNS) + ". `score` is "
+        "the pair's share of the window's attribution, averaged over the detectors that flag the window.",
+        "",
+    ]
     xh = [d.crosshost for d in dets if d.crosshost is not None]
     if crosshost is not None:
         xh.append(crosshost)
@@ -196,12 +278,16 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
         allx = pl.concat(xh, how="vertical")
         paths["crosshost.csv"] = out / "crosshost.csv"
         allx.write_csv(paths["crosshost.csv"], float_precision=6)
-        flagged = allx.filter(pl.col("persistent")).select("host", "subsystem", "kind", "key", "z",
-                                                           "deviating_share", "claim")
+        flagged = allx.filter(pl.col("persistent")).select(
+            "host", "subsystem", "kind", "key", "z", "deviating_share", "claim"
+        )
         head = "Cross-host deviation"
-        para = (f"{flagged.height} persistent deviation(s) of a host from the cluster median "
-                "(static metrics compared as values). All comparisons are in `crosshost.csv`."
-                if flagged.height else "No host deviates persistently from the cluster median.")
+        para = (
+            f"{flagged.height} persistent deviation(s) of a host from the cluster median "
+            "(static metrics compared as values). All comparisons are in `crosshost.csv`."
+            if flagged.height
+            else "No host deviates persistently from the cluster median."
+        )
         md += [f"## {head}", "", para, ""]
         body.append(f"<h2>{head}</h2><p>{html.escape(para)}</p>")
         if flagged.height:
@@ -212,5 +298,6 @@ def write_report(detections: Detection | Sequence[Detection], out_dir: str | Pat
     paths["report.md"].write_text("\n".join(md))
     paths["report.html"].write_text(
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{_CSS}</style></head>"
-        f"<body>{''.join(body)}</body></html>\n")
+        f"<body>{''.join(body)}</body></html>\n"
+    )
     return paths

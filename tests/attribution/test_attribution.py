@@ -15,7 +15,10 @@ from reveal_lab.detectors import DetectorEnsemble, default_detectors
 METRICS = {
     "cpu": ["Turbostat:Bzy_MHz.-.{h}[MHz]", "Turbostat:Busy%.3.{h}[%]", "Perf:IPC.{h}[-]"],
     "memory": ["Memory:MemoryUtilization.{h}[%]", "Meminfo_diff:Dirty.{h}[kB]"],
-    "network": ["NetworkInterStat_diff:rx_bytes.ib0.{h}[Bytes]", "NetworkTCPRetrans_diff:TcpRetransSegs.{h}[count]"],
+    "network": [
+        "NetworkInterStat_diff:rx_bytes.ib0.{h}[Bytes]",
+        "NetworkTCPRetrans_diff:TcpRetransSegs.{h}[count]",
+    ],
     "storage": ["Storage_diff:sectors_read.{h}[sectors]", "Storage_diff:io_in_progress.{h}[count]"],
     "gpu": ["GPU: utilization.gpu.0.{h}[%]", "GPU: power.draw.1.{h}[W]"],
 }
@@ -28,15 +31,28 @@ def _pairs(hosts=("h1",)):
         for sub, ms in METRICS.items():
             for m in ms:
                 for f in FEATS:
-                    rows.append({"metric": m.format(h=h), "feature": f, "subsystem": sub, "kind": "dynamic", "host": h})
+                    rows.append(
+                        {
+                            "metric": m.format(h=h),
+                            "feature": f,
+                            "subsystem": sub,
+                            "kind": "dynamic",
+                            "host": h,
+                        }
+                    )
     return pl.DataFrame(rows)
 
 
 def _windows(n):
     t0 = dt.datetime(2025, 5, 1, 12)
-    return pl.DataFrame({"window_id": np.arange(n), "start": [t0 + dt.timedelta(seconds=i) for i in range(n)],
-                         "end": [t0 + dt.timedelta(seconds=i + 3) for i in range(n)]},
-                        schema_overrides={"start": pl.Datetime("ms"), "end": pl.Datetime("ms")})
+    return pl.DataFrame(
+        {
+            "window_id": np.arange(n),
+            "start": [t0 + dt.timedelta(seconds=i) for i in range(n)],
+            "end": [t0 + dt.timedelta(seconds=i + 3) for i in range(n)],
+        },
+        schema_overrides={"start": pl.Datetime("ms"), "end": pl.Datetime("ms")},
+    )
 
 
 def _fit(X):
@@ -122,35 +138,93 @@ def test_no_anomalous_window_gives_empty_frames():
     res.agreement[:] = 0
     att = attribute(ens.detectors_, X, pairs, _windows(100), res)
     assert att.evidence.height == 0 and att.windows.height == 0
-    assert att.evidence.columns[:11] == ["window_id", "start", "end", "host", "methods", "agreement", "subsystem",
-                                         "metric", "feature", "score", "claim"]
+    assert att.evidence.columns[:11] == [
+        "window_id",
+        "start",
+        "end",
+        "host",
+        "methods",
+        "agreement",
+        "subsystem",
+        "metric",
+        "feature",
+        "score",
+        "claim",
+    ]
     with pytest.raises(ValueError, match="X is"):
         attribute(ens.detectors_, X[:, :5], pairs, _windows(100), res)
 
 
-@pytest.mark.parametrize("metric,feature,value,base,z,expected", [
-    ("Turbostat:Bzy_MHz.-.h[MHz]", "acf1", 0.1, 0.8, -7.4,
-     "CPU operating frequency shows a different lag-1 autocorrelation than its baseline (z = -7.4)"),
-    ("NetworkTCPRetrans_diff:TcpRetransSegs.h[count]", "sum", 24.0, 2.0, 9.0,
-     "Network TCP retransmissions sum is 12× its baseline (24 vs 2)"),
-    ("NetworkTCPRetrans_diff:TcpRetransSegs.h[count]", "sum", 5.0, 0.0, np.inf,
-     "Network TCP retransmissions sum is 5 where its baseline is 0"),
-    ("GPU: utilization.gpu.0.h[%]", "mean", 30.0, 90.0, -12.0,
-     "GPU utilization (GPU 0) mean is 3× below its baseline (30 vs 90)"),
-    ("Memory:MemoryUtilization.h[%]", "std", 5.0, 0.3, 40.0,
-     "Memory utilization shows higher variability than its baseline (z = 40.0)"),
-    ("Storage_diff:io_in_progress.h[count]", "slope", -0.5, 0.0, -6.0,
-     "Disk I/Os in flight trends downward unlike its baseline (z = -6.0)"),
-    ("Perf:IPC.h[-]", "adf", -1.0, -4.0, 5.0,
-     "Instructions per cycle is less stationary than its baseline (ADF statistic, z = 5.0)"),
-])
+@pytest.mark.parametrize(
+    "metric,feature,value,base,z,expected",
+    [
+        (
+            "Turbostat:Bzy_MHz.-.h[MHz]",
+            "acf1",
+            0.1,
+            0.8,
+            -7.4,
+            "CPU operating frequency shows a different lag-1 autocorrelation than its baseline (z = -7.4)",
+        ),
+        (
+            "NetworkTCPRetrans_diff:TcpRetransSegs.h[count]",
+            "sum",
+            24.0,
+            2.0,
+            9.0,
+            "Network TCP retransmissions sum is 12× its baseline (24 vs 2)",
+        ),
+        (
+            "NetworkTCPRetrans_diff:TcpRetransSegs.h[count]",
+            "sum",
+            5.0,
+            0.0,
+            np.inf,
+            "Network TCP retransmissions sum is 5 where its baseline is 0",
+        ),
+        (
+            "GPU: utilization.gpu.0.h[%]",
+            "mean",
+            30.0,
+            90.0,
+            -12.0,
+            "GPU utilization (GPU 0) mean is 3× below its baseline (30 vs 90)",
+        ),
+        (
+            "Memory:MemoryUtilization.h[%]",
+            "std",
+            5.0,
+            0.3,
+            40.0,
+            "Memory utilization shows higher variability than its baseline (z = 40.0)",
+        ),
+        (
+            "Storage_diff:io_in_progress.h[count]",
+            "slope",
+            -0.5,
+            0.0,
+            -6.0,
+            "Disk I/Os in flight trends downward unlike its baseline (z = -6.0)",
+        ),
+        (
+            "Perf:IPC.h[-]",
+            "adf",
+            -1.0,
+            -4.0,
+            5.0,
+            "Instructions per cycle is less stationary than its baseline (ADF statistic, z = 5.0)",
+        ),
+    ],
+)
 def test_claims_in_words(metric, feature, value, base, z, expected):
     assert claim(metric, feature, value, base, z) == expected
 
 
 def test_readable_names_fall_back_to_registry_words():
     assert readable_metric("Turbostat:CoreTmp.12.h[C]") == "CPU core temperature (core 12)"
-    assert readable_metric("NetworkInterStat_diff:rx_drop.ens1f0.h[count]") == "Network receive drops (ens1f0)"
+    assert (
+        readable_metric("NetworkInterStat_diff:rx_drop.ens1f0.h[count]") == "Network receive drops (ens1f0)"
+    )
     assert readable_metric("Disk_diff:sectors_read.sda.h[sectors]") == "Disk sectors read (sda)"
     assert readable_metric("Habana:util.0.h[%]") == "System Habana util (core 0)"
     assert readable_metric("not a metric") == "not a metric"

@@ -15,9 +15,16 @@ HOSTS = ["h1", "h2", "h3", "h4"]
 
 
 def test_hugepages_and_a_dynamic_deviation_are_flagged_and_nothing_else():
-    run, truth = make_run(120, 200, hosts=HOSTS, seed=0, anomalies=[
-        Anomaly("memory", 0, 0, kind="static", host="h3", n_columns=1),
-        Anomaly("network", 0, 120, kind="level", host="h2", n_columns=2, magnitude=4)])
+    run, truth = make_run(
+        120,
+        200,
+        hosts=HOSTS,
+        seed=0,
+        anomalies=[
+            Anomaly("memory", 0, 0, kind="static", host="h3", n_columns=1),
+            Anomaly("network", 0, 120, kind="level", host="h2", n_columns=2, magnitude=4),
+        ],
+    )
     dev = deviation(run)
     assert dict(dev.schema) == DEVIATION_SCHEMA
     flagged = dev.filter(pl.col("persistent"))
@@ -59,8 +66,13 @@ def test_runs_per_host_recorded_at_different_times():
 
 
 def test_two_hosts_warn_and_flag_nothing():
-    run, _ = make_run(30, 60, hosts=["a", "b"], seed=2,
-                      anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)])
+    run, _ = make_run(
+        30,
+        60,
+        hosts=["a", "b"],
+        seed=2,
+        anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)],
+    )
     with pytest.warns(UserWarning, match="2 hosts"):
         dev = deviation(run)
     assert not dev["persistent"].any()

@@ -16,8 +16,12 @@ from reveal_lab.detectors import (
     default_detectors,
 )
 
-DETECTORS = [ZScoreDetector(), ZScoreDetector(robust=False), PCAMahalanobisDetector(),
-             IsolationForestDetector(n_estimators=25)]
+DETECTORS = [
+    ZScoreDetector(),
+    ZScoreDetector(robust=False),
+    PCAMahalanobisDetector(),
+    IsolationForestDetector(n_estimators=25),
+]
 
 
 # Every check passes: nothing is xfailed. (The detectors are plain estimators, not
@@ -33,8 +37,11 @@ def _data(seed=0, n=400, p=12):
     return latent @ rng.normal(size=(3, p)) + 0.3 * rng.normal(size=(n, p))
 
 
-@pytest.mark.parametrize("det", [ZScoreDetector(), PCAMahalanobisDetector(), IsolationForestDetector(n_estimators=60)],
-                         ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    "det",
+    [ZScoreDetector(), PCAMahalanobisDetector(), IsolationForestDetector(n_estimators=60)],
+    ids=lambda d: d.name,
+)
 def test_contract_threshold_and_labels(det):
     X = _data()
     det.fit(X)
@@ -171,9 +178,11 @@ def test_ensemble_agreement_combined_and_baseline_mode():
     assert res.agreement.max() <= 3
     # combined: mean of scores in units of each threshold (Mahalanobis as a distance)
     d = ens.detectors_
-    manual = (res.scores["zscore"] / d["zscore"].threshold_
-              + np.sqrt(res.scores["mahalanobis"] / d["mahalanobis"].threshold_)
-              + res.scores["iforest"] / d["iforest"].threshold_) / 3
+    manual = (
+        res.scores["zscore"] / d["zscore"].threshold_
+        + np.sqrt(res.scores["mahalanobis"] / d["mahalanobis"].threshold_)
+        + res.scores["iforest"] / d["iforest"].threshold_
+    ) / 3
     np.testing.assert_allclose(res.combined, manual)
     # fit on a baseline, score new windows: a shifted block is flagged by all three
     Y = _data(n=650)[600:]

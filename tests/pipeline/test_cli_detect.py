@@ -48,12 +48,32 @@ def test_detect_unzipped_txt_with_baseline_and_window_options(tmp_path):
         z.extract(GPU_RUN, tmp_path)
         z.extract(GPU_BASE, tmp_path)
     out = tmp_path / "rep"
-    rc = main(["detect", str(tmp_path / GPU_RUN), "--baseline", str(tmp_path / GPU_BASE), "--window", "4s",
-               "--stride", "2s", "--min-agreement", "2", "--out", str(out), "--preset", "smoke"])
+    rc = main(
+        [
+            "detect",
+            str(tmp_path / GPU_RUN),
+            "--baseline",
+            str(tmp_path / GPU_BASE),
+            "--window",
+            "4s",
+            "--stride",
+            "2s",
+            "--min-agreement",
+            "2",
+            "--out",
+            str(out),
+            "--preset",
+            "smoke",
+        ]
+    )
     assert rc == 0
     s = _check_report(out)
     run = s["runs"][0]
-    assert run["fit_mode"] == "baseline" and run["config"]["window_s"] == 4.0 and run["config"]["stride_s"] == 2.0
+    assert (
+        run["fit_mode"] == "baseline"
+        and run["config"]["window_s"] == 4.0
+        and run["config"]["stride_s"] == 2.0
+    )
     assert run["min_agreement"] == 2
 
 
@@ -71,12 +91,20 @@ def test_detect_on_a_real_collector_recording(tmp_path):
     subprocess), then run ``reveal-lab detect`` on the folder as a user would."""
     rec = tmp_path / "run"
     exe = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
-    r = subprocess.run([*exe, "collect", "--duration", "12s", "--probes", "procfs", "--out", str(rec)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [*exe, "collect", "--duration", "12s", "--probes", "procfs", "--out", str(rec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     out = tmp_path / "rep"
-    r = subprocess.run([*exe, "detect", str(rec), "--out", str(out), "--preset", "smoke"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [*exe, "detect", str(rec), "--out", str(out), "--preset", "smoke"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     s = _check_report(out)
     run = s["runs"][0]

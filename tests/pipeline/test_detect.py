@@ -87,7 +87,9 @@ def test_detection_object_and_evidence():
     assert w.height == 118 and set(det.methods) == {"zscore", "mahalanobis", "iforest"}
     for m in det.methods:
         assert np.isfinite(det.scores[m]).all()
-        np.testing.assert_array_equal(det.labels[m], (det.scores[m] > det.thresholds["nserver07"][m]).astype(int))
+        np.testing.assert_array_equal(
+            det.labels[m], (det.scores[m] > det.thresholds["nserver07"][m]).astype(int)
+        )
     np.testing.assert_array_equal(det.agreement, sum(det.labels.values()))
     ev = det.evidence
     assert ev.columns[: len(ANOMALIES_COLUMNS)] == list(ANOMALIES_COLUMNS)
@@ -116,17 +118,19 @@ def test_multi_host_runs_are_scored_per_host_and_localized():
     assert by_host["h2"]["agreement"].mean() > 1.5
     assert (by_host["h2"]["top_subsystem"] == "network").mean() > 0.8
     assert by_host["h1"]["agreement"].mean() < 0.5 and by_host["h3"]["agreement"].mean() < 0.5
-    ev = det.evidence.filter(pl.col("window_id").is_in(during.filter(pl.col("host") == "h2")["window_id"].to_list()))
+    ev = det.evidence.filter(
+        pl.col("window_id").is_in(during.filter(pl.col("host") == "h2")["window_id"].to_list())
+    )
     assert set(ev.filter(pl.col("subsystem") == "network")["host"]) == {"h2"}
     assert set(det.summary["per_host"]) == set(hosts)
 
 
 def test_constant_all_nan_columns_and_gaps():
-    run, _ = make_run(90, 80, seed=5, gaps=[(30, 34)], jitter_ms=10,
-                      anomalies=[Anomaly("gpu", 50, 56, magnitude=8)])
+    run, _ = make_run(
+        90, 80, seed=5, gaps=[(30, 34)], jitter_ms=10, anomalies=[Anomaly("gpu", 50, 56, magnitude=8)]
+    )
     cols = [c for c in run.frame.columns if c.startswith("Turbostat:")]
-    frame = run.frame.with_columns(pl.lit(None, dtype=pl.Float64).alias(cols[0]),
-                                   pl.lit(3.0).alias(cols[1]))
+    frame = run.frame.with_columns(pl.lit(None, dtype=pl.Float64).alias(cols[0]), pl.lit(3.0).alias(cols[1]))
     run.frame = frame
     det = detect_run(run, preset=FAST)
     for m in det.methods:

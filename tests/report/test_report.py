@@ -13,18 +13,36 @@ from reveal_lab.report import ANOMALIES_COLUMNS, REPORT_FILES, write_report
 from reveal_lab.synth import Anomaly, make_run
 
 FAST = get_preset("paper", detect=get_preset("smoke").detect)
-EXPECTED = ["window_id", "start", "end", "host", "methods", "agreement", "subsystem", "metric", "feature", "score",
-            "claim"]
+EXPECTED = [
+    "window_id",
+    "start",
+    "end",
+    "host",
+    "methods",
+    "agreement",
+    "subsystem",
+    "metric",
+    "feature",
+    "score",
+    "claim",
+]
 
 
 @pytest.fixture(scope="module")
 def detections():
     base = make_run(200, 120, seed=50, profile_seed=7).run
-    run, _ = make_run(150, 120, seed=8, profile_seed=7, anomalies=[Anomaly("network", 60, 68, magnitude=8),
-                                                                   Anomaly("cpu", 100, 106, "variance")])
+    run, _ = make_run(
+        150,
+        120,
+        seed=8,
+        profile_seed=7,
+        anomalies=[Anomaly("network", 60, 68, magnitude=8), Anomaly("cpu", 100, 106, "variance")],
+    )
     clean = make_run(150, 120, seed=60, profile_seed=7).run
-    return (detect_run(run, baseline=[base], preset=FAST),
-            detect_run(clean, baseline=[base], preset=FAST, min_agreement=3))
+    return (
+        detect_run(run, baseline=[base], preset=FAST),
+        detect_run(clean, baseline=[base], preset=FAST, min_agreement=3),
+    )
 
 
 def test_report_files_and_exact_columns(detections, tmp_path):
@@ -77,8 +95,13 @@ def test_several_runs_in_one_report(detections, tmp_path):
 def test_multi_host_detection_carries_cross_host_deviation(tmp_path):
     from reveal_lab.synth import Anomaly
 
-    run, truth = make_run(60, 80, hosts=["a", "b", "c"], seed=1,
-                          anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)])
+    run, truth = make_run(
+        60,
+        80,
+        hosts=["a", "b", "c"],
+        seed=1,
+        anomalies=[Anomaly("memory", 0, 0, kind="static", host="b", n_columns=1)],
+    )
     det = detect_run(run, preset=FAST)
     assert det.crosshost is not None
     paths = write_report(det, tmp_path / "x")
