@@ -17,6 +17,7 @@ from reveal_lab.detectors import (
 )
 
 DETECTORS = [
+    PCAMahalanobisDetector(precision="float32"),
     ZScoreDetector(),
     ZScoreDetector(robust=False),
     PCAMahalanobisDetector(),
@@ -121,11 +122,12 @@ def test_nan_inf_and_all_nan_features_are_imputed():
         assert np.isfinite(det.decision_function(Y)).all()
 
 
+@pytest.mark.parametrize("precision", ["float64", "float32"])
 @pytest.mark.parametrize("n,p", [(120, 300), (400, 12)], ids=["gram", "covariance"])
-def test_mahalanobis_contributions_sum_to_the_score(n, p):
+def test_mahalanobis_contributions_sum_to_the_score(n, p, precision):
     rng = np.random.default_rng(3)
     X = rng.normal(size=(n, 4)) @ rng.normal(size=(4, p)) + rng.normal(size=(n, p))
-    det = PCAMahalanobisDetector().fit(X)
+    det = PCAMahalanobisDetector(precision=precision).fit(X)
     assert 1 <= det.n_components_ < min(n, p)
     assert det.explained_variance_ratio_.sum() >= 0.95 - 1e-9
     assert det.explained_variance_ratio_[:-1].sum() < 0.95
@@ -192,3 +194,15 @@ def test_ensemble_agreement_combined_and_baseline_mode():
     assert new.agreement[:10].mean() < 0.5
     with pytest.raises(ValueError, match="unique"):
         DetectorEnsemble([ZScoreDetector(), ZScoreDetector()]).fit(X)
+
+
+def test_mahalanobis_float32_agrees_with_float64():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 6)) @ rng.normal(size=(6, 500)) + 0.5 * rng.normal(size=(300, 500))
+    a = PCAMahalanobisDetector().fit(X)
+    b = PCAMahalanobisDetector(precision="float32").fit(X)
+    assert a.n_components_ == b.n_components_
+    np.testing.assert_allclose(b.decision_scores_, a.decision_scores_, rtol=1e-3)
+    np.testing.assert_allclose(b.decision_function(X), b.decision_scores_, rtol=1e-9)
+    with pytest.raises(ValueError, match="precision"):
+        PCAMahalanobisDetector(precision="half").fit(X)
