@@ -65,10 +65,10 @@ def test_kill9_leaves_every_synced_sample_readable(killed_run):
     start_ms = meta["clock"]["wall_ns"] // 1_000_000
     kill_ms = kill_ns // 1_000_000
     lost_ms = kill_ms - int(last.timestamp() * 1000)
-    # at most the last flush period (1 s) plus one interval and scheduling slack is lost
-    assert 0 <= lost_ms <= 1300, lost_ms
+    # at most the last flush period (1 s) plus one interval and scheduling slack (loaded CI) is lost
+    assert 0 <= lost_ms <= 1500, lost_ms
     missed = int(raw.get_column("Collector:missed_ticks.k[count]")[-1])
-    assert raw.height + missed >= (kill_ms - start_ms - 1300) / 100
+    assert raw.height + missed >= (kill_ms - start_ms - 1500) / 100
 
 
 def test_torn_and_garbled_journal_tails_are_warnings(killed_run, tmp_path):
