@@ -124,8 +124,11 @@ _DEFAULT_RULES: list[MetricRule] = [
     # --- kinds that cut across sources -------------------------------------------------
     MetricRule("*", r"(?i)(MemTotal|Hugepagesize|HugePages_Total|SwapTotal|CommitLimit|TSC_MHz|"
                r"memory\.total|pcie\.link\.(gen|width)\.max|power\.(limit|max_limit|default_limit)|"
-               r"(^|_)speed$|(^|_)mtu$|cpu_count|quota|cpu\.max|memory\.max|total_cores)",
+               r"(^|_)speed$|(^|_)mtu$|cpu_count|quota|cpu\.max|memory\.max|total_cores|"
+               r"TcpRto(Algorithm|Min|Max)$|TcpMaxConn$|IpForwarding$|IpDefaultTTL$)",
                kind="static"),
+    # bit masks and collector bookkeeping: averaging them means nothing, count changes instead
+    MetricRule("*", r"(?i)(throttle_reasons|missed_ticks|oom_kill)", kind="counter"),
     MetricRule("*", _EVENT_RE.pattern, kind="counter"),
     MetricRule("*", r"(?i)(utilization|busy%|util$|Utilization|_pct$|%$)", priority=PRIORITY_UTILIZATION),
     MetricRule("*", r"(?i)(bytes|packets|sectors|throughput|MHz|power|Watt|clocks\.|_kB$|pressure)",
