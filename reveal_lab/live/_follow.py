@@ -103,7 +103,7 @@ class CollectorFollower:
         self._last_seq: int | None = None  # last seq read (delivered or not)
         self._delivered_seq: int | None = None
         self._last_ms: int | None = None
-        self._prev_raw: pl.DataFrame | None = None  # the last raw row, for the one-row look-back
+        self._prev: tuple[np.ndarray, np.ndarray] | None = None  # the last sample, for the look-back
 
     # -- setup ------------------------------------------------------------------------------
     def _load(self) -> bool:
@@ -126,17 +126,57 @@ class CollectorFollower:
         self._names = ["seq", "t_wall_ns", "t_mono_ns"] + [c["name"] for c in channels]
         self._schema = {"seq": pl.Int64, "t_wall_ns": pl.Int64, "t_mono_ns": pl.Int64}
         self._schema.update({c["name"]: (pl.Int64 if c["dtype"] == "i" else pl.Float64) for c in channels})
-        if self.view == "dataset":
-            from reveal_lab.collect._views import dataset_view
-
-            probe = pl.DataFrame(schema=self._schema)
-            self._exprs = dataset_view(probe, channels, meta)
-        else:
-            self._exprs = [pl.col(c["name"]).cast(pl.Float64) for c in channels]
+        self._plan_view(channels, meta)
         clock = meta.get("clock") or {}
         self._wall0, self._mono0 = clock.get("wall_ns"), clock.get("mono_ns")
         self.seg = self._start_segment()
         return True
+
+    def _plan_view(self, channels: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+        """Split the view into plain columns (a channel as is, or its first difference:
+        computed with numpy) and the derived columns of
+        :mod:`reveal_lab.collect._views` (polars expressions over the raw channels of the
+        probes that have them), in the order ``dataset_view`` gives them."""
+        pos = {c["name"]: i for i, c in enumerate(self.ints + self.floats)}  # record order
+        if self.view == "dataset":
+            plain = [c for c in channels if c.get("dataset")]
+            names = [c["dataset"] for c in plain]
+            counter = [bool(c["counter"]) for c in plain]
+        else:
+            plain, names, counter = list(channels), [c["name"] for c in channels], [False] * len(channels)
+        self._plain_idx = np.array([pos[c["name"]] for c in plain], dtype=np.int64)
+        self._plain_names = names
+        self._plain_counter = np.array(counter, dtype=bool)
+        self._plain_int_names = [n for n, c in zip(names, plain, strict=True) if c["dtype"] == "i"]
+        self._plain_int_pos = np.array([j for j, c in enumerate(plain) if c["dtype"] == "i"], dtype=np.int64)
+        self._plain_float_counters = [
+            n for n, c, k in zip(names, plain, counter, strict=True) if c["dtype"] == "f" and k
+        ]
+        self._derived_exprs: list[pl.Expr] = []
+        self._derived_idx = np.empty(0, dtype=np.int64)
+        self._derived_raw: list[str] = []
+        self._derived_int_names: list[str] = []
+        self._derived_int_pos = np.empty(0, dtype=np.int64)
+        if self.view != "dataset":
+            return
+        from reveal_lab.collect._views import DERIVED
+
+        by_probe: dict[str, list[dict[str, Any]]] = {}
+        for c in channels:
+            by_probe.setdefault(c["probe"], []).append(c)
+        used = [c for p, cs in by_probe.items() if p in DERIVED for c in cs]
+        if not used:
+            return
+        schema = {"t_mono_ns": pl.Int64, **{c["name"]: pl.Float64 for c in used}}
+        empty = pl.DataFrame(schema=schema)
+        for p, cs in by_probe.items():
+            fn = DERIVED.get(p)
+            if fn is not None:
+                self._derived_exprs.extend(fn(empty, cs, meta, meta["host"]))
+        self._derived_idx = np.array([pos[c["name"]] for c in used], dtype=np.int64)
+        self._derived_raw = [c["name"] for c in used]
+        self._derived_int_names = [c["name"] for c in used if c["dtype"] == "i"]
+        self._derived_int_pos = np.array([pos[c["name"]] for c in used if c["dtype"] == "i"], dtype=np.int64)
 
     def _indices(self) -> tuple[list[int], list[int]]:
         segs, journals = [], []
@@ -301,27 +341,28 @@ class CollectorFollower:
             self._need = self._offset + CHUNK_HEADER.size
         return out
 
-    def _blocks_frame(self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> pl.DataFrame:
+    # A batch of samples is ``(times[n, 3], values[n, n_int + n_float])``: seq, t_wall_ns,
+    # t_mono_ns, then every channel in record order (ints, then floats) as float64, a missing
+    # integer reading as NaN. Integer channels are cast to float64 exactly as the reader's
+    # ``cast(pl.Float64)`` does, so the dataset view computed from it is the same.
+    def _blocks_batch(
+        self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    ) -> tuple[np.ndarray, ...]:
         from reveal_lab.collect._probe import MISSING_INT
 
-        times = np.vstack([b[0] for b in blocks])
-        cols: dict[str, Any] = {"seq": times[:, 0], "t_wall_ns": times[:, 1], "t_mono_ns": times[:, 2]}
+        times = np.vstack([b[0] for b in blocks]).astype(np.int64, copy=False)
+        parts = []
         if self.ni:
             im = np.vstack([b[1] for b in blocks])
-            for j, c in enumerate(self.ints):
-                col = im[:, j]
-                s = pl.Series(c["name"], col, dtype=pl.Int64)
-                miss = col == MISSING_INT
-                if miss.any():
-                    s = s.scatter(np.flatnonzero(miss), None)
-                cols[c["name"]] = s
+            iv = im.astype(np.float64)
+            iv[im == MISSING_INT] = np.nan
+            parts.append(iv)
         if self.nf:
-            fm = np.vstack([b[2] for b in blocks])
-            for j, c in enumerate(self.floats):
-                cols[c["name"]] = fm[:, j]
-        return pl.DataFrame(cols).select(self._names).cast(self._schema)  # type: ignore[arg-type]
+            parts.append(np.vstack([b[2] for b in blocks]).astype(np.float64, copy=False))
+        values = np.hstack(parts) if len(parts) > 1 else (parts[0] if parts else np.empty((len(times), 0)))
+        return times, values
 
-    def _segment_tail(self, path: Path) -> pl.DataFrame | None:
+    def _segment_tail(self, path: Path) -> tuple[np.ndarray, ...] | None:
         try:
             seg = pl.read_parquet(path)
         except Exception as exc:  # noqa: BLE001 - pyarrow/polars raise several types
@@ -336,7 +377,14 @@ class CollectorFollower:
                 "segment lacks a channel listed in channels.json", path=str(path), column=missing[0]
             )
         self.stats.segment_samples += seg.height
-        return seg.select(self._names).cast(self._schema)  # type: ignore[arg-type]
+        times = seg.select("seq", "t_wall_ns", "t_mono_ns").to_numpy().astype(np.int64)
+        order = [c["name"] for c in self.ints + self.floats]
+        values = (
+            seg.select(pl.col(order).cast(pl.Float64).fill_null(np.nan)).to_numpy()
+            if order
+            else np.empty((seg.height, 0))
+        )
+        return times, values
 
     def poll(self) -> pl.DataFrame | None:
         """Rows that appeared since the last poll, as a canonical frame (None if nothing new)."""
@@ -345,12 +393,12 @@ class CollectorFollower:
         if self.channels is None and not self._load():
             return None
         assert self.seg is not None
-        raws: list[pl.DataFrame] = []
+        batches: list[tuple[np.ndarray, ...]] = []
 
-        def take(df: pl.DataFrame | None) -> None:
-            if df is not None and df.height:
-                raws.append(df)
-                self._last_seq = int(df.get_column("seq")[-1])
+        def take(batch: tuple[np.ndarray, ...] | None) -> None:
+            if batch is not None and len(batch[0]):
+                batches.append(batch)
+                self._last_seq = int(batch[0][-1, 0])
 
         for _ in range(10_000):  # bounded: at most this many roll-overs in one poll
             jpath, spath = self.dir / journal_name(self.seg), self.dir / segment_name(self.seg)
@@ -358,7 +406,7 @@ class CollectorFollower:
             if jpath.exists() and not seg_done:
                 blocks = self._read_journal(jpath)
                 if blocks:
-                    take(self._blocks_frame(blocks))
+                    take(self._blocks_batch(blocks))
                 if not spath.exists():
                     break
                 seg_done = True
@@ -376,31 +424,74 @@ class CollectorFollower:
                 self.seg = min(later)
                 continue
             break
-        if not raws:
+        if not batches:
             return None
-        raw = pl.concat(raws, how="vertical") if len(raws) > 1 else raws[0]
+        times = np.vstack([b[0] for b in batches])
+        values = np.vstack([b[1] for b in batches])
         if self._delivered_seq is not None:
-            raw = raw.filter(pl.col("seq") > self._delivered_seq)
-        if raw.height == 0:
+            new = times[:, 0] > self._delivered_seq
+            times, values = times[new], values[new]
+        if len(times) == 0:
             return None
-        return self._to_frame(raw)
+        return self._to_frame(times, values)
 
-    def _timestamp(self) -> pl.Expr:
-        if self._wall0 is None or self._mono0 is None:
-            ns = pl.col("t_wall_ns")
+    def _to_frame(self, times: np.ndarray, values: np.ndarray) -> pl.DataFrame | None:
+        """The canonical frame of a batch: the collector's dataset view (or the raw view),
+        with the batch's previous sample as look-back for the first differences."""
+        self._delivered_seq = int(times[-1, 0])
+        first = self._prev is None
+        if not first:
+            times = np.vstack([self._prev[0], times])
+            values = np.vstack([self._prev[1], values])
+        self._prev = (times[-1:].copy(), values[-1:].copy())
+        k = 0 if first else 1
+        mono = times[:, 2]
+        if self._wall0 is None or self._mono0 is None:  # no clock anchor: the wall clock, as the reader
+            ns = times[:, 1]
         else:
-            ns = pl.lit(int(self._wall0)) + (pl.col("t_mono_ns") - pl.lit(int(self._mono0)))
-        return (ns // 1_000_000).cast(pl.Datetime("ms")).cast(TIMESTAMP_DTYPE).alias(TIMESTAMP)
-
-    def _to_frame(self, raw: pl.DataFrame) -> pl.DataFrame | None:
-        self._delivered_seq = int(raw.get_column("seq")[-1])
-        n_prev = 0
-        src = raw
-        if self._prev_raw is not None:
-            src = pl.concat([self._prev_raw, raw], how="vertical")
-            n_prev = 1
-        self._prev_raw = raw.tail(1)
-        frame = src.select(self._timestamp(), *self._exprs).slice(n_prev)
+            ns = int(self._wall0) + (mono - int(self._mono0))
+        cols: dict[str, Any] = {TIMESTAMP: pl.Series(TIMESTAMP, (ns // 1_000_000)[k:], dtype=pl.Int64)}
+        plain = values[:, self._plain_idx]
+        if self._plain_counter.any():
+            d = np.full((plain.shape[0], int(self._plain_counter.sum())), np.nan)
+            d[1:] = np.diff(plain[:, self._plain_counter], axis=0)
+            plain = plain.copy()
+            plain[:, self._plain_counter] = d
+        frame = pl.DataFrame(cols).with_columns(pl.col(TIMESTAMP).cast(TIMESTAMP_DTYPE))
+        if self._plain_names:
+            block = pl.from_numpy(np.ascontiguousarray(plain[k:]), schema=self._plain_names, orient="row")
+            fixes = []
+            if self._plain_int_names:  # a missing integer reading is null, as in the reader
+                gaps = np.isnan(plain[k:, self._plain_int_pos]).any(axis=0)
+                if gaps.any():  # usually none: then no per-column work at all
+                    fixes.append(
+                        pl.col([n for n, g in zip(self._plain_int_names, gaps, strict=True) if g]).fill_nan(
+                            None
+                        )
+                    )
+            if first and self._plain_float_counters:  # polars' diff leaves the first row null
+                fixes.append(
+                    pl.when(pl.int_range(pl.len()) == 0)
+                    .then(None)
+                    .otherwise(pl.col(self._plain_float_counters))
+                    .name.keep()
+                )
+            if fixes:
+                block = block.with_columns(fixes)
+            frame = pl.concat([frame, block], how="horizontal")
+        if self._derived_exprs:
+            raw = pl.from_numpy(
+                np.ascontiguousarray(values[:, self._derived_idx]), schema=self._derived_raw, orient="row"
+            ).with_columns(pl.Series("t_mono_ns", mono, dtype=pl.Int64))
+            if self._derived_int_names:
+                gaps = np.isnan(values[:, self._derived_int_pos]).any(axis=0)
+                if gaps.any():
+                    raw = raw.with_columns(
+                        pl.col([n for n, g in zip(self._derived_int_names, gaps, strict=True) if g]).fill_nan(
+                            None
+                        )
+                    )
+            frame = pl.concat([frame, raw.select(self._derived_exprs).slice(k)], how="horizontal")
         # samples within one millisecond of the previous one cannot be told apart: keep the first
         ms = frame.get_column(TIMESTAMP).dt.epoch("ms").to_numpy()
         keep = np.empty(ms.size, dtype=bool)
