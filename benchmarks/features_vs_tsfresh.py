@@ -55,9 +55,14 @@ def machine() -> dict:
     import numba
     import tsfresh
 
-    return {"cpu": cpu, "cpus": os.cpu_count(), "python": platform.python_version(),
-            "numba": numba.__version__, "tsfresh": tsfresh.__version__,
-            "numba_threads": numba.get_num_threads()}
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "numba": numba.__version__,
+        "tsfresh": tsfresh.__version__,
+        "numba_threads": numba.get_num_threads(),
+    }
 
 
 def loadavg() -> list[float] | None:
@@ -80,9 +85,18 @@ def extract_features_call(frame: pl.DataFrame, window: dict, pairs: pl.DataFrame
     """tsfresh.extract_features on one window, the same features per channel kind."""
     from tsfresh import extract_features
 
-    dyn = {"mean": None, "variance": None, "standard_deviation": None, "minimum": None, "maximum": None,
-           "skewness": None, "kurtosis": None, "linear_trend": [{"attr": "slope"}],
-           "autocorrelation": [{"lag": 1}], "augmented_dickey_fuller": [{"attr": "teststat", "autolag": "AIC"}]}
+    dyn = {
+        "mean": None,
+        "variance": None,
+        "standard_deviation": None,
+        "minimum": None,
+        "maximum": None,
+        "skewness": None,
+        "kurtosis": None,
+        "linear_trend": [{"attr": "slope"}],
+        "autocorrelation": [{"lag": 1}],
+        "augmented_dickey_fuller": [{"attr": "teststat", "autolag": "AIC"}],
+    }
     cnt = {"sum_values": None, "maximum": None}
     kinds = dict(pairs.select("metric", "kind").unique(maintain_order=True).iter_rows())
     cols = list(kinds)
@@ -93,8 +107,14 @@ def extract_features_call(frame: pl.DataFrame, window: dict, pairs: pl.DataFrame
     per_kind = {f"c{i}": (cnt if kinds[c] == "counter" else dyn) for i, c in enumerate(cols)}
 
     def call():
-        return extract_features(part, column_id="id", column_sort="time", kind_to_fc_parameters=per_kind,
-                                n_jobs=0, disable_progressbar=True)
+        return extract_features(
+            part,
+            column_id="id",
+            column_sort="time",
+            kind_to_fc_parameters=per_kind,
+            n_jobs=0,
+            disable_progressbar=True,
+        )
 
     return call
 
@@ -142,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     rs = windows["row_start"].to_numpy().astype(np.int64)
     re_ = windows["row_end"].to_numpy().astype(np.int64)
     out = np.empty((n_win, len(metrics), N_FEATURES))
-    kernel_runs = [t / n_win for t in timed(lambda: window_feature_kernel(values, rs, re_, want, 3, out),
-                                            a.repeats)]
+    kernel_runs = [
+        t / n_win for t in timed(lambda: window_feature_kernel(values, rs, re_, want, 3, out), a.repeats)
+    ]
 
     # tsfresh: its feature calculators on the first windows (same samples, same features)
     k = min(a.tsfresh_windows, n_win)
@@ -163,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     nan_only_ours = np.isnan(A) & ~np.isnan(B)
     agree = {
         "cells": int(both.sum()),
-        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max()) if both.any() else None,
+        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max())
+        if both.any()
+        else None,
         "cells_rel_diff_gt_1e-9": int((rel > 1e-9).sum()),
         "nan_pattern_equal_outside_adf": bool(same[:, ~adf].all()),
         "adf_nan_ours_finite_tsfresh": int(nan_only_ours[:, adf].sum()),
@@ -181,25 +204,58 @@ def main(argv: list[str] | None = None) -> int:
     res = {
         "benchmark": "features_vs_tsfresh",
         "machine": {**machine(), "loadavg_before": load_before, "loadavg_after": load_after},
-        "input": {"generator": "reveal_lab.synth.make_run", "seed": a.seed, "seconds": a.seconds,
-                  "channels": a.channels, "features_channels": n_metrics, "windows": n_win,
-                  "tsfresh_windows": k, "pairs": n_pairs},
+        "input": {
+            "generator": "reveal_lab.synth.make_run",
+            "seed": a.seed,
+            "seconds": a.seconds,
+            "channels": a.channels,
+            "features_channels": n_metrics,
+            "windows": n_win,
+            "tsfresh_windows": k,
+            "pairs": n_pairs,
+        },
         "results": [
-            {"case": case + " (tsfresh feature calculators)", "unit": "s",
-             "ours": {"name": "reveal-lab window_features(backend='numba')", "median": ours_med, "runs": ours_runs},
-             "alternative": {"name": "tsfresh feature_calculators (backend='tsfresh')", "median": ts_med,
-                             "runs": ts_runs},
-             "ratio": ts_med / ours_med, "higher_is_better": False,
-             "note": f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; agreement: {agree}"},
-            {"case": case + " (kernel alone vs tsfresh calculators)", "unit": "s",
-             "ours": {"name": "reveal-lab numba kernel", "median": kern_med, "runs": kernel_runs},
-             "alternative": {"name": "tsfresh feature_calculators", "median": ts_med, "runs": ts_runs},
-             "ratio": ts_med / kern_med, "higher_is_better": False},
-            {"case": case + " (tsfresh extract_features)", "unit": "s",
-             "ours": {"name": "reveal-lab window_features(backend='numba')", "median": ours_med, "runs": ours_runs},
-             "alternative": {"name": "tsfresh.extract_features (n_jobs=0), one window", "median": ef_med,
-                             "runs": ef_runs},
-             "ratio": ef_med / ours_med, "higher_is_better": False},
+            {
+                "case": case + " (tsfresh feature calculators)",
+                "unit": "s",
+                "ours": {
+                    "name": "reveal-lab window_features(backend='numba')",
+                    "median": ours_med,
+                    "runs": ours_runs,
+                },
+                "alternative": {
+                    "name": "tsfresh feature_calculators (backend='tsfresh')",
+                    "median": ts_med,
+                    "runs": ts_runs,
+                },
+                "ratio": ts_med / ours_med,
+                "higher_is_better": False,
+                "note": f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; agreement: {agree}",
+            },
+            {
+                "case": case + " (kernel alone vs tsfresh calculators)",
+                "unit": "s",
+                "ours": {"name": "reveal-lab numba kernel", "median": kern_med, "runs": kernel_runs},
+                "alternative": {"name": "tsfresh feature_calculators", "median": ts_med, "runs": ts_runs},
+                "ratio": ts_med / kern_med,
+                "higher_is_better": False,
+            },
+            {
+                "case": case + " (tsfresh extract_features)",
+                "unit": "s",
+                "ours": {
+                    "name": "reveal-lab window_features(backend='numba')",
+                    "median": ours_med,
+                    "runs": ours_runs,
+                },
+                "alternative": {
+                    "name": "tsfresh.extract_features (n_jobs=0), one window",
+                    "median": ef_med,
+                    "runs": ef_runs,
+                },
+                "ratio": ef_med / ours_med,
+                "higher_is_better": False,
+            },
         ],
         "first_call_s": first_call,
         "agreement": agree,
@@ -207,7 +263,10 @@ def main(argv: list[str] | None = None) -> int:
     RESULTS.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(res, indent=2))
     print(f"windows={n_win} channels={n_metrics} pairs={n_pairs}")
-    print(f"ours per window: {ours_med * 1e3:.3f} ms (kernel {kern_med * 1e3:.3f} ms); first call {first_call:.2f} s")
+    print(
+        f"ours per window: {ours_med * 1e3:.3f} ms (kernel {kern_med * 1e3:.3f} ms); "
+        f"first call {first_call:.2f} s"
+    )
     print(f"tsfresh calculators per window: {ts_med:.3f} s  -> {ts_med / ours_med:.0f}x")
     print(f"tsfresh extract_features per window: {ef_med:.3f} s -> {ef_med / ours_med:.0f}x")
     print(f"load average before/after: {load_before} / {load_after}")

@@ -14,11 +14,13 @@ from reveal_lab.telemetry import (
     Frame,
     MetricName,
     TelemetryError,
-    catalogue as make_catalogue,
     format_metric_name,
     metric_columns,
     parse_metric_name,
     register_metric,
+)
+from reveal_lab.telemetry import (
+    catalogue as make_catalogue,
 )
 
 __all__ = [
@@ -39,17 +41,36 @@ for _field, _sub in (
     (r"(?i)^(CacheMissRatio|L3StallRatio|MemoryUtilization)", "memory"),
     (r"(?i)^NetworkUtilization", "network"),
 ):
-    register_metric(DERIVED_SOURCE, _field, subsystem=_sub, kind="dynamic",
-                    description="reveal_lab.derive (paper Appendix B)")
+    register_metric(
+        DERIVED_SOURCE,
+        _field,
+        subsystem=_sub,
+        kind="dynamic",
+        description="reveal_lab.derive (paper Appendix B)",
+    )
 
 #: sources whose non-``_diff`` count-like columns may hold cumulative counters
 #: (raw procfs/perf readings); a column is treated as cumulative only if it also
 #: never decreases over the run (see :func:`is_cumulative`)
 CUMULATIVE_SOURCES: frozenset[str] = frozenset(
-    {"CPU", "NetworkInterStat", "Storage", "Disk", "Vmstat", "Nstat", "Interrupts", "Softirqs", "Perf",
-     "NetworkTCPRetrans", "Cgroup", "PSI"}
+    {
+        "CPU",
+        "NetworkInterStat",
+        "Storage",
+        "Disk",
+        "Vmstat",
+        "Nstat",
+        "Interrupts",
+        "Softirqs",
+        "Perf",
+        "NetworkTCPRetrans",
+        "Cgroup",
+        "PSI",
+    }
 )
-_CUMULATIVE_UNITS = frozenset({None, "count", "Bytes", "bytes", "sectors", "ms", "us", "jiffies", "pages", "ns"})
+_CUMULATIVE_UNITS = frozenset(
+    {None, "count", "Bytes", "bytes", "sectors", "ms", "us", "jiffies", "pages", "ns"}
+)
 _LEVEL_FIELD = re.compile(r"(?i)(^nr_|%|util|ratio|ipc|avg|total$|_kB$|^(some|full)_avg)")
 
 
@@ -59,8 +80,8 @@ def is_cumulative(name: str, values: np.ndarray) -> bool:
     It must come from a counter source (:data:`CUMULATIVE_SOURCES`), not already be
     a ``_diff`` column, carry a count-like unit, not name a level (``nr_*``, a
     percentage, a ratio) and never decrease over the run (a counter that did not
-    move, e.g. idle time on a saturated machine, counts). Per-interval counts (the public dataset's ``Perf:`` columns)
-    go up and down, so they are left alone.
+    move, e.g. idle time on a saturated machine, counts). Per-interval counts (the
+    public dataset's ``Perf:`` columns) go up and down, so they are left alone.
     """
     m = parse_metric_name(name)
     if m is None or m.diff or m.source not in CUMULATIVE_SOURCES or m.unit not in _CUMULATIVE_UNITS:
@@ -92,7 +113,9 @@ _CPU_IDLE = ("idle", "iowait")
 _CPU_ALL = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 
 
-def _fmt(source: str, field: str, host: str, instance: str | None, unit: str | None, diff: bool = False) -> str:
+def _fmt(
+    source: str, field: str, host: str, instance: str | None, unit: str | None, diff: bool = False
+) -> str:
     return format_metric_name(MetricName(source, field, host, instance, unit, diff))
 
 
@@ -125,8 +148,14 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
             diffed[c] = out
             diff_exprs.append(pl.col(c).diff().alias(out))
             drop.append(c)
-            rows.append({"column": out, "kind": "diff", "inputs": c,
-                         "formula": "first difference of a cumulative counter (replaces it)"})
+            rows.append(
+                {
+                    "column": out,
+                    "kind": "diff",
+                    "inputs": c,
+                    "formula": "first difference of a cumulative counter (replaces it)",
+                }
+            )
 
     def per_interval(m: MetricName, col: str) -> str:
         return diffed.get(col, col)
@@ -159,18 +188,29 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
             out = _fmt(DERIVED_SOURCE, r.name, h, None, r.unit)
             if num and den and out not in existing:
                 exprs.append(ratio(num, den).alias(out))
-                rows.append({"column": out, "kind": "ratio", "inputs": f"{num}, {den}",
-                             "formula": f"{r.name} = {num} / {den} (per interval; null where the denominator is 0)"})
+                rows.append(
+                    {
+                        "column": out,
+                        "kind": "ratio",
+                        "inputs": f"{num}, {den}",
+                        "formula": f"{r.name} = {num} / {den} (per interval; null where {den} is 0)",
+                    }
+                )
         # 3. CPU utilization from /proc/stat times (per instance)
-        instances = sorted({inst for (src, f, inst, hh) in index if src == "CPU" and hh == h and f in _CPU_ALL},
-                           key=lambda s: (s != "-", s or ""))
+        instances = sorted(
+            {inst for (src, f, inst, hh) in index if src == "CPU" and hh == h and f in _CPU_ALL},
+            key=lambda s: (s != "-", s or ""),
+        )
         for inst in instances:
             parts = {f: index[("CPU", f, inst, h)] for f in _CPU_ALL if ("CPU", f, inst, h) in index}
             if "idle" not in parts or len(parts) < 3:
                 continue
             # levels (jiffies since boot that were not differenced) cannot be used
-            if any(parsed.get(c) is not None and not parsed[c].diff and c not in diffed for c in parts.values()
-                   if c in parsed):
+            if any(
+                parsed.get(c) is not None and not parsed[c].diff and c not in diffed
+                for c in parts.values()
+                if c in parsed
+            ):
                 continue
             out = _fmt(DERIVED_SOURCE, "CPUUtilization", h, inst, "%")
             if out in existing:
@@ -178,22 +218,61 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
             total = pl.sum_horizontal([pl.col(c) for c in parts.values()])
             idle = pl.sum_horizontal([pl.col(parts[f]) for f in _CPU_IDLE if f in parts])
             exprs.append(pl.when(total > 0).then(100.0 * (1.0 - idle / total)).otherwise(None).alias(out))
-            rows.append({"column": out, "kind": "utilization", "inputs": ", ".join(parts.values()),
-                         "formula": "100 * (1 - (idle + iowait) / total CPU time) per interval"})
+            rows.append(
+                {
+                    "column": out,
+                    "kind": "utilization",
+                    "inputs": ", ".join(parts.values()),
+                    "formula": "100 * (1 - (idle + iowait) / total CPU time) per interval",
+                }
+            )
         # 4. memory utilization from MemTotal / MemAvailable levels
-        tot = next((index[k] for k in index if k[0] in ("Memory", "Meminfo") and k[1] == "memtotal" and k[3] == h
-                    and not parsed_is_diff(index[k], parsed)), None)
-        ava = next((index[k] for k in index if k[0] in ("Memory", "Meminfo") and k[1] == "memavailable"
-                    and k[3] == h and not parsed_is_diff(index[k], parsed)), None)
+        tot = next(
+            (
+                index[k]
+                for k in index
+                if k[0] in ("Memory", "Meminfo")
+                and k[1] == "memtotal"
+                and k[3] == h
+                and not parsed_is_diff(index[k], parsed)
+            ),
+            None,
+        )
+        ava = next(
+            (
+                index[k]
+                for k in index
+                if k[0] in ("Memory", "Meminfo")
+                and k[1] == "memavailable"
+                and k[3] == h
+                and not parsed_is_diff(index[k], parsed)
+            ),
+            None,
+        )
         mem_out = _fmt("Memory", "MemoryUtilization", h, None, "%")
         if tot and ava and mem_out not in existing:
-            exprs.append(pl.when(pl.col(tot) > 0).then(100.0 * (pl.col(tot) - pl.col(ava)) / pl.col(tot))
-                         .otherwise(None).alias(mem_out))
-            rows.append({"column": mem_out, "kind": "utilization", "inputs": f"{tot}, {ava}",
-                         "formula": "100 * (MemTotal - MemAvailable) / MemTotal"})
+            exprs.append(
+                pl.when(pl.col(tot) > 0)
+                .then(100.0 * (pl.col(tot) - pl.col(ava)) / pl.col(tot))
+                .otherwise(None)
+                .alias(mem_out)
+            )
+            rows.append(
+                {
+                    "column": mem_out,
+                    "kind": "utilization",
+                    "inputs": f"{tot}, {ava}",
+                    "formula": "100 * (MemTotal - MemAvailable) / MemTotal",
+                }
+            )
         # 5. network utilization from bytes per interval and link speed
-        ifaces = sorted({inst for (src, f, inst, hh) in index
-                         if src == "NetworkInterStat" and hh == h and f in ("rx_bytes", "tx_bytes") and inst})
+        ifaces = sorted(
+            {
+                inst
+                for (src, f, inst, hh) in index
+                if src == "NetworkInterStat" and hh == h and f in ("rx_bytes", "tx_bytes") and inst
+            }
+        )
         for iface in ifaces:
             rx = index.get(("NetworkInterStat", "rx_bytes", iface, h))
             tx = index.get(("NetworkInterStat", "tx_bytes", iface, h))
@@ -212,11 +291,17 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
             bits = 8.0 * (pl.col(rx) + pl.col(tx))
             cap = speed * 1e6 * dt_s
             exprs.append(pl.when(cap > 0).then(100.0 * bits / cap).otherwise(None).alias(out))
-            rows.append({"column": out, "kind": "utilization",
-                         "inputs": f"{rx}, {tx}, {speed_col or f'link speed {link_speed_mbps[iface]} Mb/s'}",
-                         "formula": "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)"})
-    plan = pl.DataFrame(rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String,
-                                      "formula": pl.String})
+            rows.append(
+                {
+                    "column": out,
+                    "kind": "utilization",
+                    "inputs": f"{rx}, {tx}, {speed_col or f'link speed {link_speed_mbps[iface]} Mb/s'}",
+                    "formula": "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)",
+                }
+            )
+    plan = pl.DataFrame(
+        rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String, "formula": pl.String}
+    )
     return plan, diff_exprs, exprs, drop
 
 
@@ -289,7 +374,8 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
     >>> ts = [dt.datetime(2025, 1, 1, 0, 0, i) for i in range(3)]
     >>> df = pl.DataFrame({"timestamp": ts, "CPU:Busy%.-.h[%]": [1.0, 5.0, 2.0],
     ...                    "Memory:MemTotal.h[kB]": [8.0, 8.0, 8.0], "GPU: power.draw.0.h[W]": [None] * 3},
-    ...                   schema_overrides={"timestamp": pl.Datetime("ms"), "GPU: power.draw.0.h[W]": pl.Float64})
+    ...                   schema_overrides={"timestamp": pl.Datetime("ms"),
+    ...                                     "GPU: power.draw.0.h[W]": pl.Float64})
     >>> view, cat = detection_view(df)
     >>> view.columns
     ['timestamp', 'CPU:Busy%.-.h[%]']

@@ -12,7 +12,8 @@ import polars as pl
 from reveal_lab.config import WindowConfig
 from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 from reveal_lab.features._windows import make_windows
-from reveal_lab.telemetry import TIMESTAMP, Frame, TelemetryError, catalogue as make_catalogue, metric_columns
+from reveal_lab.telemetry import Frame, TelemetryError, metric_columns
+from reveal_lab.telemetry import catalogue as make_catalogue
 
 __all__ = [
     "DYNAMIC_FEATURES",
@@ -26,7 +27,18 @@ __all__ = [
 ]
 
 #: statistical and temporal features of dynamic metrics (paper §4.2)
-DYNAMIC_FEATURES: tuple[str, ...] = ("mean", "var", "std", "min", "max", "skew", "kurtosis", "slope", "acf1", "adf")
+DYNAMIC_FEATURES: tuple[str, ...] = (
+    "mean",
+    "var",
+    "std",
+    "min",
+    "max",
+    "skew",
+    "kurtosis",
+    "slope",
+    "acf1",
+    "adf",
+)
 #: sparse event/error counters: how many events in the window, and the largest burst
 COUNTER_FEATURES: tuple[str, ...] = ("sum", "max")
 FEATURES: tuple[str, ...] = tuple(FEATURE_CODES)
@@ -62,8 +74,11 @@ class WindowFeatures:
     windows: pl.DataFrame
     X: np.ndarray
     pairs: pl.DataFrame
-    excluded: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(
-        schema={"metric": pl.String, "kind": pl.String, "reason": pl.String}))
+    excluded: pl.DataFrame = field(
+        default_factory=lambda: pl.DataFrame(
+            schema={"metric": pl.String, "kind": pl.String, "reason": pl.String}
+        )
+    )
     backend: str = "numba"
     config: WindowConfig = field(default_factory=WindowConfig)
 
@@ -82,7 +97,9 @@ class WindowFeatures:
 
     def index(self, metric: str, feature: str) -> int:
         """Column of ``X`` holding ``feature`` of ``metric``."""
-        hits = np.flatnonzero((self.pairs["metric"] == metric).to_numpy() & (self.pairs["feature"] == feature).to_numpy())
+        hits = np.flatnonzero(
+            (self.pairs["metric"] == metric).to_numpy() & (self.pairs["feature"] == feature).to_numpy()
+        )
         if hits.size == 0:
             raise KeyError(f"no pair ({metric!r}, {feature!r})")
         return int(hits[0])
@@ -118,11 +135,19 @@ class WindowFeatures:
     def select(self, mask: np.ndarray | pl.Series | Sequence[bool]) -> WindowFeatures:
         """A copy keeping the pairs where ``mask`` is true."""
         m = np.asarray(mask, dtype=bool)
-        return WindowFeatures(self.windows, self.X[:, m], self.pairs.filter(pl.Series(m)), self.excluded,
-                              self.backend, self.config)
+        return WindowFeatures(
+            self.windows,
+            self.X[:, m],
+            self.pairs.filter(pl.Series(m)),
+            self.excluded,
+            self.backend,
+            self.config,
+        )
 
 
-def feature_plan(cat: pl.DataFrame, features: Sequence[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def feature_plan(
+    cat: pl.DataFrame, features: Sequence[str] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Which (metric, feature) pairs to compute, from a catalogue.
 
     Returns ``(pairs, excluded)``: dynamic metrics get :data:`DYNAMIC_FEATURES`,
@@ -139,14 +164,21 @@ def feature_plan(cat: pl.DataFrame, features: Sequence[str] | None = None) -> tu
     for r in cat.iter_rows(named=True):
         kind = r["kind"]
         if kind == "static":
-            excluded.append({"metric": r["column"], "kind": kind,
-                             "reason": "static metric: kept for cross-host comparison, not single-host detection"})
+            excluded.append(
+                {
+                    "metric": r["column"],
+                    "kind": kind,
+                    "reason": "static metric: kept for cross-host comparison, not single-host detection",
+                }
+            )
             continue
         names = COUNTER_FEATURES if kind == "counter" else DYNAMIC_FEATURES
         if want is not None:
             names = tuple(f for f in names if f in want)
         if not names:
-            excluded.append({"metric": r["column"], "kind": kind, "reason": "none of the requested features applies"})
+            excluded.append(
+                {"metric": r["column"], "kind": kind, "reason": "none of the requested features applies"}
+            )
             continue
         key = r["column"]
         if r["parsed"]:
@@ -154,8 +186,16 @@ def feature_plan(cat: pl.DataFrame, features: Sequence[str] | None = None) -> tu
             inst = f".{r['instance']}" if r["instance"] is not None else ""
             key = f"{src}:{r['field']}{inst}"
         for f in names:
-            rows.append({"metric": r["column"], "feature": f, "subsystem": r["subsystem"], "kind": kind,
-                         "host": r["host"], "key": key})
+            rows.append(
+                {
+                    "metric": r["column"],
+                    "feature": f,
+                    "subsystem": r["subsystem"],
+                    "kind": kind,
+                    "host": r["host"],
+                    "key": key,
+                }
+            )
     pairs = pl.DataFrame(rows, schema=PAIR_SCHEMA)
     excl = pl.DataFrame(excluded, schema={"metric": pl.String, "kind": pl.String, "reason": pl.String})
     return pairs, excl
@@ -170,6 +210,7 @@ def window_features(
     features: Sequence[str] | None = None,
     windows: pl.DataFrame | None = None,
     min_valid: int = MIN_VALID,
+    parallel: bool = False,
 ) -> WindowFeatures:
     """Features of every time window of ``frame``.
 
@@ -184,6 +225,8 @@ def window_features(
     features : restrict to these feature names.
     windows : precomputed windows (:func:`make_windows`) to reuse.
     min_valid : fewest valid samples for a window-channel to get features.
+    parallel : ``backend="numba"`` only: spread channels over numba's threads
+        (``numba.set_num_threads``); results are identical.
 
     Examples
     --------
@@ -207,8 +250,10 @@ def window_features(
     cat = catalogue if catalogue is not None else make_catalogue(cols)
     missing = sorted(set(cat["column"]) - set(cols))
     if missing:
-        raise TelemetryError(f"catalogue names {len(missing)} columns the frame lacks (first: {missing[0]!r})",
-                             column=missing[0])
+        raise TelemetryError(
+            f"catalogue names {len(missing)} columns the frame lacks (first: {missing[0]!r})",
+            column=missing[0],
+        )
     cat = cat.filter(pl.col("column").is_in(cols))
     pairs, excluded = feature_plan(cat, features)
     if windows is None:
@@ -229,10 +274,11 @@ def window_features(
     f_idx = np.array([FEATURE_CODES[f] for f in pairs["feature"]], dtype=np.int64)
     want[ch_idx, f_idx] = True
     if backend == "numba":
-        from reveal_lab.features._kernels import window_feature_kernel
+        from reveal_lab.features._kernels import window_feature_kernel, window_feature_kernel_parallel
 
         out = np.full((len(rs), len(metrics), N_FEATURES), np.nan)
-        window_feature_kernel(values, rs, re_, want, int(min_valid), out)
+        kernel = window_feature_kernel_parallel if parallel else window_feature_kernel
+        kernel(values, rs, re_, want, int(min_valid), out)
     elif backend == "numpy":
         from reveal_lab.features._numpy import numpy_features
 

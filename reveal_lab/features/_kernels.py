@@ -21,20 +21,30 @@ adf      tsfresh ``augmented_dickey_fuller(attr="teststat", autolag="AIC")``, i.
          statsmodels ``adfuller(x, regression="c", autolag="AIC")``: maximum lag
          ``min(ceil(12 (n/100)^(1/4)), n//2 - 2)``, lag chosen by AIC over OLS fits
          on a common sample, t-statistic of the lagged level in the refit.
-         NaN for a constant window or when the sample is too short (n < 4).
+         NaN for a constant window, when the sample is too short (n < 4) and
+         when a candidate regression fits exactly (see below).
 sum      ``np.sum`` (counters)
 ======== ===================================================================
 
 A window with fewer than ``min_valid`` (default 3) valid samples gets NaN for
 every feature.
 
-The ADF regressions are solved by Householder QR of the centred design (the
-intercept is then implicit, Frisch-Waugh), which gives the residual sum of squares
-of *every* nested lag model from one factorisation. Where statsmodels' own
-conventions make a difference (a rank-deficient or nearly collinear design, a
-non-zero constant regressor that makes ``add_trend`` skip the intercept), the
-kernel falls back to an exact emulation of statsmodels' pseudo-inverse path
-(SVD, ``rcond=1e-15``, rank from ``matrix_rank``).
+ADF: the lagged differences are shifted copies of one series, so the centred Gram
+matrix of the whole lag-search design follows a recurrence (O(n p + p^2)); one
+Cholesky sweep then gives the residual sum of squares of every nested lag model.
+Where that is not accurate enough (a nearly collinear column, a nearly exact fit;
+the refit of the chosen lag uses stricter limits because its t-value is the
+output), the kernel uses Householder QR of the centred design (intercept implicit,
+Frisch-Waugh), and where statsmodels' own conventions make a difference (a
+rank-deficient design, a non-zero constant regressor that makes ``add_trend``
+skip the intercept) an exact emulation of statsmodels' pseudo-inverse path (SVD,
+``rcond=1e-15``, rank from ``matrix_rank``). Two deliberate departures, both where
+statsmodels' answer is decided by rounding: a numerically exact fit (RSS < 1e-10
+TSS) gives NaN, and a lag that adds no independent column ties with (and loses to)
+the smaller lag. Elsewhere the kernel is *more* accurate than statsmodels, whose
+pseudo-inverse of the uncentred design loses digits on large-offset levels (e.g.
+byte counters); ``tests/features`` checks the kernel against exact rational
+arithmetic.
 """
 
 from __future__ import annotations
@@ -42,12 +52,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = [
     "FEATURE_CODES",
     "N_FEATURES",
     "window_feature_kernel",
+    "window_feature_kernel_parallel",
 ]
 
 #: feature name → index in the kernel's output
@@ -334,10 +345,18 @@ def _adf_exact_search(X, y, rows, p, has_const, ssr_k):
             D[i, off + j] = X[i, j]
     best_aic = np.inf
     best_k = -1
+    prev_rank = -1
     for k in range(1, p + 1):
         cols = k + (1 if has_const else 0)
         ssr, rank, _, _ = _pinv_fit(D, y, rows, cols)
         ssr_k[k - 1] = ssr
+        if rank == prev_rank:
+            # the new lag is a linear combination of the others: the same fit, the
+            # same AIC in exact arithmetic, so the smaller lag stands (statsmodels
+            # lets rounding in the last bit decide these ties)
+            ssr_k[k - 1] = ssr_k[k - 2]
+            continue
+        prev_rank = rank
         aic = _aic(ssr, float(rows), rank)
         if best_k < 0 or aic < best_aic:
             best_aic = aic
@@ -374,9 +393,243 @@ def _centered_ss(y, rows):
     return ss
 
 
+@njit(cache=True, error_model="numpy")
+def _nonzero_const_design(x, lag, rows):
+    """``add_trend(has_constant="skip")`` test on the design of ``lag`` without
+    building it: is the level or a lagged difference a non-zero constant column?"""
+    t0 = lag
+    v0 = x[t0]
+    if v0 != 0.0:
+        const = True
+        for i in range(1, rows):
+            if x[t0 + i] != v0:
+                const = False
+                break
+        if const:
+            return True
+    for j in range(1, lag + 1):
+        v0 = x[t0 - j + 1] - x[t0 - j]
+        if v0 == 0.0:
+            continue
+        const = True
+        for i in range(1, rows):
+            t = t0 + i
+            if x[t - j + 1] - x[t - j] != v0:
+                const = False
+                break
+        if const:
+            return True
+    return False
+
+
+#: the Gram-matrix paths hand over to the QR path below these (see _adf_gram)
+GRAM_PIVOT_RTOL = 1e-6
+GRAM_FIT_RTOL = 1e-10
+#: stricter limits for the refit, whose t-value must keep ~1e-12 relative accuracy
+GRAM_REFIT_PIVOT_RTOL = 1e-3
+GRAM_REFIT_FIT_RTOL = 1e-4
+
+
+@njit(cache=True, error_model="numpy")
+def _adf_gram(x, n, lag, G, d, level_last):
+    """Centred Gram matrix of the ADF design of ``lag`` (rows t = lag .. n-2) with y
+    appended: columns [level, dx_1..dx_lag, y], or [dx_1..dx_lag, level, y] with
+    ``level_last``. Returns False (and the QR path decides) when a lagged column or
+    y is constant, or the level is zero throughout.
+
+    The lagged differences are shifted copies of one series, so their inner
+    products follow ``S[j+1, k+1] = S[j, k] + d[a-1-j] d[a-1-k] - d[b-1-j] d[b-1-k]``:
+    the whole matrix costs O(n p + p^2) instead of the O(n p^2) of a QR
+    factorisation of the design.
+    """
+    m = n - 1 - lag  # rows t = lag .. n-2
+    p = lag + 1  # regressors; y is column p
+    nd = n - 1
+    s = 0.0
+    for i in range(nd):
+        d[i] = x[i + 1] - x[i]
+        s += d[i]
+    # a constant lagged column (zero: rank-deficient; y: every model exact) or a
+    # zero level column is a question for the QR path
+    for k in range(p):
+        v0 = d[lag - k]
+        const = True
+        for t in range(lag + 1, n - 1):
+            if d[t - k] != v0:
+                const = False
+                break
+        if const:
+            return False
+    zero = True
+    for t in range(lag, n - 1):
+        if x[t] != 0.0:
+            zero = False
+            break
+    if zero:
+        return False
+    mu = s / nd
+    for i in range(nd):
+        d[i] -= mu  # a global shift: centred inner products unchanged, less cancellation
+    # S[j, k] = sum_t d[t-j] d[t-k] (lag 0 is y) and the column sums
+    sums = np.empty(p)
+    S = np.empty((p, p))
+    for k in range(p):
+        acc = 0.0
+        sk = 0.0
+        for t in range(lag, n - 1):
+            acc += d[t] * d[t - k]
+            sk += d[t - k]
+        S[0, k] = acc
+        S[k, 0] = acc
+        sums[k] = sk
+    for j in range(p - 1):
+        for k in range(j, p - 1):
+            v = S[j, k] + d[lag - 1 - j] * d[lag - 1 - k] - d[n - 2 - j] * d[n - 2 - k]
+            S[j + 1, k + 1] = v
+            S[k + 1, j + 1] = v
+    # where each lag family member and the level go
+    lev = lag if level_last else 0
+    sl = 0.0
+    for t in range(lag, n - 1):
+        sl += x[t]
+    mul = sl / m
+    lsum = 0.0
+    cll = 0.0
+    for t in range(lag, n - 1):
+        v = x[t] - mul
+        lsum += v
+        cll += v * v
+    G[lev, lev] = cll
+    for k in range(p):
+        acc = 0.0
+        for t in range(lag, n - 1):
+            acc += (x[t] - mul) * d[t - k]
+        c = acc - lsum * sums[k] / m
+        if k == 0:
+            col = p
+        elif level_last:
+            col = k - 1
+        else:
+            col = k
+        if lev <= col:
+            G[lev, col] = c
+        else:
+            G[col, lev] = c
+    for j in range(p):
+        for k in range(j, p):
+            v = S[j, k] - sums[j] * sums[k] / m
+            cj = p if j == 0 else (j - 1 if level_last else j)
+            ck = p if k == 0 else (k - 1 if level_last else k)
+            if cj <= ck:
+                G[cj, ck] = v
+            else:
+                G[ck, cj] = v
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _cholesky_nested(G, p, pivot_rtol, fit_rtol, ssr_k):
+    """In-place Cholesky of the Gram ``G[:p+1, :p+1]`` (y last, upper triangle),
+    writing every nested model's RSS. False when a pivot or an RSS falls below
+    its relative limit (near-collinear column, near-exact fit)."""
+    tss = G[p, p]
+    if not tss > 0.0:
+        return False
+    ssr = tss
+    for k in range(p):
+        gkk = G[k, k]
+        piv = gkk
+        for i in range(k):
+            piv -= G[i, k] * G[i, k]
+        if not (gkk > 0.0 and piv > pivot_rtol * gkk):
+            return False
+        rkk = math.sqrt(piv)
+        G[k, k] = rkk
+        for j in range(k + 1, p + 1):
+            v = G[k, j]
+            for i in range(k):
+                v -= G[i, k] * G[i, j]
+            G[k, j] = v / rkk
+        ssr -= G[k, p] * G[k, p]
+        if not ssr > fit_rtol * tss:
+            return False
+        ssr_k[k] = ssr
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def _adf_search_gram(x, n, maxlag, G, d, ssr_k):
+    """The AIC lag search from the Gram matrix (:func:`_adf_gram`) and one Cholesky
+    sweep. Squaring the design costs accuracy, which only the *choice* of lag needs
+    here; returns -1, leaving it to the QR path, when a column is nearly collinear
+    (pivot below ``GRAM_PIVOT_RTOL`` of its diagonal) or a fit nearly exact (RSS
+    below ``GRAM_FIT_RTOL`` of the total)."""
+    m = n - 1 - maxlag
+    p = maxlag + 1
+    if not _adf_gram(x, n, maxlag, G, d, False):
+        return -1
+    if not _cholesky_nested(G, p, GRAM_PIVOT_RTOL, GRAM_FIT_RTOL, ssr_k):
+        return -1
+    best_aic = np.inf
+    best_k = -1
+    for k in range(p):
+        aic = _aic(ssr_k[k], float(m), k + 2)  # rank: intercept + k + 1 regressors
+        if best_k < 0 or aic < best_aic:
+            best_aic = aic
+            best_k = k
+    return best_k
+
+
+@njit(cache=True, error_model="numpy")
+def _adf_refit_gram(x, n, lag, G, d, ssr_k):
+    """t-value of the level in the refit with ``lag``, from the Gram matrix with the
+    level last (t = R[l, y] / sigma); NaN when the stricter refit limits send it to
+    the QR path."""
+    p = lag + 1
+    rows = n - 1 - lag
+    if not _adf_gram(x, n, lag, G, d, True):
+        return np.nan
+    if not _cholesky_nested(G, p, GRAM_REFIT_PIVOT_RTOL, GRAM_REFIT_FIT_RTOL, ssr_k):
+        return np.nan
+    sigma = math.sqrt(ssr_k[p - 1] / (rows - (p + 1)))
+    return G[p - 1, p] / sigma
+
+
 #: a regression whose residual sum of squares is below this share of the centred
-#: total is an exact fit: its t-value (and an AIC of log 0) is rounding noise
-EXACT_FIT_RTOL = 1e-20
+#: total (R^2 > 1 - 1e-10) counts as an exact fit: its t-value (|t| ~ 1e5 and up) and
+#: the AIC comparison are then dominated by rounding, in float64 as in statsmodels
+#: (which reports values like -1e15 where the fit is exact)
+EXACT_FIT_RTOL = 1e-10
+
+
+@njit(cache=True, error_model="numpy")
+def _adf_search_qr(x, n, maxlag, X, y, A, ssr_k, rank_k):
+    """The AIC lag search by Householder QR of the centred design (or the exact
+    statsmodels emulation for degenerate designs). Returns the lag, or -1 when the
+    ADF statistic is undefined (constant differences, or an exact fit)."""
+    rows = n - 1 - maxlag
+    p = maxlag + 1
+    nzc = _fill_transposed(x, maxlag, rows, A, False)
+    tss = _centered_ss(A[p], rows)
+    if tss == 0.0:
+        return -1  # constant differences: every model with an intercept is exact
+    if not nzc and _householder_nested(A, rows, p, True, ssr_k, rank_k):
+        best_aic = np.inf
+        best_k = -1
+        for k in range(p):
+            aic = _aic(ssr_k[k], float(rows), rank_k[k])
+            # min over (aic, k): ties go to the smaller lag
+            if best_k < 0 or aic < best_aic:
+                best_aic = aic
+                best_k = k
+        lag = best_k
+    else:
+        _adf_design(x, n, maxlag, rows, X, y)
+        lag = _adf_exact_search(X, y, rows, p, not nzc, ssr_k)
+    for k in range(p):
+        if ssr_k[k] < EXACT_FIT_RTOL * tss:
+            return -1
+    return lag
 
 
 @njit(cache=True, error_model="numpy")
@@ -387,9 +640,9 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     maximum lag.
 
     NaN where statsmodels raises (constant series, n < 4) and where a candidate
-    regression fits exactly (RSS < ``EXACT_FIT_RTOL`` x centred TSS of the
-    differences): there the lag choice and the t-value only reflect rounding
-    (statsmodels then reports values like -1e15).
+    regression fits (numerically) exactly (RSS < ``EXACT_FIT_RTOL`` x centred TSS
+    of the differences): there the lag choice and the t-value only reflect
+    rounding (statsmodels then reports values like -1e15).
     """
     if n < 1:
         return np.nan
@@ -408,32 +661,21 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
         return np.nan  # "sample size is too short"
     # ---- lag search on the common sample
     rows = n - 1 - maxlag
-    p = maxlag + 1
-    nzc = _fill_transposed(x, maxlag, rows, A, False)
-    tss = _centered_ss(A[p], rows)
-    if tss == 0.0:
-        return np.nan  # constant differences: every model with an intercept is exact
-    ok = not nzc and _householder_nested(A, rows, p, True, ssr_k, rank_k)
-    if ok:
-        best_aic = np.inf
-        best_k = -1
-        for k in range(p):
-            aic = _aic(ssr_k[k], float(rows), rank_k[k])
-            # min over (aic, k): ties go to the smaller lag
-            if best_k < 0 or aic < best_aic:
-                best_aic = aic
-                best_k = k
-        lag = best_k
-    else:
-        _adf_design(x, n, maxlag, rows, X, y)
-        lag = _adf_exact_search(X, y, rows, p, not nzc, ssr_k)
-    for k in range(p):
-        if ssr_k[k] < EXACT_FIT_RTOL * tss:
+    lag = -1
+    if not _nonzero_const_design(x, maxlag, rows):
+        lag = _adf_search_gram(x, n, maxlag, X, y, ssr_k)  # -1: not accurate enough here
+    if lag < 0:
+        lag = _adf_search_qr(x, n, maxlag, X, y, A, ssr_k, rank_k)
+        if lag < 0:
             return np.nan
     # ---- refit with the chosen lag on its own (longer) sample; the level last,
     # so its t-value is R[l, y] / sigma (sign of R[l, l]) after one factorisation
     rows = n - 1 - lag
     q = lag + 1
+    if not _nonzero_const_design(x, lag, rows):
+        t = _adf_refit_gram(x, n, lag, X, y, ssr_k)
+        if not math.isnan(t):
+            return t
     nzc = _fill_transposed(x, lag, rows, A, True)
     tss = _centered_ss(A[q], rows)
     if not nzc and _householder_nested(A, rows, q, True, ssr_k, rank_k) and rank_k[q - 1] == q + 1:
@@ -530,19 +772,24 @@ def _features_one(buf, n, want, out, dev, X, y, A, ssr_k, rank_k):
 
 
 @njit(cache=True, error_model="numpy")
-def window_feature_kernel(values, row_start, row_end, want, min_valid, out):
-    """Fill ``out[w, c, f]`` for every window ``w`` (rows ``row_start[w]:row_end[w]``
-    of ``values``), channel ``c`` and wanted feature ``f`` (``want[c, f]``).
-
-    ``values`` is ``float64[T, C]`` (Fortran order is fastest: one channel is
-    contiguous); NaN samples are skipped.
-    """
-    n_win = row_start.shape[0]
-    n_ch = values.shape[1]
+def _max_window(row_start, row_end):
     maxlen = 1
-    for w in range(n_win):
+    for w in range(row_start.shape[0]):
         if row_end[w] - row_start[w] > maxlen:
             maxlen = row_end[w] - row_start[w]
+    return maxlen
+
+
+@njit(cache=True, error_model="numpy")
+def _channel(values, c, row_start, row_end, want, min_valid, out, maxlen):
+    """Every window of channel ``c`` (scratch buffers allocated once per channel)."""
+    wc = want[c]
+    anyw = False
+    for f in range(N_FEATURES_CONST):
+        if wc[f]:
+            anyw = True
+    if not anyw:
+        return
     maxlag = int(math.ceil(12.0 * math.pow(maxlen / 100.0, 1.0 / 4.0))) + 2
     buf = np.empty(maxlen)
     dev = np.empty(maxlen)
@@ -552,28 +799,41 @@ def window_feature_kernel(values, row_start, row_end, want, min_valid, out):
     ssr_k = np.empty(maxlag + 2)
     rank_k = np.empty(maxlag + 2, dtype=np.int64)
     res = np.empty(N_FEATURES_CONST)
-    for c in range(n_ch):
-        wc = want[c]
-        anyw = False
-        for f in range(N_FEATURES_CONST):
-            if wc[f]:
-                anyw = True
-        if not anyw:
+    for w in range(row_start.shape[0]):
+        n = 0
+        for r in range(row_start[w], row_end[w]):
+            v = values[r, c]
+            if not math.isnan(v):
+                buf[n] = v
+                n += 1
+        if n < min_valid or n == 0:
+            for f in range(N_FEATURES_CONST):
+                out[w, c, f] = np.nan
             continue
-        for w in range(n_win):
-            n = 0
-            for r in range(row_start[w], row_end[w]):
-                v = values[r, c]
-                if not math.isnan(v):
-                    buf[n] = v
-                    n += 1
-            if n < min_valid or n == 0:
-                for f in range(N_FEATURES_CONST):
-                    out[w, c, f] = np.nan
-                continue
-            for f in range(N_FEATURES_CONST):
-                res[f] = np.nan
-            _features_one(buf, n, wc, res, dev, X, y, A, ssr_k, rank_k)
-            for f in range(N_FEATURES_CONST):
-                out[w, c, f] = res[f] if wc[f] else np.nan
+        for f in range(N_FEATURES_CONST):
+            res[f] = np.nan
+        _features_one(buf, n, wc, res, dev, X, y, A, ssr_k, rank_k)
+        for f in range(N_FEATURES_CONST):
+            out[w, c, f] = res[f] if wc[f] else np.nan
 
+
+@njit(cache=True, error_model="numpy")
+def window_feature_kernel(values, row_start, row_end, want, min_valid, out):
+    """Fill ``out[w, c, f]`` for every window ``w`` (rows ``row_start[w]:row_end[w]``
+    of ``values``), channel ``c`` and wanted feature ``f`` (``want[c, f]``).
+
+    ``values`` is ``float64[T, C]`` (Fortran order is fastest: one channel is
+    contiguous); NaN samples are skipped. Single-threaded.
+    """
+    maxlen = _max_window(row_start, row_end)
+    for c in range(values.shape[1]):
+        _channel(values, c, row_start, row_end, want, min_valid, out, maxlen)
+
+
+@njit(cache=True, error_model="numpy", parallel=True)
+def window_feature_kernel_parallel(values, row_start, row_end, want, min_valid, out):
+    """:func:`window_feature_kernel` with the channels spread over numba's threads
+    (``numba.set_num_threads``); identical results."""
+    maxlen = _max_window(row_start, row_end)
+    for c in prange(values.shape[1]):
+        _channel(values, c, row_start, row_end, want, min_valid, out, maxlen)

@@ -128,8 +128,9 @@ def _adf_batch(series: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def numpy_features(values: np.ndarray, row_start: np.ndarray, row_end: np.ndarray, want: np.ndarray,
-                   min_valid: int) -> np.ndarray:
+def numpy_features(
+    values: np.ndarray, row_start: np.ndarray, row_end: np.ndarray, want: np.ndarray, min_valid: int
+) -> np.ndarray:
     """Same contract as the compiled kernel: ``out[w, c, f]``."""
     W, C = len(row_start), values.shape[1]
     out = np.full((W, C, N_FEATURES), np.nan)
@@ -154,7 +155,9 @@ def numpy_features(values: np.ndarray, row_start: np.ndarray, row_end: np.ndarra
         hi = np.where(m, P, -np.inf).max(axis=1)
         skew = (m3 / (m2 * np.sqrt(m2))) * (nf * np.sqrt(nf - 1.0) / (nf - 2.0))
         skew = np.where(n >= 3, skew, np.nan)
-        kurt = ((nf - 1.0) / ((nf - 2.0) * (nf - 3.0))) * (nf * (nf + 1.0) * (m4 / (m2 * m2)) - 3.0 * (nf - 1.0))
+        kurt = ((nf - 1.0) / ((nf - 2.0) * (nf - 3.0))) * (
+            nf * (nf + 1.0) * (m4 / (m2 * m2)) - 3.0 * (nf - 1.0)
+        )
         kurt = np.where(n >= 4, kurt, np.nan)
         flat = hi == lo  # pandas' online moments give m2 == 0 exactly: 0/0
         skew = np.where(flat, np.nan, skew)
@@ -166,8 +169,16 @@ def numpy_features(values: np.ndarray, row_start: np.ndarray, row_end: np.ndarra
         acf = lagprod / ((nf - 1.0) * var)
         acf = np.where((np.abs(var) <= 1e-8) | (n < 2), np.nan, acf)
     feats = {
-        "mean": mean, "var": var, "std": np.sqrt(var), "min": lo, "max": hi, "skew": skew,
-        "kurtosis": kurt, "slope": slope, "acf1": acf, "sum": total,
+        "mean": mean,
+        "var": var,
+        "std": np.sqrt(var),
+        "min": lo,
+        "max": hi,
+        "skew": skew,
+        "kurtosis": kurt,
+        "slope": slope,
+        "acf1": acf,
+        "sum": total,
     }
     for name, arr in feats.items():
         f = _F[name]

@@ -44,8 +44,9 @@ def tsfresh_calculators():
     }
 
 
-def tsfresh_features(values: np.ndarray, row_start: np.ndarray, row_end: np.ndarray, want: np.ndarray,
-                     min_valid: int) -> np.ndarray:
+def tsfresh_features(
+    values: np.ndarray, row_start: np.ndarray, row_end: np.ndarray, want: np.ndarray, min_valid: int
+) -> np.ndarray:
     """Same contract as :func:`reveal_lab.features._kernels.window_feature_kernel`,
     returning ``out[w, c, f]``."""
     calc = tsfresh_calculators()

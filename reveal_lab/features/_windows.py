@@ -32,16 +32,18 @@ def _timestamps_ms(frame: Frame) -> np.ndarray:
         try:
             ts = ts.cast(TIMESTAMP_DTYPE)
         except Exception as exc:  # noqa: BLE001 - re-raised with context
-            raise TelemetryError(f"timestamp must be {TIMESTAMP_DTYPE}, found {ts.dtype}",
-                                 column=TIMESTAMP) from exc
+            raise TelemetryError(
+                f"timestamp must be {TIMESTAMP_DTYPE}, found {ts.dtype}", column=TIMESTAMP
+            ) from exc
     if ts.null_count():
         raise TelemetryError(f"null timestamp at row {int(ts.is_null().arg_max())}", column=TIMESTAMP)
     t = ts.dt.epoch("ms").to_numpy().astype(np.int64)
     if t.size > 1:
         bad = np.flatnonzero(np.diff(t) <= 0)
         if bad.size:
-            raise TelemetryError(f"timestamps must be strictly increasing; row {int(bad[0]) + 1} is not",
-                                 column=TIMESTAMP)
+            raise TelemetryError(
+                f"timestamps must be strictly increasing; row {int(bad[0]) + 1} is not", column=TIMESTAMP
+            )
     return t
 
 
@@ -67,7 +69,9 @@ def effective_interval_ms(t_ms: np.ndarray, config: WindowConfig) -> float:
     return nominal
 
 
-def make_windows(frame: Frame, config: WindowConfig | None = None, *, include_dropped: bool = False) -> pl.DataFrame:
+def make_windows(
+    frame: Frame, config: WindowConfig | None = None, *, include_dropped: bool = False
+) -> pl.DataFrame:
     """Windows ``[start, start + window)`` every ``stride``, by time.
 
     The first window starts at the first timestamp; a window is laid down while it

@@ -66,7 +66,11 @@ def correlation_matrix(X: np.ndarray, min_periods: int = 3) -> np.ndarray:
         cov = sxy - sx * sx.T / n
         vx = sxx - sx**2 / n
         r = cov / np.sqrt(vx * vx.T)
-    bad = (n < min_periods) | ~(vx > 1e-12 * np.maximum(sxx, 1e-300)) | ~(vx.T > 1e-12 * np.maximum(sxx.T, 1e-300))
+    bad = (
+        (n < min_periods)
+        | ~(vx > 1e-12 * np.maximum(sxx, 1e-300))
+        | ~(vx.T > 1e-12 * np.maximum(sxx.T, 1e-300))
+    )
     r = np.where(bad, np.nan, np.clip(r, -1.0, 1.0))
     return r
 
@@ -158,8 +162,10 @@ def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
     corr = corr[np.ix_(keep, keep)]
     np.fill_diagonal(corr, 1.0)
     infos = [classify(sample[k]) for k in keys]
-    ex = pl.DataFrame({"key": list(excluded), "reason": list(excluded.values())},
-                      schema={"key": pl.String, "reason": pl.String})
+    ex = pl.DataFrame(
+        {"key": list(excluded), "reason": list(excluded.values())},
+        schema={"key": pl.String, "reason": pl.String},
+    )
     ex = ex.filter(~pl.col("key").is_in(keys))
     return MetricSpace(
         keys=keys,
@@ -201,8 +207,9 @@ def _clusters(corr: np.ndarray, threshold: float, method: str) -> np.ndarray:
     return (labels - 1).astype(np.int64)
 
 
-def _representatives(labels: np.ndarray, priority: np.ndarray, variance: np.ndarray,
-                     keys: list[str]) -> np.ndarray:
+def _representatives(
+    labels: np.ndarray, priority: np.ndarray, variance: np.ndarray, keys: list[str]
+) -> np.ndarray:
     """Index of each cluster's representative: lowest priority (most interpretable),
     then highest variance, then key (deterministic)."""
     reps = np.empty(labels.max() + 1 if labels.size else 0, dtype=np.int64)
@@ -290,18 +297,30 @@ def prune(
         labels = _clusters(sp.corr, threshold, method)
         reps = _representatives(labels, sp.priority, sp.variance, sp.keys)
         selected[wl] = sorted(sp.keys[i] for i in reps)
-        cl_rows.append(pl.DataFrame({
-            "workload": [wl] * len(sp.keys),
-            "cluster": labels,
-            "key": sp.keys,
-            "representative": [sp.keys[reps[c]] for c in labels],
-            "is_representative": [reps[c] == i for i, c in enumerate(labels)],
-            "priority": sp.priority,
-            "variance": sp.variance,
-            "subsystem": sp.subsystem,
-        }, schema={"workload": pl.String, "cluster": pl.Int64, "key": pl.String, "representative": pl.String,
-                   "is_representative": pl.Boolean, "priority": pl.Int64, "variance": pl.Float64,
-                   "subsystem": pl.String}))
+        cl_rows.append(
+            pl.DataFrame(
+                {
+                    "workload": [wl] * len(sp.keys),
+                    "cluster": labels,
+                    "key": sp.keys,
+                    "representative": [sp.keys[reps[c]] for c in labels],
+                    "is_representative": [reps[c] == i for i, c in enumerate(labels)],
+                    "priority": sp.priority,
+                    "variance": sp.variance,
+                    "subsystem": sp.subsystem,
+                },
+                schema={
+                    "workload": pl.String,
+                    "cluster": pl.Int64,
+                    "key": pl.String,
+                    "representative": pl.String,
+                    "is_representative": pl.Boolean,
+                    "priority": pl.Int64,
+                    "variance": pl.Float64,
+                    "subsystem": pl.String,
+                },
+            )
+        )
         ex_rows.append(sp.excluded.select(pl.lit(wl).alias("workload"), "key", "reason"))
     union = sorted({k for v in selected.values() for k in v})
     return PruneResult(threshold, method, selected, union, pl.concat(cl_rows), pl.concat(ex_rows), spaces)
@@ -326,8 +345,13 @@ def _curve_point(sp: MetricSpace, threshold: float, method: str) -> dict[str, fl
         avg_r2, avg_max = float(r2.mean()), float(max_r.mean())
     else:
         avg_r2 = avg_max = float("nan")
-    return {"n_metrics": p, "n_selected": int(S.size), "selected_ratio": S.size / p if p else float("nan"),
-            "avg_multi_r2": avg_r2, "avg_max_abs_r": avg_max}
+    return {
+        "n_metrics": p,
+        "n_selected": int(S.size),
+        "selected_ratio": S.size / p if p else float("nan"),
+        "avg_multi_r2": avg_r2,
+        "avg_max_abs_r": avg_max,
+    }
 
 
 def pruning_curve(
@@ -358,17 +382,30 @@ def pruning_curve(
     for wl, sp in spaces.items():
         for t in thresholds:
             rows.append({"workload": wl, "threshold": float(t), **_curve_point(sp, float(t), method)})
-    df = pl.DataFrame(rows, schema={"workload": pl.String, "threshold": pl.Float64, "n_metrics": pl.Int64,
-                                    "n_selected": pl.Int64, "selected_ratio": pl.Float64,
-                                    "avg_multi_r2": pl.Float64, "avg_max_abs_r": pl.Float64})
+    df = pl.DataFrame(
+        rows,
+        schema={
+            "workload": pl.String,
+            "threshold": pl.Float64,
+            "n_metrics": pl.Int64,
+            "n_selected": pl.Int64,
+            "selected_ratio": pl.Float64,
+            "avg_multi_r2": pl.Float64,
+            "avg_max_abs_r": pl.Float64,
+        },
+    )
     if len(spaces) > 1:
-        mean = df.group_by("threshold", maintain_order=True).agg(
-            pl.lit("all").alias("workload"),
-            pl.col("n_metrics").mean().round().cast(pl.Int64),
-            pl.col("n_selected").mean().round().cast(pl.Int64),
-            pl.col("selected_ratio").mean(),
-            pl.col("avg_multi_r2").mean(),
-            pl.col("avg_max_abs_r").mean(),
-        ).select(df.columns)
+        mean = (
+            df.group_by("threshold", maintain_order=True)
+            .agg(
+                pl.lit("all").alias("workload"),
+                pl.col("n_metrics").mean().round().cast(pl.Int64),
+                pl.col("n_selected").mean().round().cast(pl.Int64),
+                pl.col("selected_ratio").mean(),
+                pl.col("avg_multi_r2").mean(),
+                pl.col("avg_max_abs_r").mean(),
+            )
+            .select(df.columns)
+        )
         df = pl.concat([df, mean])
     return df

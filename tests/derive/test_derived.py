@@ -19,7 +19,8 @@ T0 = dt.datetime(2025, 4, 26, 13, 38, 18)
 def frame(cols: dict[str, list[float] | np.ndarray], step_ms: int = 100) -> pl.DataFrame:
     n = len(next(iter(cols.values())))
     ts = pl.Series("timestamp", [T0 + dt.timedelta(milliseconds=step_ms * i) for i in range(n)]).cast(
-        pl.Datetime("ms"))
+        pl.Datetime("ms")
+    )
     return pl.DataFrame({"timestamp": ts, **{k: np.asarray(v, dtype=float) for k, v in cols.items()}})
 
 
@@ -33,12 +34,17 @@ def test_perf_ratios_equal_their_definitions():
     cr = rng.uniform(1e6, 1e7, 50)
     cm = cr * rng.uniform(0.01, 0.5, 50)
     l3 = cyc * 0.1
-    f = frame({
-        "Perf:Instructions.htc-g004[count]": ins, "Perf:Cycles.htc-g004[count]": cyc,
-        "Perf:Branches.htc-g004[count]": br, "Perf:Branch_Misses.htc-g004[count]": brm,
-        "Perf:Cache_References.htc-g004[count]": cr, "Perf:Cache_Misses.htc-g004[count]": cm,
-        "Perf:Cycle_activity_stalls_l3_miss.htc-g004[count]": l3,
-    })
+    f = frame(
+        {
+            "Perf:Instructions.htc-g004[count]": ins,
+            "Perf:Cycles.htc-g004[count]": cyc,
+            "Perf:Branches.htc-g004[count]": br,
+            "Perf:Branch_Misses.htc-g004[count]": brm,
+            "Perf:Cache_References.htc-g004[count]": cr,
+            "Perf:Cache_Misses.htc-g004[count]": cm,
+            "Perf:Cycle_activity_stalls_l3_miss.htc-g004[count]": l3,
+        }
+    )
     out = validate_frame(add_derived(f), strict_names=True)
     ipc = out["Derived:IPC.htc-g004[-]"].to_numpy()
     ok = cyc > 0
@@ -62,12 +68,18 @@ def test_cumulative_counters_become_diff_columns_and_utilizations():
     system = np.cumsum(rng.integers(0, 2, n)).astype(float) + 5e5
     rx = np.cumsum(rng.integers(0, 10**6, n)).astype(float) + 1e12
     tx = np.cumsum(rng.integers(0, 10**6, n)).astype(float) + 3e11
-    f = frame({
-        "CPU:user.-.n1[jiffies]": user, "CPU:system.-.n1[jiffies]": system, "CPU:idle.-.n1[jiffies]": idle,
-        "NetworkInterStat:rx_bytes.ib0.n1[Bytes]": rx, "NetworkInterStat:tx_bytes.ib0.n1[Bytes]": tx,
-        "Memory:MemTotal.n1[kB]": np.full(n, 1000.0), "Memory:MemAvailable.n1[kB]": np.linspace(900, 100, n),
-        "Vmstat:nr_free_pages.n1[count]": np.arange(n, dtype=float),  # a level, though it only rises here
-    })
+    f = frame(
+        {
+            "CPU:user.-.n1[jiffies]": user,
+            "CPU:system.-.n1[jiffies]": system,
+            "CPU:idle.-.n1[jiffies]": idle,
+            "NetworkInterStat:rx_bytes.ib0.n1[Bytes]": rx,
+            "NetworkInterStat:tx_bytes.ib0.n1[Bytes]": tx,
+            "Memory:MemTotal.n1[kB]": np.full(n, 1000.0),
+            "Memory:MemAvailable.n1[kB]": np.linspace(900, 100, n),
+            "Vmstat:nr_free_pages.n1[count]": np.arange(n, dtype=float),  # a level, though it only rises here
+        }
+    )
     plan = derive_plan(f, link_speed_mbps={"ib0": 100_000})
     out = add_derived(f, link_speed_mbps={"ib0": 100_000})
     assert set(plan["column"]) <= set(out.columns)
@@ -88,11 +100,14 @@ def test_cumulative_counters_become_diff_columns_and_utilizations():
 
 
 def test_existing_columns_are_never_overwritten_and_diff_columns_left_alone():
-    f = frame({
-        "Memory:MemTotal.h[kB]": [10.0] * 5, "Memory:MemAvailable.h[kB]": [5.0] * 5,
-        "Memory:MemoryUtilization.h[%]": [1.0, 2.0, 3.0, 4.0, 5.0],
-        "Storage_diff:sectors_read.h[sectors]": [0.0, 1.0, 2.0, 3.0, 4.0],
-    })
+    f = frame(
+        {
+            "Memory:MemTotal.h[kB]": [10.0] * 5,
+            "Memory:MemAvailable.h[kB]": [5.0] * 5,
+            "Memory:MemoryUtilization.h[%]": [1.0, 2.0, 3.0, 4.0, 5.0],
+            "Storage_diff:sectors_read.h[sectors]": [0.0, 1.0, 2.0, 3.0, 4.0],
+        }
+    )
     out = add_derived(f)
     assert out["Memory:MemoryUtilization.h[%]"].to_list() == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert out["Storage_diff:sectors_read.h[sectors]"].to_list() == [0.0, 1.0, 2.0, 3.0, 4.0]
@@ -109,13 +124,15 @@ def test_is_cumulative_rules():
 
 
 def test_detection_view_reports_every_drop():
-    f = frame({
-        "CPU:Busy%.-.h[%]": [1.0, 3.0, 2.0, 5.0],
-        "Memory:Hugepagesize.h[kB]": [2048.0] * 4,
-        "GPU: utilization.gpu.1.h[%]": [np.nan] * 4,
-        "Turbostat:SMI.-.h[count]": [0.0] * 4,
-        "Perf:IPC.h[-]": [np.nan, 0.7, np.nan, 0.9],
-    })
+    f = frame(
+        {
+            "CPU:Busy%.-.h[%]": [1.0, 3.0, 2.0, 5.0],
+            "Memory:Hugepagesize.h[kB]": [2048.0] * 4,
+            "GPU: utilization.gpu.1.h[%]": [np.nan] * 4,
+            "Turbostat:SMI.-.h[count]": [0.0] * 4,
+            "Perf:IPC.h[-]": [np.nan, 0.7, np.nan, 0.9],
+        }
+    )
     view, cat = detection_view(f)
     assert view.columns == ["timestamp", "CPU:Busy%.-.h[%]", "Perf:IPC.h[-]"]
     reasons = dict(zip(cat["column"], cat["reason"], strict=True))

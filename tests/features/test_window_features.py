@@ -21,7 +21,8 @@ CFG = WindowConfig(window_s=3.0, stride_s=1.0, interval_s=0.1)
 def make_frame(columns: dict[str, np.ndarray], step_ms: int = 100) -> pl.DataFrame:
     n = len(next(iter(columns.values())))
     ts = pl.Series("timestamp", [T0 + dt.timedelta(milliseconds=step_ms * i) for i in range(n)]).cast(
-        pl.Datetime("ms"))
+        pl.Datetime("ms")
+    )
     return pl.DataFrame({"timestamp": ts, **{k: np.asarray(v, dtype=float) for k, v in columns.items()}})
 
 
@@ -43,10 +44,17 @@ def wf():
     holes[[3, 4, 17, 31, 32, 33]] = np.nan
     errors = np.zeros(n)
     errors[[5, 12, 40]] = [1.0, 3.0, 2.0]
-    frame = make_frame({
-        RAMP: 2.0 + 0.5 * np.arange(n), CONST: np.full(n, 7.0), SKEWED: skewed, HOLES: holes,
-        EMPTY: np.full(n, np.nan), ERRORS: errors, STATIC: np.full(n, 1.6e7),
-    })
+    frame = make_frame(
+        {
+            RAMP: 2.0 + 0.5 * np.arange(n),
+            CONST: np.full(n, 7.0),
+            SKEWED: skewed,
+            HOLES: holes,
+            EMPTY: np.full(n, np.nan),
+            ERRORS: errors,
+            STATIC: np.full(n, 1.6e7),
+        }
+    )
     return frame, window_features(frame, CFG)
 
 
@@ -60,7 +68,12 @@ def test_shape_pairs_and_static_exclusion(wf):
     assert tuple(errs["feature"]) == COUNTER_FEATURES and errs["kind"].unique().to_list() == ["counter"]
     assert tuple(f.pairs.filter(pl.col("metric") == RAMP)["feature"]) == DYNAMIC_FEATURES
     ramp = f.pairs.filter(pl.col("metric") == RAMP).row(0, named=True)
-    assert (ramp["subsystem"], ramp["kind"], ramp["host"], ramp["key"]) == ("cpu", "dynamic", "h1", "CPU:Busy%.-")
+    assert (ramp["subsystem"], ramp["kind"], ramp["host"], ramp["key"]) == (
+        "cpu",
+        "dynamic",
+        "h1",
+        "CPU:Busy%.-",
+    )
     assert len(f.pair_names) == f.n_pairs and f.pair_names[0] == f"{f.pairs['metric'][0]}|mean"
 
 
@@ -72,7 +85,9 @@ def test_linear_ramp(wf):
     assert np.allclose(f.column(RAMP, "min"), start) and np.allclose(f.column(RAMP, "max"), start + 14.5)
     assert np.allclose(f.column(RAMP, "var"), 0.25 * (30**2 - 1) / 12, rtol=1e-12)
     assert np.allclose(f.column(RAMP, "skew"), 0.0, atol=1e-12)
-    assert np.allclose(f.column(RAMP, "kurtosis"), -1.2, atol=1e-12)  # excess kurtosis of a uniform grid, n=30
+    assert np.allclose(
+        f.column(RAMP, "kurtosis"), -1.2, atol=1e-12
+    )  # excess kurtosis of a uniform grid, n=30
     # acf1 of a ramp under tsfresh's definition: sum((i-m)(i+1-m)) / ((n-1) var)
     i = np.arange(30.0)
     d = i - i.mean()
@@ -108,7 +123,7 @@ def test_nan_samples_are_skipped(wf):
     frame, f = wf
     x = frame[HOLES].to_numpy()
     for k in range(f.windows.height):
-        w = x[10 * k: 10 * k + 30]
+        w = x[10 * k : 10 * k + 30]
         v = w[~np.isnan(w)]
         assert f.column(HOLES, "mean")[k] == pytest.approx(v.mean(), rel=1e-13)
         assert f.column(HOLES, "std")[k] == pytest.approx(v.std(), rel=1e-12)
@@ -171,8 +186,15 @@ def test_imputed_fills_nan_per_column(wf):
 
 def _adf(x: np.ndarray) -> float:
     n = len(x)
-    return adf_teststat(np.ascontiguousarray(x, dtype=float), n, np.empty((n, 16)), np.empty(n),
-                        np.empty((17, n)), np.empty(16), np.empty(16, dtype=np.int64))
+    return adf_teststat(
+        np.ascontiguousarray(x, dtype=float),
+        n,
+        np.empty((n, 16)),
+        np.empty(n),
+        np.empty((17, n)),
+        np.empty(16),
+        np.empty(16, dtype=np.int64),
+    )
 
 
 @pytest.mark.parametrize("n", [6, 12, 30])

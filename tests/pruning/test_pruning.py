@@ -16,8 +16,11 @@ T0 = dt.datetime(2025, 5, 11, 12, 0, 0)
 def run(host: str, cols: dict[str, np.ndarray]) -> pl.DataFrame:
     n = len(next(iter(cols.values())))
     ts = pl.Series("timestamp", [T0 + dt.timedelta(milliseconds=100 * i) for i in range(n)]).cast(
-        pl.Datetime("ms"))
-    return pl.DataFrame({"timestamp": ts, **{k.format(h=host): np.asarray(v, float) for k, v in cols.items()}})
+        pl.Datetime("ms")
+    )
+    return pl.DataFrame(
+        {"timestamp": ts, **{k.format(h=host): np.asarray(v, float) for k, v in cols.items()}}
+    )
 
 
 def two_groups(seed: int, host: str, n: int = 600) -> pl.DataFrame:
@@ -28,16 +31,21 @@ def two_groups(seed: int, host: str, n: int = 600) -> pl.DataFrame:
     a = rng.normal(size=n)
     b = rng.normal(size=n)
     e = lambda s: s * rng.normal(size=n)  # noqa: E731
-    return run(host, {
-        "Perf:Cycles.{h}[count]": 2e9 + 4e8 * a + e(4e7),              # raw (priority 3)
-        "Perf:Instructions.{h}[count]": 3e9 + 5e8 * a + e(5e7),        # raw, larger variance
-        "Turbostat:Busy%.-.{h}[%]": 40 + 15 * a + e(1.5),              # utilization (priority 0)
-        "Turbostat:Bzy_MHz.-.{h}[MHz]": 2800 + 300 * a + e(30),        # throughput (priority 1)
-        "NetworkInterStat_diff:rx_packets.ib0.{h}[count]": 1e4 + 2e3 * b + e(2e2),  # throughput (1)
-        "NetworkInterStat_diff:rx_bytes.ib0.{h}[Bytes]": 1e7 + 2e6 * b + e(2e5),    # throughput, larger variance
-        "Memory:Dirty.{h}[kB]": 5e3 + e(100),
-        "Memory:MemTotal.{h}[kB]": np.full(n, 6.4e7),                  # static: excluded
-    })
+    return run(
+        host,
+        {
+            "Perf:Cycles.{h}[count]": 2e9 + 4e8 * a + e(4e7),  # raw (priority 3)
+            "Perf:Instructions.{h}[count]": 3e9 + 5e8 * a + e(5e7),  # raw, larger variance
+            "Turbostat:Busy%.-.{h}[%]": 40 + 15 * a + e(1.5),  # utilization (priority 0)
+            "Turbostat:Bzy_MHz.-.{h}[MHz]": 2800 + 300 * a + e(30),  # throughput (priority 1)
+            "NetworkInterStat_diff:rx_packets.ib0.{h}[count]": 1e4 + 2e3 * b + e(2e2),  # throughput (1)
+            "NetworkInterStat_diff:rx_bytes.ib0.{h}[Bytes]": 1e7
+            + 2e6 * b
+            + e(2e5),  # throughput, larger variance
+            "Memory:Dirty.{h}[kB]": 5e3 + e(100),
+            "Memory:MemTotal.{h}[kB]": np.full(n, 6.4e7),  # static: excluded
+        },
+    )
 
 
 def test_correlation_matrix_handles_nan_and_constant():
@@ -57,7 +65,8 @@ def test_two_groups_two_representatives_by_priority_across_hosts():
     runs = [two_groups(1, "nserver07"), two_groups(2, "nserver08"), two_groups(3, "nserver07")]
     res = prune({"train_VGG16": runs}, threshold=0.5)
     assert res.selected["train_VGG16"] == sorted(
-        ["Turbostat:Busy%.-", "NetworkInterStat_diff:rx_bytes.ib0", "Memory:Dirty"])
+        ["Turbostat:Busy%.-", "NetworkInterStat_diff:rx_bytes.ib0", "Memory:Dirty"]
+    )
     assert res.union == res.selected["train_VGG16"]
     cl = res.clusters
     cpu = cl.filter(pl.col("representative") == "Turbostat:Busy%.-")["key"].to_list()
@@ -71,7 +80,9 @@ def test_two_groups_two_representatives_by_priority_across_hosts():
 
 def test_variance_breaks_priority_ties():
     # remove the utilization and frequency: both perf counters have priority 3
-    runs = [two_groups(s, "h1").drop("Turbostat:Busy%.-.h1[%]", "Turbostat:Bzy_MHz.-.h1[MHz]") for s in (4, 5)]
+    runs = [
+        two_groups(s, "h1").drop("Turbostat:Busy%.-.h1[%]", "Turbostat:Bzy_MHz.-.h1[MHz]") for s in (4, 5)
+    ]
     res = prune({"w": runs}, threshold=0.5)
     assert "Perf:Instructions" in res.selected["w"] and "Perf:Cycles" not in res.selected["w"]
 
@@ -79,10 +90,14 @@ def test_variance_breaks_priority_ties():
 def test_union_over_workloads_and_select_columns():
     rng = np.random.default_rng(9)
     z = rng.normal(size=500)
-    w2 = run("h2", {
-        "Perf:Cycles.{h}[count]": 2e9 + 4e8 * z, "Turbostat:Busy%.-.{h}[%]": 40 + 15 * rng.normal(size=500),
-        "Memory:Dirty.{h}[kB]": 5e3 + 100 * z,
-    })
+    w2 = run(
+        "h2",
+        {
+            "Perf:Cycles.{h}[count]": 2e9 + 4e8 * z,
+            "Turbostat:Busy%.-.{h}[%]": 40 + 15 * rng.normal(size=500),
+            "Memory:Dirty.{h}[kB]": 5e3 + 100 * z,
+        },
+    )
     res = prune({"a": [two_groups(6, "h1")], "b": [w2]}, threshold=0.5)
     # Cycles (raw perf counter, priority 3) beats Dirty (no priority rule: 4)
     assert set(res.selected["b"]) == {"Perf:Cycles", "Turbostat:Busy%.-"}
