@@ -277,6 +277,7 @@ def _score_host(
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
+    notes = [f"{host}: {n}" for n in notes]
     timings["derive"] = timings.get("derive", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:

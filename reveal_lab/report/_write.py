@@ -113,13 +113,17 @@ def _subsystem_table(s: dict[str, Any]) -> pl.DataFrame:
 def _detector_table(s: dict[str, Any], thresholds: dict[str, dict[str, float]]) -> pl.DataFrame:
     rows = []
     for m, v in s["per_detector"].items():
-        thr = [t[m] for t in thresholds.values() if m in t]
+        thr = {h: t[m] for h, t in thresholds.items() if m in t}
         rows.append(
             {
                 "detector": m,
                 "flagged windows": v["flagged"],
                 "share": v["share"],
-                "threshold": thr[0] if len(thr) == 1 else None,
+                **(
+                    {"threshold": next(iter(thr.values()))}
+                    if len(thr) == 1
+                    else {"threshold per host": ", ".join(f"{h} {x:.3g}" for h, x in thr.items())}
+                ),
             }
         )
     return pl.DataFrame(rows)
