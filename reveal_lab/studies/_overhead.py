@@ -14,6 +14,8 @@ from reveal_lab.config import PROJECT_ROOT
 __all__ = ["OVERHEAD_RESULTS", "collector_overhead_table", "collector_bytes_table"]
 
 OVERHEAD_RESULTS = PROJECT_ROOT / "benchmarks" / "results" / "collector_overhead.json"
+#: processes in the order the figure shows them (cheapest collector first, perf stat last)
+_ORDER = ("loop", "reads", "procfs", "full", "perf")
 _SCHEMA = {
     "interval_ms": pl.Float64,
     "process": pl.String,
@@ -61,7 +63,13 @@ def collector_overhead_table(path: str | Path | None = None) -> pl.DataFrame:
                     "ratio_to_perf_stat": v.get("ratio_to_perf_stat"),
                 }
             )
-    return pl.DataFrame(rows, schema=_SCHEMA).sort("interval_ms", "process")
+    order = {p: i for i, p in enumerate(_ORDER)}
+    return (
+        pl.DataFrame(rows, schema=_SCHEMA)
+        .with_columns(pl.col("process").replace_strict(order, default=len(order)).alias("_o"))
+        .sort("interval_ms", "_o", "process")
+        .drop("_o")
+    )
 
 
 def collector_bytes_table(path: str | Path | None = None) -> pl.DataFrame:
