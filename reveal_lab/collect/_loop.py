@@ -23,7 +23,9 @@ from reveal_lab.collect._probe import (
     Probe,
     ProbeContext,
     ProbeUnavailable,
+    probe_periods,
     resolve_probes,
+    tick_divisors,
 )
 from reveal_lab.collect._writer import DiskFull, RunWriter, write_json_atomic
 from reveal_lab.telemetry._names import sanitize_host
@@ -140,6 +142,7 @@ def collect(
     if (out / META_FILE).exists():
         raise FileExistsError(f"{out} already holds a collector run ({META_FILE}); choose a new --out")
     names = resolve_probes(probes)
+    divisors = tick_divisors(probe_periods(probes), interval_s)
     info = host_info()
     host_name = sanitize_host(host or info["hostname"])
     ctx = ProbeContext(
@@ -174,8 +177,9 @@ def collect(
         row_f = np.full(nf, np.nan, dtype=np.float64)
         plan = []
         a = b = 0
+        every = {p.name: divisors[p.name] for p in used if divisors.get(p.name, 1) > 1}
         for p in used:
-            plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float]))
+            plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float], every.get(p.name, 1)))
             a += p.n_int
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
@@ -201,6 +205,9 @@ def collect(
             "probes_requested": names,
             "probes_used": [p.name for p in used],
             "probes_skipped": skipped,
+            # probes sampled every N ticks only; their values are null on the other ticks
+            "probe_every_ticks": every,
+            "probe_period_ms": {n: d * interval_s * 1000 for n, d in every.items()},
             "probe_info": {p.name: p.info for p in used},
             "n_channels": len(channels),
             "flush_s": flush_s,
@@ -291,7 +298,7 @@ def _tables(p: Probe) -> list[Any]:
 
 def _run_loop(
     writer: RunWriter,
-    plan: list[tuple[Probe, np.ndarray, np.ndarray]],
+    plan: list[tuple[Probe, np.ndarray, np.ndarray, int]],
     row_i: np.ndarray,
     row_f: np.ndarray,
     self_probe: Probe | None,
@@ -301,13 +308,17 @@ def _run_loop(
     mono0: int,
 ) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
-    closer than half an interval to the previous sample."""
+    closer than half an interval to the previous sample. A probe with divisor ``d > 1``
+    is sampled at the first tick with ``k >= `` its next multiple of ``d`` (so a missed
+    tick delays it, never drops its period) and reads as missing on the other ticks."""
     interval_ns = int(round(interval_s * 1e9))
     n_ticks = None if duration_s is None else max(1, int(round(duration_s / interval_s)))
     mono, wall, sleep = time.monotonic_ns, time.time_ns, time.sleep
     k = 0
     missed = 0
     seq = 0
+    due = [0] * len(plan)  # next deadline index at which each probe is sampled
+    blank = [False] * len(plan)  # its row slice already holds missing values
     while not stop["flag"]:
         deadline = mono0 + k * interval_ns
         now = mono()
@@ -320,7 +331,16 @@ def _run_loop(
         if self_probe is not None:
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
-        for p, vi, vf in plan:
+        for j, (p, vi, vf, d) in enumerate(plan):
+            if d > 1:
+                if k < due[j]:
+                    if not blank[j]:
+                        vi[:] = MISSING_INT
+                        vf[:] = np.nan
+                        blank[j] = True
+                    continue
+                due[j] = (k // d + 1) * d
+                blank[j] = False
             try:
                 p.sample(vi, vf)
             except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only

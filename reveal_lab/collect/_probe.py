@@ -43,6 +43,7 @@ __all__ = [
     "GROUPS",
     "register_probe",
     "resolve_probes",
+    "probe_periods",
     "sanitize_instance",
 ]
 
@@ -215,7 +216,8 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
     Items are probe names or group names (or ``all``); a leading ``-`` removes.
     Starting with a removal means "everything except". ``self`` (the collector's
     own lag/missed-tick/CPU channels) is always added unless ``-self`` is given.
-    Unknown names raise.
+    Unknown names raise. An item may carry a sampling period (``interrupts@1s``,
+    see :func:`probe_periods`); it is ignored here.
 
     >>> from reveal_lab.collect import probes  # noqa: F401  (registers the probes)
     >>> "gpu" in resolve_probes("all,-gpu")
@@ -230,6 +232,7 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
     items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
     if not items:
         raise ValueError("empty --probes")
+    items = [it.partition("@")[0].strip() for it in items]
     order = list(PROBES)
     chosen: set[str] = set()
     if items[0].startswith("-"):
@@ -254,6 +257,83 @@ def resolve_probes(spec: str | Iterable[str] | None) -> list[str]:
     if "self" in PROBES and "-self" not in items:
         chosen.add("self")  # the collector's own timing comes along unless removed explicitly
     return [n for n in order if n in chosen]
+
+
+#: probe groups whose probes may be sampled less often than every tick (pull-based
+#: readers; the child-process probes run at their child's own interval)
+SLOW_GROUPS = ("procfs", "cgroup")
+
+
+def probe_periods(spec: str | Iterable[str] | None) -> dict[str, float]:
+    """Sampling periods (seconds) from ``name@period`` items of a ``--probes`` spec.
+
+    ``interrupts@1s`` samples ``/proc/interrupts`` once a second while the other
+    probes run every tick; a group name (``procfs@500ms``) sets the period of each
+    of its probes; a probe's own item beats its group's (``procfs@1s,cpu@100ms``),
+    otherwise a later item overrides an earlier one. Only probes of the
+    groups in :data:`SLOW_GROUPS` take a period. Bad periods raise ``ValueError``.
+
+    >>> from reveal_lab.collect import probes  # noqa: F401  (registers the probes)
+    >>> probe_periods("procfs,interrupts@1s,nstat@500ms")
+    {'interrupts': 1.0, 'nstat': 0.5}
+    >>> probe_periods("interrupts@500ms,procfs@1s")["interrupts"]
+    0.5
+    """
+    import reveal_lab.collect.probes  # noqa: F401  (registers the probes)
+    from reveal_lab.config import parse_duration
+
+    if spec is None:
+        return {}
+    items = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    out: dict[str, float] = {}
+    own: dict[str, float] = {}
+    for it in items:
+        name, at, period = it.partition("@")
+        if not at:
+            continue
+        name = name.strip().lstrip("+")
+        if name.startswith("-"):
+            raise ValueError(f"--probes item {it!r}: a removed probe takes no sampling period")
+        try:
+            sec = parse_duration(period)
+        except ValueError as exc:
+            raise ValueError(f"--probes item {it!r}: {exc}") from None
+        if not sec > 0:
+            raise ValueError(f"--probes item {it!r}: the sampling period must be positive")
+        if name in PROBES and PROBES[name].group not in SLOW_GROUPS:
+            raise ValueError(
+                f"--probes item {it!r}: only probes of the groups {', '.join(SLOW_GROUPS)} "
+                f"take a sampling period; {name} ({PROBES[name].group}) runs at its own interval"
+            )
+        if name in PROBES:
+            own[name] = sec
+            continue
+        for n in resolve_probes([name, "-self"]):
+            if PROBES[n].group in SLOW_GROUPS:  # a group or 'all': its pull-based probes
+                out[n] = sec
+    out.update(own)
+    return out
+
+
+def tick_divisors(periods: dict[str, float], interval_s: float) -> dict[str, int]:
+    """Ticks between samples for each probe with a period: ``round(period / interval)``.
+
+    A period must be a whole multiple of the interval (within 1 %), so the sampled
+    ticks fall at fixed times; otherwise ``ValueError``.
+
+    >>> tick_divisors({"interrupts": 1.0, "nstat": 0.3}, 0.1)
+    {'interrupts': 10, 'nstat': 3}
+    """
+    out = {}
+    for n, sec in periods.items():
+        d = round(sec / interval_s)
+        if d < 1 or abs(d * interval_s - sec) > 0.01 * sec:
+            raise ValueError(
+                f"sampling period {sec:g}s of probe {n} is not a whole multiple "
+                f"of the interval {interval_s:g}s"
+            )
+        out[n] = d
+    return out
 
 
 ProbeFactory = Callable[[], Probe]

@@ -33,7 +33,11 @@ def _name(
 
 
 def _d(name: str) -> pl.Expr:
-    return pl.col(name).cast(pl.Float64).diff()
+    """Change since the previous non-null sample (``diff`` when every tick is sampled;
+    a probe sampled every N ticks gets the change over its own period on its sampled
+    ticks and null in between)."""
+    x = pl.col(name).cast(pl.Float64)
+    return x - x.forward_fill().shift(1)
 
 
 @derived("cpu")
@@ -62,8 +66,13 @@ def _mem(raw: pl.DataFrame, chans: list[dict[str, Any]], meta: dict[str, Any], h
     return []
 
 
-def _dt_s(raw: pl.DataFrame) -> pl.Expr:
-    return pl.col("t_mono_ns").cast(pl.Float64).diff() / 1e9
+def _dt_s(raw: pl.DataFrame, like: str | None = None) -> pl.Expr:
+    """Seconds since the previous sample (of column ``like``, when given)."""
+    t = pl.col("t_mono_ns").cast(pl.Float64)
+    if like is None:
+        return t.diff() / 1e9
+    seen = pl.when(pl.col(like).is_not_null()).then(t)
+    return (seen - seen.forward_fill().shift(1)) / 1e9
 
 
 @derived("netdev")
@@ -78,7 +87,7 @@ def _net(raw: pl.DataFrame, chans: list[dict[str, Any]], meta: dict[str, Any], h
         if rx and tx:
             bits = 8.0 * (_d(rx) + _d(tx))
             out.append(
-                (100.0 * bits / (mbps * 1e6 * _dt_s(raw))).alias(
+                (100.0 * bits / (mbps * 1e6 * _dt_s(raw, rx))).alias(
                     _name("NetworkInterStat", "NetworkUtilization", host, inst, "%", diff=True)
                 )
             )

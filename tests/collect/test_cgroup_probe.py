@@ -33,11 +33,19 @@ def test_cpu_burnt_in_a_child_cgroup_is_attributed_to_it(tmp_path):
     busy = None
     try:
         assert discover(str(base), 4) == ["work"]
-        busy = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()+4\nwhile time.time()<t: pass"])
+        spin = "import time\nt=time.time()+4\nwhile time.time()<t: pass"
+        busy = subprocess.Popen([sys.executable, "-c", spin])
         (base / "work" / "cgroup.procs").write_text(str(busy.pid))
         out = tmp_path / "cg"
-        res = collect(out, interval_s=0.1, duration_s=2.0, probes="cgroup", cgroup_root=str(base), host="c",
-                      handle_signals=False)
+        res = collect(
+            out,
+            interval_s=0.1,
+            duration_s=2.0,
+            probes="cgroup",
+            cgroup_root=str(base),
+            host="c",
+            handle_signals=False,
+        )
         assert res.probes_used == ["self", "cgroup"], res.probes_skipped
         f = read_collector_run(out).frame
         used_us = f.get_column("Cgroup_diff:cpu_usage_usec.work.c[us]").drop_nulls().sum()

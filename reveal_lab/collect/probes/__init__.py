@@ -17,8 +17,22 @@ from reveal_lab.collect.probes import (  # noqa: F401  (registration side effect
 )
 
 ORDER = (
-    "self", "cpu", "loadavg", "meminfo", "vmstat", "diskstats", "netdev", "nstat", "sockets", "interrupts",
-    "softirqs", "psi", "cgroup", "perf", "turbostat", "gpu",
+    "self",
+    "cpu",
+    "loadavg",
+    "meminfo",
+    "vmstat",
+    "diskstats",
+    "netdev",
+    "nstat",
+    "sockets",
+    "interrupts",
+    "softirqs",
+    "psi",
+    "cgroup",
+    "perf",
+    "turbostat",
+    "gpu",
 )
 _registered = dict(PROBES)
 PROBES.clear()
