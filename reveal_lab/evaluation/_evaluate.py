@@ -325,6 +325,10 @@ def evaluate_dataset(
         except (TelemetryError, ValueError) as exc:
             failures.append(f"cross-host deviation: {exc}")
         else:
+            if mode != "self":  # windows scored these labels already: a separate row, not in `overall`
+                extra = extra.with_columns(
+                    fault_type=pl.col("fault_type") + " [cross-host]", in_overall=pl.lit(False)
+                )
             episodes = pl.concat([episodes, extra], how="diagonal_relaxed")
     table = summarize(episodes, windows, labs, grace_s=grace_s)
     config = {

@@ -251,15 +251,23 @@ def summarize(
 ) -> pl.DataFrame:
     """The evaluation table: one row per fault type, then ``overall`` (columns :data:`TABLE_COLUMNS`).
 
-    ``overall`` pools all episodes (``scope="episode"`` and ``"run"``); its false-alarm
-    share is over every baseline window (per-fault-type rows leave it empty).
+    ``overall`` pools all episodes (``scope="episode"`` and ``"run"``) except rows with
+    ``in_overall`` false (a second scoring of the same labels); its false-alarm share is
+    over every baseline window (per-fault-type rows leave it empty).
     """
     prec = _precision_counts(windows, labels, grace_s)
     rows = []
     groups = sorted(episodes["fault_type"].unique().to_list())
     fa = false_alarms(windows) if "baseline" in windows.columns else None
     for ft in [*groups, "overall"]:
-        ep = episodes if ft == "overall" else episodes.filter(pl.col("fault_type") == ft)
+        if ft == "overall":
+            ep = (
+                episodes.filter(pl.col("in_overall").fill_null(True))
+                if "in_overall" in episodes.columns
+                else episodes
+            )
+        else:
+            ep = episodes.filter(pl.col("fault_type") == ft)
         pr = prec.filter(pl.col("fault_type") == ft)
         det = ep.filter(pl.col("detected"))
         flagged = int(pr["flagged"].sum()) if pr.height else 0

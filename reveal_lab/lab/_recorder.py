@@ -494,7 +494,10 @@ def build_dataset(
                 frame = frame.select(keep)
             fn = file_name(stem, hn)
             summ = h.get("workload") or {}
-            quota = h.get("cpu_quota")
+            quota = h.get("cpu_quota")  # as it was when the run ended (a whole-run quota is lifted by then)
+            for lab in man["labels"]:
+                if lab["fault_type"] == "config_cpu_quota" and lab["host"] == hn:
+                    quota = lab["magnitude"]
             rmeta = RunMeta(
                 run_id=f"{stem}_{hn}",
                 hosts=(hn,),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -155,7 +156,7 @@ def packet_loss_study(root: str | Path | None = None, *, bin_s: float = 1.0) -> 
             .rename({TIMESTAMP: "bin_start"})
         )
         eps = labels.filter((pl.col("run") == row["run"]) & (pl.col("fault_type") == "packet_loss"))
-        end = g["bin_start"] + pl.duration(milliseconds=int(bin_s * 1000))
+        end = g["bin_start"] + timedelta(seconds=bin_s)
         inside = np.zeros(g.height, dtype=bool)
         for e in eps.iter_rows(named=True):
             inside |= ((g["bin_start"] < e["end"]) & (end > e["start"])).to_numpy()
