@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with the registry)
 from reveal_lab.config import WindowConfig
 from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 from reveal_lab.features._windows import make_windows

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with the registry)
 from reveal_lab.telemetry import (
     Frame,
     TelemetryError,

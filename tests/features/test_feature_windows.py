@@ -76,3 +76,8 @@ def test_coarse_sampling_is_detected_and_said():
 def test_non_increasing_timestamps_are_rejected():
     with pytest.raises(TelemetryError, match="strictly increasing"):
         make_windows(frame_at(np.array([0, 100, 100, 200] + list(range(300, 5000, 100)))), CFG)
+
+
+def test_lazyframe_gives_the_same_windows():
+    f = frame_at(np.arange(100) * 100)
+    assert make_windows(f.lazy(), CFG).equals(make_windows(f, CFG))

@@ -212,3 +212,11 @@ def test_adf_undefined_cases():
     spike = np.zeros(30)
     spike[9] = 0.5
     assert np.isnan(_adf(spike))  # y is a multiple of the level: exact fit
+
+
+def test_lazyframe_and_precomputed_windows(wf):
+    frame, f = wf
+    lazy = window_features(frame.lazy(), CFG)
+    again = window_features(frame, CFG, windows=f.windows.tail(2))
+    assert np.array_equal(lazy.X, f.X, equal_nan=True)
+    assert np.array_equal(again.X, f.X[-2:], equal_nan=True)
