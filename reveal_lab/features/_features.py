@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with th
 from reveal_lab.config import WindowConfig
 from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 from reveal_lab.features._windows import make_windows
-from reveal_lab.telemetry import Frame, TelemetryError, metric_columns
+from reveal_lab.telemetry import DEFAULT_REGISTRY, Frame, TelemetryError, metric_columns
 from reveal_lab.telemetry import catalogue as make_catalogue
 
 __all__ = [
@@ -202,6 +203,23 @@ def feature_plan(
     return pairs, excl
 
 
+def _registry_state() -> tuple[int, int]:
+    """Changes when a rule is registered (the cached plans below then miss)."""
+    rules = DEFAULT_REGISTRY.rules
+    return len(rules), id(rules[0]) if rules else 0
+
+
+@functools.lru_cache(maxsize=32)
+def _default_plan(
+    cols: tuple[str, ...], features: tuple[str, ...] | None, registry_state: tuple[int, int]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The feature plan of a column set from the default registry; cached because
+    classifying ~700 names costs more than the features of a few hundred windows
+    (``registry_state`` keys the cache to the registry's rules)."""
+    del registry_state
+    return feature_plan(make_catalogue(cols), features)
+
+
 def window_features(
     frame: Frame,
     config: WindowConfig | None = None,
@@ -248,15 +266,19 @@ def window_features(
     if isinstance(frame, pl.LazyFrame):
         frame = frame.collect()
     cols = metric_columns(frame)
-    cat = catalogue if catalogue is not None else make_catalogue(cols)
-    missing = sorted(set(cat["column"]) - set(cols))
-    if missing:
-        raise TelemetryError(
-            f"catalogue names {len(missing)} columns the frame lacks (first: {missing[0]!r})",
-            column=missing[0],
+    if catalogue is None:
+        pairs, excluded = _default_plan(
+            tuple(cols), None if features is None else tuple(features), _registry_state()
         )
-    cat = cat.filter(pl.col("column").is_in(cols))
-    pairs, excluded = feature_plan(cat, features)
+        pairs, excluded = pairs.clone(), excluded.clone()  # callers may mutate theirs
+    else:
+        missing = sorted(set(catalogue["column"]) - set(cols))
+        if missing:
+            raise TelemetryError(
+                f"catalogue names {len(missing)} columns the frame lacks (first: {missing[0]!r})",
+                column=missing[0],
+            )
+        pairs, excluded = feature_plan(catalogue.filter(pl.col("column").is_in(cols)), features)
     if windows is None:
         windows = make_windows(frame, config)
     metrics = pairs.get_column("metric").unique(maintain_order=True).to_list()

@@ -431,11 +431,12 @@ GRAM_REFIT_FIT_RTOL = 1e-4
 
 
 @njit(cache=True, error_model="numpy")
-def _adf_gram(x, n, lag, G, d, level_last):
+def _adf_gram(x, n, lag, G, d, W, level_last):
     """Centred Gram matrix of the ADF design of ``lag`` (rows t = lag .. n-2) with y
     appended: columns [level, dx_1..dx_lag, y], or [dx_1..dx_lag, level, y] with
-    ``level_last``. Returns False (and the QR path decides) when a lagged column or
-    y is constant, or the level is zero throughout.
+    ``level_last``. ``W`` is scratch (at least ``lag + 2`` rows and columns).
+    Returns False (and the QR path decides) when a lagged column or y is
+    constant, or the level is zero throughout.
 
     The lagged differences are shifted copies of one series, so their inner
     products follow ``S[j+1, k+1] = S[j, k] + d[a-1-j] d[a-1-k] - d[b-1-j] d[b-1-k]``:
@@ -471,8 +472,8 @@ def _adf_gram(x, n, lag, G, d, level_last):
     for i in range(nd):
         d[i] -= mu  # a global shift: centred inner products unchanged, less cancellation
     # S[j, k] = sum_t d[t-j] d[t-k] (lag 0 is y) and the column sums
-    sums = np.empty(p)
-    S = np.empty((p, p))
+    S = W[:p, :p]
+    sums = W[p]
     for k in range(p):
         acc = 0.0
         sk = 0.0
@@ -558,7 +559,7 @@ def _cholesky_nested(G, p, pivot_rtol, fit_rtol, ssr_k):
 
 
 @njit(cache=True, error_model="numpy")
-def _adf_search_gram(x, n, maxlag, G, d, ssr_k):
+def _adf_search_gram(x, n, maxlag, G, d, W, ssr_k):
     """The AIC lag search from the Gram matrix (:func:`_adf_gram`) and one Cholesky
     sweep. Squaring the design costs accuracy, which only the *choice* of lag needs
     here; returns -1, leaving it to the QR path, when a column is nearly collinear
@@ -566,7 +567,7 @@ def _adf_search_gram(x, n, maxlag, G, d, ssr_k):
     below ``GRAM_FIT_RTOL`` of the total)."""
     m = n - 1 - maxlag
     p = maxlag + 1
-    if not _adf_gram(x, n, maxlag, G, d, False):
+    if not _adf_gram(x, n, maxlag, G, d, W, False):
         return -1
     if not _cholesky_nested(G, p, GRAM_PIVOT_RTOL, GRAM_FIT_RTOL, ssr_k):
         return -1
@@ -581,13 +582,13 @@ def _adf_search_gram(x, n, maxlag, G, d, ssr_k):
 
 
 @njit(cache=True, error_model="numpy")
-def _adf_refit_gram(x, n, lag, G, d, ssr_k):
+def _adf_refit_gram(x, n, lag, G, d, W, ssr_k):
     """t-value of the level in the refit with ``lag``, from the Gram matrix with the
     level last (t = R[l, y] / sigma); NaN when the stricter refit limits send it to
     the QR path."""
     p = lag + 1
     rows = n - 1 - lag
-    if not _adf_gram(x, n, lag, G, d, True):
+    if not _adf_gram(x, n, lag, G, d, W, True):
         return np.nan
     if not _cholesky_nested(G, p, GRAM_REFIT_PIVOT_RTOL, GRAM_REFIT_FIT_RTOL, ssr_k):
         return np.nan
@@ -663,7 +664,7 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     rows = n - 1 - maxlag
     lag = -1
     if not _nonzero_const_design(x, maxlag, rows):
-        lag = _adf_search_gram(x, n, maxlag, X, y, ssr_k)  # -1: not accurate enough here
+        lag = _adf_search_gram(x, n, maxlag, X, y, A, ssr_k)  # -1: not accurate enough here
     if lag < 0:
         lag = _adf_search_qr(x, n, maxlag, X, y, A, ssr_k, rank_k)
         if lag < 0:
@@ -673,7 +674,7 @@ def adf_teststat(x, n, X, y, A, ssr_k, rank_k):
     rows = n - 1 - lag
     q = lag + 1
     if not _nonzero_const_design(x, lag, rows):
-        t = _adf_refit_gram(x, n, lag, X, y, ssr_k)
+        t = _adf_refit_gram(x, n, lag, X, y, A, ssr_k)
         if not math.isnan(t):
             return t
     nzc = _fill_transposed(x, lag, rows, A, True)
