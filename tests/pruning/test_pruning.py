@@ -138,3 +138,12 @@ def test_connected_components_method_and_bad_threshold():
         prune({"w": runs}, threshold=0.0)
     with pytest.raises(ValueError, match="cluster method"):
         prune({"w": runs}, threshold=0.5, method="ward")
+
+
+def test_multi_host_frame_counts_as_one_run_per_host():
+    a, b = two_groups(11, "nserver07"), two_groups(12, "nserver08")
+    both = a.join(b, on="timestamp")  # one file, two hosts (as some public-dataset files)
+    sp = metric_space([both])
+    assert sp.n_runs == 2
+    assert "Perf:Cycles" in sp.keys and not any("nserver" in k for k in sp.keys)
+    assert prune({"w": [both]}, 0.5).selected == prune({"w": [a, b]}, 0.5).selected
