@@ -185,3 +185,25 @@ def test_summary_reads_the_detectors_end_to_end_and_scale_shapes(tmp_path: Path)
     assert "detect (CLI): 100 s | – | – | peak RSS 0.97 GB; features 34.0 s |" in text
     assert "dask: 5.9 runs/min" in text and "2 vs 1 workers: 1.23x" in text
     assert "`scale_throughput` (Dask scale-out throughput): ok" in text
+
+
+def test_summary_reads_the_watch_latency_shape(tmp_path: Path):
+    (tmp_path / "watch_latency.json").write_text(
+        json.dumps(
+            {
+                "stream": {"channels": 700, "interval_ms": 100},
+                "target_ms": 50,
+                "paper_end_to_end_s": 2.26,
+                "data_to_verdict_ms_after_fit": {"median": 51.0, "p95": 93.0},
+                "alternatives_same_run": {
+                    "engine_fast_forest_compute_ms": {"median": 6.5},
+                    "engine_sklearn_forest_compute_ms": {"median": 42.25},
+                    "naive_full_history_features_ms": {"median": 975.0},
+                },
+            }
+        )
+    )
+    text = _summarize(tmp_path)
+    assert "watch: 51 ms | – | – | p95 93 ms; target 50 ms; paper 2.26 s |" in text
+    assert "same, scikit-learn forest: 42.2 ms | 6.5× |" in text
+    assert "features over the full history: 975 ms | 150× |" in text
