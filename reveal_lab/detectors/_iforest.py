@@ -99,24 +99,38 @@ class IsolationForestDetector(BaseDetector):
         return -self.model_.score_samples(X)
 
     def _credits(self, X: np.ndarray) -> np.ndarray:
+        """Raw path credits (before the baseline is subtracted), ``float[n, p]``.
+
+        The trees are walked level by level in numpy on the original columns (no per-tree
+        copy of ``X``); the comparison is scikit-learn's (float32 value <= threshold)."""
         n, p = X.shape
         X32 = np.asarray(X, dtype=np.float32)
+        all_rows = np.arange(n)
         rows_all, cols_all, w_all = [], [], []
         for tree, feats in zip(self.model_.estimators_, self.model_.estimators_features_, strict=True):
             t = tree.tree_
             feats = np.asarray(feats)
-            Xt = X32[:, feats]
-            path = tree.decision_path(Xt).tocoo()
-            leaves = tree.apply(Xt)
-            depth = _node_depths(t.children_left, t.children_right)
-            h = depth[leaves] + _average_path_length(t.n_node_samples[leaves])
+            left, right, feat, thr = t.children_left, t.children_right, t.feature, t.threshold
+            node = np.zeros(n, dtype=np.intp)
+            depth = np.zeros(n)
+            prow, pcol = [], []
+            active = all_rows[left[node] != -1]
+            while active.size:
+                nd = node[active]
+                f = feats[feat[nd]]
+                go_left = X32[active, f] <= thr[nd]
+                prow.append(active)
+                pcol.append(f)
+                node[active] = np.where(go_left, left[nd], right[nd])
+                depth[active] += 1
+                active = active[left[node[active]] != -1]
+            h = depth + _average_path_length(t.n_node_samples[node])
             w = 1.0 / np.maximum(h, 1.0)
-            internal = t.children_left != -1
-            m = internal[path.col]
-            rows, nodes = path.row[m], path.col[m]
-            rows_all.append(rows)
-            cols_all.append(feats[t.feature[nodes]])
-            w_all.append(w[rows])
+            if prow:
+                rows = np.concatenate(prow)
+                rows_all.append(rows)
+                cols_all.append(np.concatenate(pcol))
+                w_all.append(w[rows])
         if not rows_all:
             return np.zeros((n, p))
         rows = np.concatenate(rows_all).astype(np.int64)

@@ -206,3 +206,25 @@ def test_mahalanobis_float32_agrees_with_float64():
     np.testing.assert_allclose(b.decision_function(X), b.decision_scores_, rtol=1e-9)
     with pytest.raises(ValueError, match="precision"):
         PCAMahalanobisDetector(precision="half").fit(X)
+
+
+def test_iforest_credits_follow_scikit_learns_own_decision_paths():
+    """The level-by-level walk equals the paths scikit-learn's trees report."""
+    X = _data(6, n=300, p=15)
+    det = IsolationForestDetector(n_estimators=20, random_state=6).fit(X)
+    Y = X[:40]
+    credits = det._credits(Y)
+    expected = np.zeros_like(credits)
+    for tree, feats in zip(det.model_.estimators_, det.model_.estimators_features_, strict=True):
+        Yt = Y[:, feats].astype(np.float32)
+        path = tree.decision_path(Yt).toarray().astype(bool)
+        leaves = tree.apply(Yt)
+        internal = tree.tree_.children_left != -1
+        depth = (path & internal).sum(axis=1)
+        from reveal_lab.detectors._iforest import _average_path_length
+
+        h = np.maximum(depth + _average_path_length(tree.tree_.n_node_samples[leaves]), 1.0)
+        for i in range(Y.shape[0]):
+            for node in np.flatnonzero(path[i] & internal):
+                expected[i, feats[tree.tree_.feature[node]]] += 1.0 / h[i]
+    np.testing.assert_allclose(credits, expected / 20, rtol=1e-12, atol=1e-15)
