@@ -16,7 +16,10 @@ Attribution (InterFusion ``algorithm/cal_IPS.py``; NDCG as in TranAD's
 metrics, ``k = min(floor(P * |L|), len(ranking))``;
 
 * ``HitRate@P = |top-k ∩ L| / |L|``;
-* ``NDCG@P = DCG@k / IDCG@k`` with binary relevance, ``DCG = Σ_i rel_i / log2(i + 1)``.
+* ``NDCG@P = DCG@k / IDCG@k`` with binary relevance, ``DCG = Σ_i rel_i / log2(i + 1)``
+  (InterFusion reports no NDCG; TranAD's ``ndcg`` uses scikit-learn's ``ndcg_score`` with
+  ``k = round(P·|L|)``; here ``k`` is the same floor as for HitRate, so both read the
+  same top of the ranking).
 
 :func:`random_hit_rate` / :func:`random_ndcg` give the exact expectation for a ranking
 drawn uniformly at random (ASD operators marked most metrics, so this is high there).
