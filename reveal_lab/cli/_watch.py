@@ -37,9 +37,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--min-agreement",
         type=int,
-        default=2,
+        default=1,
         metavar="K",
-        help="detectors (of 3) that must flag a window (default 2)",
+        help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect; 2 for fewer alerts)",
     )
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")

@@ -75,7 +75,7 @@ def watch(
     warmup_s: float = 30.0,
     window: WindowConfig | None = None,
     preset: str = "paper",
-    min_agreement: int = 2,
+    min_agreement: int = 1,
     jsonl: str | Path | None = None,
     duration_s: float | None = None,
     max_windows: int | None = None,
