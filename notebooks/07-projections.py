@@ -24,7 +24,7 @@ max_runs_per_workload = 0  # 0: all runs of each workload
 max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 preset = "full"
-max_windows_per_run = 200
+max_windows_per_run = 80  # windows per run entering the projections (evenly spaced)
 seed = 0
 
 # %%
