@@ -17,7 +17,6 @@ from reveal_lab.telemetry import (
     format_metric_name,
     metric_columns,
     parse_metric_name,
-    register_metric,
 )
 from reveal_lab.telemetry import (
     catalogue as make_catalogue,
@@ -33,21 +32,6 @@ __all__ = [
 ]
 
 DERIVED_SOURCE = "Derived"
-
-# The registry has no rule for the "Derived" source: teach it (priorities come
-# from its cross-source rules: "utilization" first, "ratio"/"rate"/"IPC" next).
-for _field, _sub in (
-    (r"(?i)^(IPC|BranchMissRate|CPUUtilization)", "cpu"),
-    (r"(?i)^(CacheMissRatio|L3StallRatio|MemoryUtilization)", "memory"),
-    (r"(?i)^NetworkUtilization", "network"),
-):
-    register_metric(
-        DERIVED_SOURCE,
-        _field,
-        subsystem=_sub,
-        kind="dynamic",
-        description="reveal_lab.derive (paper Appendix B)",
-    )
 
 #: sources whose non-``_diff`` count-like columns may hold cumulative counters
 #: (raw procfs/perf readings); a column is treated as cumulative only if it also

@@ -161,6 +161,12 @@ _DEFAULT_RULES: list[MetricRule] = [
     MetricRule("Cgroup", r"(?i)^(memory|pgfault|pgmaj)", subsystem="memory"),
     MetricRule("Cgroup", r"(?i)^io", subsystem="storage"),
     MetricRule("Cgroup", subsystem="system"),
+    MetricRule("Derived", r"(?i)^(IPC|BranchMissRate|CPUUtilization)", subsystem="cpu", kind="dynamic",
+               description="reveal_lab.derive (paper Appendix B)"),
+    MetricRule("Derived", r"(?i)^(CacheMissRatio|L3StallRatio|MemoryUtilization)", subsystem="memory",
+               kind="dynamic", description="reveal_lab.derive (paper Appendix B)"),
+    MetricRule("Derived", r"(?i)^NetworkUtilization", subsystem="network", kind="dynamic",
+               description="reveal_lab.derive (paper Appendix B)"),
     MetricRule("System", subsystem="system"),
     MetricRule("Collector", subsystem="system", description="collector self-telemetry"),
 ]
