@@ -54,7 +54,17 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 
 
 def _run(args: argparse.Namespace) -> int:
+    import logging
+
     from reveal_lab.scale import INPROCESS, run_refs, scan
+
+    if not args.verbose and not args.inprocess:
+        # the local scheduler's and nannies' INFO lines would bury the progress bar
+        import distributed  # noqa: F401 - sets up its loggers, whose levels we lower
+
+        for name in list(logging.root.manager.loggerDict):
+            if name == "distributed" or name.startswith("distributed."):
+                logging.getLogger(name).setLevel(logging.WARNING)
 
     studies = [s.strip() for s in args.studies.split(",") if s.strip()]
     unknown = sorted(set(studies) - set(STUDIES))
