@@ -150,6 +150,7 @@ def configs(interval_ms: int) -> dict[str, str]:
     return {
         "loop": "self",
         "procfs": "procfs",
+        "procfs_unbatched": "procfs",
         "paper": PAPER,
         "procfs_slow": slow_spec(interval_ms),
         "full": "all",
@@ -215,6 +216,21 @@ for k in range(1, 2 * n_tick + 1):
             t = tt(); p.sample(vi, vf); res[name]["sample"].append(tt() - t)
         else:
             t = tt(); read(fds); res[name]["read"].append(tt() - t)
+# every probe in one tick, each reading its own files vs one batched read first
+from reveal_lab.collect.probes._table import Table, TableBatch
+batch = TableBatch.create([t for _, p, _, _, _ in probes for t in ([getattr(p, "table", None)] + list(getattr(p, "tables", []))) if isinstance(t, Table)])
+tot = {"own": [], "batched": []}
+t0 = time.monotonic()
+for k in range(1, 2 * n_tick + 1):
+    d = t0 + k * iv - time.monotonic()
+    if d > 0:
+        time.sleep(d)
+    t = tt()
+    if k % 2 and batch is not None:
+        batch.run()
+    for name, p, fds, vi, vf in probes:
+        p.sample(vi, vf)
+    tot["own" if not (k % 2 and batch is not None) else "batched"].append(tt() - t)
 for name, p, fds, vi, vf in probes:
     r = res[name]
     s, rd = sorted(r.pop("sample")), sorted(r.pop("read"))
@@ -223,6 +239,8 @@ for name, p, fds, vi, vf in probes:
     r["tick_sample_mean_us"] = sum(s) / len(s) / 1e3
     r["tick_read_mean_us"] = sum(rd) / len(rd) / 1e3
     p.close()
+res["__tick__"] = {k: sum(v) / len(v) / 1e3 for k, v in tot.items() if v}
+res["__tick__"]["batched_tables"] = len(batch.tables) if batch is not None else 0
 print(json.dumps(res))
 """
 
@@ -240,6 +258,7 @@ def per_probe_cost(n_warm: int = 2000, n_tick: int = 200, interval_s: float = 0.
         .splitlines()
     )
     res = json.loads(out[-1])
+    tick = res.pop("__tick__")
     for line in out[:-1]:
         d = json.loads(line)
         res[d["probe"]] = {"skipped": d["skipped"]}
@@ -247,11 +266,18 @@ def per_probe_cost(n_warm: int = 2000, n_tick: int = 200, interval_s: float = 0.
         r["paper_set"] = name in PAPER.split(",")
         if "tick_sample_mean_us" in r:
             r["pct_of_core_at_100ms"] = r["tick_sample_mean_us"] / 1000
-    return res
+    return {
+        "probes": res,
+        "all_probes_per_tick_us": {
+            "each_reads_own_files": tick.get("own"),
+            "one_batched_read": tick.get("batched"),
+            "batched_tables": tick["batched_tables"],
+        },
+    }
 
 
 def start_collector(
-    out: Path, probes: str, interval_ms: int, extra: list[str] | None = None
+    out: Path, probes: str, interval_ms: int, extra: list[str] | None = None, env: dict | None = None
 ) -> subprocess.Popen:
     cmd = [
         *CLI,
@@ -264,7 +290,9 @@ def start_collector(
         probes,
         *(extra or []),
     ]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, **(env or {})}
+    )
 
 
 def wait_ready(out: Path, timeout: float = 60) -> None:
@@ -293,7 +321,9 @@ def measure_interval(
     specs = configs(interval_ms)
     for name, probes in specs.items():
         dirs[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
-        procs[name] = start_collector(dirs[name], probes, interval_ms)
+        # procfs_unbatched: each probe reads its own files (the collector before batching)
+        env = {"REVEAL_LAB_COLLECT_BATCH": "0" if name == "procfs_unbatched" else "1"}
+        procs[name] = start_collector(dirs[name], probes, interval_ms, env=env)
     ready = {}
     for name, spec in (("reads", "procfs,-self"), ("reads_paper", PAPER)):
         ready[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
@@ -392,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     per_probe = per_probe_cost(n_tick=50 if args.quick else 200)
     print("per probe (µs per sample, once per 100 ms tick; bare reads):", flush=True)
-    for name, r in per_probe.items():
+    print(f"  all procfs probes per tick (µs, mean): {per_probe['all_probes_per_tick_us']}", flush=True)
+    for name, r in per_probe["probes"].items():
         if "tick_sample_us" in r:
             print(
                 f"  {name:11s} sample {r['tick_sample_us']:7.1f}  read {r['tick_read_us']:7.1f}"
@@ -447,7 +478,17 @@ def main(argv: list[str] | None = None) -> int:
     for iv in intervals:
         rows = [r for r in runs if r["interval_ms"] == iv]
         s = {}
-        for k in ("loop", "reads", "reads_paper", "procfs", "paper", "procfs_slow", "full", "perf"):
+        for k in (
+            "loop",
+            "reads",
+            "reads_paper",
+            "procfs",
+            "procfs_unbatched",
+            "paper",
+            "procfs_slow",
+            "full",
+            "perf",
+        ):
             vals = [r[k] for r in rows if k in r]
             if not vals:
                 continue
@@ -469,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
                     if rat:
                         s[k][f"median_ratio_to_{ref}"] = statistics.median(rat)
         if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
-            for k in ("procfs", "paper", "procfs_slow", "full"):
+            for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow", "full"):
                 s[k]["ratio_to_perf_stat"] = (
                     s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
                 )
@@ -491,6 +532,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "configurations": {
             "procfs": "every procfs probe at the interval (default rates; extended set)",
+            "procfs_unbatched": "procfs with REVEAL_LAB_COLLECT_BATCH=0: each probe preads and scans "
+            "its own files (the collector before batched reads)",
             "paper": f"{PAPER} at the interval (the paper's procfs sources)",
             "procfs_slow": f"every procfs probe; {', '.join(SLOW)} about once a second "
             "(period rounded up to whole intervals: --probes " + slow_spec(100) + " at 100 ms)",
@@ -507,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
             "full_bytes_per_s_at_100ms": 5000,
             **{
                 f"{k}_at_100ms_met": summary.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9) <= 0.3
-                for k in ("procfs", "paper", "procfs_slow")
+                for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow")
             },
             "bytes_met": size["folder_bytes_per_s"] <= 5000,
             "paper": {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import logging
 import os
 import platform
@@ -173,16 +174,22 @@ def collect(
             names_seen[c["name"]] = c["probe"]
         ni = sum(p.n_int for p in used)
         nf = sum(p.n_float for p in used)
-        row_i = np.full(ni, MISSING_INT, dtype=np.int64)
+        # the row, then room for the batched reads of tables whose probes post-process them
+        scratch = sum(t.n for p in used if not _is_direct(p) for t in _proc_tables(p))
+        row_big = np.full(ni + scratch, MISSING_INT, dtype=np.int64)
+        row_i = row_big[:ni]
         row_f = np.full(nf, np.nan, dtype=np.float64)
         plan = []
+        int_off = []
         a = b = 0
         every = {p.name: divisors[p.name] for p in used if divisors.get(p.name, 1) > 1}
         for p in used:
             plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float], every.get(p.name, 1)))
+            int_off.append(a)
             a += p.n_int
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
+        batch, batch_of, direct = _make_batch(plan, row_big, int_off, ni)
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
         tz = dt.datetime.now().astimezone().utcoffset()
@@ -209,6 +216,8 @@ def collect(
             "probe_every_ticks": every,
             "probe_period_ms": {n: d * interval_s * 1000 for n, d in every.items()},
             "probe_info": {p.name: p.info for p in used},
+            # proc tables read in one compiled call per tick (0: each probe reads its own)
+            "batch_read_tables": len(batch.tables) if batch is not None else 0,
             "n_channels": len(channels),
             "flush_s": flush_s,
             "segment_s": segment_s,
@@ -236,8 +245,22 @@ def collect(
             for s in (signal.SIGINT, signal.SIGTERM):
                 old_handlers[s] = signal.signal(s, on_signal)
 
+        # everything allocated so far lives as long as the run: keep it out of the
+        # cyclic collector's full passes (the loop itself allocates little)
+        gc.freeze()
         status, error, missed = _run_loop(
-            writer, plan, row_i, row_f, self_probe, stop, interval_s, duration_s, mono0
+            writer,
+            plan,
+            row_i,
+            row_f,
+            self_probe,
+            stop,
+            interval_s,
+            duration_s,
+            mono0,
+            batch,
+            batch_of,
+            direct,
         )
         samples = writer.n_records
         end_wall = time.time_ns()
@@ -296,6 +319,56 @@ def _tables(p: Probe) -> list[Any]:
     return [t] if t is not None else list(getattr(p, "tables", []))
 
 
+def _proc_tables(p: Probe) -> list[Any]:
+    from reveal_lab.collect.probes._table import Table
+
+    return [t for t in _tables(p) if isinstance(t, Table)]
+
+
+def _is_direct(p: Probe) -> bool:
+    """The probe's sample() only copies its tables into its int slice (see
+    :attr:`Probe.direct_tables`), and the sizes agree."""
+    ts = _proc_tables(p)
+    return bool(p.direct_tables and ts and p.n_float == 0 and sum(t.n for t in ts) == p.n_int)
+
+
+def _make_batch(
+    plan: list[tuple[Probe, np.ndarray, np.ndarray, int]], row_big: np.ndarray, int_off: list[int], ni: int
+) -> tuple[Any, list[Any], list[bool]]:
+    """One :class:`TableBatch` over the proc tables of every probe in ``plan``; for each
+    plan entry the indices of its tables in the batch (``None`` if it has none) and
+    whether the batch writes its values straight into the row. Tables of the other
+    probes read into ``row_big[ni:]``. ``REVEAL_LAB_COLLECT_BATCH=0`` turns batching
+    off (each probe reads its own files)."""
+    from reveal_lab.collect.probes._table import TableBatch
+
+    of: list[Any] = []
+    direct: list[bool] = []
+    tables, starts, dflags = [], [], []
+    scratch = ni
+    for (p, _, _, _), a in zip(plan, int_off, strict=True):
+        own = _proc_tables(p)
+        of.append(np.arange(len(tables), len(tables) + len(own)) if own else None)
+        d = _is_direct(p)
+        direct.append(d)
+        for t in own:
+            tables.append(t)
+            dflags.append(d)
+            if d:
+                starts.append(a)
+                a += t.n
+            else:
+                starts.append(scratch)
+                scratch += t.n
+    if os.environ.get("REVEAL_LAB_COLLECT_BATCH", "1") == "0" or not tables:
+        return None, of, [False] * len(plan)
+    batch = TableBatch.create(tables, row_big, starts, dflags)
+    if batch is None:
+        log.info("batched proc reads unavailable (no numba): each probe reads its own files")
+        return None, of, [False] * len(plan)
+    return batch, of, direct
+
+
 def _run_loop(
     writer: RunWriter,
     plan: list[tuple[Probe, np.ndarray, np.ndarray, int]],
@@ -306,6 +379,9 @@ def _run_loop(
     interval_s: float,
     duration_s: float | None,
     mono0: int,
+    batch: Any = None,
+    batch_of: list[Any] | None = None,
+    direct: list[bool] | None = None,
 ) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
     closer than half an interval to the previous sample. A probe with divisor ``d > 1``
@@ -319,6 +395,12 @@ def _run_loop(
     seq = 0
     due = [0] * len(plan)  # next deadline index at which each probe is sampled
     blank = [False] * len(plan)  # its row slice already holds missing values
+    # probes sampled every d > 1 ticks that own batched tables: (plan index, divisor, table indices)
+    slow_batched = [
+        (j, d, batch_of[j])
+        for j, (_, _, _, d) in enumerate(plan)
+        if batch_of and d > 1 and batch_of[j] is not None
+    ]
     while not stop["flag"]:
         deadline = mono0 + k * interval_ns
         now = mono()
@@ -331,6 +413,18 @@ def _run_loop(
         if self_probe is not None:
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
+        batch_ok = False  # the direct probes' values are in the row already
+        if batch is not None:
+            for j, _, idx in slow_batched:
+                batch.active[idx] = k >= due[j]
+            try:
+                batch_ok = batch.run()
+            except Exception as exc:  # noqa: BLE001 - fall back to per-probe reads for good
+                log.warning(
+                    "batched proc reads failed (%s: %s); probes read on their own", type(exc).__name__, exc
+                )
+                batch.detach()
+                batch = None
         for j, (p, vi, vf, d) in enumerate(plan):
             if d > 1:
                 if k < due[j]:
@@ -341,6 +435,8 @@ def _run_loop(
                     continue
                 due[j] = (k // d + 1) * d
                 blank[j] = False
+            if batch_ok and direct[j]:  # type: ignore[index]
+                continue
             try:
                 p.sample(vi, vf)
             except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only

@@ -163,6 +163,10 @@ class Probe:
     group: ClassVar[str] = "procfs"
     #: shown in ``--help`` and meta.json
     description: ClassVar[str] = ""
+    #: True when :meth:`sample` does nothing but read its ``table`` (or ``tables``, in
+    #: order) into consecutive slices of ``ints``: the loop's batched read then writes
+    #: straight into the row and skips the call
+    direct_tables: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.channels: list[Channel] = []

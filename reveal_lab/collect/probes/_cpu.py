@@ -46,6 +46,8 @@ class ProcStat(Probe):
     """Per-core and total CPU time (jiffies), context switches, interrupts, forks."""
 
     name, group = "cpu", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/stat: per-core and total CPU time, ctxt, intr, processes"
 
     def open(self, ctx: ProbeContext) -> None:

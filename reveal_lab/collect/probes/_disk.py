@@ -66,6 +66,8 @@ class DiskStats(Probe):
     them over disks as the public dataset's device-less ``Storage_diff:`` columns."""
 
     name, group = "diskstats", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/diskstats per whole disk (partitions, loop, ram, zram left out)"
 
     def open(self, ctx: ProbeContext) -> None:

@@ -85,6 +85,8 @@ class Softirqs(Probe):
     """Per-core softirq counts by type (``NET_RX``, ``TIMER``, ``BLOCK`` ...)."""
 
     name, group = "softirqs", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/softirqs per core and type"
 
     def open(self, ctx: ProbeContext) -> None:

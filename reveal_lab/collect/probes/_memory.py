@@ -25,6 +25,8 @@ class MemInfo(Probe):
     """Every ``/proc/meminfo`` line as a gauge (kB, or a count for HugePages_*)."""
 
     name, group = "meminfo", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/meminfo: all fields (kB)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -75,6 +77,8 @@ class VmStat(Probe):
     """
 
     name, group = "vmstat", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/vmstat: dirty, writeback, swap, page faults, reclaim, THP, NUMA"
 
     def open(self, ctx: ProbeContext) -> None:

@@ -68,6 +68,8 @@ class NetDev(Probe):
     """Per-interface byte/packet/error/drop counters (``NetworkInterStat``)."""
 
     name, group = "netdev", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/net/dev per interface (lo left out)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -139,6 +141,8 @@ class Nstat(Probe):
     the rest to ``Nstat``."""
 
     name, group = "nstat", "procfs"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
     description = "/proc/net/snmp + /proc/net/netstat (nstat counters)"
 
     def open(self, ctx: ProbeContext) -> None:

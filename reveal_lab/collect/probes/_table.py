@@ -7,6 +7,14 @@ that writes the integers straight into the sample row and returns a layout
 signature. When the signature differs from the one learnt (a device or IRQ
 appeared or vanished), the layout is learnt again from the labels; keys that no
 longer exist read as :data:`~reveal_lab.collect._probe.MISSING_INT`.
+
+A :class:`TableBatch` reads many tables in one compiled call per tick (``pread``
+from libc into one reusable buffer, then the scan), before the probes sample;
+each table's :meth:`Table.read_into` then only copies its values out. This skips
+the per-file Python work (a bytes object, a numpy view, a dispatch), which costs
+more than the scan itself when the caches are cold after the sleep between ticks.
+Anything unusual (a signature change, a file grown past its buffer, a read error)
+falls back to the table's own path, which re-reads the file.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import numpy as np
 from reveal_lab.collect._probe import MISSING_INT, ProbeContext, read_all
 from reveal_lab.collect.probes._scan import scan
 
-__all__ = ["Table", "Layout"]
+__all__ = ["Table", "TableBatch", "Layout"]
 
 #: key -> (line number, token position in the line's split)
 Layout = tuple[dict[Hashable, tuple[int, int]], dict[int, bytes]]
@@ -60,6 +68,9 @@ class Table:
         mapping, _ = index(data.split(b"\n"))
         self.keys: list[Hashable] = list(mapping) if keys is None else [k for k in keys if k in mapping]
         self.relayouts = 0
+        self.batch: TableBatch | None = None
+        self._pre: np.ndarray | None = None  # this tick's values, read by the batch
+        self._pre_sig = 0
         self._build(data, mapping)
 
     def relearn(self) -> None:
@@ -88,13 +99,23 @@ class Table:
         self._missing = np.setdiff1d(np.arange(self.n), self._dest)
         self._scratch = np.full(self.n, MISSING_INT, dtype=np.int64)
         self._sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.colons)
+        if self.batch is not None:
+            self.batch.dirty = True
 
     def read_into(self, out: np.ndarray) -> None:
         """Write one int per key into ``out`` (``MISSING_INT`` for keys the file no longer has)."""
+        pre = self._pre
+        if pre is not None:
+            self._pre = None
+            if self._pre_sig == self._sig and not self._missing.size:
+                out[:] = pre
+                return
         data = os.pread(self.fd, self.hint, 0)
         if len(data) >= self.hint:
             data = read_all(self.fd, self.hint)
             self.hint = 2 * len(data)
+            if self.batch is not None:
+                self.batch.dirty = True
         sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.colons)
         if sig == self._sig and not self._missing.size:
             return
@@ -113,3 +134,130 @@ class Table:
             os.close(self.fd)
         except OSError:
             pass
+
+
+class TableBatch:
+    """Read many :class:`Table` s in one compiled call per tick.
+
+    Each table's values go to ``out[starts[i] : starts[i] + n]``. A *direct* table
+    writes into the sample row itself (``out`` is the row): its probe's ``sample``
+    is skipped when :meth:`run` reports every active direct table's layout
+    unchanged. The other tables hand their values to their next ``read_into``.
+    Anything unusual (a changed layout, a file outgrowing its buffer, a read error)
+    falls back to the table's own path, which re-reads the file.
+    Built only where numba is available (:meth:`create` returns ``None`` otherwise).
+    """
+
+    def __init__(
+        self, tables: list[Table], fn, out: np.ndarray, starts: list[int], direct: list[bool]
+    ) -> None:  # noqa: ANN001
+        self.tables = tables
+        self._fn = fn
+        self.out = out
+        self.starts = np.asarray(starts, dtype=np.int64)
+        self.direct = np.asarray(direct, dtype=np.bool_)
+        self.active = np.ones(len(tables), dtype=np.bool_)
+        self.dirty = True
+        for t in tables:
+            t.batch = self
+        self._rebuild()
+
+    @classmethod
+    def create(
+        cls,
+        tables: list[Table],
+        out: np.ndarray | None = None,
+        starts: list[int] | None = None,
+        direct: list[bool] | None = None,
+    ) -> TableBatch | None:
+        """A batch over ``tables`` (values into a fresh array unless ``out``/``starts``
+        are given), compiled and tried once; ``None`` without numba or on any error."""
+        if not tables:
+            return None
+        fn = _compiled_batch()
+        if fn is None:
+            return None
+        if out is None:
+            starts = np.concatenate([[0], np.cumsum([t.n for t in tables])[:-1]]).tolist()
+            out = np.full(sum(t.n for t in tables), MISSING_INT, dtype=np.int64)
+        self = cls(tables, fn, out, list(starts), list(direct or [False] * len(tables)))
+        self.active[:] = False
+        try:
+            self.run()  # compiles (or loads from the cache) before the first tick
+        except Exception:  # noqa: BLE001 - any trouble: the tables read on their own
+            self.detach()
+            return None
+        self.active[:] = True
+        return self
+
+    def detach(self) -> None:
+        for t in self.tables:
+            t.batch = None
+            t._pre = None
+
+    def _rebuild(self) -> None:
+        ts = self.tables
+        self.fds = np.array([t.fd for t in ts], dtype=np.int32)
+        self.boff = np.concatenate([[0], np.cumsum([t.hint for t in ts])]).astype(np.int64)
+        self.buf = np.zeros(int(self.boff[-1]), dtype=np.uint8)
+        self.woff = np.concatenate([[0], np.cumsum([t._want.size for t in ts])]).astype(np.int64)
+        self.want = np.concatenate([t._want for t in ts]).astype(np.int64)
+        self.dest = np.concatenate([t._dest for t in ts]).astype(np.int64)
+        spans = [[s, s + t.n] for s, t in zip(self.starts, ts, strict=True)]
+        self.ooff = np.array(spans, dtype=np.int64).reshape(-1, 2)
+        self.colons = np.array([t.colons for t in ts], dtype=np.bool_)
+        self.sigs = np.zeros(len(ts), dtype=np.int64)
+        # a table with keys missing since a relayout always takes its own path (0 never matches)
+        self.expected = np.array([0 if t._missing.size else t._sig for t in ts], dtype=np.int64)
+        self.views = [self.out[a:b] for a, b in self.ooff]
+        self.indirect = [i for i in range(len(ts)) if not self.direct[i]]
+        self.dirty = False
+
+    def run(self) -> bool:
+        """Read the active tables now. True when every active direct table kept its
+        layout (its values are in the row); indirect tables get their values on
+        their next ``read_into``."""
+        if self.dirty:
+            self._rebuild()
+        ok = self._fn(
+            self.fds,
+            self.buf,
+            self.boff,
+            self.want,
+            self.woff,
+            self.dest,
+            self.out,
+            self.ooff,
+            self.colons,
+            self.sigs,
+            self.expected,
+            self.direct,
+            self.active,
+        )
+        sigs, active, views, tables = self.sigs, self.active, self.views, self.tables
+        for i in self.indirect:
+            t = tables[i]
+            if active[i]:
+                t._pre = views[i]
+                t._pre_sig = sigs[i]
+            else:
+                t._pre = None
+        return bool(ok)
+
+
+_BATCH: list = []
+
+
+def _compiled_batch():  # noqa: ANN202
+    """The compiled batch reader, or ``None`` without numba or a libc ``pread``."""
+    if _BATCH:
+        return _BATCH[0]
+    fn = None
+    try:
+        from reveal_lab.collect.probes._batch import batch_read
+
+        fn = batch_read
+    except Exception:  # noqa: BLE001 - no numba / no libc: every table reads on its own
+        fn = None
+    _BATCH.append(fn)
+    return fn

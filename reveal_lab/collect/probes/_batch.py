@@ -1,0 +1,48 @@
+"""The compiled reader behind :class:`~reveal_lab.collect.probes._table.TableBatch`:
+``pread`` every active table's file into one buffer and scan it, in one call.
+
+Importing this module raises ``ImportError`` without numba (the tables then read
+one by one). libc's ``pread`` is bound by the JIT linker as an external function,
+so the compiled code caches on disk like the scanner's.
+"""
+
+from __future__ import annotations
+
+from numba import types
+
+from reveal_lab.collect.probes._scan import COMPILED, _jit, scan
+
+if not COMPILED:  # pragma: no cover - numba importable but the scanner fell back
+    raise ImportError("the compiled scanner is unavailable")
+
+__all__ = ["batch_read"]
+
+_pread = types.ExternalFunction("pread", types.intp(types.int32, types.voidptr, types.uintp, types.intp))
+
+
+@_jit
+def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active):  # noqa: ANN001, ANN201
+    """For each table ``t`` with ``active[t]``: read file ``fds[t]`` into
+    ``buf[boff[t]:boff[t+1]]`` and scan it into ``out[ooff[t, 0]:ooff[t, 1]]`` with
+    the table's ``want``/``dest`` (slices ``woff[t]:woff[t+1]``); ``sigs[t]`` gets
+    the layout signature, or 0 when the read failed or filled the buffer (the file
+    grew). Returns 1 when every active ``direct`` table's signature equals
+    ``expected``, else 0."""
+    ok = 1
+    for t in range(fds.shape[0]):
+        if not active[t]:
+            continue
+        b0 = boff[t]
+        cap = boff[t + 1] - b0
+        n = _pread(fds[t], buf[b0:].ctypes.data, cap, 0)
+        if n < 0 or n >= cap:
+            sigs[t] = 0
+        else:
+            w0 = woff[t]
+            w1 = woff[t + 1]
+            sigs[t] = scan(
+                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t]
+            )
+        if direct[t] and (sigs[t] != expected[t] or sigs[t] == 0):
+            ok = 0
+    return ok
