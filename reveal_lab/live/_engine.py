@@ -393,7 +393,9 @@ class LiveDetector:
                 return []
             rows = pl.concat(self._pending, how="diagonal_relaxed")
             self._pending = []
-            self._decide_derive(rows)
+            # decide on exactly the first ``need_s`` seconds, however the rows were batched
+            cut = self._t0 + round(need_s * 1000)
+            self._decide_derive(rows.filter(pl.col(TIMESTAMP).dt.epoch("ms") < cut))
         rows = self._view_incremental(rows)
         if rows.columns != self._plan_cols:
             if self._plan_cols is not None:
