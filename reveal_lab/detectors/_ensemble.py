@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import clone
 
 from reveal_lab.config import DetectConfig
-from reveal_lab.detectors._base import BaseDetector
+from reveal_lab.detectors._base import BaseDetector, share_fit_stats
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._zscore import ZScoreDetector
@@ -81,7 +81,12 @@ class DetectorEnsemble:
         names = [d.name for d in base]
         if len(set(names)) != len(names):
             raise ValueError(f"detector names must be unique, got {names}")
-        self.detectors_ = {d.name: clone(d).fit(X) for d in base}
+        if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2 and X.shape[0] >= 2:
+            # the detectors share one pass over the fit data for finiteness and medians
+            with share_fit_stats(X):
+                self.detectors_ = {d.name: clone(d).fit(X) for d in base}
+        else:
+            self.detectors_ = {d.name: clone(d).fit(X) for d in base}
         self.result_ = self._result({n: d.decision_scores_ for n, d in self.detectors_.items()})
         return self
 

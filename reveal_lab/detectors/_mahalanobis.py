@@ -111,20 +111,41 @@ class PCAMahalanobisDetector(BaseDetector):
         if self.max_components is not None:
             k = min(k, int(self.max_components))
         evals, evecs, lam = evals[:k], evecs[:, :k], lam[:k]
+        self._lazy_components = None
+        self.__dict__.pop("_components", None)
         if gram:
-            W = (Z.T @ evecs) / np.sqrt(evals)  # right singular vectors, p × k
+            # right singular vectors W = Zᵀ U / s (p × k) are only needed to score or explain
+            # other windows: formed on first use (``components_``), not in ``fit``
+            self._lazy_components = (Z, evecs, np.sqrt(evals))
             # fit scores straight from the left singular vectors: T = U S, d² = (n-1) Σ U²
             # (exact in float64; in float32 the fit windows are projected like new ones)
             self._fit_scores_cache = (
                 (n - 1) * np.einsum("ik,ik->i", evecs, evecs) if self.precision == "float64" else None
             )
         else:
-            W = evecs
+            self._components = np.ascontiguousarray(evecs.T)
             self._fit_scores_cache = None
         self.n_components_ = k
-        self.components_ = np.ascontiguousarray(W.T)  # k × p
         self.explained_variance_ = lam
         self.explained_variance_ratio_ = lam / total if total > 0 else lam
+
+    @property
+    def components_(self) -> np.ndarray:
+        """Loadings of the kept components, ``float[k, p]`` (rows: unit vectors)."""
+        if "_components" not in self.__dict__:
+            lazy = self.__dict__.get("_lazy_components")
+            if lazy is None:
+                raise AttributeError("components_: the detector is not fitted")
+            Z, U, s = lazy
+            self._components = (U.T @ Z) / s[:, None] if s.size else np.zeros((0, Z.shape[1]))
+            self._lazy_components = None
+        return self._components
+
+    def __getstate__(self) -> dict:
+        # pickles hold the loadings, not the standardized fit data
+        if self.__dict__.get("_lazy_components") is not None:
+            self.components_  # noqa: B018 - forms them
+        return super().__getstate__()
 
     def _fit_scores(self, X: np.ndarray) -> np.ndarray:
         cached, self._fit_scores_cache = self._fit_scores_cache, None

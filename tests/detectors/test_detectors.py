@@ -228,3 +228,53 @@ def test_iforest_credits_follow_scikit_learns_own_decision_paths():
             for node in np.flatnonzero(path[i] & internal):
                 expected[i, feats[tree.tree_.feature[node]]] += 1.0 / h[i]
     np.testing.assert_allclose(credits, expected / 20, rtol=1e-12, atol=1e-15)
+
+
+def test_zscore_robust_centre_and_scale_are_median_and_mad():
+    """The fast path (medians shared with the imputation, MAD on their partition, std only
+    where the MAD is 0) equals the definitions."""
+    X = _data(n=301, p=9)
+    X[:250, 4] = 0.0  # a mostly-zero counter: MAD 0, falls back to the std
+    X[:, 6] = 3.0  # constant
+    det = ZScoreDetector(constant_floor=0).fit(X)
+    med = np.median(X, axis=0)
+    mad = 1.4826 * np.median(np.abs(X - med), axis=0)
+    scale = np.where(mad > 0, mad, X.std(axis=0))
+    scale[6] = 0.0
+    np.testing.assert_allclose(det.center_, med, rtol=1e-15)
+    np.testing.assert_allclose(det.scale_, scale, rtol=1e-13)
+    z = np.abs(np.divide(X - med, scale, out=np.zeros_like(X), where=scale > 0))
+    np.testing.assert_allclose(det.decision_scores_, z.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(det.explain(X), z, rtol=1e-12)
+
+
+@pytest.mark.parametrize("with_nan", [False, True])
+def test_ensemble_shares_fit_statistics_without_changing_results(with_nan):
+    X = _data(n=300, p=20)
+    if with_nan:
+        X[3, 2] = np.nan
+        X[:, 7] = np.nan
+    cfg = DetectConfig(iforest_estimators=30)
+    ens = DetectorEnsemble(default_detectors(cfg)).fit(X)
+    for det in default_detectors(cfg):
+        alone = det.fit(X)
+        shared = ens.detectors_[det.name]
+        np.testing.assert_array_equal(shared.impute_values_, alone.impute_values_)
+        np.testing.assert_allclose(shared.decision_scores_, alone.decision_scores_, rtol=1e-12)
+        np.testing.assert_array_equal(shared.labels_, alone.labels_)
+        assert not hasattr(shared, "_fit_stats")
+
+
+def test_mahalanobis_components_formed_on_demand_and_pickled():
+    import pickle
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 5)) @ rng.normal(size=(5, 400)) + rng.normal(size=(150, 400))
+    det = PCAMahalanobisDetector().fit(X)
+    clone_ = pickle.loads(pickle.dumps(det))  # forms the loadings; the fit data is not pickled
+    assert clone_.__dict__.get("_lazy_components") is None
+    W = det.components_
+    assert W.shape == (det.n_components_, 400)
+    np.testing.assert_allclose(W @ W.T, np.eye(det.n_components_), atol=1e-9)
+    np.testing.assert_allclose(clone_.components_, W, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(clone_.decision_function(X), det.decision_scores_, rtol=1e-9)
