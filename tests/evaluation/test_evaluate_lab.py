@@ -39,8 +39,8 @@ def test_bundled_dataset_is_consistent():
         "config_cpu_quota",
     }
     # baselines for every workload and phase, >= 3 repeats
-    base = meta.filter(pl.col("fault") == "none").group_by("workload", "phase").len()
-    assert base["len"].min() >= 3
+    base = meta.filter(pl.col("fault") == "none").group_by("workload", "phase").agg(pl.col("run").n_unique())
+    assert base.height == 7 and base["run"].min() >= 3  # 3 models x 2 phases + DDP training
 
 
 def test_evaluate_scores_a_storage_run_and_its_baselines(tmp_path):

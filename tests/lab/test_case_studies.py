@@ -17,11 +17,23 @@ pytestmark = pytest.mark.slow
 
 
 def test_own_core_view_renames_only_own_columns():
-    f = pl.DataFrame({"timestamp": [1], "CPU:Busy%.1.labB[%]": [1.0], "CPU:Busy%.0.labB[%]": [2.0],
-                      "Cgroup_diff:cpu_usage_usec.labB.labB[us]": [3.0], "Memory:Dirty.labB[kB]": [4.0]})
+    f = pl.DataFrame(
+        {
+            "timestamp": [1],
+            "CPU:Busy%.1.labB[%]": [1.0],
+            "CPU:Busy%.0.labB[%]": [2.0],
+            "Cgroup_diff:cpu_usage_usec.labB.labB[us]": [3.0],
+            "Memory:Dirty.labB[kB]": [4.0],
+        }
+    )
     g = own_core_view(f, "labB", 1)
-    assert g.columns == ["timestamp", "CPU:Busy%.own.labB[%]", "CPU:Busy%.0.labB[%]",
-                         "Cgroup_diff:cpu_usage_usec.self.labB[us]", "Memory:Dirty.labB[kB]"]
+    assert g.columns == [
+        "timestamp",
+        "CPU:Busy%.own.labB[%]",
+        "CPU:Busy%.0.labB[%]",
+        "Cgroup_diff:cpu_usage_usec.self.labB[us]",
+        "Memory:Dirty.labB[kB]",
+    ]
 
 
 def test_packet_loss_study():
@@ -51,7 +63,9 @@ def test_crosshost_study_sees_the_quota():
     res = crosshost_study()
     summ = res["summary"]
     q = summ.filter(pl.col("host_run").str.starts_with("f") & (pl.col("host") == "labB"))
-    assert q.height >= 1 and (q["cpu_quota"].cast(pl.Float64) == 0.5).all()
-    assert (q["cgroup_cpu_cores"] <= 0.6).all()  # the quota held the host to about half a core
+    quota = q["cpu_quota"].cast(pl.Float64)
+    assert q.height >= 2 and quota.null_count() == 0 and set(quota) <= {0.5, 0.1}
+    # the quota held the host's cgroup to at most its share of a core (plus sampling slack)
+    assert (q["cgroup_cpu_cores"] <= quota + 0.05).all()
     dev = res["deviation"]
     assert {"pair", "labelled", "persistent", "z"} <= set(dev.columns)
