@@ -234,7 +234,9 @@ def fit_stats(X: np.ndarray, *, keep_partitioned: bool = True) -> FitStats:
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: imputed with 0 below
             med[bad_cols] = np.nanmedian(np.where(np.isfinite(sub), sub, np.nan), axis=0)
     impute_values = np.where(np.isfinite(med), med, 0.0)
-    return FitStats(finite, all_finite, observed, impute_values, XT if (all_finite and keep_partitioned) else None)
+    return FitStats(
+        finite, all_finite, observed, impute_values, XT if (all_finite and keep_partitioned) else None
+    )
 
 
 #: fit statistics shared by the detectors of an ensemble, keyed by the matrix they describe
