@@ -22,7 +22,12 @@ def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
     c = config or DetectConfig()
     return [
         ZScoreDetector(quantile=c.zscore_quantile),
-        PCAMahalanobisDetector(variance=c.pca_variance, quantile=c.mahalanobis_quantile),
+        PCAMahalanobisDetector(
+            variance=c.pca_variance,
+            quantile=c.mahalanobis_quantile,
+            # a ``pca_precision`` config field, where the config has one ("float64" otherwise)
+            precision=getattr(c, "pca_precision", "float64"),
+        ),
         IsolationForestDetector(
             contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed
         ),

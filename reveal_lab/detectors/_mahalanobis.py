@@ -172,8 +172,29 @@ class PCAMahalanobisDetector(BaseDetector):
             Z[:, ~nz] = 0.0
         return Z
 
+    def _gram_factors(self, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(Z_fit, U, s)`` while the loadings are not formed and ``m`` windows are few
+        (scoring or explaining through the fit data, ``Z Z_fitᵀ U / s``, then costs
+        ``m·n·p`` instead of forming ``W``: ``n·k·p``); else None."""
+        lazy = self.__dict__.get("_lazy_components")
+        if lazy is None or "_components" in self.__dict__ or m > max(64, lazy[0].shape[0] // 4):
+            return None
+        return lazy
+
     def _projections(self, Z: np.ndarray) -> np.ndarray:
+        g = self._gram_factors(Z.shape[0])
+        if g is not None:
+            Zf, U, s = g
+            return ((Z @ Zf.T) @ U) / s  # = Z W, W = Z_fitᵀ U / s
         return Z @ self.components_.T  # n × k
+
+    def _backproject(self, T: np.ndarray) -> np.ndarray:
+        """``T Wᵀ`` (``m × p``), ``T`` of ``m × k``."""
+        g = self._gram_factors(T.shape[0])
+        if g is not None:
+            Zf, U, s = g
+            return ((T / s) @ U.T) @ Zf
+        return T @ self.components_
 
     def _score(self, X: np.ndarray) -> np.ndarray:
         if self.n_components_ == 0:
@@ -186,4 +207,4 @@ class PCAMahalanobisDetector(BaseDetector):
         if self.n_components_ == 0:
             return np.zeros_like(Z)
         T = self._projections(Z) / self.explained_variance_  # Λ⁻¹ Wᵀ z
-        return Z * (T @ self.components_)  # z_j · (W Λ⁻¹ Wᵀ z)_j
+        return Z * self._backproject(T)  # z_j · (W Λ⁻¹ Wᵀ z)_j

@@ -284,3 +284,18 @@ def test_mahalanobis_components_formed_on_demand_and_pickled():
     np.testing.assert_allclose(W @ W.T, np.eye(det.n_components_), atol=1e-9)
     np.testing.assert_allclose(clone_.components_, W, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(clone_.decision_function(X), det.decision_scores_, rtol=1e-9)
+
+
+def test_mahalanobis_few_windows_scored_through_the_fit_data_equal_the_loadings_route():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(200, 6)) @ rng.normal(size=(6, 500)) + rng.normal(size=(200, 500))
+    det = PCAMahalanobisDetector().fit(X)
+    Y = X[:20] + rng.normal(size=(20, 500))
+    assert det._gram_factors(20) is not None  # loadings not formed yet: the Gram route
+    s_gram, c_gram = det.decision_function(Y), det.explain(Y)
+    assert "_components" not in det.__dict__
+    det.components_  # noqa: B018 - forms the loadings; now the same windows go through W
+    assert det._gram_factors(20) is None
+    np.testing.assert_allclose(det.decision_function(Y), s_gram, rtol=1e-10)
+    np.testing.assert_allclose(det.explain(Y), c_gram, rtol=1e-8, atol=1e-10 * np.abs(c_gram).max())
+    np.testing.assert_allclose(c_gram.sum(axis=1), s_gram, rtol=1e-8)
