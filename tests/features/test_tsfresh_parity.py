@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reveal_lab.config import WindowConfig
+from reveal_lab.config import PROJECT_ROOT, WindowConfig
 from reveal_lab.derive import add_derived
 from reveal_lab.features import window_features
 
@@ -41,7 +41,7 @@ pytest.importorskip("tsfresh")
 statsmodels = pytest.importorskip("statsmodels")
 
 SMD = (
-    Path(os.environ.get("REVEAL_SHARED_DATA", "/work/shared/data"))
+    Path(os.environ.get("REVEAL_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))
     / "labelled-servers"
     / "machine-1-6_test.csv.gz"
 )
