@@ -26,7 +26,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--probes",
         default="all",
         help="probes or groups, comma separated; '-name' removes (e.g. 'procfs,perf,-gpu', '-perf'; "
-        "default all); `reveal-lab collect --list-probes` shows them",
+        "default all); 'name@PERIOD' samples a procfs/cgroup probe less often (e.g. 'interrupts@1s': "
+        "null on skipped ticks); `reveal-lab collect --list-probes` shows them",
     )
     p.add_argument("--host", default=None, help="host name used in column names (default: this machine's)")
     p.add_argument("--cgroup-root", default=None, help="cgroup v2 root to discover containers under")
