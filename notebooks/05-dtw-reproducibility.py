@@ -28,6 +28,7 @@ max_runs_per_workload = 0  # 0: all runs of each workload
 max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 fault_free = True  # leave out runs with an injected fault (lab dataset); reproducibility is about normal runs
+by_phase = True  # train and infer runs of one model are different workloads
 metrics = ""  # comma-separated host-free metric keys; empty: every dynamic metric all workloads share
 max_metrics = 0  # keep the first n metrics (sorted); 0: all
 length = 256  # resampled trace length
@@ -45,7 +46,8 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                                max_runs=max_runs, max_seconds=max_seconds, fault_free=fault_free)
-traces = studies.collect_traces(runs, metrics=studies.parse_list(metrics), max_metrics=max_metrics or None)
+traces = studies.collect_traces(runs, by_phase=by_phase, metrics=studies.parse_list(metrics),
+                                max_metrics=max_metrics or None)
 result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing)
 studies.save_table(result.pairs, out_dir, "dtw_pairs")
 summary = result.summary()

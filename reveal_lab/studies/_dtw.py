@@ -340,6 +340,7 @@ def dtw_reproducibility(
 def collect_traces(
     runs: Sequence[object],
     *,
+    by_phase: bool = False,
     metrics: Sequence[str] | None = None,
     max_metrics: int | None = None,
     kinds: Sequence[str] = ("dynamic",),
@@ -347,7 +348,8 @@ def collect_traces(
     """``traces[workload][metric key] -> [one trace per run and host]`` for :func:`dtw_reproducibility`.
 
     Metrics are matched across runs and hosts by their host-free key
-    (:meth:`reveal_lab.telemetry.MetricName.key`). By default every metric of the
+    (:meth:`reveal_lab.telemetry.MetricName.key`); ``by_phase`` treats the phases of a
+    workload (train, infer, fine-tuning) as separate workloads. By default every metric of the
     given registry ``kinds`` that all workloads share and that is not constant
     everywhere; ``metrics`` (keys) picks them explicitly; ``max_metrics`` keeps the
     first ``n`` in sorted order (a deterministic subset for quick runs).
@@ -363,7 +365,10 @@ def collect_traces(
                 if m is None or classify(c).kind not in kinds:
                     continue
                 by_key[m.key()] = sub.frame.get_column(c).to_numpy().astype(np.float64)
-            per_workload.setdefault(run.meta.workload or "unknown", []).append(by_key)  # type: ignore[attr-defined]
+            name = run.meta.workload or "unknown"  # type: ignore[attr-defined]
+            if by_phase and run.meta.phase:  # type: ignore[attr-defined]
+                name = f"{name} ({run.meta.phase})"  # type: ignore[attr-defined]
+            per_workload.setdefault(name, []).append(by_key)
     if metrics:
         keys = list(metrics)
     else:

@@ -90,3 +90,16 @@ def test_save_table_csv_and_markdown(tmp_path):
     assert pl.read_csv(csv)["b"].to_list() == ["1,2", "3"]
     text = md.read_text()
     assert text.splitlines()[0] == "| a | b | c |" and "0.1235" in text and "NaN" in text
+
+
+def test_collect_traces_by_phase_splits_train_and_infer():
+    import dataclasses
+
+    from reveal_lab.telemetry import Run
+
+    runs = studies.load_study_runs("synth", max_runs_per_workload=2, max_runs=2)
+    infer = [Run(dataclasses.replace(r.meta, phase="infer", run_id=r.run_id + "i"), r.frame) for r in runs]
+    traces = studies.collect_traces(runs + infer, by_phase=True, max_metrics=2)
+    assert len(traces) == 2 * len({r.meta.workload for r in runs})
+    assert any(w.endswith("(infer)") for w in traces)
+    assert len(studies.collect_traces(runs + infer, max_metrics=2)) == len({r.meta.workload for r in runs})
