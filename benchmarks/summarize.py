@@ -381,16 +381,45 @@ def summarize(results_dir: Path) -> str:
     return "\n".join(parts)
 
 
+README_BEGIN = "<!-- benchmarks:begin (written by benchmarks/summarize.py; do not edit by hand) -->"
+README_END = "<!-- benchmarks:end -->"
+
+
+def update_readme(readme: Path, summary: str) -> bool:
+    """Replace the text between the benchmark markers of ``readme`` with ``summary``
+    (headings one level deeper, the summary's title dropped). Returns whether the
+    file changed; a README without both markers is left alone."""
+    text = readme.read_text()
+    if README_BEGIN not in text or README_END not in text:
+        return False
+    lines = summary.splitlines()
+    if lines and lines[0].startswith("# "):
+        lines = lines[1:]
+    body = "\n".join("#" + ln if ln.startswith("#") else ln for ln in lines).strip("\n")
+    head, rest = text.split(README_BEGIN, 1)
+    _, tail = rest.split(README_END, 1)
+    new = f"{head}{README_BEGIN}\n{body}\n{README_END}{tail}"
+    if new != text:
+        readme.write_text(new)
+        return True
+    return False
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=HERE / "results")
     ap.add_argument("--out", type=Path, default=None, help="default: RESULTS/SUMMARY.md")
+    ap.add_argument("--readme", type=Path, default=None,
+                    help="also rewrite this README's benchmark section (between the markers), "
+                    "e.g. --readme README.md")
     a = ap.parse_args(argv)
     text = summarize(a.results)
     out = a.out or a.results / "SUMMARY.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     print(text)
+    if a.readme is not None and update_readme(a.readme, text):
+        print(f"updated the benchmark section of {a.readme}")
     return 0
 
 

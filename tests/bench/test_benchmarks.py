@@ -207,3 +207,31 @@ def test_summary_reads_the_watch_latency_shape(tmp_path: Path):
     assert "watch: 51 ms | – | – | p95 93 ms; target 50 ms; paper 2.26 s |" in text
     assert "same, scikit-learn forest: 42.2 ms | 6.5× |" in text
     assert "features over the full history: 975 ms | 150× |" in text
+
+
+def test_summary_rewrites_only_the_readme_section_between_markers(tmp_path: Path):
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "features_vs_tsfresh.json").write_text(json.dumps(SPEED))
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# Project\n\nintro\n\n<!-- benchmarks:begin (written by benchmarks/summarize.py; do not edit by hand) -->\n"
+        "old table\n<!-- benchmarks:end -->\n\n## After\nkept\n"
+    )
+    p = subprocess.run(
+        [sys.executable, str(BENCH / "summarize.py"), "--results", str(results), "--readme", str(readme)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert p.returncode == 0, p.stderr
+    text = readme.read_text()
+    assert "old table" not in text
+    assert text.startswith("# Project\n\nintro\n")
+    assert text.rstrip().endswith("## After\nkept")
+    section = text.split("-->", 1)[1].split("<!-- benchmarks:end -->")[0]
+    assert "### Speed" in section and "features_vs_tsfresh" in section
+    # a README without the markers is left alone
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text("# no markers\n")
+    subprocess.run([sys.executable, str(BENCH / "summarize.py"), "--results", str(results), "--readme", str(plain)],
+                   capture_output=True, text=True, timeout=60, check=True)
+    assert plain.read_text() == "# no markers\n"
