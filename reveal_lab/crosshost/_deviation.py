@@ -86,7 +86,8 @@ def deviation(
     Per tumbling window of ``window_s`` seconds (``None``: the whole run as one window),
     each host's mean of a metric is compared with the cluster baseline, the median
     across hosts, in robust units: ``z = (x_host - median) / s`` with ``s`` the larger of
-    1.4826·MAD across hosts, ``noise_floor`` × the metric's typical variation over
+    1.4826·MAD across hosts (1.2533·mean absolute deviation where the MAD is 0),
+    ``noise_floor`` × the metric's typical variation over
     time within a host and ``rel_floor`` × ``|median|`` (so hosts that agree closely are
     not flagged for noise or for differences of a few percent). A host
     deviates *persistently* when ``|z| > k`` in at least ``persist`` of the windows.
@@ -151,6 +152,10 @@ def deviation(
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: metrics a host lacks
         med = np.nanmedian(V, axis=2)  # nb × nk
         mad = 1.4826 * np.nanmedian(np.abs(V - med[:, :, None]), axis=2)
+        # where most hosts agree exactly the MAD is 0; fall back to 1.2533 x the mean
+        # absolute deviation (the usual modified-z rule) so one odd host gets a finite z
+        meanad = 1.2533 * np.nanmean(np.abs(V - med[:, :, None]), axis=2)
+        mad = np.where(mad > 0, mad, meanad)
         # typical variation over time within a host: median over hosts of the robust std over windows
         tmed = np.nanmedian(V, axis=0, keepdims=True)
         tsd = np.nanmedian(1.4826 * np.nanmedian(np.abs(V - tmed), axis=0), axis=1)  # nk

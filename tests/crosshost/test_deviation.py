@@ -80,3 +80,29 @@ def test_two_hosts_warn_and_flag_nothing():
         deviation(make_run(10, 30, seed=0).run)
     with pytest.raises(ValueError, match="align"):
         deviation(run, align="bogus")
+
+
+def test_one_odd_host_among_identical_hosts_gets_a_finite_z():
+    """MAD is 0 when the other hosts agree exactly (e.g. TCP_timewait = 0 everywhere);
+    the odd host must still get a finite, flaggable z, never inf."""
+    import datetime as dt
+
+    import numpy as np
+    import polars as pl
+
+    from reveal_lab.crosshost import deviation
+
+    n = 40
+    ts = [dt.datetime(2025, 1, 1) + dt.timedelta(milliseconds=100 * i) for i in range(n)]
+    frames = {}
+    for h in ("h1", "h2", "h3", "h4"):
+        v = np.full(n, 3.0 if h == "h4" else 0.0)
+        frames[h] = pl.DataFrame(
+            {"timestamp": ts, f"NetworkProtocolCounts:TCP_timewait.{h}[count]": v},
+            schema_overrides={"timestamp": pl.Datetime("ms")},
+        )
+    dev = deviation(frames, window_s=1.0)
+    z = dict(zip(dev["host"], dev["z"], strict=True))
+    assert all(np.isfinite(v) for v in z.values()), z
+    assert abs(z["h4"]) > 2 and z["h1"] == 0
+    assert dev.filter(pl.col("persistent"))["host"].to_list() == ["h4"]
