@@ -287,9 +287,11 @@ def plot_raw_traces(traces: pl.DataFrame, *, title: str | None = None, normalize
         if normalize and np.nanstd(y) > 0:
             y = (y - np.nanmean(y)) / np.nanstd(y)
         ax.plot(part["t_s"].to_numpy(), y, color=color_for("", i))
-        inside = part.filter(pl.col("in_window"))
-        if inside.height:
-            ax.axvspan(float(inside["t_s"].min()), float(inside["t_s"].max()), color="#c44e52", alpha=0.15)
+        t = part["t_s"].to_numpy()
+        flag = part["in_window"].fill_null(False).to_numpy().astype(bool)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], flag.astype(np.int8), [0]])))
+        for a, b in zip(edges[::2], edges[1::2], strict=True):  # each contiguous flagged span
+            ax.axvspan(float(t[a]), float(t[b - 1]), color="#c44e52", alpha=0.15)
         ax.set_title(_short(m, 80), loc="left", fontsize=8)
     axes[-1, 0].set_xlabel("seconds from window start")
     if title:
