@@ -163,7 +163,7 @@ def robust_scale_from_partition(
     """:func:`robust_scale` (robust) given the column medians of ``X`` and ``P``: ``X.T``
     with each row permuted (e.g. partitioned around its median), overwritten here.
     The standard deviation (the fallback where the MAD is 0) is computed only where needed."""
-    center = median
+    center = median.copy()
     np.subtract(P, center[:, None], out=P)
     np.abs(P, out=P)
     scale = 1.4826 * median_rows(P, overwrite=True)
