@@ -44,11 +44,13 @@ def killed_run(tmp_path_factory):
         time.sleep(3.3)
         kill_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
+        rc = proc.wait(10)
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.stderr.close()
+    # the collector was still running and died of the SIGKILL (not of an earlier error or exit)
+    assert rc == -signal.SIGKILL, rc
     return out, kill_ns
 
 

@@ -166,7 +166,8 @@ def test_non_monotonic_timestamp_errors_or_is_sorted(gpu_file_bytes: tuple[str, 
     swapped = _join(lines)
     with pytest.raises(TelemetryError, match="goes back in time") as e:
         read_public_tsv(swapped, name=name)
-    assert e.value.line == 11
+    assert (e.value.line, e.value.column, e.value.path) == (11, "timestamp", name)
+    assert str(e.value).startswith(f"{name}, line 11, column 'timestamp': ")
     run = read_public_tsv(swapped, name=name, repair_time=True)
     assert run.frame.equals(read_public_tsv(data, name=name).frame)
     assert any("go back in time on lines [11]" in w and "sorted" in w for w in run.warnings)
@@ -181,8 +182,9 @@ def test_unknown_column_names_are_kept_and_warned(gpu_file_bytes: tuple[str, byt
     lines[0] = b"\t".join(cells)
     run = read_public_tsv(_join(lines), name=name)
     assert "some free text" in run.frame.columns and "Habana:utilization.0.htc-g003[%]" in run.frame.columns
-    assert any("do not follow" in w and "'some free text'" in w for w in run.warnings)
-    assert any("not in the metric registry" in w and "Habana" in w for w in run.warnings)
+    ours = [w for w in run.warnings if w.startswith(f"{name}: ")]  # each warning names the file
+    assert any("do not follow" in w and "'some free text'" in w for w in ours)
+    assert any("not in the metric registry" in w and "Habana" in w for w in ours)
     assert set(run.meta.extra["unknown_columns"]) == {"some free text", "Habana:utilization.0.htc-g003[%]"}
     cat = catalogue(run.frame.columns).filter(~pl.col("known"))
     assert cat.select("subsystem", "kind").unique().rows() == [("system", "dynamic")]
