@@ -3,7 +3,9 @@
 #
 #   sudo scripts/record_lab_dataset.sh [PLAN] [RAW_DIR] [OUT_DIR]
 #
-# PLAN: default (38 runs, ~40 min on 2 cores) or smoke (one 8 s run, ~30 s).
+# PLAN: default (40 slots, 3 fault-free repeats per workload, ~45 min on 2 cores) or smoke
+# (one 8 s run, ~30 s). The bundled data/lab also has a 4th fault-free repeat recorded with
+# `--repeats 4 --slots ...` (see the recording sessions in data/lab/README.md).
 # Needs: root, iproute2 (ip netns), util-linux (nsenter), iptables, cgroups (v1 or v2),
 # the venv from scripts/bootstrap.sh (torch==2.13.0 CPU via the `workloads` extra).
 # Every run leaves its collector directories and a run manifest in RAW_DIR; OUT_DIR gets

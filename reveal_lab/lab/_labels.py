@@ -22,6 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
+from reveal_lab.io._public import META_COLUMNS
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = [
@@ -37,19 +38,7 @@ __all__ = [
     "read_meta",
 ]
 
-#: the public meta CSV's columns, then ours
-META_COLUMNS = (
-    "source_file",
-    "n_rows",
-    "n_cols",
-    "phase",
-    "mode",
-    "model",
-    "task",
-    "dataset",
-    "model_task",
-    "workload",
-)
+#: our columns after the public meta CSV's (META_COLUMNS, defined once by the public loader)
 EXTRA_META_COLUMNS = (
     "run",
     "host",
