@@ -35,6 +35,8 @@ __all__ = ["export_hf", "push_hf", "hf_column_name", "HubError", "ID_COLUMNS"]
 
 #: leading columns of every shard
 ID_COLUMNS = ("run_id", "run", "host", "workload", "phase", "fault", TIMESTAMP)
+#: the dataset's splits, by the meta table's ``phase``
+SPLITS = ("train", "infer")
 
 
 class HubError(RuntimeError):
@@ -145,7 +147,7 @@ def export_hf(
     Returns ``out``. ``out`` must be empty or absent unless ``overwrite``.
     """
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_meta
+    from reveal_lab.lab import LABEL_COLUMNS, read_meta
 
     root = Path(root) if root is not None else data_dir()
     out = Path(out)
@@ -153,10 +155,19 @@ def export_hf(
         if not overwrite:
             raise FileExistsError(f"{out} is not empty (use --overwrite to replace it)")
         shutil.rmtree(out)
-    meta = read_meta(root / ("meta_lab.csv" if (root / "meta_lab.csv").exists() else "meta.csv"))
+    meta_path = root / ("meta_lab.csv" if (root / "meta_lab.csv").exists() else "meta.csv")
+    meta = read_meta(meta_path)
     rows = _runs(root, meta)
     if not rows:
         raise TelemetryError("the meta table lists no runs", path=str(root))
+    for i, r in enumerate(rows):  # a run of another phase would fall out of every split
+        if r.get("phase") not in SPLITS:
+            raise TelemetryError(
+                f"phase {r.get('phase')!r} of {r['source_file']} is not one of the splits {list(SPLITS)}",
+                path=str(meta_path),
+                line=i + 2,  # the header is line 1
+                column="phase",
+            )
     # one schema for all shards: the union of host-free metric names, sorted
     names: set[str] = set()
     for r in rows:
@@ -170,7 +181,7 @@ def export_hf(
     schema.update({c: pl.Float64 for c in metric_names})
     (out / "data").mkdir(parents=True, exist_ok=True)
     splits: dict[str, dict[str, int]] = {}
-    for split in ("train", "infer"):
+    for split in SPLITS:
         part = [r for r in rows if r.get("phase") == split]
         if not part:
             continue
@@ -216,9 +227,8 @@ def export_hf(
         "* config `telemetry` (default): one row per 100 ms sample; splits `train` and `infer` by phase; "
         "`run_id` is the source file, `run` ties the hosts of one DDP run; metric columns are host-free "
         "(`Source:field.instance[unit]`), null where a run lacks the metric.",
-        "* config `labels`: fault episodes (`run, host, fault_type, start, end, "
-        "expected_subsystem, magnitude, "
-        "scope`), timestamps on the telemetry's clock (UTC, naive).",
+        f"* config `labels`: fault episodes (`{', '.join(LABEL_COLUMNS)}`), timestamps on the "
+        "telemetry's clock (UTC, naive).",
         "* config `meta`: the run table in the public Reveal dataset's columns plus lab columns.",
         "",
         "```python",

@@ -15,6 +15,7 @@ import pytest
 from reveal_lab.config import data_dir
 from reveal_lab.io._hf import HubError, export_hf, hf_column_name, push_hf
 from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.telemetry import TelemetryError
 
 datasets = pytest.importorskip("datasets")
 
@@ -105,3 +106,14 @@ def test_push_errors_are_clear(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens on the discard port
     with pytest.raises(HubError, match="cannot reach"):
         push_hf(repo, "u/x", token="hf_x", timeout_s=5)
+
+
+def test_export_refuses_a_run_outside_the_splits(tmp_path):
+    """A run whose phase is neither train nor infer would fall out of every shard: an error, not a drop."""
+    src = _small_copy(tmp_path)
+    meta = read_meta(src / "meta_lab.csv")
+    meta.with_columns(
+        pl.when(pl.int_range(pl.len()) == 1).then(pl.lit("eval")).otherwise("phase").alias("phase")
+    ).write_csv(src / "meta_lab.csv")
+    with pytest.raises(TelemetryError, match=r"meta_lab\.csv, line 3, column 'phase': phase 'eval'"):
+        export_hf(src, tmp_path / "hf")
