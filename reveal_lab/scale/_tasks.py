@@ -27,23 +27,7 @@ __all__ = [
     "execute",
     "load_ref",
     "summarize_detection",
-    "EVIDENCE_COLUMNS",
 ]
-
-#: the evidence / anomalies.csv columns (docs/ARCHITECTURE.md §4), prefixed with ``run_id`` here
-EVIDENCE_COLUMNS = (
-    "window_id",
-    "start",
-    "end",
-    "host",
-    "methods",
-    "agreement",
-    "subsystem",
-    "metric",
-    "feature",
-    "score",
-    "claim",
-)
 
 
 @dataclass(frozen=True)
