@@ -20,7 +20,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--plan", default="default", help="recording plan: default (the bundled data) or smoke")
     p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
-    p.add_argument("--repeats", type=int, default=None, help="baseline repeats per workload (default plan: 3)")
+    p.add_argument(
+        "--repeats", type=int, default=None, help="baseline repeats per workload (default plan: 3)"
+    )
     p.add_argument(
         "--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go"
     )
@@ -40,11 +42,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 def _slots(spec: str, n: int) -> list[int]:
     out: list[int] = []
     for part in spec.split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out.extend(range(int(a), int(b) + 1))
-        elif part:
-            out.append(int(part))
+        try:
+            if "-" in part:
+                a, b = part.split("-")
+                out.extend(range(int(a), int(b) + 1))
+            elif part:
+                out.append(int(part))
+        except ValueError:
+            raise ValueError(f"--slots {spec!r}: {part!r} is not a slot number or a range like 0-3") from None
     bad = [i for i in out if not 0 <= i < n]
     if bad:
         raise ValueError(f"--slots {spec!r}: the plan has slots 0-{n - 1}")
@@ -57,12 +62,16 @@ def _run(args: argparse.Namespace) -> int:
 
     kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
     if args.repeats is not None:
+        if args.plan != "default":
+            raise ValueError(f"--repeats applies to the default plan only, not to {args.plan!r}")
         kw["repeats"] = args.repeats
     slots = get_plan(args.plan, **kw)
+    numbers = list(range(len(slots)))
     if args.slots:
-        slots = [slots[i] for i in _slots(args.slots, len(slots))]
+        numbers = _slots(args.slots, len(slots))
+        slots = [slots[i] for i in numbers]
     if args.dry_run:
-        print("\n".join(describe_plan(slots)))
+        print("\n".join(describe_plan(slots, numbers)))
         return 0
     out = args.out or str(data_dir())
     if not args.build_only:

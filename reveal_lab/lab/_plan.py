@@ -12,6 +12,8 @@ run with one fault (what the ``root`` test re-records).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reveal_lab.lab._recorder import FaultPlan, RunPlan
 
 __all__ = ["default_plan", "smoke_plan", "PLANS", "get_plan", "describe_plan"]
@@ -102,14 +104,21 @@ def get_plan(name: str, **kw) -> list[list[RunPlan]]:
         raise ValueError(f"unknown plan {name!r}; expected one of {sorted(PLANS)}") from None
 
 
-def describe_plan(slots: list[list[RunPlan]]) -> list[str]:
-    """One line per slot (for ``reveal-lab record --dry-run``).
+def describe_plan(slots: list[list[RunPlan]], numbers: Sequence[int] | None = None) -> list[str]:
+    """One line per slot (for ``reveal-lab record --dry-run``); ``numbers``: the slots'
+    numbers in the full plan when ``slots`` is a selection (default 0, 1, ...).
 
     >>> describe_plan(smoke_plan())[0]
     'slot 0: MLP/train on labA 8s [cpu_contention@1]'
+    >>> describe_plan(default_plan()[5:6], numbers=[5])[0][:7]
+    'slot 5:'
     """
+    if numbers is None:
+        numbers = range(len(slots))
+    if len(numbers) != len(slots):
+        raise ValueError(f"{len(numbers)} slot numbers for {len(slots)} slots")
     out = []
-    for i, slot in enumerate(slots):
+    for i, slot in zip(numbers, slots, strict=True):
         runs = " | ".join(
             f"{p.model_name}/{p.phase} on {'+'.join(p.hosts)} {p.duration_s:g}s [{p.fault_name}]"
             for p in slot

@@ -101,3 +101,19 @@ def test_plan_validation_rejects_bad_plans():
     with pytest.raises(ValueError, match="unknown lab model"):
         RunPlan("ResNet", "train").validate()
     assert smoke_plan()[0][0].fault_name == "cpu_contention@1"
+
+
+def test_record_cli_dry_run_and_bad_arguments(capsys):
+    from reveal_lab.cli import main
+
+    assert main(["record", "--plan", "default", "--slots", "0-2,39", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[-1].startswith("slot 39: DDPCNN/train")
+    for argv, msg in (
+        (["--plan", "smoke", "--repeats", "2"], "--repeats applies to the default plan only"),
+        (["--slots", "1-"], "'1-' is not a slot number"),
+        (["--slots", "0,x"], "'x' is not a slot number"),
+        (["--slots", "40"], "the plan has slots 0-39"),
+    ):
+        assert main(["record", *argv, "--dry-run"]) != 0
+        assert msg in capsys.readouterr().err
