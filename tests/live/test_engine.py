@@ -64,6 +64,7 @@ def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
 
     inside = [v for v in scored if overlaps(v)]
     outside = [v for v in scored if not overlaps(v)]
+    assert inside and outside  # scored windows both inside and outside the planted span
     flagged_in = [v for v in inside if v.anomalous and v.agreement >= 2]
     assert len(flagged_in) >= 0.7 * len(inside)
     # attributed to the planted subsystem (the top evidence pair) in most of them
