@@ -137,7 +137,9 @@ def robust_scale(X: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature centre and scale; scale 0 for constant features (made neutral by the caller).
 
     Robust: median and 1.4826·MAD, falling back to the standard deviation where the
-    MAD is 0 (sparse counters that are mostly zero).
+    MAD is 0 or numerically 0 (sparse counters that are mostly zero; the variance of a
+    metric that is constant in most windows, which is round-off such as ``3e-30``
+    there and a real value elsewhere).
     """
     if robust:
         XT = np.array(X.T, order="C")
@@ -147,14 +149,18 @@ def robust_scale(X: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray]:
         scale = 1.4826 * median_rows(XT, overwrite=True)
         del XT
         std = X.std(axis=0)
-        scale = np.where(scale > 0, scale, std)
+        scale = np.where(_numerically_zero(scale, center), std, scale)
     else:
         center = X.mean(axis=0)
         scale = X.std(axis=0)
     # treat numerically-constant features as constant
-    tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(center))
-    scale = np.where(tiny, 0.0, scale)
+    scale = np.where(_numerically_zero(scale, center), 0.0, scale)
     return center, scale
+
+
+def _numerically_zero(scale: np.ndarray, center: np.ndarray) -> np.ndarray:
+    """Where a scale is 0 up to round-off: ``scale <= 1e-12 · max(1, |centre|)``."""
+    return ~(scale > 1e-12 * np.maximum(1.0, np.abs(center)))
 
 
 def robust_scale_from_partition(
@@ -162,17 +168,17 @@ def robust_scale_from_partition(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`robust_scale` (robust) given the column medians of ``X`` and ``P``: ``X.T``
     with each row permuted (e.g. partitioned around its median), overwritten here.
-    The standard deviation (the fallback where the MAD is 0) is computed only where needed."""
+    The standard deviation (the fallback where the MAD is 0 up to round-off) is computed
+    only where needed."""
     center = median.copy()
     np.subtract(P, center[:, None], out=P)
     np.abs(P, out=P)
     scale = 1.4826 * median_rows(P, overwrite=True)
     del P
-    zero = np.flatnonzero(~(scale > 0))
+    zero = np.flatnonzero(_numerically_zero(scale, center))
     if zero.size:
         scale[zero] = X[:, zero].std(axis=0)
-    tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(center))
-    scale = np.where(tiny, 0.0, scale)
+    scale = np.where(_numerically_zero(scale, center), 0.0, scale)
     return center, scale
 
 

@@ -16,10 +16,11 @@ class ZScoreDetector(BaseDetector):
     ----------
     quantile : the threshold is this quantile of the fit scores (paper: 0.99).
     robust : centre/scale by median and 1.4826·MAD (falling back to the standard
-        deviation where the MAD is 0) instead of mean and standard deviation.
+        deviation where the MAD is 0 up to round-off) instead of mean and standard deviation.
     constant_floor : a feature that is constant (but present) in the fit data gets the
         scale ``constant_floor · |centre|`` (or ``10 · constant_floor`` when the centre is
-        0) instead of being neutral: in baseline mode an error counter that never fired
+        0, or round-off below ``1e-12`` such as the variance ``3e-30`` of a constant
+        window) instead of being neutral: in baseline mode an error counter that never fired
         in the baseline (sum 0) and fires 12 times in a window scores ``z = 120``. ``0``
         makes constant features neutral. Features absent from the fit data (all NaN)
         are always neutral.
@@ -56,7 +57,9 @@ class ZScoreDetector(BaseDetector):
         else:
             center, scale = robust_scale(X, self.robust)
         if self.constant_floor > 0:
-            floor = np.where(center != 0, self.constant_floor * np.abs(center), 10 * self.constant_floor)
+            floor = np.where(
+                np.abs(center) > 1e-12, self.constant_floor * np.abs(center), 10 * self.constant_floor
+            )
             scale = np.where((scale == 0) & self.observed_, floor, scale)
         self.center_, self.scale_ = center, scale
 

@@ -254,6 +254,26 @@ def test_zscore_robust_centre_and_scale_are_median_and_mad():
     np.testing.assert_allclose(det.explain(X), z, rtol=1e-12)
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_zscore_round_off_mad_falls_back_to_the_std(shared):
+    """The variance of a metric constant in most windows is round-off there (``3e-30``,
+    not 0) and real elsewhere: its MAD is numerically 0, so its scale is the std (as for
+    an exact-zero MAD), not a constant floor of ``0.01 · 3e-30`` that scores ``z ≈ 1e27``."""
+    X = _data(n=200, p=8)
+    rng = np.random.default_rng(3)
+    col = rng.choice([0.0, 7.9e-31, 3.2e-30], size=200)
+    col[::10] = rng.uniform(1e-5, 9e-5, size=20)  # the metric moved in a tenth of the windows
+    X[:, 5] = col
+    det = DetectorEnsemble([ZScoreDetector()]).fit(X).detectors_["zscore"] if shared else ZScoreDetector().fit(X)
+    np.testing.assert_allclose(det.scale_[5], col.std(), rtol=1e-12)
+    assert det.explain(X)[:, 5].max() < 10
+    # all fit values round-off: constant, and the floor of a round-off centre is that of 0
+    X[:, 5] = rng.choice([0.0, 7.9e-31, 3.2e-30], size=200)
+    X[0, 5] = 5e-31
+    det = ZScoreDetector().fit(X)
+    assert det.scale_[5] == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize("with_nan", [False, True])
 def test_ensemble_shares_fit_statistics_without_changing_results(with_nan):
     X = _data(n=300, p=20)
