@@ -162,7 +162,14 @@ def read_raw_frame(path: str | Path) -> tuple[pl.DataFrame, dict[str, Any], list
         raise TelemetryError(
             "channels.json is missing (the collector stopped before its first sample?)", path=str(p)
         ) from None
-    channels = json.loads(blob)
+    try:
+        channels = json.loads(blob)
+    except json.JSONDecodeError as exc:
+        raise TelemetryError(
+            f"channels.json is not valid JSON: {exc.msg}",
+            path=str(p / "channels.json"),
+            line=exc.lineno,
+        ) from None
     import zlib
 
     crc = zlib.crc32(blob)

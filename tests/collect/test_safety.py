@@ -18,7 +18,7 @@ import pytest
 from collect_helpers import collect_cmd
 
 from reveal_lab.io._collector import read_collector_run
-from reveal_lab.telemetry import TelemetryWarning, validate_frame
+from reveal_lab.telemetry import TelemetryError, TelemetryWarning, validate_frame
 
 needs_root = pytest.mark.root
 
@@ -96,6 +96,19 @@ def test_torn_and_garbled_journal_tails_are_warnings(killed_run, tmp_path):
     with pytest.warns(TelemetryWarning, match="fails its CRC"):
         run = read_collector_run(copy, view="raw")
     assert run.frame.height < full
+
+
+def test_garbled_metadata_files_name_the_file_and_line(killed_run, tmp_path):
+    out, _ = killed_run
+    for name in ("meta.json", "channels.json"):
+        copy = tmp_path / name
+        shutil.copytree(out, copy)
+        text = (copy / name).read_text()
+        (copy / name).write_text(text[: len(text) // 2])  # a file cut short
+        with pytest.raises(TelemetryError, match=f"{name} is not valid JSON") as e:
+            read_collector_run(copy)
+        assert e.value.path == str(copy / name) and e.value.line is not None
+        assert str(copy / name) in str(e.value)
 
 
 def test_clean_stop_on_sigterm_rolls_a_segment(tmp_path):
