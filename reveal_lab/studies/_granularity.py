@@ -145,6 +145,18 @@ def granularity_intervals(
     return pl.DataFrame(rows, schema=schema).select(list(schema))
 
 
+_COMPARISON_SCHEMA = {
+    "run_id": pl.String,
+    "host": pl.String,
+    "pair": pl.String,
+    "reference": pl.String,
+    "other": pl.String,
+    "iou": pl.Float64,
+    "hit_count": pl.Float64,
+    "hit_length": pl.Float64,
+}
+
+
 def granularity_comparison(intervals: pl.DataFrame, reference: str | None = None) -> pl.DataFrame:
     """Per run and host, compare each pair of granularities.
 
@@ -154,18 +166,7 @@ def granularity_comparison(intervals: pl.DataFrame, reference: str | None = None
     """
     grans = intervals.get_column("granularity").unique(maintain_order=True).to_list()
     if not grans:
-        return pl.DataFrame(
-            schema={
-                "run_id": pl.String,
-                "host": pl.String,
-                "pair": pl.String,
-                "reference": pl.String,
-                "other": pl.String,
-                "iou": pl.Float64,
-                "hit_count": pl.Float64,
-                "hit_length": pl.Float64,
-            }
-        )
+        return pl.DataFrame(schema=_COMPARISON_SCHEMA)
     reference = reference or grans[0]
     if reference not in grans:
         raise ValueError(f"reference granularity {reference!r} not among {grans}")
@@ -192,19 +193,7 @@ def granularity_comparison(intervals: pl.DataFrame, reference: str | None = None
                     "hit_length": hit_rate_length(sets[a], sets[b]),
                 }
             )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "run_id": pl.String,
-            "host": pl.String,
-            "pair": pl.String,
-            "reference": pl.String,
-            "other": pl.String,
-            "iou": pl.Float64,
-            "hit_count": pl.Float64,
-            "hit_length": pl.Float64,
-        },
-    )
+    return pl.DataFrame(rows, schema=_COMPARISON_SCHEMA)
 
 
 def granularity_table(comparison: pl.DataFrame) -> pl.DataFrame:
