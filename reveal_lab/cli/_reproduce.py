@@ -17,7 +17,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--preset",
         choices=("smoke", "full"),
         default="full",
-        help="smoke: a tiny subset in seconds; full: every figure on the whole dataset (default)",
+        help="smoke: every figure on a tiny subset (a minute or two); full: on the whole dataset (default)",
     )
     p.add_argument(
         "--data",
