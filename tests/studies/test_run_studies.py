@@ -103,3 +103,11 @@ def test_collect_traces_by_phase_splits_train_and_infer():
     assert len(traces) == 2 * len({r.meta.workload for r in runs})
     assert any(w.endswith("(infer)") for w in traces)
     assert len(studies.collect_traces(runs + infer, max_metrics=2)) == len({r.meta.workload for r in runs})
+
+
+def test_crosshost_on_two_hosts_flags_nothing_and_hides_the_caveat(recwarn):
+    run, _ = make_run(20, n_channels=40, hosts=["h1", "h2"], seed=1)
+    dev = studies.crosshost_subsystem([run], "memory", min_hosts=2)
+    assert dev.height and set(dev["scope"]) == {f"workload {run.meta.workload or ''}"}
+    assert not dev["persistent"].any()  # two hosts: the median cannot tell which one deviates
+    assert not [w for w in recwarn if "with 2 hosts" in str(w.message)]
