@@ -3,6 +3,7 @@ and saving as PNG and PDF."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,9 +59,20 @@ _CYCLE = [
 
 
 def color_for(name: str, i: int = 0) -> str:
-    """The colour of a subsystem or detector, else the ``i``-th colour of the cycle."""
+    """The colour of a subsystem or detector, else the ``i``-th colour of the cycle.
+
+    Labels such as ``agreement>=2`` take the colour of their leading word, so they never
+    share a cycle colour with a detector.
+
+    >>> color_for("agreement>=2") == METHOD_COLORS["agreement"] != color_for("zscore")
+    True
+    """
     key = str(name).lower()
-    return SUBSYSTEM_COLORS.get(key) or METHOD_COLORS.get(key) or _CYCLE[i % len(_CYCLE)]
+    head = re.match(r"[a-z]+", key)
+    for k in (key, head.group(0) if head else key):
+        if k in SUBSYSTEM_COLORS or k in METHOD_COLORS:
+            return SUBSYSTEM_COLORS.get(k) or METHOD_COLORS[k]
+    return _CYCLE[i % len(_CYCLE)]
 
 
 @contextmanager
