@@ -11,26 +11,12 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA
 from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection
 
 __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 
 REPORT_FILES: tuple[str, ...] = ("anomalies.csv", "summary.json", "report.md", "report.html")
-
-_CSV_SCHEMA = {
-    "run_id": pl.String,
-    "window_id": pl.Int64,
-    "start": pl.Datetime("ms"),
-    "end": pl.Datetime("ms"),
-    "host": pl.String,
-    "methods": pl.String,
-    "agreement": pl.Int64,
-    "subsystem": pl.String,
-    "metric": pl.String,
-    "feature": pl.String,
-    "score": pl.Float64,
-    "claim": pl.String,
-}
 
 
 def _json_default(o: Any) -> Any:  # noqa: ANN401
@@ -229,7 +215,7 @@ def write_report(
     csv = (
         pl.concat(frames, how="vertical")
         if frames
-        else pl.DataFrame(schema={c: _CSV_SCHEMA[c] for c in ANOMALIES_COLUMNS})
+        else pl.DataFrame(schema={c: EVIDENCE_SCHEMA[c] for c in ANOMALIES_COLUMNS})
     )
     csv = csv.select(ANOMALIES_COLUMNS)
     paths = {name: out / name for name in REPORT_FILES}
