@@ -14,6 +14,7 @@ from reveal_lab.collect.probes import (  # noqa: F401  (registration side effect
     _psi,
     _self,
     _turbostat,
+    _unix,
 )
 
 ORDER = (
@@ -26,6 +27,7 @@ ORDER = (
     "netdev",
     "nstat",
     "sockets",
+    "unix",
     "interrupts",
     "softirqs",
     "psi",

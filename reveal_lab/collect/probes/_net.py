@@ -1,6 +1,6 @@
 """Network: ``/proc/net/dev`` per interface, ``/proc/net/snmp`` + ``/proc/net/netstat``
 (the counters ``nstat`` shows) and socket counts by protocol (``/proc/net/sockstat``,
-as ``ss -s`` reports them).
+as ``ss -s`` reports them; the UNIX socket count is the ``unix`` probe, ``_unix.py``).
 
 All files are opened through ``/proc/self/net``, so a collector started inside a
 network namespace (``ip netns exec NS reveal-lab collect ...``) sees that namespace.
@@ -174,76 +174,79 @@ class Nstat(Probe):
             t.close()
 
 
-#: (channel field, sockstat file, line label, position of the value after the label)
+#: (channel field, sockstat file (0: sockstat, 1: sockstat6), line label, the word the
+#: value follows): ``TCP: inuse 5 orphan 0 tw 2 alloc 7 mem 1`` gives TCP=5, TCP_orphan=0 ...
 SOCKSTAT = (
-    ("total_connections", 0, b"sockets:", 2),
-    ("TCP", 0, b"TCP:", 2),
-    ("TCP_orphan", 0, b"TCP:", 4),
-    ("TCP_timewait", 0, b"TCP:", 6),
-    ("TCP_alloc", 0, b"TCP:", 8),
-    ("TCP_mem_pages", 0, b"TCP:", 10),
-    ("UDP", 0, b"UDP:", 2),
-    ("UDP_mem_pages", 0, b"UDP:", 4),
-    ("UDPLITE", 0, b"UDPLITE:", 2),
-    ("RAW", 0, b"RAW:", 2),
-    ("FRAG", 0, b"FRAG:", 2),
-    ("TCP6", 1, b"TCP6:", 2),
-    ("UDP6", 1, b"UDP6:", 2),
-    ("RAW6", 1, b"RAW6:", 2),
-    ("FRAG6", 1, b"FRAG6:", 2),
+    ("total_connections", 0, b"sockets:", b"used"),
+    ("TCP", 0, b"TCP:", b"inuse"),
+    ("TCP_orphan", 0, b"TCP:", b"orphan"),
+    ("TCP_timewait", 0, b"TCP:", b"tw"),
+    ("TCP_alloc", 0, b"TCP:", b"alloc"),
+    ("TCP_mem_pages", 0, b"TCP:", b"mem"),
+    ("UDP", 0, b"UDP:", b"inuse"),
+    ("UDP_mem_pages", 0, b"UDP:", b"mem"),
+    ("UDPLITE", 0, b"UDPLITE:", b"inuse"),
+    ("RAW", 0, b"RAW:", b"inuse"),
+    ("FRAG", 0, b"FRAG:", b"inuse"),
+    ("TCP6", 1, b"TCP6:", b"inuse"),
+    ("UDP6", 1, b"UDP6:", b"inuse"),
+    ("RAW6", 1, b"RAW6:", b"inuse"),
+    ("FRAG6", 1, b"FRAG6:", b"inuse"),
 )
+
+SOCKSTAT_FILES = ("/proc/self/net/sockstat", "/proc/self/net/sockstat6")
+
+
+def _sockstat_index(lines: list[bytes]) -> Layout:
+    """``LABEL: word value word value ...`` lines: each known (label, word) pair's
+    value, keyed by its channel field."""
+    fields = {(label, word): name for name, _, label, word in SOCKSTAT}
+    mapping: dict = {}
+    for ln, line in enumerate(lines):
+        toks = line.split()
+        for j in range(1, len(toks) - 1, 2):
+            name = fields.get((toks[0], toks[j]))
+            if name is not None and name not in mapping:
+                mapping[name] = (ln, j + 1)
+    return mapping, {}
 
 
 @register_probe
 class Sockets(Probe):
-    """Socket counts by protocol, the numbers ``ss -s`` prints, as
-    ``NetworkProtocolCounts:TCP`` etc.; ``UNIX`` counts ``/proc/net/unix`` lines."""
+    """Socket counts by protocol, the numbers ``ss -s`` prints (``/proc/net/sockstat``
+    and, with IPv6, ``/proc/net/sockstat6``), as ``NetworkProtocolCounts:TCP`` etc.
+    The UNIX socket count (``NetworkProtocolCounts:UNIX``) is the ``unix`` probe."""
 
     name, group = "sockets", "procfs"
-    description = "/proc/net/sockstat(6) and /proc/net/unix: socket counts by protocol"
+    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
+    direct_tables = True
+    description = "/proc/net/sockstat(6): socket counts by protocol (ss -s)"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.fds = [ctx.open_ro("/proc/self/net/sockstat")]
-        try:
-            self.fds.append(ctx.open_ro("/proc/self/net/sockstat6"))
-        except ProbeUnavailable:
-            pass
-        self._fds = list(self.fds)
-        self.positions: list[tuple[int, int]] = []  # (file, token index)
-        fields = []
-        for f, (fd) in enumerate(self.fds):
-            toks = read_all(fd).split()
-            for name, fi, label, pos in SOCKSTAT:
-                if fi == f and label in toks:
-                    i = toks.index(label) + pos
-                    if i < len(toks):
-                        self.positions.append((f, i))
-                        fields.append(name)
-        self._labels = [(f, i) for f, i in self.positions]
-        self.unix_fd = None
-        if ctx.options.get("unix_sockets", True):
+        self.tables: list[Table] = []
+        for f, path in enumerate(SOCKSTAT_FILES):
             try:
-                self.unix_fd = ctx.open_ro("/proc/self/net/unix")
-                self._fds.append(self.unix_fd)
-                fields.append("UNIX")
+                t = Table(ctx, path, _sockstat_index, [name for name, fi, _, _ in SOCKSTAT if fi == f])
             except ProbeUnavailable:
-                pass
-        self.channels = [Channel("NetworkProtocolCounts", f, None, "count") for f in fields]
-        self._unix_hint = 65536
-        self._tick = 0
-        self._unix = 0
-        self.unix_every = max(1, round(1.0 / ctx.interval_s))
-        self.info["unix_every_samples"] = self.unix_every
+                if f == 0:
+                    raise
+                continue  # no IPv6: no sockstat6
+            if t.n:
+                self.tables.append(t)
+            else:
+                t.close()
+        if not self.tables:
+            raise ProbeUnavailable(f"no known field in {', '.join(SOCKSTAT_FILES)}")
+        self.channels = [
+            Channel("NetworkProtocolCounts", k, None, "count") for t in self.tables for k in t.keys
+        ]
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        toks = [os.pread(fd, 4096, 0).split() for fd in self.fds]
-        n = len(self.positions)
-        ints[:n] = [int(toks[f][i]) for f, i in self.positions]
-        if self.unix_fd is not None:
-            # /proc/net/unix grows with the socket count: counted once every `unix_every` samples
-            if self._tick % self.unix_every == 0:
-                data = read_all(self.unix_fd, self._unix_hint)
-                self._unix_hint = max(self._unix_hint, 2 * len(data))
-                self._unix = max(data.count(b"\n") - 1, 0)
-            ints[n] = self._unix
-        self._tick += 1
+        a = 0
+        for t in self.tables:
+            t.read_into(ints[a : a + t.n])
+            a += t.n
+
+    def close(self) -> None:
+        for t in self.tables:
+            t.close()

@@ -1,0 +1,268 @@
+"""The ``sockets`` probe (``/proc/net/sockstat`` and ``sockstat6`` read as direct
+tables) and the ``unix`` probe (``/proc/net/unix`` line count) on this machine's real
+procfs: the channel names runs had before the split, values equal to a plain Python
+split of the files read around the probe's read, batched and unbatched."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+from collect_helpers import run_collect
+
+from reveal_lab.collect import MISSING_INT, ProbeContext, ProbeUnavailable, resolve_probes
+from reveal_lab.collect._loop import _is_direct
+from reveal_lab.collect.probes._net import Sockets
+from reveal_lab.collect.probes._table import TableBatch
+from reveal_lab.collect.probes._unix import Unix
+from reveal_lab.io._collector import read_collector_run
+
+SOCKSTAT, SOCKSTAT6, UNIX = "/proc/self/net/sockstat", "/proc/self/net/sockstat6", "/proc/self/net/unix"
+HAS6 = os.path.exists(SOCKSTAT6)
+
+#: the channel fields (in order) of runs made before sockets/unix were split, with IPv6
+BEFORE = [
+    "total_connections",
+    "TCP",
+    "TCP_orphan",
+    "TCP_timewait",
+    "TCP_alloc",
+    "TCP_mem_pages",
+    "UDP",
+    "UDP_mem_pages",
+    "UDPLITE",
+    "RAW",
+    "FRAG",
+    "TCP6",
+    "UDP6",
+    "RAW6",
+    "FRAG6",
+    "UNIX",
+]
+#: (field, file, label, word): the value is the token after ``word`` on the ``label`` line
+REF = [
+    ("total_connections", SOCKSTAT, "sockets:", "used"),
+    ("TCP", SOCKSTAT, "TCP:", "inuse"),
+    ("TCP_orphan", SOCKSTAT, "TCP:", "orphan"),
+    ("TCP_timewait", SOCKSTAT, "TCP:", "tw"),
+    ("TCP_alloc", SOCKSTAT, "TCP:", "alloc"),
+    ("TCP_mem_pages", SOCKSTAT, "TCP:", "mem"),
+    ("UDP", SOCKSTAT, "UDP:", "inuse"),
+    ("UDP_mem_pages", SOCKSTAT, "UDP:", "mem"),
+    ("UDPLITE", SOCKSTAT, "UDPLITE:", "inuse"),
+    ("RAW", SOCKSTAT, "RAW:", "inuse"),
+    ("FRAG", SOCKSTAT, "FRAG:", "inuse"),
+    ("TCP6", SOCKSTAT6, "TCP6:", "inuse"),
+    ("UDP6", SOCKSTAT6, "UDP6:", "inuse"),
+    ("RAW6", SOCKSTAT6, "RAW6:", "inuse"),
+    ("FRAG6", SOCKSTAT6, "FRAG6:", "inuse"),
+]
+
+
+def reference() -> dict[str, int]:
+    """The socket counts from a plain split of the files (``UNIX``: lines after the header)."""
+    lines = {}
+    for path in (SOCKSTAT, SOCKSTAT6):
+        if os.path.exists(path):
+            for line in open(path).read().splitlines():  # noqa: SIM115
+                toks = line.split()
+                if toks:
+                    lines[(path, toks[0])] = toks
+    out = {}
+    for field, path, label, word in REF:
+        toks = lines.get((path, label))
+        if toks and word in toks[1:]:
+            out[field] = int(toks[toks.index(word) + 1])
+    with open(UNIX, "rb") as f:
+        out["UNIX"] = f.read().count(b"\n") - 1
+    return out
+
+
+def bracketed(read, tries: int = 20) -> tuple[dict, dict, object]:
+    """``read()`` between two reference reads; retried until nothing moved in between
+    (socket counts change while other processes run)."""
+    for _ in range(tries):
+        before = reference()
+        got = read()
+        after = reference()
+        if before == after:
+            break
+    return before, after, got
+
+
+def expected_fields() -> list[str]:
+    ref = reference()
+    return [f for f in BEFORE if f in ref]
+
+
+def test_sockets_is_a_direct_table_probe_with_the_same_channels_and_values():
+    p = Sockets()
+    p.open(ProbeContext("h", 0.1))
+    try:
+        assert _is_direct(p)
+        assert p.n_float == 0 and len(p.tables) == (2 if HAS6 else 1)
+        fields = [c.field for c in p.channels]
+        assert fields == [f for f in expected_fields() if f != "UNIX"]
+        assert {c.source for c in p.channels} == {"NetworkProtocolCounts"}
+        assert {(c.unit, c.counter, c.instance) for c in p.channels} == {("count", False, None)}
+        assert fields[:2] == ["total_connections", "TCP"]
+
+        def read():
+            ints = np.full(p.n_int, 7, np.int64)
+            p.sample(ints, np.empty(0))
+            return dict(zip(fields, ints.tolist(), strict=True))
+
+        before, after, got = bracketed(read)
+        for f in fields:
+            lo, hi = sorted((before[f], after[f]))
+            assert lo <= got[f] <= hi, (f, before[f], got[f], after[f])
+    finally:
+        p.close()
+
+
+def test_sockets_batched_reads_land_in_the_row():
+    p = Sockets()
+    p.open(ProbeContext("h", 0.1))
+    try:
+        row = np.full(3 + p.n_int, MISSING_INT, np.int64)
+        starts = np.cumsum([3] + [t.n for t in p.tables])[:-1].tolist()  # the probe's slice starts at 3
+        batch = TableBatch.create(p.tables, row, starts, [True] * len(p.tables))
+        if batch is None:
+            pytest.skip("numba unavailable: no batched reads")
+        fields = [c.field for c in p.channels]
+
+        def read():
+            row[:] = MISSING_INT
+            assert batch.run()  # every direct table kept its layout: its values are in the row
+            return dict(zip(fields, row[3:].tolist(), strict=True))
+
+        before, after, got = bracketed(read)
+        assert (row[:3] == MISSING_INT).all()
+        for f in fields:
+            lo, hi = sorted((before[f], after[f]))
+            assert lo <= got[f] <= hi, (f, before[f], got[f], after[f])
+        batch.detach()
+    finally:
+        p.close()
+
+
+def test_sockstat6_is_optional():
+    class NoIPv6(ProbeContext):
+        def open_ro(self, path: str) -> int:
+            if path.endswith("sockstat6"):
+                raise ProbeUnavailable(f"{path} does not exist")
+            return super().open_ro(path)
+
+    p = Sockets()
+    p.open(NoIPv6("h", 0.1))
+    try:
+        assert len(p.tables) == 1 and _is_direct(p)
+        assert [c.field for c in p.channels] == [f for f in expected_fields() if f in BEFORE[:11]]
+    finally:
+        p.close()
+
+    class NoSockstat(ProbeContext):
+        def open_ro(self, path: str) -> int:
+            if path.endswith("sockstat"):
+                raise ProbeUnavailable(f"{path} does not exist")
+            return super().open_ro(path)
+
+    with pytest.raises(ProbeUnavailable, match="sockstat"):
+        Sockets().open(NoSockstat("h", 0.1))
+
+
+def test_unix_counts_the_lines_of_proc_net_unix():
+    # 200 sockets: the file spans several pages, and one read of a seq_file returns one page
+    pairs = [socket.socketpair(socket.AF_UNIX) for _ in range(100)]
+    p = Unix()
+    p.open(ProbeContext("h", 0.1))
+    try:
+        assert [c.name("h") for c in p.channels] == ["NetworkProtocolCounts:UNIX.h[count]"]
+        assert not _is_direct(p)
+
+        def read():
+            ints = np.zeros(1, np.int64)
+            p.sample(ints, np.empty(0))
+            return int(ints[0])
+
+        before, after, got = bracketed(read)
+        lo, hi = sorted((before["UNIX"], after["UNIX"]))
+        assert lo <= got <= hi
+        assert got >= 200  # our 100 pairs are open
+        assert len(open(UNIX, "rb").read()) > 2 * 4096  # noqa: SIM115
+        # the line count, not the byte count: a socket's line is listed by its inode
+        inode = os.fstat(pairs[0][0].fileno()).st_ino
+        assert any(line.split()[6:7] == [str(inode)] for line in open(UNIX).read().splitlines()[1:])
+    finally:
+        p.close()
+        for a, b in pairs:
+            a.close()
+            b.close()
+
+
+def test_unix_is_in_procfs_and_all():
+    assert "unix" in resolve_probes("procfs") and "unix" in resolve_probes("all")
+    order = resolve_probes("all")
+    assert order.index("unix") == order.index("sockets") + 1  # UNIX stays after the sockstat columns
+    assert "unix" not in resolve_probes("all,-unix")
+
+
+def _watch(stop: threading.Event, seen: dict[str, list[int]]) -> None:
+    while not stop.is_set():
+        for k, v in reference().items():
+            seen.setdefault(k, []).append(v)
+        time.sleep(0.002)
+
+
+@pytest.mark.parametrize(
+    ("spec", "batched"), [("sockets,unix", True), ("sockets,unix@500ms", False)], ids=["batched", "unbatched"]
+)
+def test_run_has_the_old_channel_names_and_the_files_values(tmp_path, spec, batched):
+    env = dict(os.environ, REVEAL_LAB_COLLECT_BATCH="1" if batched else "0")
+    seen: dict[str, list[int]] = {}
+    stop = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(stop, seen))
+    watcher.start()
+    try:
+        res = run_collect(
+            tmp_path / "run",
+            "--interval",
+            "100ms",
+            "--duration",
+            "1s",
+            "--probes",
+            spec,
+            "--host",
+            "h",
+            env=env,
+        )
+    finally:
+        stop.set()
+        watcher.join()
+    assert res.returncode == 0, res.stderr
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["probes_used"] == ["self", "sockets", "unix"]
+    if batched:
+        # numba is a dependency: both sockstat files go through the one compiled read per tick
+        assert meta["batch_read_tables"] == (2 if HAS6 else 1)
+    else:
+        assert meta["probe_every_ticks"] == {"unix": 5}
+    frame = read_collector_run(tmp_path / "run").frame
+    fields = expected_fields()
+    cols = [c for c in frame.columns if c.startswith("NetworkProtocolCounts:")]
+    assert cols == [f"NetworkProtocolCounts:{f}.h[count]" for f in fields]
+    assert frame.height >= 8
+    for f, c in zip(fields, cols, strict=True):
+        vals = frame.get_column(c)
+        if f == "UNIX" and not batched:
+            # sampled every 5th tick (500 ms), missing on the ticks between
+            assert 1 <= vals.drop_nulls().len() <= 3 and vals.null_count() >= frame.height - 3
+        else:
+            assert vals.null_count() == 0, c
+        lo, hi = min(seen[f]), max(seen[f])
+        assert vals.drop_nulls().is_between(lo, hi).all(), (c, lo, hi, vals.to_list())
