@@ -190,6 +190,7 @@ def collect(
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
         batch, batch_of, direct = _make_batch(plan, row_big, int_off, ni)
+        hot = _make_burst(plan, batch, batch_of, direct, row_i, row_f)
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
         tz = dt.datetime.now().astimezone().utcoffset()
@@ -248,6 +249,7 @@ def collect(
         # everything allocated so far lives as long as the run: keep it out of the
         # cyclic collector's full passes (the loop itself allocates little)
         gc.freeze()
+        loop_stats: dict[str, int] = {}
         status, error, missed = _run_loop(
             writer,
             plan,
@@ -261,6 +263,8 @@ def collect(
             batch,
             batch_of,
             direct,
+            loop_stats,
+            hot,
         )
         samples = writer.n_records
         end_wall = time.time_ns()
@@ -279,6 +283,8 @@ def collect(
             bytes_journal_written=writer.bytes_journal,
             bytes_segments=writer.bytes_segments,
             probe_errors={p.name: getattr(p, "errors", 0) for p in used if getattr(p, "errors", 0)},
+            # ticks run by the compiled hot loop and by the interpreter (see _burst.py)
+            hot_loop=loop_stats,
             relayouts={p.name: sum(t.relayouts for t in _tables(p)) for p in used if _tables(p)},
         )
         if status != "disk-full":
@@ -369,6 +375,93 @@ def _make_batch(
     return batch, of, direct
 
 
+class _Burst:
+    """Glue between :func:`_run_loop` and the compiled :func:`~reveal_lab.collect._burst.burst`:
+    the per-table divisors and due ticks, the Python probes' row slices, the state vector."""
+
+    def __init__(self, fn: Any, batch: Any, plan: list, batch_of: list, direct: list[bool], self_off: int) -> None:
+        self.fn = fn
+        self.batch = batch
+        self.self_off = self_off
+        self.table_probe = np.full(len(batch.tables), -1, dtype=np.int64)
+        for j, idx in enumerate(batch_of):
+            if idx is not None:
+                self.table_probe[idx] = j
+        self.tdiv = np.array([plan[j][3] for j in self.table_probe], dtype=np.int64)
+        self.tdue = np.zeros(len(batch.tables), dtype=np.int64)
+        # the probes that sample in Python (not direct, not self) and their row slices
+        self.python = [j for j, (p, _, _, _) in enumerate(plan) if not direct[j] and p.name != "self"]
+        bi, bf = [], []
+        for j in self.python:
+            _, vi, vf, _ = plan[j]
+            if vi.size:
+                a = _offset(vi)
+                bi.append((a, a + vi.size))
+            if vf.size:
+                a = _offset(vf)
+                bf.append((a, a + vf.size))
+        self.blank_i = np.array(bi, dtype=np.int64).reshape(-1, 2)
+        self.blank_f = np.array(bf, dtype=np.int64).reshape(-1, 2)
+        self.every_tick = any(plan[j][3] == 1 for j in self.python)
+        self.st = np.zeros(_burst_mod().STATE_SIZE, dtype=np.int64)
+        self.ts = np.zeros(2, dtype=np.int64)
+
+
+def _offset(view: np.ndarray) -> int:
+    """Start index of a 1-d slice within its base array."""
+    base = view.base if view.base is not None else view
+    return (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // view.itemsize
+
+
+def _burst_mod() -> Any:
+    from reveal_lab.collect import _burst
+
+    return _burst
+
+
+def _make_burst(
+    plan: list, batch: Any, batch_of: list | None, direct: list[bool] | None, row_i: np.ndarray, row_f: np.ndarray
+) -> Any:
+    """The compiled multi-tick loop's state, compiled (or loaded from numba's cache) and
+    tried once, or ``None`` (no batch, no numba, ``REVEAL_LAB_COLLECT_BURST=0``, a probe
+    sampled in Python on every tick, or any error)."""
+    if batch is None or batch_of is None or direct is None:
+        return None
+    if os.environ.get("REVEAL_LAB_COLLECT_BURST", "1") == "0":
+        return None
+    self_off = -1
+    for j, (p, vi, _, _) in enumerate(plan):
+        if p.name == "self":
+            if vi.size != 3 or p.n_float:
+                return None
+            self_off = _offset(vi)
+    try:
+        b = _Burst(_burst_mod().burst, batch, plan, batch_of, direct, self_off)
+    except Exception as exc:  # noqa: BLE001 - no numba: the interpreted loop
+        log.info("compiled hot loop unavailable (%s); ticks run in Python", exc)
+        return None
+    if b.every_tick:
+        return None
+    try:  # compile before the first deadline: a call that returns at once (no ticks left)
+        m = _burst_mod()
+        b.st[m.S_NTICKS] = 0
+        bt = np.empty((1, 3), dtype=np.int64)
+        bi = np.empty((1, row_i.size), dtype=np.int64)
+        bf = np.empty((1, row_f.size), dtype=np.float64)
+        bb = batch
+        r = b.fn(
+            b.st, b.ts, 0, 1, 1, bb.fds, bb.buf, bb.boff, bb.want, bb.woff, bb.dest, bb.out, bb.ooff,
+            bb.colons, bb.sigs, bb.expected, bb.direct, bb.active, b.tdiv, b.tdue, b.blank_i, b.blank_f,
+            b.self_off, row_i, row_f, bt, bi, bf,
+        )  # fmt: skip
+        if r != m.R_DONE:
+            raise RuntimeError(f"warm-up call returned {r}")
+    except Exception as exc:  # noqa: BLE001
+        log.info("compiled hot loop unavailable (%s: %s); ticks run in Python", type(exc).__name__, exc)
+        return None
+    return b
+
+
 def _run_loop(
     writer: RunWriter,
     plan: list[tuple[Probe, np.ndarray, np.ndarray, int]],
@@ -382,11 +475,17 @@ def _run_loop(
     batch: Any = None,
     batch_of: list[Any] | None = None,
     direct: list[bool] | None = None,
+    stats: dict[str, int] | None = None,
+    hot: Any = None,
 ) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
     closer than half an interval to the previous sample. A probe with divisor ``d > 1``
     is sampled at the first tick with ``k >= `` its next multiple of ``d`` (so a missed
-    tick delays it, never drops its period) and reads as missing on the other ticks."""
+    tick delays it, never drops its period) and reads as missing on the other ticks.
+
+    Runs of ticks on which only direct table probes (and ``self``) are due go to the
+    compiled :func:`~reveal_lab.collect._burst.burst`, with the same rules; the other
+    ticks run here. ``stats`` (if given) receives the number of ticks of each kind."""
     interval_ns = int(round(interval_s * 1e9))
     n_ticks = None if duration_s is None else max(1, int(round(duration_s / interval_s)))
     mono, wall, sleep = time.monotonic_ns, time.time_ns, time.sleep
@@ -401,15 +500,36 @@ def _run_loop(
         for j, (_, _, _, d) in enumerate(plan)
         if batch_of and d > 1 and batch_of[j] is not None
     ]
+    bu = hot
+    if stats is not None:
+        stats.update(python_ticks=0, compiled_ticks=0, burst_calls=0)
+    preset: tuple[int, int] | None = None  # timestamps of a tick the compiled loop began
     while not stop["flag"]:
         deadline = mono0 + k * interval_ns
-        now = mono()
-        if deadline > now:
-            sleep((deadline - now) / 1e9)
-            if stop["flag"]:
+        if bu is not None and preset is None and bu.batch is batch:
+            r, k, missed, seq, preset = _burst_ticks(
+                bu, writer, plan, due, blank, k, missed, seq, n_ticks, mono0, interval_ns, row_i, row_f, stats
+            )
+            if r == "disk-full":
+                return "disk-full", preset, missed  # type: ignore[return-value]
+            if r == "done":
                 break
-        t_mono = mono()
-        t_wall = wall()
+            if r == "again":
+                continue
+            deadline = mono0 + k * interval_ns  # r == "python": this tick runs here
+        if preset is not None:
+            t_mono, t_wall = preset
+            preset = None
+        else:
+            now = mono()
+            if deadline > now:
+                sleep((deadline - now) / 1e9)
+                if stop["flag"]:
+                    break
+            t_mono = mono()
+            t_wall = wall()
+        if stats is not None:
+            stats["python_ticks"] += 1
         if self_probe is not None:
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
@@ -454,7 +574,7 @@ def _run_loop(
             writer.append(seq, t_wall, t_mono, row_i, row_f)
             writer.tick(mono())
         except DiskFull as exc:
-            log.error("%s: stopping the collector", exc)
+            log.error("%s", exc)
             return "disk-full", str(exc), missed
         seq += 1
         # next deadline: the first one at least half an interval after this sample
@@ -469,3 +589,91 @@ def _run_loop(
                 missed -= k - n_ticks  # deadlines past the end were never due
             break
     return "complete", None, missed
+
+
+def _burst_ticks(
+    bu: _Burst,
+    writer: RunWriter,
+    plan: list,
+    due: list[int],
+    blank: list[bool],
+    k: int,
+    missed: int,
+    seq: int,
+    n_ticks: int | None,
+    mono0: int,
+    interval_ns: int,
+    row_i: np.ndarray,
+    row_f: np.ndarray,
+    stats: dict[str, int] | None,
+) -> tuple[str, int, int, int, Any]:
+    """Run ticks in the compiled loop from tick ``k``. Returns ``(what, k, missed, seq,
+    preset)``: ``what`` is ``"again"`` (call again: a flush was done, a signal came or
+    the buffer grew), ``"python"`` (tick ``k`` runs in Python; ``preset`` holds its
+    ``(t_mono, t_wall)`` when the compiled loop had begun it), ``"done"`` or
+    ``"disk-full"`` (``preset`` holds the message)."""
+    m = _burst_mod()
+    b = bu.batch
+    if b.dirty:
+        b._rebuild()
+    st = bu.st
+    kstop = min((due[j] for j in bu.python), default=1 << 62)
+    st[m.S_K], st[m.S_MISSED], st[m.S_SEQ], st[m.S_KSTOP] = k, missed, seq, kstop
+    st[m.S_LAST_FLUSH] = writer.last_flush
+    st[m.S_NTICKS] = -1 if n_ticks is None else n_ticks
+    writer.reserve(int(writer.flush_ns // interval_ns) + 4)
+    rows0 = writer._k
+    st[m.S_ROWS] = rows0
+    for i, j in enumerate(bu.table_probe):
+        bu.tdue[i] = due[j]
+    r = bu.fn(
+        st, bu.ts, mono0, interval_ns, writer.flush_ns,
+        b.fds, b.buf, b.boff, b.want, b.woff, b.dest, b.out, b.ooff, b.colons, b.sigs,
+        b.expected, b.direct, b.active, bu.tdiv, bu.tdue, bu.blank_i, bu.blank_f, bu.self_off,
+        row_i, row_f, writer._bt, writer._bi, writer._bf,
+    )  # fmt: skip
+    added = int(st[m.S_ROWS]) - rows0
+    if added:
+        if writer.seg_start is None:
+            writer.seg_start = int(writer._bt[rows0, 2])
+        writer._k += added
+        writer.n_records += added
+    if stats is not None:
+        stats["compiled_ticks"] += added
+        stats["burst_calls"] += 1
+    k, missed, seq = int(st[m.S_K]), int(st[m.S_MISSED]), int(st[m.S_SEQ])
+    for i, j in enumerate(bu.table_probe):
+        due[j] = int(bu.tdue[i])
+    for j in bu.python:
+        blank[j] = True  # their slices were set missing
+    for j, (_, _, _, d) in enumerate(plan):
+        if d > 1 and j not in bu.python:
+            blank[j] = False  # it may hold the values of the last compiled tick: blank it when due
+    if r == m.R_DONE:
+        return "done", k, missed, seq, None
+    if r == m.R_FLUSH:
+        now = int(st[m.S_NOW])
+        try:
+            writer.tick(now)
+        except DiskFull as exc:
+            log.error("%s", exc)
+            return "disk-full", k, missed, seq, str(exc)
+        # a slow flush may have made the next deadline late: skip it as the Python loop does
+        late_ns = time.monotonic_ns() - interval_ns // 2
+        while mono0 + k * interval_ns < late_ns:
+            k += 1
+            missed += 1
+        if n_ticks is not None and k >= n_ticks:
+            if k > n_ticks:
+                missed -= k - n_ticks
+            return "done", k, missed, seq, None
+        return "again", k, missed, seq, None
+    if r == m.R_RELAYOUT:
+        # the tick was begun (timestamps taken, files read): the probes redo it themselves
+        for t in range(len(b.tables)):
+            b.tables[t]._pre = None
+        return "python", k, missed, seq, (int(st[m.S_TMONO]), int(st[m.S_TWALL]))
+    if r == m.R_PYTHON:
+        return "python", k, missed, seq, None
+    # R_SIGNAL (the caller checks the stop flag) or R_FULL (reserve() grows it)
+    return "again", k, missed, seq, None

@@ -146,13 +146,18 @@ class ProbeContext:
 
 
 def read_all(fd: int, hint: int = 4096) -> bytes:
-    """Read a whole (proc) file from offset 0 with ``pread``; grows the buffer as needed."""
-    size = hint
-    while True:
-        data = os.pread(fd, size, 0)
-        if len(data) < size:
-            return data
-        size *= 4
+    """Read a whole (proc) file from offset 0 with ``pread`` until end of file.
+
+    One read is not enough: proc files built record by record (``/proc/interrupts``,
+    ``vmstat``, ``diskstats``, ``net/dev``, ``net/unix``) return at most one page
+    per read, whatever the buffer size; the next ``pread`` at the offset reached
+    continues where the last one stopped (seq_file keeps its position)."""
+    parts = [os.pread(fd, max(hint, 4096), 0)]
+    got = len(parts[0])
+    while parts[-1]:
+        parts.append(os.pread(fd, max(hint, 4096), got))
+        got += len(parts[-1])
+    return b"".join(parts)
 
 
 class Probe:

@@ -132,6 +132,20 @@ class RunWriter:
         self._write_pending()
         _fsync_dir(self.out)
 
+    def reserve(self, n: int) -> None:
+        """Make room for ``n`` more samples before the next flush (the compiled loop
+        writes rows into the buffers itself)."""
+        need = self._k + n
+        if need <= self._cap:
+            return
+        while self._cap < need:
+            self._cap *= 2
+        for name in ("_bt", "_bi", "_bf"):
+            old = getattr(self, name)
+            new = np.empty((self._cap, old.shape[1]), dtype=old.dtype)
+            new[: self._k] = old[: self._k]
+            setattr(self, name, new)
+
     def append(self, seq: int, t_wall_ns: int, t_mono_ns: int, ints: np.ndarray, floats: np.ndarray) -> None:
         """Queue one sample (copied); it reaches the disk at the next flush (see :meth:`tick`)."""
         k = self._k

@@ -22,7 +22,7 @@ _pread = types.ExternalFunction("pread", types.intp(types.int32, types.voidptr, 
 
 @_jit
 def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active):  # noqa: ANN001, ANN201
-    """For each table ``t`` with ``active[t]``: read file ``fds[t]`` into
+    """For each table ``t`` with ``active[t]``: read file ``fds[t]`` (to its end) into
     ``buf[boff[t]:boff[t+1]]`` and scan it into ``out[ooff[t, 0]:ooff[t, 1]]`` with
     the table's ``want``/``dest`` (slices ``woff[t]:woff[t+1]``); ``sigs[t]`` gets
     the layout signature, or 0 when the read failed or filled the buffer (the file
@@ -34,8 +34,14 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
             continue
         b0 = boff[t]
         cap = boff[t + 1] - b0
-        n = _pread(fds[t], buf[b0:].ctypes.data, cap, 0)
-        if n < 0 or n >= cap:
+        # to end of file: record-by-record proc files return one page per read
+        n = 0
+        while True:
+            r = _pread(fds[t], buf[b0 + n :].ctypes.data, cap - n, n)
+            if r <= 0 or n + r >= cap:
+                break
+            n += r
+        if r < 0 or n + r >= cap:
             sigs[t] = 0
         else:
             w0 = woff[t]

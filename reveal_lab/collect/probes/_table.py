@@ -110,9 +110,8 @@ class Table:
             if self._pre_sig == self._sig and not self._missing.size:
                 out[:] = pre
                 return
-        data = os.pread(self.fd, self.hint, 0)
+        data = read_all(self.fd, self.hint)
         if len(data) >= self.hint:
-            data = read_all(self.fd, self.hint)
             self.hint = 2 * len(data)
             if self.batch is not None:
                 self.batch.dirty = True

@@ -1,0 +1,184 @@
+"""The compiled hot loop: many ticks in one call, the interpreter asleep in between.
+
+When every probe due on a tick is a *direct* table probe (its values are read and
+scanned into the sample row by :func:`~reveal_lab.collect.probes._batch.batch_read`)
+or the ``self`` probe, nothing in a tick needs Python: :func:`burst` sleeps to each
+absolute deadline with ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)``, takes the
+timestamps, reads and scans the files, fills the ``self`` channels and appends the
+row to the writer's buffers, for as many ticks as it may. It returns to Python
+
+* when a journal flush is due (once per ``flush_s``; the flush and fsync are Python's),
+* before a tick on which a probe that samples in Python is due (slow probes such as
+  ``loadavg@1s``: the interpreter then runs that one tick as before),
+* when a file's layout changed (a device or IRQ appeared: the tick is redone by the
+  probes' own label-based path, with the timestamps already taken),
+* when a signal interrupted the sleep (the Python handler runs, then the loop goes on
+  or stops), when the row buffer is full, or after the last tick.
+
+It keeps the Python loop's rules exactly: deadlines ``mono0 + k * interval``, a tick
+skipped (and counted in ``missed``) when it is closer than half an interval to the
+previous sample or already half an interval late, a slow probe sampled at the first
+tick ``k >=`` its next multiple of ``d`` and missing on the others.
+
+The per-tick cost is then the kernel's (the wake-up and generating the proc files'
+text) plus a compiled scan; ``benchmarks/collector_overhead.py`` measures it against
+the interpreted loop (``REVEAL_LAB_COLLECT_BURST=0``).
+Importing this module raises ``ImportError`` without numba.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+
+from reveal_lab.collect._probe import MISSING_INT
+from reveal_lab.collect.probes._batch import batch_read
+from reveal_lab.collect.probes._scan import _jit
+
+__all__ = [
+    "burst",
+    "S_K",
+    "S_MISSED",
+    "S_SEQ",
+    "S_KSTOP",
+    "S_LAST_FLUSH",
+    "S_NTICKS",
+    "S_ROWS",
+    "S_TMONO",
+    "S_TWALL",
+    "S_DEADLINE",
+    "S_NOW",
+    "STATE_SIZE",
+    "R_FLUSH",
+    "R_PYTHON",
+    "R_RELAYOUT",
+    "R_SIGNAL",
+    "R_FULL",
+    "R_DONE",
+]
+
+# state vector slots (int64)
+S_K, S_MISSED, S_SEQ, S_KSTOP, S_LAST_FLUSH, S_NTICKS, S_ROWS = 0, 1, 2, 3, 4, 5, 6
+S_TMONO, S_TWALL, S_DEADLINE, S_NOW = 7, 8, 9, 10
+STATE_SIZE = 11
+# why burst() returned
+R_FLUSH, R_PYTHON, R_RELAYOUT, R_SIGNAL, R_FULL, R_DONE = 1, 2, 3, 4, 5, 6
+
+_CLOCK_REALTIME, _CLOCK_MONOTONIC, _CLOCK_PROCESS_CPUTIME_ID = 0, 1, 2
+_TIMER_ABSTIME = 1
+_nanosleep = types.ExternalFunction(
+    "clock_nanosleep", types.int32(types.int32, types.int32, types.voidptr, types.voidptr)
+)
+_gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.voidptr))
+_MISSING = np.int64(MISSING_INT)
+
+
+@_jit
+def _now(clock, ts):  # noqa: ANN001, ANN202
+    _gettime(clock, ts.ctypes.data)
+    return ts[0] * 1000000000 + ts[1]
+
+
+@_jit
+def burst(  # noqa: ANN201, PLR0913
+    st,
+    ts,
+    mono0,
+    interval_ns,
+    flush_ns,
+    fds,
+    buf,
+    boff,
+    want,
+    woff,
+    dest,
+    out,
+    ooff,
+    colons,
+    sigs,
+    expected,
+    direct,
+    active,
+    tdiv,
+    tdue,
+    blank_i,
+    blank_f,
+    self_off,
+    row_i,
+    row_f,
+    bt,
+    bi,
+    bf,
+):  # noqa: ANN001
+    """Run ticks from ``st[S_K]`` until one of the ``R_*`` reasons; see the module.
+
+    ``st``: the state slots ``S_*`` (read and updated). ``ts``: int64[2] scratch for a
+    ``struct timespec``. The batch arrays are :class:`TableBatch`'s; ``tdiv``/``tdue``
+    give each batched table its probe's divisor and next due tick (updated here);
+    ``blank_i``/``blank_f`` (rows ``[a, b)``) are the row slices of the probes that
+    sample in Python, missing on every tick run here. ``self_off`` is the ``self``
+    probe's first int column (-1 without it). Rows are appended to ``bt``/``bi``/``bf``
+    from row ``st[S_ROWS]`` on.
+    """
+    nt = fds.shape[0]
+    half = interval_ns // 2
+    for r in range(blank_i.shape[0]):
+        row_i[blank_i[r, 0] : blank_i[r, 1]] = _MISSING
+    for r in range(blank_f.shape[0]):
+        row_f[blank_f[r, 0] : blank_f[r, 1]] = np.nan
+    cap = bt.shape[0]
+    while True:
+        k = st[S_K]
+        if st[S_NTICKS] >= 0 and k >= st[S_NTICKS]:
+            return R_DONE
+        if k >= st[S_KSTOP]:
+            return R_PYTHON
+        if st[S_ROWS] >= cap:
+            return R_FULL
+        deadline = mono0 + k * interval_ns
+        st[S_DEADLINE] = deadline
+        if deadline > _now(_CLOCK_MONOTONIC, ts):
+            ts[0] = deadline // 1000000000
+            ts[1] = deadline % 1000000000
+            if _nanosleep(_CLOCK_MONOTONIC, _TIMER_ABSTIME, ts.ctypes.data, ts.ctypes.data) != 0:
+                return R_SIGNAL  # EINTR: the tick is taken again after Python's handler
+        t_mono = _now(_CLOCK_MONOTONIC, ts)
+        t_wall = _now(_CLOCK_REALTIME, ts)
+        st[S_TMONO] = t_mono
+        st[S_TWALL] = t_wall
+        for t in range(nt):
+            active[t] = tdiv[t] <= 1 or k >= tdue[t]
+        if batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active) == 0:
+            return R_RELAYOUT
+        for t in range(nt):
+            if tdiv[t] > 1:
+                if active[t]:
+                    tdue[t] = (k // tdiv[t] + 1) * tdiv[t]
+                elif direct[t]:
+                    out[ooff[t, 0] : ooff[t, 1]] = _MISSING
+        if self_off >= 0:
+            row_i[self_off] = (t_mono - deadline) // 1000
+            row_i[self_off + 1] = st[S_MISSED]
+            row_i[self_off + 2] = _now(_CLOCK_PROCESS_CPUTIME_ID, ts) // 1000
+        j = st[S_ROWS]
+        bt[j, 0] = st[S_SEQ]
+        bt[j, 1] = t_wall
+        bt[j, 2] = t_mono
+        bi[j, :] = row_i
+        bf[j, :] = row_f
+        st[S_ROWS] = j + 1
+        st[S_SEQ] += 1
+        # next deadline: the first one at least half an interval after this sample
+        now = _now(_CLOCK_MONOTONIC, ts)
+        st[S_NOW] = now
+        k += 1
+        while mono0 + k * interval_ns < t_mono + half or mono0 + k * interval_ns < now - half:
+            k += 1
+            st[S_MISSED] += 1
+        st[S_K] = k
+        if st[S_NTICKS] >= 0 and k >= st[S_NTICKS]:
+            if k > st[S_NTICKS]:
+                st[S_MISSED] -= k - st[S_NTICKS]  # deadlines past the end were never due
+            return R_DONE
+        if now - st[S_LAST_FLUSH] >= flush_ns:
+            return R_FLUSH

@@ -1,0 +1,281 @@
+"""The compiled hot loop (``reveal_lab.collect._burst``) against the interpreted one, on
+this machine's real procfs: same channels, same sampling rules (slow probes null on
+the ticks they skip, Python probes sampled on their own ticks), a layout change mid-run
+handled, clean stops and ``kill -9`` leave readable data; and proc files longer than
+one page are read to their end."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+
+import numpy as np
+import polars as pl
+import pytest
+from collect_helpers import collect_cmd, run_collect
+
+from reveal_lab.collect._probe import ProbeContext, read_all
+from reveal_lab.collect.probes._table import Table, TableBatch
+from reveal_lab.io._collector import read_collector_run, read_raw_frame
+
+pytest.importorskip("numba")
+
+BURSTABLE = "cpu,meminfo@300ms,diskstats,netdev,nstat,softirqs@200ms,sockets"
+
+
+def _meta(out):
+    return json.loads((out / "meta.json").read_text())
+
+
+def _k(out, frame):
+    """Deadline index of every row (see test_divisors)."""
+    meta = _meta(out)
+    t = frame.get_column("t_mono_ns").to_numpy()
+    lag = frame.get_column(next(c for c in frame.columns if c.startswith("Collector:lag"))).to_numpy()
+    return np.round((t - 1000 * lag - meta["clock"]["mono_ns"]) / 1e8).astype(int)
+
+
+def _expected_sampled(k, d):
+    due, expect = 0, []
+    for kk in k:
+        expect.append(kk >= due)
+        if kk >= due:
+            due = (kk // d + 1) * d
+    return np.array(expect)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """The same probes for 3 s, compiled loop and interpreted loop, side by side."""
+    base = tmp_path_factory.mktemp("burst")
+    procs = {}
+    for name, flag in (("compiled", "1"), ("python", "0")):
+        env = dict(os.environ, REVEAL_LAB_COLLECT_BURST=flag)
+        procs[name] = subprocess.Popen(
+            collect_cmd(base / name, "--interval", "100ms", "--duration", "3s", "--probes", BURSTABLE, "--host", "b"),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    for name, p in procs.items():
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, (name, err)
+    return base / "compiled", base / "python"
+
+
+def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
+    comp, py = pair
+    mc, mp = _meta(comp), _meta(py)
+    assert mc["status"] == mp["status"] == "complete"
+    # every tick of the compiled run ran compiled; none of the interpreted run did
+    assert mc["hot_loop"]["python_ticks"] == 0
+    assert mc["hot_loop"]["compiled_ticks"] == mc["samples"] >= 20
+    assert mp["hot_loop"]["compiled_ticks"] == 0 and mp["hot_loop"]["python_ticks"] == mp["samples"]
+    for m in (mc, mp):
+        assert m["samples"] + m["missed_ticks"] == 30
+    assert (comp / "channels.json").read_text() == (py / "channels.json").read_text()
+    fc, fp = read_collector_run(comp).frame, read_collector_run(py).frame
+    assert fc.columns == fp.columns and fc.schema == fp.schema
+    steps = fc.get_column("timestamp").diff().dt.total_milliseconds().drop_nulls()
+    assert (steps > 0).all() and 90 <= steps.median() <= 110
+    # static values agree between the two processes
+    total = "Memory:MemTotal.b[kB]"
+    assert fc.get_column(total).drop_nulls().unique().to_list() == fp.get_column(total).drop_nulls().unique().to_list()
+
+
+def test_compiled_loop_keeps_the_slow_probe_rules(pair):
+    comp, _ = pair
+    rawf, meta, channels, _ = read_raw_frame(comp)
+    k = _k(comp, rawf)
+    assert (np.diff(k) > 0).all()
+    by_probe = {}
+    for c in channels:
+        by_probe.setdefault(c["probe"], []).append(c["name"])
+    for probe, d in (("meminfo", 3), ("softirqs", 2)):
+        block = rawf.select(by_probe[probe])
+        sampled = ~block.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
+        assert (sampled == _expected_sampled(k, d)).all(), (probe, k.tolist(), sampled.tolist())
+    for probe in ("cpu", "netdev", "nstat", "sockets", "self"):
+        assert rawf.select(by_probe[probe]).null_count().sum_horizontal().item() == 0, probe
+    # the self probe's values come from the compiled loop: lag in µs, missed ticks, CPU time
+    lag = rawf.get_column("Collector:lag.b[us]")
+    assert (lag >= 0).all() and lag.median() < 50_000
+    cpu = rawf.get_column("Collector:cpu_time.b[us]").to_numpy()
+    assert (np.diff(cpu) >= 0).all() and cpu[-1] > 0
+    # counters rise monotonically on the compiled ticks (read fresh every tick)
+    ctxt = rawf.get_column("CPU:ctxt.b[count]").to_numpy()
+    assert (np.diff(ctxt) > 0).all()
+
+
+def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path):
+    out = tmp_path / "mixed"
+    res = run_collect(
+        out, "--interval", "100ms", "--duration", "3s", "--probes", "cpu,netdev,loadavg@300ms,psi@500ms", "--host", "m"
+    )
+    assert res.returncode == 0, res.stderr
+    meta = _meta(out)
+    hot = meta["hot_loop"]
+    assert hot["compiled_ticks"] > 0 and hot["python_ticks"] > 0
+    assert hot["compiled_ticks"] + hot["python_ticks"] == meta["samples"]
+    rawf, _, channels, _ = read_raw_frame(out)
+    k = _k(out, rawf)
+    for name, d in (("System:loadavg1.m[-]", 3), ("System:threads_total.m[count]", 3)):
+        col = rawf.get_column(name)
+        sampled = (col.fill_nan(None) if col.dtype.is_float() else col).is_not_null().to_numpy()
+        assert (sampled == _expected_sampled(k, d)).all(), (name, k.tolist(), sampled.tolist())
+    if "psi" in meta["probes_used"]:
+        psi = next(c["name"] for c in channels if c["probe"] == "psi")
+        col = rawf.get_column(psi)
+        col = col.fill_nan(None) if col.dtype.is_float() else col
+        assert (col.is_not_null().to_numpy() == _expected_sampled(k, 5)).all()
+    # the python ticks are the ones where a python probe was due (one per 300 ms / 500 ms deadline)
+    due = _expected_sampled(k, 3) | (_expected_sampled(k, 5) if "psi" in meta["probes_used"] else False)
+    assert hot["python_ticks"] == int(due.sum())
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
+def test_a_new_interface_mid_run_is_relearnt(tmp_path):
+    """Two devices appearing change /proc/net/dev's layout: the compiled loop hands that
+    tick to the probe's own label-based path and carries on compiled."""
+    out = tmp_path / "relayout"
+    name = "rl" + uuid.uuid4().hex[:8]
+    proc = subprocess.Popen(
+        collect_cmd(out, "--interval", "100ms", "--duration", "4s", "--probes", "cpu,netdev", "--host", "r"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        t = time.monotonic() + 60
+        while not (out / "channels.json").exists() and time.monotonic() < t:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        add = subprocess.run(
+            ["ip", "link", "add", name, "type", "veth", "peer", "name", name + "p"], capture_output=True, text=True
+        )
+        if add.returncode != 0:
+            proc.kill()
+            pytest.skip(f"cannot add a veth pair: {add.stderr.strip()}")
+        _, err = proc.communicate(timeout=60)
+    finally:
+        subprocess.run(["ip", "link", "del", name], capture_output=True)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    meta = _meta(out)
+    assert meta["relayouts"]["netdev"] >= 1
+    assert meta["hot_loop"]["python_ticks"] >= 1 and meta["hot_loop"]["compiled_ticks"] >= 20
+    assert meta["samples"] + meta["missed_ticks"] == 40
+    rawf = read_raw_frame(out)[0]
+    net = [c for c in rawf.columns if c.startswith("NetworkInterStat:")]
+    assert net and not any(name in c for c in net)  # the channels are those of the start
+    # the interfaces known from the start keep their values on every tick, before and after
+    assert rawf.select(net).null_count().sum_horizontal().item() == 0
+
+
+def test_sigterm_stops_the_compiled_loop_promptly(tmp_path):
+    out = tmp_path / "term"
+    proc = subprocess.Popen(
+        collect_cmd(out, "--interval", "100ms", "--probes", "cpu,meminfo,netdev", "--host", "t"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    t = time.monotonic() + 60
+    while not (out / "channels.json").exists() and time.monotonic() < t:
+        time.sleep(0.05)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert proc.returncode == 0, err
+    meta = _meta(out)
+    assert meta["status"] == "interrupted" and meta["hot_loop"]["compiled_ticks"] >= 5
+    # the handler runs as soon as the sleep is interrupted, not at the end of a burst
+    assert waited < 30, waited
+    run = read_collector_run(out)
+    assert run.frame.height == meta["samples"] >= 10
+
+
+def test_kill9_in_the_compiled_loop_leaves_the_synced_samples(tmp_path):
+    out = tmp_path / "k9"
+    proc = subprocess.Popen(
+        collect_cmd(out, "--interval", "100ms", "--duration", "60s", "--probes", "cpu,meminfo,netdev,nstat", "--host", "k"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        t = time.monotonic() + 60
+        while not (out / "channels.json").exists() and time.monotonic() < t:
+            time.sleep(0.05)
+        time.sleep(3.3)
+        kill_ns = time.time_ns()
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(10) == -signal.SIGKILL
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    with pytest.warns(Warning, match="killed"):
+        raw = read_collector_run(out, view="raw").frame
+    last = raw.get_column("timestamp")[-1]
+    lost_ms = kill_ns // 1_000_000 - int(last.timestamp() * 1000)
+    # at most the flush period (1 s) plus one interval and scheduling slack
+    assert 0 <= lost_ms <= 1500, lost_ms
+    assert raw.height >= 15
+
+
+def test_proc_files_longer_than_a_page_are_read_to_the_end():
+    """/proc/net/unix returns one page per read; 150 socket pairs make it ~3 pages.
+    read_all, a Table and the compiled batch read must all see every line."""
+    pairs = [socket.socketpair() for _ in range(150)]
+    try:
+        ctx = ProbeContext(host="h", interval_s=0.1)
+
+        def index(lines):
+            mapping = {}
+            for ln, line in enumerate(lines[1:], start=1):
+                toks = line.split()
+                if len(toks) >= 7:
+                    mapping[int(toks[6])] = (ln, 6)  # the inode column, keyed by itself
+            return mapping, {0: lines[0]}
+
+        for _ in range(20):  # other processes may open or close sockets meanwhile: retry
+            with open("/proc/self/net/unix", "rb") as f:
+                before = f.read()
+            fd = os.open("/proc/self/net/unix", os.O_RDONLY)
+            try:
+                whole = read_all(fd)
+            finally:
+                os.close(fd)
+            table = Table(ctx, "/proc/self/net/unix", index)
+            values = table.values()
+            batch = TableBatch.create([table])
+            assert batch is not None
+            batch.run()
+            batched = batch.out.copy()
+            with open("/proc/self/net/unix", "rb") as f:
+                after = f.read()
+            table.close()
+            if before == after:
+                break
+        else:
+            pytest.skip("/proc/net/unix kept changing")
+        assert len(before) > 3 * 4096
+        assert whole == before
+        inodes = sorted(int(line.split()[6]) for line in before.split(b"\n")[1:] if len(line.split()) >= 7)
+        assert len(inodes) >= 300
+        assert sorted(table.keys) == inodes
+        np.testing.assert_array_equal(values, np.array(table.keys))
+        np.testing.assert_array_equal(batched, np.array(table.keys))
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
