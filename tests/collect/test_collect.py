@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import polars as pl
 import pytest
 from collect_helpers import run_collect
@@ -117,34 +118,56 @@ def test_raw_view_keeps_cumulative_counters(short_run):
     assert ((total - 100).abs() < 1e-6).all()
 
 
-def _busy_loop(seconds: float) -> subprocess.Popen:
+def _busy_loop(limit_s: float) -> subprocess.Popen:
+    """A busy loop pinned to core 0 that prints the wall time it starts spinning at; it
+    spins until killed (``limit_s`` only bounds it if the test dies first)."""
     code = (
-        f"import os,time\nos.sched_setaffinity(0,{{0}})\nt=time.time()+{seconds}\nwhile time.time()<t: pass"
+        "import os,time\nos.sched_setaffinity(0,{0})\nt0=time.time()\nprint(t0,flush=True)\n"
+        f"while time.time()<t0+{limit_s}: pass"
     )
-    return subprocess.Popen([sys.executable, "-c", code])
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
 def test_cpu_busy_rises_while_a_busy_loop_runs(tmp_path):
     out = tmp_path / "busy"
     child = None
+    spawned = spinning = float("nan")
 
     import threading
 
     def start_busy():
-        nonlocal child
-        time.sleep(1.2)
-        child = _busy_loop(1.5)
+        nonlocal child, spawned, spinning
+        # collect() may take a second or more (JIT, a loaded machine) before its first sample:
+        # wait for the run to start (channels.json), then leave it 1 s of samples before the loop
+        deadline = time.monotonic() + 60
+        while not (out / "channels.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(1.0)
+        spawned = time.time()
+        child = _busy_loop(60)
+        spinning = float(child.stdout.readline())  # after the interpreter's start-up, however slow
 
     th = threading.Thread(target=start_busy)
     th.start()
-    res = collect(out, interval_s=0.1, duration_s=3.0, probes="cpu", host="b", handle_signals=False)
-    th.join()
-    child.wait()
+    try:
+        res = collect(out, interval_s=0.1, duration_s=3.0, probes="cpu", host="b", handle_signals=False)
+    finally:
+        th.join()
+        if child is not None:
+            child.kill()
+            child.wait()
+            child.stdout.close()
     assert res.status == "complete"
     f = read_collector_run(out).frame
-    busy = f.get_column("CPU:Busy%.0.b[%]")
-    before = busy.slice(1, 9).mean()
-    during = busy.slice(15, 12).mean()
+    # select rows by the times they cover, not by row number: on a loaded machine ticks are
+    # missed (rows shift) and the child's interpreter may take a while to start spinning
+    t = f.get_column("timestamp").dt.epoch("ms").to_numpy() / 1000
+    prev = np.concatenate([[np.nan], t[:-1]])
+    busy = f.get_column("CPU:Busy%.0.b[%]").to_numpy()
+    before = busy[(prev >= t[0]) & (t <= spawned)]  # whole intervals before the child existed
+    during = busy[prev >= spinning + 0.01]  # whole intervals while it spun (it spins past the end)
+    assert len(before) >= 3 and len(during) >= 3, (t[0], t[-1], spawned, spinning)
+    before, during = before.mean(), during.mean()
     # the loop is pinned to core 0: that core goes (close to) fully busy
     assert during >= min(before + 20, 90), (before, during)
     assert during >= 85
