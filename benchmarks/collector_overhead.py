@@ -8,11 +8,16 @@ same window:
   rates: our extended set, 12 probes);
 * ``paper``  -- the collector with the procfs sources the paper's collector read
   (``/proc/stat``, meminfo, diskstats, net/dev, snmp+netstat, sockstat), all at the
-  interval;
+  interval, with the UNIX socket count (``/proc/net/unix``) once a second; every tick
+  runs in the compiled hot loop except the UNIX count's;
+* ``paper_interpreted`` / ``procfs_slow_interpreted`` -- the same with the compiled hot
+  loop off (``REVEAL_LAB_COLLECT_BURST=0``: every tick in the Python loop, batched
+  reads on), for the ratio;
 * ``procfs_slow`` -- every procfs probe, with the slowly varying, expensive ones
   sampled about once a second (``SLOW``: loadavg, psi, vmstat, interrupts,
-  softirqs, with the period rounded up to a whole number of intervals); the others at
-  the interval;
+  softirqs, unix, with the period rounded up to a whole number of intervals); the
+  others at the interval (compiled hot loop except on the ticks of loadavg, psi,
+  interrupts and unix, which sample in Python);
 * ``full``   -- the collector with every probe that is available here (procfs, perf,
   cgroup, turbostat, gpu), its ``perf stat`` / ``nvidia-smi`` children included;
 * ``perf``   -- a bare ``perf stat -I <interval> -x, -a -A`` on the events the
@@ -134,10 +139,14 @@ while True:
 
 #: the procfs sources the paper's collector read (its Table 1: /proc/stat, meminfo,
 #: diskstats, net/dev, nstat, ss -s)
-PAPER = "cpu,meminfo,diskstats,netdev,nstat,sockets"
+#: (the UNIX socket count once a second, as the collector's sockets probe did before
+#: ``unix`` became a probe of its own: /proc/net/unix grows with the socket count)
+PAPER = "cpu,meminfo,diskstats,netdev,nstat,sockets,unix@1s"
+#: the files the ``reads_paper`` floor reads every tick (the paper set less /proc/net/unix)
+PAPER_FILES = "cpu,meminfo,diskstats,netdev,nstat,sockets"
 #: slowly varying or expensive sources sampled about once a second in ``procfs_slow``
 #: (the kernel refreshes loadavg every 5 s and the PSI averages every 2 s)
-SLOW = ("loadavg", "psi", "vmstat", "interrupts", "softirqs")
+SLOW = ("loadavg", "psi", "vmstat", "interrupts", "softirqs", "unix")
 
 
 def slow_spec(interval_ms: int) -> str:
@@ -152,8 +161,19 @@ def configs(interval_ms: int) -> dict[str, str]:
         "procfs": "procfs",
         "procfs_unbatched": "procfs",
         "paper": PAPER,
+        "paper_interpreted": PAPER,
         "procfs_slow": slow_spec(interval_ms),
+        "procfs_slow_interpreted": slow_spec(interval_ms),
         "full": "all",
+    }
+
+
+def config_env(name: str) -> dict[str, str]:
+    """``*_interpreted``: the compiled hot loop off (every tick in Python);
+    ``procfs_unbatched``: batched reads off as well (each probe reads its own files)."""
+    return {
+        "REVEAL_LAB_COLLECT_BATCH": "0" if name == "procfs_unbatched" else "1",
+        "REVEAL_LAB_COLLECT_BURST": "0" if name.endswith("_interpreted") or name == "procfs_unbatched" else "1",
     }
 
 
@@ -322,10 +342,10 @@ def measure_interval(
     for name, probes in specs.items():
         dirs[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
         # procfs_unbatched: each probe reads its own files (the collector before batching)
-        env = {"REVEAL_LAB_COLLECT_BATCH": "0" if name == "procfs_unbatched" else "1"}
+        env = config_env(name)
         procs[name] = start_collector(dirs[name], probes, interval_ms, env=env)
     ready = {}
-    for name, spec in (("reads", "procfs,-self"), ("reads_paper", PAPER)):
+    for name, spec in (("reads", "procfs,-self"), ("reads_paper", PAPER_FILES)):
         ready[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
         procs[name] = subprocess.Popen(
             [sys.executable, "-c", READS_FLOOR, str(interval_ms / 1000), str(ready[name]), spec],
@@ -388,6 +408,7 @@ def measure_interval(
                 channels=meta.get("n_channels"),
                 samples=meta.get("samples"),
                 missed_ticks=meta.get("missed_ticks"),
+                hot_loop=meta.get("hot_loop"),
             )
         except (OSError, ValueError):
             pass
@@ -485,7 +506,9 @@ def main(argv: list[str] | None = None) -> int:
             "procfs",
             "procfs_unbatched",
             "paper",
+            "paper_interpreted",
             "procfs_slow",
+            "procfs_slow_interpreted",
             "full",
             "perf",
         ):
@@ -497,10 +520,13 @@ def main(argv: list[str] | None = None) -> int:
                 for m in ("stat_pct_of_core", "schedstat_pct_of_core")
             }
             s[k]["channels"] = vals[0].get("channels")
+            if vals[0].get("hot_loop"):
+                s[k]["hot_loop"] = vals[0]["hot_loop"]
             if "probes" in vals[0]:
                 s[k]["probes"] = vals[0]["probes"]
             # each repeat's ratio to the process beside it in the same window, then the median
-            for ref in ("procfs", "perf"):
+            refs = ("procfs", "perf") + ((k + "_interpreted",) if k in ("paper", "procfs_slow") else ())
+            for ref in refs:
                 if k != ref and all(ref in r for r in rows):
                     rat = [
                         r[k]["schedstat_pct_of_core"] / r[ref]["schedstat_pct_of_core"]
@@ -511,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
                         s[k][f"median_ratio_to_{ref}"] = statistics.median(rat)
         if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
             for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow", "full"):
+                if k not in s:
+                    continue
                 s[k]["ratio_to_perf_stat"] = (
                     s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
                 )
@@ -531,13 +559,17 @@ def main(argv: list[str] | None = None) -> int:
         "warmup_s": args.warmup,
         "repeats": args.repeats,
         "configurations": {
-            "procfs": "every procfs probe at the interval (default rates; extended set)",
+            "procfs": "every procfs probe at the interval (default rates; extended set; "
+            "loadavg, psi, interrupts and unix sample in Python, so every tick runs in the Python loop)",
             "procfs_unbatched": "procfs with REVEAL_LAB_COLLECT_BATCH=0: each probe preads and scans "
             "its own files (the collector before batched reads)",
-            "paper": f"{PAPER} at the interval (the paper's procfs sources)",
-            "procfs_slow": f"every procfs probe; {', '.join(SLOW)} about once a second "
+            "paper": f"{PAPER} at the interval (the paper's procfs sources; compiled hot loop)",
+            "paper_interpreted / procfs_slow_interpreted": "the same probes with REVEAL_LAB_COLLECT_BURST=0 "
+            "(every tick in the Python loop; batched reads on)",
+            "procfs_slow": f"every procfs probe; {', '.join(SLOW)} about once a second; compiled hot loop "
             "(period rounded up to whole intervals: --probes " + slow_spec(100) + " at 100 ms)",
-            "reads / reads_paper": "bare preads of the files of procfs / paper, no parsing (kernel floor)",
+            "reads / reads_paper": "a Python loop of bare preads of the files of procfs / "
+            f"{PAPER_FILES}, no parsing",
             "loop": "the hot loop with the self probe only",
             "full": "every probe available here (perf child included)",
             "perf": "bare perf stat -I on the same events",
@@ -550,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
             "full_bytes_per_s_at_100ms": 5000,
             **{
                 f"{k}_at_100ms_met": summary.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9) <= 0.3
-                for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow")
+                for k in ("procfs", "procfs_unbatched", "paper", "paper_interpreted", "procfs_slow")
             },
             "bytes_met": size["folder_bytes_per_s"] <= 5000,
             "paper": {

@@ -21,12 +21,12 @@ import pytest
 from collect_helpers import collect_cmd, run_collect
 
 from reveal_lab.collect._probe import ProbeContext, read_all
-from reveal_lab.collect.probes._table import Table, TableBatch
+from reveal_lab.collect.probes._table import LineCount, Table, TableBatch
 from reveal_lab.io._collector import read_collector_run, read_raw_frame
 
 pytest.importorskip("numba")
 
-BURSTABLE = "cpu,meminfo@300ms,diskstats,netdev,nstat,softirqs@200ms,sockets"
+BURSTABLE = "cpu,meminfo@300ms,diskstats,netdev,nstat,softirqs@200ms,sockets,unix@500ms"
 
 
 def _meta(out):
@@ -74,9 +74,13 @@ def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
     comp, py = pair
     mc, mp = _meta(comp), _meta(py)
     assert mc["status"] == mp["status"] == "complete"
-    # every tick of the compiled run ran compiled; none of the interpreted run did
-    assert mc["hot_loop"]["python_ticks"] == 0
-    assert mc["hot_loop"]["compiled_ticks"] == mc["samples"] >= 20
+    # every tick of the compiled run ran compiled (but a tick on which a file's layout
+    # changed, e.g. an interface appeared, which the probes redo in Python); none of the
+    # interpreted run did
+    relayouts = sum(mc["relayouts"].values())
+    assert mc["hot_loop"]["python_ticks"] <= relayouts, (mc["hot_loop"], mc["relayouts"])
+    assert mc["hot_loop"]["compiled_ticks"] + mc["hot_loop"]["python_ticks"] == mc["samples"] >= 20
+    assert mc["hot_loop"]["compiled_ticks"] >= mc["samples"] - relayouts
     assert mp["hot_loop"]["compiled_ticks"] == 0 and mp["hot_loop"]["python_ticks"] == mp["samples"]
     for m in (mc, mp):
         assert m["samples"] + m["missed_ticks"] == 30
@@ -98,7 +102,7 @@ def test_compiled_loop_keeps_the_slow_probe_rules(pair):
     by_probe = {}
     for c in channels:
         by_probe.setdefault(c["probe"], []).append(c["name"])
-    for probe, d in (("meminfo", 3), ("softirqs", 2)):
+    for probe, d in (("meminfo", 3), ("softirqs", 2), ("unix", 5)):
         block = rawf.select(by_probe[probe])
         sampled = ~block.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
         assert (sampled == _expected_sampled(k, d)).all(), (probe, k.tolist(), sampled.tolist())
@@ -137,7 +141,8 @@ def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path):
         assert (col.is_not_null().to_numpy() == _expected_sampled(k, 5)).all()
     # the python ticks are the ones where a python probe was due (one per 300 ms / 500 ms deadline)
     due = _expected_sampled(k, 3) | (_expected_sampled(k, 5) if "psi" in meta["probes_used"] else False)
-    assert hot["python_ticks"] == int(due.sum())
+    # (plus any tick on which a file's layout changed: that tick is redone by the probes in Python)
+    assert int(due.sum()) <= hot["python_ticks"] <= int(due.sum()) + sum(meta["relayouts"].values())
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
@@ -268,6 +273,13 @@ def test_proc_files_longer_than_a_page_are_read_to_the_end():
                 break
         else:
             pytest.skip("/proc/net/unix kept changing")
+        lines = LineCount(ctx, "/proc/self/net/unix")
+        lb = TableBatch.create([lines], direct=[True])
+        assert lb is not None and lb.run()  # the compiled count, layout "unchanged"
+        counted, own = int(lb.out[0]), lines.values()[0]
+        lines.close()
+        n_before = before.count(b"\n") - 1
+        assert abs(counted - n_before) <= 20 and abs(own - n_before) <= 20  # others may open sockets
         assert len(before) > 3 * 4096
         assert whole == before
         inodes = sorted(int(line.split()[6]) for line in before.split(b"\n")[1:] if len(line.split()) >= 7)

@@ -183,7 +183,7 @@ def test_unix_counts_the_lines_of_proc_net_unix():
     p.open(ProbeContext("h", 0.1))
     try:
         assert [c.name("h") for c in p.channels] == ["NetworkProtocolCounts:UNIX.h[count]"]
-        assert not _is_direct(p)
+        assert _is_direct(p)  # a LineCount table: the compiled batched read counts the lines
 
         def read():
             ints = np.zeros(1, np.int64)
@@ -248,8 +248,9 @@ def test_run_has_the_old_channel_names_and_the_files_values(tmp_path, spec, batc
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert meta["probes_used"] == ["self", "sockets", "unix"]
     if batched:
-        # numba is a dependency: both sockstat files go through the one compiled read per tick
-        assert meta["batch_read_tables"] == (2 if HAS6 else 1)
+        # numba is a dependency: both sockstat files and /proc/net/unix (a LineCount) go
+        # through the one compiled read per tick
+        assert meta["batch_read_tables"] == (3 if HAS6 else 2)
     else:
         assert meta["probe_every_ticks"] == {"unix": 5}
     frame = read_collector_run(tmp_path / "run").frame

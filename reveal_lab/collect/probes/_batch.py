@@ -26,7 +26,8 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
     ``buf[boff[t]:boff[t+1]]`` and scan it into ``out[ooff[t, 0]:ooff[t, 1]]`` with
     the table's ``want``/``dest`` (slices ``woff[t]:woff[t+1]``); ``sigs[t]`` gets
     the layout signature, or 0 when the read failed or filled the buffer (the file
-    grew). Returns 1 when every active ``direct`` table's signature equals
+    grew). ``colons[t]``: 0 split on whitespace, 1 ``:`` is a blank too, 2 the value
+    is the file's number of lines after the header (:class:`LineCount`). Returns 1 when every active ``direct`` table's signature equals
     ``expected``, else 0."""
     ok = 1
     for t in range(fds.shape[0]):
@@ -43,11 +44,18 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
             n += r
         if r < 0 or n + r >= cap:
             sigs[t] = 0
+        elif colons[t] == 2:  # a line count (LineCount): the lines after the header
+            lines = 0
+            for i in range(b0, b0 + n):
+                if buf[i] == 10:
+                    lines += 1
+            out[ooff[t, 0]] = lines - 1 if lines > 0 else 0
+            sigs[t] = 1
         else:
             w0 = woff[t]
             w1 = woff[t + 1]
             sigs[t] = scan(
-                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t]
+                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t] == 1
             )
         if direct[t] and (sigs[t] != expected[t] or sigs[t] == 0):
             ok = 0

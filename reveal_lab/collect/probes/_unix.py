@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
-
-#: bytes asked for per read; the kernel hands out at most one page per read anyway
-_CHUNK = 1 << 16
+from reveal_lab.collect.probes._table import LineCount
 
 
 @register_probe
@@ -25,31 +21,33 @@ class Unix(Probe):
     busy host sample it less often with the per-probe period, e.g.
     ``--probes procfs,unix@1s`` (read once a second, missing on the ticks between;
     see :func:`~reveal_lab.collect._probe.probe_periods`), or leave it out with
-    ``--probes procfs,-unix``. It is not a table probe (a line count, not values at
-    fixed token positions), so a tick on which it is due always runs Python.
+    ``--probes procfs,-unix``. It is a direct table probe (a
+    :class:`~reveal_lab.collect.probes._table.LineCount`): the compiled batched read
+    counts the newlines, so a tick on which it is due needs no Python.
 
-    The file is read with ``lseek`` to 0 and ``read`` until end of file, never with
-    one ``pread``: ``/proc/net/unix`` is a record-by-record seq_file, and one read
-    returns at most one page (a few dozen sockets), whatever size is asked for.
+    The file is read to its end, never with one ``pread``: ``/proc/net/unix`` is a
+    record-by-record seq_file, and one read returns at most one page (a few dozen
+    sockets), whatever size is asked for.
     """
 
     name, group = "unix", "procfs"
     description = "/proc/net/unix: UNIX socket count (grows with the sockets; try unix@1s)"
 
+    #: sample() only reads its LineCount into its int slice (batched reads fill it)
+    direct_tables = True
+
     def open(self, ctx: ProbeContext) -> None:
-        self.fd = ctx.open_ro("/proc/self/net/unix")
-        self._fds = [self.fd]
-        self.count()
+        self.table = LineCount(ctx, "/proc/self/net/unix")
         self.channels = [Channel("NetworkProtocolCounts", "UNIX", None, "count")]
 
     def count(self) -> int:
         """Lines of the file after its header line."""
-        fd = self.fd
-        os.lseek(fd, 0, os.SEEK_SET)
-        n = 0
-        while chunk := os.read(fd, _CHUNK):
-            n += chunk.count(b"\n")
-        return max(n - 1, 0)
+        v = np.empty(1, dtype=np.int64)
+        self.table.read_into(v)
+        return int(v[0])
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        ints[0] = self.count()
+        self.table.read_into(ints)
+
+    def close(self) -> None:
+        self.table.close()
