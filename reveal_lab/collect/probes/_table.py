@@ -102,19 +102,32 @@ class Table:
         if self.batch is not None:
             self.batch.dirty = True
 
-    def read_into(self, out: np.ndarray) -> None:
-        """Write one int per key into ``out`` (``MISSING_INT`` for keys the file no longer has)."""
+    def _took_batched(self, out: np.ndarray) -> bool:
+        """Copy this tick's batched values into ``out`` if the batch read them with the
+        learnt layout (True); otherwise the caller reads the file itself."""
         pre = self._pre
-        if pre is not None:
-            self._pre = None
-            if self._pre_sig == self._sig and not self._missing.size:
-                out[:] = pre
-                return
+        if pre is None:
+            return False
+        self._pre = None
+        if self._pre_sig == self._sig and not self._missing.size:
+            out[:] = pre
+            return True
+        return False
+
+    def _read(self) -> bytes:
+        """The whole file; a file grown past the batch's buffer makes the batch resize."""
         data = read_all(self.fd, self.hint)
         if len(data) >= self.hint:
             self.hint = 2 * len(data)
             if self.batch is not None:
                 self.batch.dirty = True
+        return data
+
+    def read_into(self, out: np.ndarray) -> None:
+        """Write one int per key into ``out`` (``MISSING_INT`` for keys the file no longer has)."""
+        if self._took_batched(out):
+            return
+        data = self._read()
         sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.colons)
         if sig == self._sig and not self._missing.size:
             return
@@ -164,17 +177,9 @@ class LineCount(Table):
         pass
 
     def read_into(self, out: np.ndarray) -> None:
-        pre = self._pre
-        if pre is not None:
-            self._pre = None
-            if self._pre_sig == self._sig:
-                out[:] = pre
-                return
-        data = read_all(self.fd, self.hint)
-        if len(data) >= self.hint:
-            self.hint = 2 * len(data)
-            if self.batch is not None:
-                self.batch.dirty = True
+        if self._took_batched(out):
+            return
+        data = self._read()
         out[0] = max(data.count(b"\n") - 1, 0)
 
 
