@@ -81,7 +81,7 @@ def _collector_overhead_rows(data: dict) -> list[dict] | None:
         if not isinstance(s, dict):
             continue
         perf = s.get("perf", {}) if isinstance(s.get("perf"), dict) else {}
-        for k in ("procfs", "full", "loop"):
+        for k in ("paper", "procfs_slow", "procfs", "full", "loop"):
             v = s.get(k)
             if not isinstance(v, dict) or _num(v.get("schedstat_pct_of_core")) is None:
                 continue
@@ -90,7 +90,13 @@ def _collector_overhead_rows(data: dict) -> list[dict] | None:
                 "unit": "% of a core",
                 "ours": {"name": k, "median": v["schedstat_pct_of_core"]},
             }
-            if _num(perf.get("schedstat_pct_of_core")):
+            # the compiled hot loop against the same probes in the interpreted loop, else perf stat
+            interp = s.get(f"{k}_interpreted")
+            if isinstance(interp, dict) and _num(interp.get("schedstat_pct_of_core")):
+                row["alternative"] = {"name": f"{k}, interpreted loop", "median": interp["schedstat_pct_of_core"]}
+                if _num(perf.get("schedstat_pct_of_core")):
+                    row["note"] = f"perf stat -I {iv}: {perf['schedstat_pct_of_core']:.3g} %"
+            elif _num(perf.get("schedstat_pct_of_core")):
                 row["alternative"] = {"name": f"perf stat -I {iv}", "median": perf["schedstat_pct_of_core"]}
             rows.append(row)
     size = data.get("bytes_on_disk")
