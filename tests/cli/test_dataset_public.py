@@ -90,8 +90,25 @@ def test_info_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert d["reconcile"]["per_platform"][0]["platform"] == "cpu"
 
 
+# proxy settings of the machine running the tests (a CI runner behind a proxy): the tests
+# that talk to a local endpoint must reach it directly, or "refused" / "silent" / "503"
+# becomes whatever the proxy answers
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+def _without_proxies(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.lower() not in PROXY_VARS}
+
+
+@pytest.fixture
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.lower() in PROXY_VARS:
+            monkeypatch.delenv(k)
+
+
 def _pull(dest: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, **env_extra}
+    env = {**_without_proxies(dict(os.environ)), **env_extra}
     cmd = [*CLI, "dataset", "pull", "--dest", str(dest), "--timeout", "5", "--pattern", "meta_*.csv"]
     # the timeout bounds the test: a pull that hangs fails it instead of blocking CI
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -149,7 +166,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path) -> None:
+def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path, no_proxies: None) -> None:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
@@ -162,7 +179,7 @@ def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path) -
     _assert_manual_instructions(r.stderr, tmp_path)
 
 
-def test_hub_unreachable_times_out_on_a_silent_peer() -> None:
+def test_hub_unreachable_times_out_on_a_silent_peer(no_proxies: None) -> None:
     # a listening socket that never accepts: the connection may complete (backlog) or hang;
     # either way the check returns within its timeout
     s = socket.socket()
