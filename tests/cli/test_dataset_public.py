@@ -90,25 +90,25 @@ def test_info_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert d["reconcile"]["per_platform"][0]["platform"] == "cpu"
 
 
-# proxy settings of the machine running the tests (a CI runner behind a proxy): the tests
-# that talk to a local endpoint must reach it directly, or "refused" / "silent" / "503"
-# becomes whatever the proxy answers
-PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+# settings of the machine running the tests (a CI runner behind a proxy, or one that sets
+# HF_HUB_OFFLINE): the tests that talk to a local endpoint must reach it directly and online,
+# or "refused" / "silent" / "503" becomes whatever the proxy answers, or "offline"
+OUTSIDE_VARS = ("http_proxy", "https_proxy", "all_proxy", "no_proxy", "hf_hub_offline")
 
 
-def _without_proxies(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.lower() not in PROXY_VARS}
+def _direct(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.lower() not in OUTSIDE_VARS}
 
 
 @pytest.fixture
-def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+def direct(monkeypatch: pytest.MonkeyPatch) -> None:
     for k in list(os.environ):
-        if k.lower() in PROXY_VARS:
+        if k.lower() in OUTSIDE_VARS:
             monkeypatch.delenv(k)
 
 
 def _pull(dest: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    env = {**_without_proxies(dict(os.environ)), **env_extra}
+    env = {**_direct(dict(os.environ)), **env_extra}
     cmd = [*CLI, "dataset", "pull", "--dest", str(dest), "--timeout", "5", "--pattern", "meta_*.csv"]
     # the timeout bounds the test: a pull that hangs fails it instead of blocking CI
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
@@ -137,10 +137,15 @@ def test_pull_fails_fast_offline_mode(tmp_path: Path) -> None:
     _assert_manual_instructions(r.stderr, tmp_path)
 
 
-def test_pull_against_the_real_hub_without_network(tmp_path: Path) -> None:
+def test_pull_against_the_real_hub_without_network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from huggingface_hub import constants
 
-    if hub_unreachable(constants.ENDPOINT, 5) is None:
+    # the reachability check sees what the pull below sees: the default hub (no HF_ENDPOINT),
+    # online, through this machine's proxies; with HF_HUB_OFFLINE set here it would report
+    # "unreachable" and the pull would then download the whole dataset on a networked runner
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    if hub_unreachable(constants._HF_DEFAULT_ENDPOINT, 5) is None:
         pytest.skip("the hub is reachable from here: the no-network path cannot be exercised")
     env = {k: v for k, v in os.environ.items() if k not in ("HF_ENDPOINT", "HF_HUB_OFFLINE")}
     r = subprocess.run(
@@ -166,7 +171,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path, no_proxies: None) -> None:
+def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path, direct: None) -> None:
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
@@ -179,7 +184,7 @@ def test_hub_reachable_but_failing_gives_the_same_instructions(tmp_path: Path, n
     _assert_manual_instructions(r.stderr, tmp_path)
 
 
-def test_hub_unreachable_times_out_on_a_silent_peer(no_proxies: None) -> None:
+def test_hub_unreachable_times_out_on_a_silent_peer(direct: None) -> None:
     # a listening socket that never accepts: the connection may complete (backlog) or hang;
     # either way the check returns within its timeout
     s = socket.socket()
@@ -192,7 +197,7 @@ def test_hub_unreachable_times_out_on_a_silent_peer(no_proxies: None) -> None:
         s.close()
 
 
-def test_hub_check_goes_through_a_configured_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hub_check_goes_through_a_configured_proxy(monkeypatch: pytest.MonkeyPatch, direct: None) -> None:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(1)
