@@ -1,8 +1,11 @@
 """The compiled hot loop: many ticks in one call, the interpreter asleep in between.
 
 When every probe due on a tick is a *direct* table probe (its values are read and
-scanned into the sample row by :func:`~reveal_lab.collect.probes._batch.batch_read`)
-or the ``self`` probe, nothing in a tick needs Python: :func:`burst` sleeps to each
+scanned into the sample row by :func:`~reveal_lab.collect.probes._batch.batch_read`),
+a probe whose row the batched values give through its
+:meth:`~reveal_lab.collect._probe.Probe.compiled_ops` (copies, per-core sums,
+fixed-point decimals: ``loadavg``, ``psi``, ``interrupts``) or the ``self`` probe,
+nothing in a tick needs Python: :func:`burst` sleeps to each
 absolute deadline with ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)``, takes the
 timestamps, reads and scans the files, fills the ``self`` channels and appends the
 row to the writer's buffers, for as many ticks as it may. It returns to Python
@@ -37,6 +40,7 @@ from reveal_lab.collect.probes._scan import _jit
 
 __all__ = [
     "burst",
+    "apply_ops",
     "S_K",
     "S_MISSED",
     "S_SEQ",
@@ -80,6 +84,23 @@ def _now(clock, ts):  # noqa: ANN001, ANN202
 
 
 @_jit
+def apply_ops(t, base, poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, row_f):  # noqa: ANN001, ANN201
+    """Table ``t``'s ops (:meth:`Probe.compiled_ops`, ``dst`` made absolute): its
+    values are ``out[base:]``."""
+    for o in range(poff[t], poff[t + 1]):
+        kd = op_kind[o]
+        if kd == 0:
+            row_i[op_dst[o]] = out[base + op_a[o]]
+        elif kd == 1:
+            row_i[op_dst[o]] = 0
+        elif kd == 2:
+            row_i[op_dst[o]] += out[base + op_a[o]]
+        else:
+            sc = op_scale[o]
+            row_f[op_dst[o]] = (out[base + op_a[o]] * sc + out[base + op_b[o]]) / sc
+
+
+@_jit
 def burst(  # noqa: ANN201, PLR0913
     st,
     ts,
@@ -109,6 +130,15 @@ def burst(  # noqa: ANN201, PLR0913
     bt,
     bi,
     bf,
+    post,
+    poff,
+    op_kind,
+    op_a,
+    op_b,
+    op_dst,
+    op_scale,
+    pbi,
+    pbf,
 ):  # noqa: ANN001
     """Run ticks from ``st[S_K]`` until one of the ``R_*`` reasons; see the module.
 
@@ -118,7 +148,9 @@ def burst(  # noqa: ANN201, PLR0913
     ``blank_i``/``blank_f`` (rows ``[a, b)``) are the row slices of the probes that
     sample in Python, missing on every tick run here. ``self_off`` is the ``self``
     probe's first int column (-1 without it). Rows are appended to ``bt``/``bi``/``bf``
-    from row ``st[S_ROWS]`` on.
+    from row ``st[S_ROWS]`` on. ``post[t]``: table ``t`` belongs to a probe whose row
+    slice the ops ``poff[t]:poff[t+1]`` compute (:func:`apply_ops`); ``pbi``/``pbf``
+    hold that probe's int and float slices, missing on the ticks it skips.
     """
     nt = fds.shape[0]
     half = interval_ns // 2
@@ -151,11 +183,19 @@ def burst(  # noqa: ANN201, PLR0913
         if batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active) == 0:
             return R_RELAYOUT
         for t in range(nt):
+            if post[t] and active[t] and (sigs[t] == 0 or sigs[t] != expected[t]):
+                return R_RELAYOUT
+        for t in range(nt):
             if tdiv[t] > 1:
                 if active[t]:
                     tdue[t] = (k // tdiv[t] + 1) * tdiv[t]
                 elif direct[t]:
                     out[ooff[t, 0] : ooff[t, 1]] = _MISSING
+                elif post[t]:
+                    row_i[pbi[t, 0] : pbi[t, 1]] = _MISSING
+                    row_f[pbf[t, 0] : pbf[t, 1]] = np.nan
+            if post[t] and active[t]:
+                apply_ops(t, ooff[t, 0], poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, row_f)
         if self_off >= 0:
             row_i[self_off] = (t_mono - deadline) // 1000
             row_i[self_off + 1] = st[S_MISSED]

@@ -20,6 +20,7 @@ import numpy as np
 from reveal_lab.collect._format import FORMAT_VERSION, META_FILE
 from reveal_lab.collect._probe import (
     MISSING_INT,
+    OP_FIXED,
     PROBES,
     Probe,
     ProbeContext,
@@ -377,20 +378,63 @@ def _make_batch(
 
 class _Burst:
     """Glue between :func:`_run_loop` and the compiled :func:`~reveal_lab.collect._burst.burst`:
-    the per-table divisors and due ticks, the Python probes' row slices, the state vector."""
+    the per-table divisors and due ticks, the compiled ops of the probes that have them,
+    the Python probes' row slices, the state vector. :meth:`build` again after a layout
+    change (a probe's ops may no longer apply)."""
 
     def __init__(self, fn: Any, batch: Any, plan: list, batch_of: list, direct: list[bool], self_off: int) -> None:
         self.fn = fn
         self.batch = batch
+        self.plan = plan
+        self.batch_of = batch_of
+        self.direct = direct
         self.self_off = self_off
-        self.table_probe = np.full(len(batch.tables), -1, dtype=np.int64)
+        self.st = np.zeros(_burst_mod().STATE_SIZE, dtype=np.int64)
+        self.ts = np.zeros(2, dtype=np.int64)
+        self.build()
+
+    def build(self) -> None:
+        plan, batch_of, direct, nt = self.plan, self.batch_of, self.direct, len(self.batch.tables)
+        self.stale = False
+        self.table_probe = np.full(nt, -1, dtype=np.int64)
         for j, idx in enumerate(batch_of):
             if idx is not None:
                 self.table_probe[idx] = j
         self.tdiv = np.array([plan[j][3] for j in self.table_probe], dtype=np.int64)
-        self.tdue = np.zeros(len(batch.tables), dtype=np.int64)
-        # the probes that sample in Python (not direct, not self) and their row slices
-        self.python = [j for j, (p, _, _, _) in enumerate(plan) if not direct[j] and p.name != "self"]
+        self.tdue = np.zeros(nt, dtype=np.int64)
+        # probes whose rows compiled ops compute from their batched tables
+        self.post = np.zeros(nt, dtype=np.bool_)
+        self.pbi = np.zeros((nt, 2), dtype=np.int64)
+        self.pbf = np.zeros((nt, 2), dtype=np.int64)
+        ops: list[tuple[int, int, int, int, int, int]] = []
+        self.compiled = []
+        for j, (p, vi, vf, _) in enumerate(plan):
+            idx = batch_of[j]
+            if direct[j] or p.name == "self" or idx is None:
+                continue
+            mine = p.compiled_ops()
+            if mine is None or len(_proc_tables(p)) != len(idx):
+                continue
+            oi, of = _offset(vi) if vi.size else 0, _offset(vf) if vf.size else 0
+            for ti, kind, a, b, dst, scale in mine:
+                ops.append((int(idx[ti]), kind, a, b, dst + (of if kind == OP_FIXED else oi), scale))
+            for t in idx:
+                self.post[t] = True
+                self.pbi[t] = (oi, oi + vi.size)
+                self.pbf[t] = (of, of + vf.size)
+            self.compiled.append(j)
+        ops.sort(key=lambda o: o[0])  # stable: each table's ops keep their order
+        cols = np.array(ops, dtype=np.int64).reshape(-1, 6)
+        self.poff = np.searchsorted(cols[:, 0], np.arange(nt + 1)).astype(np.int64)
+        self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale = (
+            np.ascontiguousarray(cols[:, i]) for i in range(1, 6)
+        )
+        # the probes that sample in Python (not direct, no ops, not self) and their row slices
+        self.python = [
+            j
+            for j, (p, _, _, _) in enumerate(plan)
+            if not direct[j] and p.name != "self" and j not in self.compiled
+        ]
         bi, bf = [], []
         for j in self.python:
             _, vi, vf, _ = plan[j]
@@ -403,8 +447,16 @@ class _Burst:
         self.blank_i = np.array(bi, dtype=np.int64).reshape(-1, 2)
         self.blank_f = np.array(bf, dtype=np.int64).reshape(-1, 2)
         self.every_tick = any(plan[j][3] == 1 for j in self.python)
-        self.st = np.zeros(_burst_mod().STATE_SIZE, dtype=np.int64)
-        self.ts = np.zeros(2, dtype=np.int64)
+
+    def call(self, mono0: int, interval_ns: int, flush_ns: int, row_i: np.ndarray, row_f: np.ndarray, bt, bi, bf) -> int:  # noqa: ANN001
+        b = self.batch
+        return self.fn(
+            self.st, self.ts, mono0, interval_ns, flush_ns,
+            b.fds, b.buf, b.boff, b.want, b.woff, b.dest, b.out, b.ooff, b.colons, b.sigs,
+            b.expected, b.direct, b.active, self.tdiv, self.tdue, self.blank_i, self.blank_f, self.self_off,
+            row_i, row_f, bt, bi, bf,
+            self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale, self.pbi, self.pbf,
+        )  # fmt: skip
 
 
 def _offset(view: np.ndarray) -> int:
@@ -448,12 +500,7 @@ def _make_burst(
         bt = np.empty((1, 3), dtype=np.int64)
         bi = np.empty((1, row_i.size), dtype=np.int64)
         bf = np.empty((1, row_f.size), dtype=np.float64)
-        bb = batch
-        r = b.fn(
-            b.st, b.ts, 0, 1, 1, bb.fds, bb.buf, bb.boff, bb.want, bb.woff, bb.dest, bb.out, bb.ooff,
-            bb.colons, bb.sigs, bb.expected, bb.direct, bb.active, b.tdiv, b.tdue, b.blank_i, b.blank_f,
-            b.self_off, row_i, row_f, bt, bi, bf,
-        )  # fmt: skip
+        r = b.call(0, 1, 1, row_i, row_f, bt, bi, bf)
         if r != m.R_DONE:
             raise RuntimeError(f"warm-up call returned {r}")
     except Exception as exc:  # noqa: BLE001
@@ -515,6 +562,9 @@ def _run_loop(
             if r == "done":
                 break
             if r == "again":
+                continue
+            if r == "off":
+                bu = None
                 continue
             deadline = mono0 + k * interval_ns  # r == "python": this tick runs here
         if preset is not None:
@@ -616,6 +666,11 @@ def _burst_ticks(
     b = bu.batch
     if b.dirty:
         b._rebuild()
+    if bu.stale:
+        bu.build()
+        if bu.every_tick:
+            log.info("a probe that samples in Python is due every tick now: compiled hot loop off")
+            return "off", k, missed, seq, None
     st = bu.st
     kstop = min((due[j] for j in bu.python), default=1 << 62)
     st[m.S_K], st[m.S_MISSED], st[m.S_SEQ], st[m.S_KSTOP] = k, missed, seq, kstop
@@ -626,12 +681,7 @@ def _burst_ticks(
     st[m.S_ROWS] = rows0
     for i, j in enumerate(bu.table_probe):
         bu.tdue[i] = due[j]
-    r = bu.fn(
-        st, bu.ts, mono0, interval_ns, writer.flush_ns,
-        b.fds, b.buf, b.boff, b.want, b.woff, b.dest, b.out, b.ooff, b.colons, b.sigs,
-        b.expected, b.direct, b.active, bu.tdiv, bu.tdue, bu.blank_i, bu.blank_f, bu.self_off,
-        row_i, row_f, writer._bt, writer._bi, writer._bf,
-    )  # fmt: skip
+    r = bu.call(mono0, interval_ns, writer.flush_ns, row_i, row_f, writer._bt, writer._bi, writer._bf)
     added = int(st[m.S_ROWS]) - rows0
     if added:
         if writer.seg_start is None:
@@ -669,9 +719,11 @@ def _burst_ticks(
             return "done", k, missed, seq, None
         return "again", k, missed, seq, None
     if r == m.R_RELAYOUT:
-        # the tick was begun (timestamps taken, files read): the probes redo it themselves
+        # the tick was begun (timestamps taken, files read): the probes redo it themselves;
+        # then the ops are built again (a probe whose table was relearnt may lose them)
         for t in range(len(b.tables)):
             b.tables[t]._pre = None
+        bu.stale = True
         return "python", k, missed, seq, (int(st[m.S_TMONO]), int(st[m.S_TWALL]))
     if r == m.R_PYTHON:
         return "python", k, missed, seq, None

@@ -45,6 +45,11 @@ __all__ = [
     "resolve_probes",
     "probe_periods",
     "sanitize_instance",
+    "OP_COPY",
+    "OP_ZERO",
+    "OP_ADD",
+    "OP_FIXED",
+    "fixed_point",
 ]
 
 log = logging.getLogger("reveal_lab.collect")
@@ -160,6 +165,16 @@ def read_all(fd: int, hint: int = 4096) -> bytes:
     return b"".join(parts)
 
 
+#: kinds of :meth:`Probe.compiled_ops`
+OP_COPY, OP_ZERO, OP_ADD, OP_FIXED = 0, 1, 2, 3
+
+
+def fixed_point(whole: np.ndarray | int, frac: np.ndarray | int, scale: int) -> Any:
+    """``whole.frac`` with ``frac`` in units of ``1 / scale``, correctly rounded (one
+    division of exact integers: equal to ``float("whole.frac")``)."""
+    return (np.asarray(whole, dtype=np.int64) * scale + frac) / scale
+
+
 class Probe:
     """Base class. Subclasses set ``name`` and ``group`` and implement :meth:`open`
     and :meth:`sample`; :meth:`close` releases files and children."""
@@ -172,6 +187,17 @@ class Probe:
     #: order) into consecutive slices of ``ints``: the loop's batched read then writes
     #: straight into the row and skips the call
     direct_tables: ClassVar[bool] = False
+
+    def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
+        """How the compiled hot loop computes this probe's row slice from its tables'
+        values, or ``None`` (the probe samples in Python). Each op is ``(table, kind, a,
+        b, dst, scale)``: ``table`` indexes :attr:`tables` (or 0 for :attr:`table`),
+        ``a``/``b`` index that table's values, ``dst`` the probe's int slice (kinds
+        :data:`OP_COPY`, :data:`OP_ZERO`, :data:`OP_ADD`) or float slice
+        (:data:`OP_FIXED`: ``(a * scale + b) / scale``, a ``%lu.%02lu`` value split at
+        its point). The ops must write every channel and give exactly what
+        :meth:`sample` gives from the same file contents."""
+        return None
 
     def __init__(self) -> None:
         self.channels: list[Channel] = []

@@ -118,31 +118,61 @@ def test_compiled_loop_keeps_the_slow_probe_rules(pair):
     assert (np.diff(ctxt) > 0).all()
 
 
-def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path):
+@pytest.fixture
+def python_probe():
+    """A probe that samples in Python (no tables, no compiled ops): /proc/uptime parsed
+    with float(), registered for the test only."""
+    from reveal_lab.collect._probe import PROBES, Channel, Probe, register_probe
+
+    class Uptime(Probe):
+        name, group = "test_uptime", "procfs"
+        description = "/proc/uptime, parsed in Python (test probe)"
+
+        def open(self, ctx):
+            self.fd = ctx.open_ro("/proc/uptime")
+            self._fds = [self.fd]
+            self.channels = [Channel("System", "uptime", None, "s", dtype="f")]
+
+        def sample(self, ints, floats):
+            floats[0] = float(os.pread(self.fd, 128, 0).split()[0])
+
+    register_probe(Uptime)
+    try:
+        yield "test_uptime"
+    finally:
+        PROBES.pop("test_uptime", None)
+
+
+def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python_probe):
+    from reveal_lab.collect import collect
+
     out = tmp_path / "mixed"
-    res = run_collect(
-        out, "--interval", "100ms", "--duration", "3s", "--probes", "cpu,netdev,loadavg@300ms,psi@500ms", "--host", "m"
-    )
-    assert res.returncode == 0, res.stderr
+    spec = f"cpu,netdev,loadavg@300ms,psi@500ms,{python_probe}@400ms"
+    res = collect(out, interval_s=0.1, duration_s=3, probes=spec, host="m", handle_signals=False)
+    assert res.status == "complete"
     meta = _meta(out)
     hot = meta["hot_loop"]
     assert hot["compiled_ticks"] > 0 and hot["python_ticks"] > 0
     assert hot["compiled_ticks"] + hot["python_ticks"] == meta["samples"]
     rawf, _, channels, _ = read_raw_frame(out)
     k = _k(out, rawf)
-    for name, d in (("System:loadavg1.m[-]", 3), ("System:threads_total.m[count]", 3)):
+
+    def sampled(name):
         col = rawf.get_column(name)
-        sampled = (col.fill_nan(None) if col.dtype.is_float() else col).is_not_null().to_numpy()
-        assert (sampled == _expected_sampled(k, d)).all(), (name, k.tolist(), sampled.tolist())
+        return (col.fill_nan(None) if col.dtype.is_float() else col).is_not_null().to_numpy()
+
+    # compiled probes (ops) and the Python probe each keep their own period
+    for name, d in (("System:loadavg1.m[-]", 3), ("System:threads_total.m[count]", 3), ("System:uptime.m[s]", 4)):
+        assert (sampled(name) == _expected_sampled(k, d)).all(), (name, k.tolist(), sampled(name).tolist())
     if "psi" in meta["probes_used"]:
         psi = next(c["name"] for c in channels if c["probe"] == "psi")
-        col = rawf.get_column(psi)
-        col = col.fill_nan(None) if col.dtype.is_float() else col
-        assert (col.is_not_null().to_numpy() == _expected_sampled(k, 5)).all()
-    # the python ticks are the ones where a python probe was due (one per 300 ms / 500 ms deadline)
-    due = _expected_sampled(k, 3) | (_expected_sampled(k, 5) if "psi" in meta["probes_used"] else False)
-    # (plus any tick on which a file's layout changed: that tick is redone by the probes in Python)
-    assert int(due.sum()) <= hot["python_ticks"] <= int(due.sum()) + sum(meta["relayouts"].values())
+        assert (sampled(psi) == _expected_sampled(k, 5)).all()
+    # the Python ticks are those on which the Python probe was due (plus any tick on
+    # which a file's layout changed: the probes redo that one in Python)
+    due = int(_expected_sampled(k, 4).sum())
+    assert due <= hot["python_ticks"] <= due + sum(meta["relayouts"].values())
+    up = rawf.get_column("System:uptime.m[s]").drop_nans().drop_nulls().to_numpy()
+    assert (np.diff(up) > 0).all()
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
@@ -291,3 +321,52 @@ def test_proc_files_longer_than_a_page_are_read_to_the_end():
         for a, b in pairs:
             a.close()
             b.close()
+
+
+@pytest.mark.parametrize("name", ["loadavg", "psi", "interrupts"])
+def test_compiled_ops_give_what_sample_gives_from_the_same_read(name):
+    """One batched read; the compiled ops and the probe's own ``sample()`` (which takes
+    the same batched values) must agree exactly, floats included."""
+    import reveal_lab.collect.probes  # noqa: F401  (registers the probes)
+    from reveal_lab.collect import PROBES
+    from reveal_lab.collect._burst import apply_ops
+    from reveal_lab.collect._loop import _proc_tables
+    from reveal_lab.collect._probe import OP_FIXED, ProbeUnavailable
+
+    p = PROBES[name]()
+    try:
+        p.open(ProbeContext(host="h", interval_s=0.1))
+    except ProbeUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        tables = _proc_tables(p)
+        batch = TableBatch.create(tables)
+        assert batch is not None
+        ops = p.compiled_ops()
+        assert ops, "a procfs probe with tables has compiled ops"
+        for _ in range(5):
+            vi_c, vf_c = np.full(p.n_int, -7, np.int64), np.full(p.n_float, -7.0)
+            vi_p, vf_p = vi_c.copy(), vf_c.copy()
+            batch.run()
+            for ti, t in enumerate(tables):
+                mine = np.array([o for o in ops if o[0] == ti], dtype=np.int64).reshape(-1, 6)
+                poff = np.array([0, len(mine)], dtype=np.int64)
+                apply_ops(
+                    0, int(batch.ooff[ti, 0]), poff, mine[:, 1].copy(), mine[:, 2].copy(), mine[:, 3].copy(),
+                    mine[:, 4].copy(), mine[:, 5].copy(), batch.out, vi_c, vf_c,
+                )  # fmt: skip
+            p.sample(vi_p, vf_p)  # takes this tick's batched values (Table._pre)
+            assert all(t._pre is None for t in tables), "sample() used the batched values"
+            np.testing.assert_array_equal(vi_c, vi_p)
+            np.testing.assert_array_equal(vf_c, vf_p)
+            # every channel written (no -7 left), floats as the file prints them
+            assert not (vi_c == -7).any() and not (vf_c == -7.0).any()
+            time.sleep(0.05)
+        kinds = {o[1] for o in ops}
+        assert (OP_FIXED in kinds) == (p.n_float > 0)
+        if name == "loadavg":
+            text = open("/proc/loadavg").read().split()  # noqa: SIM115
+            assert abs(vf_p[0] - float(text[0])) < 5  # same file a moment later
+            assert vf_p[0] == float(f"{vf_p[0]:.2f}")  # exact two-decimal value
+    finally:
+        p.close()

@@ -26,8 +26,9 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
     ``buf[boff[t]:boff[t+1]]`` and scan it into ``out[ooff[t, 0]:ooff[t, 1]]`` with
     the table's ``want``/``dest`` (slices ``woff[t]:woff[t+1]``); ``sigs[t]`` gets
     the layout signature, or 0 when the read failed or filled the buffer (the file
-    grew). ``colons[t]``: 0 split on whitespace, 1 ``:`` is a blank too, 2 the value
-    is the file's number of lines after the header (:class:`LineCount`). Returns 1 when every active ``direct`` table's signature equals
+    grew). ``colons[t]``: the scan's blanks (0 whitespace, 1 and ``:``, 3 and ``.``, ``/``,
+    ``=``), or 2: the value is the file's number of lines after the header
+    (:class:`LineCount`). Returns 1 when every active ``direct`` table's signature equals
     ``expected``, else 0."""
     ok = 1
     for t in range(fds.shape[0]):
@@ -55,7 +56,7 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
             w0 = woff[t]
             w1 = woff[t + 1]
             sigs[t] = scan(
-                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t] == 1
+                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t]
             )
         if direct[t] and (sigs[t] != expected[t] or sigs[t] == 0):
             ok = 0

@@ -6,6 +6,9 @@ import numpy as np
 
 from reveal_lab.collect._probe import (
     MISSING_INT,
+    OP_ADD,
+    OP_COPY,
+    OP_ZERO,
     Channel,
     Probe,
     ProbeContext,
@@ -75,6 +78,18 @@ class Interrupts(Probe):
         if self.table.relayouts:  # an IRQ vanished since start: count it as zero
             dev = np.where(dev == MISSING_INT, 0, dev)
         dev.sum(axis=0, out=ints[nn:])
+
+    def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
+        """Named rows copied, device IRQ rows summed per core (as :meth:`sample`); none
+        once an IRQ vanished (its count then reads as zero: the Python path)."""
+        if self.table.relayouts:
+            return None
+        nn, ncpu = self.n_named, self.ncpu
+        ops = [(0, OP_COPY, i, 0, i, 1) for i in range(nn)]
+        ops += [(0, OP_ZERO, 0, 0, nn + c, 1) for c in range(ncpu)]
+        rows = (self.table.n - nn) // ncpu
+        ops += [(0, OP_ADD, nn + r * ncpu + c, 0, nn + c, 1) for r in range(rows) for c in range(ncpu)]
+        return ops
 
     def close(self) -> None:
         self.table.close()

@@ -2,7 +2,9 @@
 fingerprint the file's layout in one pass over the bytes.
 
 ``scan(buf, want, dest, out, colons)`` walks the whitespace-separated tokens of
-``buf`` (``:`` counts as whitespace when ``colons``). The integer at token
+``buf`` (``:`` counts as whitespace when ``colons`` is true or 1; with ``colons`` 3,
+``:``, ``.``, ``/`` and ``=`` all do, so ``0.42`` is the two integers ``0`` and ``42``
+and ``avg10=0.42`` the label ``avg10`` and two integers: see :data:`DECIMALS`). The integer at token
 ``want[j]`` (``want`` sorted) is written to ``out[dest[j]]``. Every token that is
 not a number (labels, headers, units, device names) is fingerprinted by its
 length, first and last byte (FNV-1a over those), together with the token count
@@ -18,7 +20,23 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scan", "scan_py", "COMPILED"]
+__all__ = ["scan", "scan_py", "COMPILED", "DECIMALS", "split_blanks"]
+
+#: the ``colons`` mode that also splits numbers at ``.``, ``/`` and ``=`` (fixed-point
+#: values such as ``/proc/loadavg``'s ``0.42`` and PSI's ``avg10=0.00``, printed by the
+#: kernel as ``%lu.%02lu``, become integer and hundredths)
+DECIMALS = 3
+
+
+def split_blanks(data: bytes, colons: int | bool) -> bytes:
+    """``data`` with the extra blanks of mode ``colons`` replaced by spaces (what
+    :func:`scan` sees)."""
+    if colons:
+        data = data.replace(b":", b" ")
+    if int(colons) >= DECIMALS:
+        data = data.replace(b".", b" ").replace(b"/", b" ").replace(b"=", b" ")
+    return data
+
 
 _FNV_OFFSET = 1469598103934665603
 _FNV_PRIME = 1099511628211
@@ -27,9 +45,7 @@ _MASK = (1 << 64) - 1
 
 def scan_py(buf: np.ndarray, want: np.ndarray, dest: np.ndarray, out: np.ndarray, colons: bool) -> int:
     """Reference implementation (also the fall-back without numba)."""
-    data = bytes(buf)
-    if colons:
-        data = data.replace(b":", b" ")
+    data = split_blanks(bytes(buf), colons)
     h = _FNV_OFFSET
     w = 0
     m = len(want)
@@ -75,6 +91,22 @@ def _jit(fn):  # noqa: ANN001, ANN202
 
 
 def _make_compiled():  # pragma: no cover - exercised when numba is present
+    import numba
+
+    @numba.njit(inline="always", cache=True)
+    def _blank(c, mode):  # noqa: ANN001, ANN202
+        """Whitespace, or ``:`` (mode >= 1), or ``.``, ``/``, ``=`` (mode >= 3)."""
+        return (
+            c == 32
+            or c == 10
+            or c == 9
+            or c == 13
+            or c == 11
+            or c == 12
+            or (mode >= 1 and c == 58)
+            or (mode >= 3 and (c == 46 or c == 47 or c == 61))
+        )
+
     @_jit
     def scan_nb(buf, want, dest, out, colons):  # noqa: ANN001, ANN202
         n = buf.shape[0]
@@ -84,15 +116,16 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
         i = 0
         tok = 0
         w = 0
+        mode = np.int64(colons)
         while i < n:
             c = buf[i]
-            if c == 32 or c == 10 or c == 9 or c == 13 or c == 11 or c == 12 or (colons and c == 58):
+            if _blank(c, mode):
                 i += 1
                 continue
             start = i
             while i < n:
                 c = buf[i]
-                if c == 32 or c == 10 or c == 9 or c == 13 or c == 11 or c == 12 or (colons and c == 58):
+                if _blank(c, mode):
                     break
                 i += 1
             first = buf[start]

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from reveal_lab.collect._probe import MISSING_INT, ProbeContext, read_all
-from reveal_lab.collect.probes._scan import scan
+from reveal_lab.collect.probes._scan import scan, split_blanks
 
 __all__ = ["Table", "LineCount", "TableBatch", "Layout"]
 
@@ -46,8 +46,10 @@ class Table:
         header changes are caught by the signature.
     keys : list, optional
         Keys to read, in channel order; default: every key ``index`` finds.
-    colons : bool
-        Treat ``:`` as a blank (``/proc/net/dev``, where ``eth0:123`` may be glued).
+    colons : bool or int
+        Treat ``:`` as a blank (``/proc/net/dev``, where ``eth0:123`` may be glued);
+        :data:`~reveal_lab.collect.probes._scan.DECIMALS` splits ``.``, ``/`` and ``=``
+        as well (fixed-point ``0.42`` read as ``0`` and ``42``).
     """
 
     def __init__(
@@ -57,11 +59,12 @@ class Table:
         index: Callable[[list[bytes]], Layout],
         keys: list[Hashable] | None = None,
         *,
-        colons: bool = False,
+        colons: bool | int = False,
     ) -> None:
         self.path = path
         self.fd = ctx.open_ro(path)
         self.colons = colons
+        self.mode = int(colons)
         self.index = index
         data = read_all(self.fd)
         self.hint = max(4096, 2 * len(data))
@@ -79,7 +82,7 @@ class Table:
         self._build(data, self.index(data.split(b"\n"))[0])
 
     def _split_line(self, line: bytes) -> list[bytes]:
-        return (line.replace(b":", b" ") if self.colons else line).split()
+        return split_blanks(line, self.mode).split()
 
     def _build(self, data: bytes, mapping: dict[Hashable, tuple[int, int]]) -> None:
         offsets = []
@@ -98,7 +101,7 @@ class Table:
         self._dest = np.array([j for _, j in flat], dtype=np.int64)
         self._missing = np.setdiff1d(np.arange(self.n), self._dest)
         self._scratch = np.full(self.n, MISSING_INT, dtype=np.int64)
-        self._sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.colons)
+        self._sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.mode)
         if self.batch is not None:
             self.batch.dirty = True
 
@@ -128,7 +131,7 @@ class Table:
         if self._took_batched(out):
             return
         data = self._read()
-        sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.colons)
+        sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.mode)
         if sig == self._sig and not self._missing.size:
             return
         self.relayouts += 1
@@ -253,7 +256,7 @@ class TableBatch:
         spans = [[s, s + t.n] for s, t in zip(self.starts, ts, strict=True)]
         self.ooff = np.array(spans, dtype=np.int64).reshape(-1, 2)
         # 0: tokens split on whitespace, 1: ':' is a blank too, 2: count the lines
-        self.colons = np.array([getattr(t, "mode", 1 if t.colons else 0) for t in ts], dtype=np.int8)
+        self.colons = np.array([t.mode for t in ts], dtype=np.int8)
         self.sigs = np.zeros(len(ts), dtype=np.int64)
         # a table with keys missing since a relayout always takes its own path (0 never matches)
         self.expected = np.array([0 if t._missing.size else t._sig for t in ts], dtype=np.int64)
