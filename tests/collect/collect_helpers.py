@@ -15,3 +15,10 @@ def collect_cmd(out: Path, *args: str) -> list[str]:
 
 def run_collect(out: Path, *args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(collect_cmd(out, *args), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def net_interfaces() -> list[str]:
+    """This network namespace's interfaces besides ``lo``, as the netdev probe sees them: a
+    runner in a network-less sandbox has none, and the probe is then skipped, not broken."""
+    lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]
+    return [n for n in (ln.split(":", 1)[0].strip() for ln in lines) if n and n != "lo"]
