@@ -26,11 +26,22 @@ Choices (the same for every server; nothing is tuned per server):
   its training scores). The combined score is the mean of the three scores in units of
   their thresholds (:class:`~reveal_lab.detectors.DetectorEnsemble`); its threshold is the
   same quantile of the combined training scores.
-* **Attribution:** the detectors' ``explain`` contributions (negative parts clipped to
-  0) are summed over each metric's features and over the windows of a flagged run,
-  turned into shares per detector and, for the combined ranking, averaged over the
-  three detectors. Ties (metrics no detector credits) are broken by how far the run's
-  mean lies from the metric's training median.
+* **Attribution.** Each detector alone ranks a flagged run by its ``explain``
+  contributions (negative parts clipped to 0; per window the top ``agg_k`` pairs as
+  shares, as :mod:`reveal_lab.attribution` does), summed over each metric's features and
+  over the run's windows. The **combined** ranking (default ``attribution="deviation"``)
+  ranks the metrics by their largest robust deviation from the training split over the
+  run's own rows: ``max_t |x[t, m] - median_train(m)| / scale(m)``, with ``scale`` the
+  training MAD (times 1.4826; the standard deviation where the MAD is 0) floored at
+  ``deviation_floor`` (data units) so that a metric constant in training gets a finite
+  scale and moves up only when it really moves. This is the raw-metric analogue of how
+  OmniAnomaly/InterFusion rank (per-metric reconstruction probability of the anomalous
+  points, InterFusion's ``cal_IPS`` keeping each metric's worst value over a segment's
+  points): window features spread one metric's deviation over several features and
+  over the ``W`` windows that hold it, and the detectors' contributions then credit
+  correlated neighbours. Ties are broken by how far the run's mean lies from the
+  metric's training median. ``attribution="windows"`` / ``"sum"`` keep the combined
+  ranking on the detectors' contributions (measured in benchmarks/README).
 """
 
 from __future__ import annotations
@@ -87,10 +98,16 @@ class LabelledConfig:
     iforest_estimators: int = 200
     seed: int = 0
     backend: str = "numba"
-    #: attribution rule: "windows" (per-window shares of the top ``agg_k`` pairs, averaged over
-    #: the detectors that flag the window, summed over the run: reveal_lab.attribution's rule)
-    #: or "sum" (contributions summed over the run, shares per detector, averaged)
-    attribution: str = "windows"
+    #: combined attribution rule: "deviation" (largest robust z of each metric against the
+    #: training split over the run's rows, see the module docstring), "windows" (per-window
+    #: shares of the top ``agg_k`` pairs, averaged over the detectors that flag the window,
+    #: summed over the run: reveal_lab.attribution's rule) or "sum" (contributions summed
+    #: over the run, shares per detector, averaged). The detectors' own rankings always use
+    #: their contributions (the "windows" rule unless "sum").
+    attribution: str = "deviation"
+    #: smallest per-metric scale of the "deviation" rule, in data units (0.01: 1 % of the
+    #: full range of the min-max normalised SMD/ASD metrics)
+    deviation_floor: float = 0.01
     agg_k: int = 20
     #: window features to compute (None: by window size, see :meth:`feature_names`)
     features: tuple[str, ...] | None = None
@@ -206,6 +223,25 @@ def _window_shares(contrib: np.ndarray, cfg: LabelledConfig) -> np.ndarray:
     return np.divide(c, tot, out=np.zeros_like(c), where=tot > 0)
 
 
+def robust_scale(train: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-metric training median and robust scale: 1.4826 x MAD, the standard deviation
+    where the MAD is 0 (a metric mostly at one value), never below ``floor`` (a metric
+    constant in training)."""
+    if floor <= 0:
+        raise ValueError(f"deviation_floor must be > 0, got {floor}")
+    med = np.median(train, axis=0)
+    mad = 1.4826 * np.median(np.abs(train - med), axis=0)
+    scale = np.where(mad > 0, mad, train.std(axis=0))
+    return med, np.maximum(np.nan_to_num(scale, nan=0.0), floor)
+
+
+def deviation_scores(rows: np.ndarray, med: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Per metric, the largest robust z ``|x - med| / scale`` over ``rows`` (rows x metrics)."""
+    if rows.shape[0] == 0:
+        return np.zeros(med.shape[0])
+    return np.nan_to_num(np.abs(rows - med) / scale, nan=0.0).max(axis=0)
+
+
 def _ranking(shares: np.ndarray, tiebreak: np.ndarray) -> list[int]:
     order = np.lexsort((-tiebreak, -np.round(shares, 12)))
     return [int(i) + 1 for i in order]
@@ -287,6 +323,7 @@ def bench_server(
     t1 = time.perf_counter()
     n_metrics = server.n_metrics
     med = np.median(server.train, axis=0)
+    dev_med, dev_scale = robust_scale(server.train, cfg.deviation_floor)
     flagged_any = np.zeros(n_test, dtype=bool)
     for d in decisions.values():
         flagged_any |= d.astype(bool)
@@ -300,14 +337,16 @@ def bench_server(
     pm = te.pair_metric
     det_flags = {k: decisions[k][rows_needed].astype(bool) for k in dets}
     window_pairs = (
-        {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution == "windows" else None
+        {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution != "sum" else None
     )
     for method, dec in decisions.items():
         rankings = []
         for a, b in label_runs(dec):
             sel = pos[a:b]
             dev = np.abs(server.test[a:b].mean(axis=0) - med)
-            if cfg.attribution == "windows":
+            if cfg.attribution == "deviation" and method == COMBINED:
+                shares = deviation_scores(server.test[a:b], dev_med, dev_scale)
+            elif cfg.attribution != "sum":
                 if method == COMBINED:
                     # as reveal_lab.attribution: a window's pair scores are the mean share over
                     # the detectors that flag it (all three when only the combined score does)
@@ -404,8 +443,10 @@ def run_labelled(
     from reveal_lab.bench._score import json_safe, score_folder
 
     cfg = config or LabelledConfig()
-    if cfg.attribution not in ("windows", "sum"):
-        raise ValueError(f"attribution must be 'windows' or 'sum', got {cfg.attribution!r}")
+    if cfg.attribution not in ("deviation", "windows", "sum"):
+        raise ValueError(f"attribution must be 'deviation', 'windows' or 'sum', got {cfg.attribution!r}")
+    if cfg.deviation_floor <= 0:
+        raise ValueError(f"deviation_floor must be > 0, got {cfg.deviation_floor}")
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     names = list(servers) if servers else list_servers(data_dir)
     missing = sorted(set(names) - set(list_servers(data_dir)))
@@ -441,7 +482,11 @@ def run_labelled(
             "features": list(cfg.feature_names()),
             "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
             "attribution": (
-                "per window, the positive explain() contributions of the top "
+                "combined: per metric, the largest |x - train median| / max(train 1.4826*MAD "
+                f"(std where 0), {cfg.deviation_floor}) over the flagged run's rows; each detector: "
+                f"per-window shares of the top {cfg.agg_k} explain() pairs, summed per metric over the run"
+                if cfg.attribution == "deviation"
+                else "per window, the positive explain() contributions of the top "
                 f"{cfg.agg_k} pairs as shares, averaged over the detectors flagging it, summed "
                 "per metric over the flagged run"
                 if cfg.attribution == "windows"

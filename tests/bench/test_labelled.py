@@ -54,3 +54,81 @@ def test_too_short_training_is_a_clear_error(tmp_path: Path):
     short = LabelledServer(s.name, s.train[:5], s.test, s.labels, s.segments)
     with pytest.raises(ValueError, match="training rows"):
         bench_server(short, tmp_path, CFG)
+
+
+def test_robust_scale_floors_constant_metrics_and_falls_back_to_std():
+    from reveal_lab.bench._labelled import robust_scale
+
+    rng = np.random.default_rng(3)
+    train = np.column_stack(
+        [
+            rng.normal(0.5, 0.1, 2000),  # ordinary: MAD-based scale ~0.1
+            np.full(2000, 0.2),  # constant in training: the floor
+            np.r_[np.zeros(1900), np.ones(100)],  # mostly one value: MAD 0, std instead
+        ]
+    )
+    med, scale = robust_scale(train, 0.01)
+    assert med[1] == pytest.approx(0.2)
+    assert scale[0] == pytest.approx(0.1, rel=0.1)
+    assert scale[1] == 0.01
+    assert scale[2] == pytest.approx(train[:, 2].std())
+    with pytest.raises(ValueError, match="deviation_floor"):
+        robust_scale(train, 0.0)
+
+
+def test_deviation_ranks_by_deviation_in_training_units_not_raw_size():
+    from reveal_lab.bench._labelled import deviation_scores, robust_scale
+
+    rng = np.random.default_rng(5)
+    train = np.column_stack([rng.normal(0.5, 0.2, 3000), rng.normal(0.5, 0.01, 3000), np.full(3000, 0.3)])
+    med, scale = robust_scale(train, 0.01)
+    rows = np.tile(med, (4, 1))
+    rows[:, 0] += 0.3  # large in raw units, 1.5 training scales
+    rows[2, 1] += 0.1  # small in raw units, one row only, 10 training scales
+    rows[:, 2] += 0.005  # constant metric moving by half the floor
+    dev = deviation_scores(rows, med, scale)
+    assert list(np.argsort(-dev)) == [1, 0, 2]
+    assert dev[1] == pytest.approx(0.1 / scale[1])
+    assert dev[2] == pytest.approx(0.5)
+    assert deviation_scores(rows[:0], med, scale).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_combined_ranking_follows_the_rule_and_detectors_keep_their_own(tmp_path: Path):
+    # a tight metric (2) and a noisy one (5) shift together by the same raw amount: in
+    # training units the tight one moved far more, so the deviation rule ranks it first
+    rng = np.random.default_rng(7)
+    train = rng.normal(0.5, 0.02, size=(1200, 6))
+    train[:, 4] = rng.normal(0.5, 0.2, 1200)
+    test = rng.normal(0.5, 0.02, size=(600, 6))
+    test[:, 4] = rng.normal(0.5, 0.2, 600)
+    test[300:306, 1] += 0.3
+    test[300:306, 4] += 0.3
+    labels = np.zeros(600, dtype=np.int8)
+    labels[300:306] = 1
+    srv = LabelledServer("synth-2", train, test, labels, (InterpretationSegment(300, 305, (2,), 1),))
+    bench_server(srv, tmp_path / "dev", CFG)
+    attr = read_attribution(tmp_path / "dev" / "synth-2.attribution.jsonl", n_metrics=6)
+    hit = [a for a in attr if a["start"] <= 305 and a["end"] > 300]
+    assert hit and hit[0]["ranking"][0] == 2
+    a, b = hit[0]["start"], hit[0]["end"]
+    from reveal_lab.bench._labelled import deviation_scores, robust_scale
+
+    med, scale = robust_scale(train, CFG.deviation_floor)
+    dev = deviation_scores(test[a:b], med, scale)
+    assert hit[0]["ranking"][:2] == [int(i) + 1 for i in np.argsort(-dev)[:2]]
+    # the per-detector files are the same under either combined rule
+    from dataclasses import replace
+
+    bench_server(srv, tmp_path / "win", replace(CFG, attribution="windows"))
+    for det in ("zscore", "mahalanobis", "iforest"):
+        f = Path("detectors") / det / "synth-2.attribution.jsonl"
+        assert (tmp_path / "dev" / f).read_bytes() == (tmp_path / "win" / f).read_bytes()
+
+
+def test_unknown_attribution_rule_is_refused(tmp_path: Path):
+    from dataclasses import replace
+
+    from reveal_lab.bench._labelled import run_labelled
+
+    with pytest.raises(ValueError, match="attribution must be"):
+        run_labelled(tmp_path, tmp_path / "out", config=replace(CFG, attribution="nope"))
