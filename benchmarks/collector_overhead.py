@@ -171,7 +171,9 @@ def config_env(name: str) -> dict[str, str]:
     ``procfs_unbatched``: batched reads off as well (each probe reads its own files)."""
     return {
         "REVEAL_LAB_COLLECT_BATCH": "0" if name == "procfs_unbatched" else "1",
-        "REVEAL_LAB_COLLECT_BURST": "0" if name.endswith("_interpreted") or name == "procfs_unbatched" else "1",
+        "REVEAL_LAB_COLLECT_BURST": "0"
+        if name.endswith("_interpreted") or name == "procfs_unbatched"
+        else "1",
     }
 
 
@@ -442,7 +444,18 @@ def main(argv: list[str] | None = None) -> int:
     # compile (or load numba's on-disk cache) once before anything is timed: a cold cache
     # costs each collector seconds of CPU at start
     subprocess.run(
-        [*CLI, "collect", "--out", str(work / "warm"), "--interval", "100ms", "--duration", "1s", "--probes", "procfs"],
+        [
+            *CLI,
+            "collect",
+            "--out",
+            str(work / "warm"),
+            "--interval",
+            "100ms",
+            "--duration",
+            "1s",
+            "--probes",
+            "procfs",
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -587,7 +600,14 @@ def main(argv: list[str] | None = None) -> int:
             "full_bytes_per_s_at_100ms": 5000,
             **{
                 f"{k}_at_100ms_met": summary.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9) <= 0.3
-                for k in ("procfs", "procfs_interpreted", "procfs_unbatched", "paper", "paper_interpreted", "procfs_slow")
+                for k in (
+                    "procfs",
+                    "procfs_interpreted",
+                    "procfs_unbatched",
+                    "paper",
+                    "paper_interpreted",
+                    "procfs_slow",
+                )
             },
             "bytes_met": size["folder_bytes_per_s"] <= 5000,
             "paper": {

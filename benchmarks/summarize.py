@@ -93,7 +93,10 @@ def _collector_overhead_rows(data: dict) -> list[dict] | None:
             # the compiled hot loop against the same probes in the interpreted loop, else perf stat
             interp = s.get(f"{k}_interpreted")
             if isinstance(interp, dict) and _num(interp.get("schedstat_pct_of_core")):
-                row["alternative"] = {"name": f"{k}, interpreted loop", "median": interp["schedstat_pct_of_core"]}
+                row["alternative"] = {
+                    "name": f"{k}, interpreted loop",
+                    "median": interp["schedstat_pct_of_core"],
+                }
                 if _num(perf.get("schedstat_pct_of_core")):
                     row["note"] = f"perf stat -I {iv}: {perf['schedstat_pct_of_core']:.3g} %"
             elif _num(perf.get("schedstat_pct_of_core")):
@@ -415,9 +418,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=HERE / "results")
     ap.add_argument("--out", type=Path, default=None, help="default: RESULTS/SUMMARY.md")
-    ap.add_argument("--readme", type=Path, default=None,
-                    help="also rewrite this README's benchmark section (between the markers), "
-                    "e.g. --readme README.md")
+    ap.add_argument(
+        "--readme",
+        type=Path,
+        default=None,
+        help="also rewrite this README's benchmark section (between the markers), e.g. --readme README.md",
+    )
     a = ap.parse_args(argv)
     text = summarize(a.results)
     out = a.out or a.results / "SUMMARY.md"

@@ -180,7 +180,10 @@ def burst(  # noqa: ANN201, PLR0913
         st[S_TWALL] = t_wall
         for t in range(nt):
             active[t] = tdiv[t] <= 1 or k >= tdue[t]
-        if batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active) == 0:
+        if (
+            batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active)
+            == 0
+        ):
             return R_RELAYOUT
         for t in range(nt):
             if post[t] and active[t] and (sigs[t] == 0 or sigs[t] != expected[t]):

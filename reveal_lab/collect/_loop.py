@@ -382,7 +382,9 @@ class _Burst:
     the Python probes' row slices, the state vector. :meth:`build` again after a layout
     change (a probe's ops may no longer apply)."""
 
-    def __init__(self, fn: Any, batch: Any, plan: list, batch_of: list, direct: list[bool], self_off: int) -> None:
+    def __init__(
+        self, fn: Any, batch: Any, plan: list, batch_of: list, direct: list[bool], self_off: int
+    ) -> None:
         self.fn = fn
         self.batch = batch
         self.plan = plan
@@ -448,14 +450,17 @@ class _Burst:
         self.blank_f = np.array(bf, dtype=np.int64).reshape(-1, 2)
         self.every_tick = any(plan[j][3] == 1 for j in self.python)
 
-    def call(self, mono0: int, interval_ns: int, flush_ns: int, row_i: np.ndarray, row_f: np.ndarray, bt, bi, bf) -> int:  # noqa: ANN001
+    def call(
+        self, mono0: int, interval_ns: int, flush_ns: int, row_i: np.ndarray, row_f: np.ndarray, bt, bi, bf
+    ) -> int:  # noqa: ANN001
         b = self.batch
         return self.fn(
             self.st, self.ts, mono0, interval_ns, flush_ns,
             b.fds, b.buf, b.boff, b.want, b.woff, b.dest, b.out, b.ooff, b.colons, b.sigs,
             b.expected, b.direct, b.active, self.tdiv, self.tdue, self.blank_i, self.blank_f, self.self_off,
             row_i, row_f, bt, bi, bf,
-            self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale, self.pbi, self.pbf,
+            self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale,
+            self.pbi, self.pbf,
         )  # fmt: skip
 
 
@@ -472,7 +477,12 @@ def _burst_mod() -> Any:
 
 
 def _make_burst(
-    plan: list, batch: Any, batch_of: list | None, direct: list[bool] | None, row_i: np.ndarray, row_f: np.ndarray
+    plan: list,
+    batch: Any,
+    batch_of: list | None,
+    direct: list[bool] | None,
+    row_i: np.ndarray,
+    row_f: np.ndarray,
 ) -> Any:
     """The compiled multi-tick loop's state, compiled (or loaded from numba's cache) and
     tried once, or ``None`` (no batch, no numba, ``REVEAL_LAB_COLLECT_BURST=0``, a probe
@@ -482,7 +492,7 @@ def _make_burst(
     if os.environ.get("REVEAL_LAB_COLLECT_BURST", "1") == "0":
         return None
     self_off = -1
-    for j, (p, vi, _, _) in enumerate(plan):
+    for p, vi, _, _ in plan:
         if p.name == "self":
             if vi.size != 3 or p.n_float:
                 return None

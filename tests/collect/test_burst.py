@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd, run_collect
+from collect_helpers import collect_cmd
 
 from reveal_lab.collect._probe import ProbeContext, read_all
 from reveal_lab.collect.probes._table import LineCount, Table, TableBatch
@@ -58,7 +58,9 @@ def pair(tmp_path_factory):
     for name, flag in (("compiled", "1"), ("python", "0")):
         env = dict(os.environ, REVEAL_LAB_COLLECT_BURST=flag)
         procs[name] = subprocess.Popen(
-            collect_cmd(base / name, "--interval", "100ms", "--duration", "3s", "--probes", BURSTABLE, "--host", "b"),
+            collect_cmd(
+                base / name, "--interval", "100ms", "--duration", "3s", "--probes", BURSTABLE, "--host", "b"
+            ),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -91,7 +93,10 @@ def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
     assert (steps > 0).all() and 90 <= steps.median() <= 110
     # static values agree between the two processes
     total = "Memory:MemTotal.b[kB]"
-    assert fc.get_column(total).drop_nulls().unique().to_list() == fp.get_column(total).drop_nulls().unique().to_list()
+    assert (
+        fc.get_column(total).drop_nulls().unique().to_list()
+        == fp.get_column(total).drop_nulls().unique().to_list()
+    )
 
 
 def test_compiled_loop_keeps_the_slow_probe_rules(pair):
@@ -106,7 +111,9 @@ def test_compiled_loop_keeps_the_slow_probe_rules(pair):
         block = rawf.select(by_probe[probe])
         sampled = ~block.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
         assert (sampled == _expected_sampled(k, d)).all(), (probe, k.tolist(), sampled.tolist())
-    for probe in ("cpu", "netdev", "nstat", "sockets", "self"):
+    every_tick = [p for p in ("cpu", "netdev", "nstat", "sockets", "self") if p in meta["probes_used"]]
+    assert {"cpu", "self"} <= set(every_tick)  # netdev is skipped where there is no interface
+    for probe in every_tick:
         assert rawf.select(by_probe[probe]).null_count().sum_horizontal().item() == 0, probe
     # the self probe's values come from the compiled loop: lag in µs, missed ticks, CPU time
     lag = rawf.get_column("Collector:lag.b[us]")
@@ -162,7 +169,11 @@ def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python
         return (col.fill_nan(None) if col.dtype.is_float() else col).is_not_null().to_numpy()
 
     # compiled probes (ops) and the Python probe each keep their own period
-    for name, d in (("System:loadavg1.m[-]", 3), ("System:threads_total.m[count]", 3), ("System:uptime.m[s]", 4)):
+    for name, d in (
+        ("System:loadavg1.m[-]", 3),
+        ("System:threads_total.m[count]", 3),
+        ("System:uptime.m[s]", 4),
+    ):
         assert (sampled(name) == _expected_sampled(k, d)).all(), (name, k.tolist(), sampled(name).tolist())
     if "psi" in meta["probes_used"]:
         psi = next(c["name"] for c in channels if c["probe"] == "psi")
@@ -193,7 +204,9 @@ def test_a_new_interface_mid_run_is_relearnt(tmp_path):
             time.sleep(0.05)
         time.sleep(1.0)
         add = subprocess.run(
-            ["ip", "link", "add", name, "type", "veth", "peer", "name", name + "p"], capture_output=True, text=True
+            ["ip", "link", "add", name, "type", "veth", "peer", "name", name + "p"],
+            capture_output=True,
+            text=True,
         )
         if add.returncode != 0:
             proc.kill()
@@ -205,6 +218,8 @@ def test_a_new_interface_mid_run_is_relearnt(tmp_path):
             proc.kill()
     assert proc.returncode == 0, err
     meta = _meta(out)
+    if "netdev" not in meta["probes_used"]:
+        pytest.skip(f"netdev unavailable here: {meta['probes_skipped'].get('netdev')}")
     assert meta["relayouts"]["netdev"] >= 1
     assert meta["hot_loop"]["python_ticks"] >= 1 and meta["hot_loop"]["compiled_ticks"] >= 20
     assert meta["samples"] + meta["missed_ticks"] == 40
@@ -243,7 +258,17 @@ def test_sigterm_stops_the_compiled_loop_promptly(tmp_path):
 def test_kill9_in_the_compiled_loop_leaves_the_synced_samples(tmp_path):
     out = tmp_path / "k9"
     proc = subprocess.Popen(
-        collect_cmd(out, "--interval", "100ms", "--duration", "60s", "--probes", "cpu,meminfo,netdev,nstat", "--host", "k"),
+        collect_cmd(
+            out,
+            "--interval",
+            "100ms",
+            "--duration",
+            "60s",
+            "--probes",
+            "cpu,meminfo,netdev,nstat",
+            "--host",
+            "k",
+        ),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -348,7 +373,7 @@ def test_compiled_ops_give_what_sample_gives_from_the_same_read(name):
             vi_c, vf_c = np.full(p.n_int, -7, np.int64), np.full(p.n_float, -7.0)
             vi_p, vf_p = vi_c.copy(), vf_c.copy()
             batch.run()
-            for ti, t in enumerate(tables):
+            for ti in range(len(tables)):
                 mine = np.array([o for o in ops if o[0] == ti], dtype=np.int64).reshape(-1, 6)
                 poff = np.array([0, len(mine)], dtype=np.int64)
                 apply_ops(

@@ -19,7 +19,12 @@ def _psi_index(lines: list[bytes]) -> Layout:
     mapping: dict = {}
     for ln, line in enumerate(lines):
         toks = split_blanks(line, DECIMALS).split()
-        if len(toks) > _TOTAL and toks[0] in (b"some", b"full") and toks[1] == b"avg10" and toks[10] == b"total":
+        if (
+            len(toks) > _TOTAL
+            and toks[0] in (b"some", b"full")
+            and toks[1] == b"avg10"
+            and toks[10] == b"total"
+        ):
             kind = toks[0].decode()
             mapping[(kind, "avg10")] = (ln, _AVG10_WHOLE)
             mapping[(kind, "avg10_frac")] = (ln, _AVG10_FRAC)

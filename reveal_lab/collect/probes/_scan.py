@@ -70,30 +70,31 @@ def scan_py(buf: np.ndarray, want: np.ndarray, dest: np.ndarray, out: np.ndarray
     return h - (1 << 64) if h >= (1 << 63) else h
 
 
-def _jit(fn):  # noqa: ANN001, ANN202
-    """numba.njit with an on-disk cache; where the package directory is read-only
-    (an ordinary user running an installed copy) the cache goes to a per-user
-    temporary directory, and without any writable place it compiles uncached."""
+def _jit(fn=None, **options):  # noqa: ANN001, ANN202
+    """numba.njit (``nogil``, plus ``options``) with an on-disk cache; where the package
+    directory is read-only (an ordinary user running an installed copy) the cache goes
+    to a per-user temporary directory, and without any writable place it compiles
+    uncached. ``_jit(inline="always")`` returns a decorator."""
     import os
     import tempfile
 
     import numba
 
+    if fn is None:
+        return lambda f: _jit(f, **options)
     try:
-        return numba.njit(cache=True, nogil=True)(fn)
+        return numba.njit(cache=True, nogil=True, **options)(fn)
     except RuntimeError:
         pass
     try:
         numba.config.CACHE_DIR = os.path.join(tempfile.gettempdir(), f"reveal-lab-numba-{os.getuid()}")
-        return numba.njit(cache=True, nogil=True)(fn)
+        return numba.njit(cache=True, nogil=True, **options)(fn)
     except RuntimeError:
-        return numba.njit(nogil=True)(fn)
+        return numba.njit(nogil=True, **options)(fn)
 
 
 def _make_compiled():  # pragma: no cover - exercised when numba is present
-    import numba
-
-    @numba.njit(inline="always", cache=True)
+    @_jit(inline="always")
     def _blank(c, mode):  # noqa: ANN001, ANN202
         """Whitespace, or ``:`` (mode >= 1), or ``.``, ``/``, ``=`` (mode >= 3)."""
         return (
