@@ -7,7 +7,6 @@ nvidia-smi columns: ``GPU: utilization.gpu.<index>.<host>[%]``.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import time
 import numpy as np
 
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect.probes._child import ChildLines
 
 #: (nvidia-smi query field, unit, counter?) -- the channel field is the query field
 GPU_FIELDS: tuple[tuple[str, str, bool], ...] = (
@@ -248,7 +248,7 @@ class Gpu(Probe):
 
     def open(self, ctx: ProbeContext) -> None:
         self.nvml: _Nvml | None = None
-        self.proc = None
+        self.child = None
         reasons = []
         if ctx.gpu_backend in ("auto", "nvml"):
             try:
@@ -296,16 +296,7 @@ class Gpu(Probe):
         self.info.update(backend="nvidia-smi", models=[r[1].strip() for r in rows], dropped_fields=dropped)
         self.cmd = smi_command(ctx.interval_s, self.smi_fields, exe)
         self.info["command"] = " ".join(self.cmd)
-        self.proc = subprocess.Popen(
-            self.cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-        )
-        self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
-        os.set_blocking(self.fd, False)
-        self.buf = ""
+        self.child = ChildLines(self.cmd)
         nan = float("nan")
         self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
         t_end = time.monotonic() + 5
@@ -314,29 +305,21 @@ class Gpu(Probe):
             self._drain()
 
     def _drain(self) -> None:
-        try:
-            data = os.read(self.fd, 1 << 16)
-        except BlockingIOError:
-            return
-        if not data:  # the child exited: keep the last values but say so once
-            if not getattr(self, "_eof", False):
-                self._eof = True
-                from reveal_lab.collect._probe import log
-
-                log.warning(
-                    "probe gpu: nvidia-smi exited (status %s); GPU values stop updating",
-                    self.proc.poll() if self.proc is not None else None,
-                )
-                nan = float("nan")
-                self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
-            return
-        text = self.buf + data.decode(errors="replace")
-        lines = text.split("\n")
-        self.buf = lines.pop()
-        for line in lines:
-            p = parse_smi_line(line, len(self.smi_fields))
+        for raw in self.child.lines():
+            p = parse_smi_line(raw.decode(errors="replace"), len(self.smi_fields))
             if p is not None and p[0] in self.latest:
                 self.latest[p[0]] = p[1]
+        if self.child.eof and not getattr(self, "_eof", False):
+            # the child exited: its values are missing from now on; said once
+            self._eof = True
+            from reveal_lab.collect._probe import log
+
+            log.warning(
+                "probe gpu: nvidia-smi exited (status %s); GPU values are missing from now on",
+                self.child.proc.poll(),
+            )
+            nan = float("nan")
+            self.latest = {i: [nan] * len(self.smi_fields) for i in range(self.n_gpu)}
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         vals: list[float] = []
@@ -353,11 +336,5 @@ class Gpu(Probe):
     def close(self) -> None:
         if getattr(self, "nvml", None) is not None:
             self.nvml.close()  # type: ignore[union-attr]
-        proc = getattr(self, "proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if getattr(self, "child", None) is not None:
+            self.child.stop()

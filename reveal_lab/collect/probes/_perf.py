@@ -17,6 +17,7 @@ import subprocess
 import numpy as np
 
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect.probes._child import ChildLines
 
 HARDWARE_EVENTS = ("cycles", "instructions", "cache-references", "cache-misses", "branches", "branch-misses")
 SOFTWARE_EVENTS = ("task-clock", "context-switches", "cpu-migrations", "page-faults")
@@ -121,36 +122,12 @@ class PerfStat(Probe):
                     Channel("Perf", perf_field(ev), c, unit, counter=True, dtype="f", dataset_source="Perf")
                 )
         self.cum = [0.0] * len(self.channels)
-        self.proc = subprocess.Popen(
-            self.cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-        )
-        self.fd = self.proc.stderr.fileno()  # type: ignore[union-attr]
-        os.set_blocking(self.fd, False)
-        self.buf = b""
+        self.child = ChildLines(self.cmd, stream="stderr")  # perf stat writes its counts to stderr
         self.dead = False
 
     def _drain(self) -> None:
-        chunks = []
-        while True:
-            try:
-                b = os.read(self.fd, 65536)
-            except BlockingIOError:
-                break
-            if not b:
-                self.dead = True
-                break
-            chunks.append(b)
-        if not chunks:
-            return
-        data = self.buf + b"".join(chunks)
-        end = data.rfind(b"\n") + 1
-        self.buf = data[end:]
         slot, cum = self.slot, self.cum
-        for line in data[:end].split(b"\n"):
+        for line in self.child.lines():
             parts = line.split(b",", 6)
             if len(parts) < 6:
                 continue
@@ -161,6 +138,7 @@ class PerfStat(Probe):
                 cum[i] += float(parts[2])
             except ValueError:
                 pass
+        self.dead = self.child.eof
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         if self.dead:
@@ -170,12 +148,5 @@ class PerfStat(Probe):
         floats[:] = self.cum
 
     def close(self) -> None:
-        if getattr(self, "proc", None) is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if getattr(self, "proc", None) is not None and self.proc.stderr is not None:
-            self.proc.stderr.close()
+        if getattr(self, "child", None) is not None:
+            self.child.stop()

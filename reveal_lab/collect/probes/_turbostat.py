@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 
 import numpy as np
 
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect.probes._child import ChildLines
 
 
 def turbostat_unit(col: str) -> str:
@@ -69,20 +69,11 @@ class Turbostat(Probe):
         if os.geteuid() != 0:
             raise ProbeUnavailable("turbostat needs root (MSR access)")
         self.cmd = [exe, "--quiet", "--interval", f"{max(ctx.interval_s, 0.1):g}"]
-        self.proc = subprocess.Popen(
-            self.cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            close_fds=True,
-        )
-        self.fd = self.proc.stdout.fileno()  # type: ignore[union-attr]
-        os.set_blocking(self.fd, False)
-        self.buf = ""
+        self.child = ChildLines(self.cmd)
         self.block: list[str] = []
         self.latest: dict[tuple[str, str], float] = {}
         deadline = time.monotonic() + max(3.0, 5 * ctx.interval_s)
-        while not self.latest and time.monotonic() < deadline and self.proc.poll() is None:
+        while not self.latest and time.monotonic() < deadline and self.child.proc.poll() is None:
             time.sleep(0.05)
             self._drain()
         if not self.latest:
@@ -96,16 +87,8 @@ class Turbostat(Probe):
         ]
 
     def _drain(self) -> None:
-        try:
-            data = os.read(self.fd, 1 << 20)
-        except BlockingIOError:
-            return
-        if not data:
-            return
-        text = self.buf + data.decode(errors="replace")
-        lines = text.split("\n")
-        self.buf = lines.pop()
-        for line in lines:
+        for raw in self.child.lines():
+            line = raw.decode(errors="replace")
             if not line.strip():
                 continue
             first = line.split("\t", 1)[0]
@@ -124,11 +107,5 @@ class Turbostat(Probe):
         floats[:] = [get(k, nan) for k in self.keys]
 
     def close(self) -> None:
-        proc = getattr(self, "proc", None)
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=3)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        if getattr(self, "child", None) is not None:
+            self.child.stop()
