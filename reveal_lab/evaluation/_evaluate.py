@@ -7,12 +7,14 @@ host file, and scores the flagged windows with :mod:`reveal_lab.evaluation._scor
 Fit modes
 ---------
 ``calibrated`` (default)
-    leave-one-out with held-out thresholds: of the *other* fault-free runs of the same
-    workload, phase and host, all but one are the detectors' training set and the last
-    one calibrates each detector's threshold (the ``zscore_quantile`` of its
-    out-of-sample scores), so the flag rate on fault-free data is what the preset asks
-    for, not what in-sample thresholds give on a few short runs. Needs two other
-    baseline runs.
+    leave-one-out with cross-fitted thresholds: the detectors are fitted on all *other*
+    fault-free runs of the same workload, phase and host; each detector's threshold comes
+    from out-of-sample scores of those runs (each scored by detectors fitted on the rest,
+    in the scored run's own feature space), at the ``1 - false_alarm_rate / 3`` quantile,
+    so that any-detector flags on fault-free data stay near ``false_alarm_rate`` (union
+    bound) instead of what in-sample thresholds give on a few short runs
+    (:func:`reveal_lab.pipeline.detect_run`'s ``false_alarm_rate``). Needs two other
+    baseline runs. The run itself never enters its own fit or thresholds.
 ``baseline``
     leave-one-out with the pipeline's own thresholds: fitted on the other fault-free runs
     (the run itself is never in its own baseline); in-sample thresholds on a few short
@@ -33,7 +35,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from reveal_lab.evaluation._score import TABLE_COLUMNS, false_alarms, score_episodes, summarize
@@ -115,7 +116,8 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
     """A :class:`~reveal_lab.pipeline.Detection`'s windows in the scorer's shape."""
     w = detection.windows
     shares = [f"share_{s}" for s in SUBSYSTEMS if f"share_{s}" in w.columns]
-    cols = ["window_id", "start", "end", "agreement", "combined", *shares]
+    scores = [f"score_{m}" for m in detection.methods if f"score_{m}" in w.columns]
+    cols = ["window_id", "start", "end", "agreement", "combined", *scores, *shares]
     if "top_subsystem" in w.columns:
         cols.append("top_subsystem")
     w = w.filter(pl.col("host") == host) if "host" in w.columns else w
@@ -196,6 +198,7 @@ def evaluate_dataset(
     runs: Sequence[str] | None = None,
     trim: bool = True,
     crosshost: bool = True,
+    false_alarm_rate: float = 0.01,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
@@ -208,6 +211,9 @@ def evaluate_dataset(
     Whole-run labels (``scope="run"``, a configuration difference) are also scored with
     cross-host deviation when ``crosshost`` (see :func:`crosshost_episodes`); those rows
     have ``method="crosshost"``.
+
+    ``false_alarm_rate`` is the calibrated mode's target share of fault-free windows
+    flagged by any detector (split evenly over the detectors).
     """
     from reveal_lab.config import data_dir, get_preset
     from reveal_lab.io import load_run
@@ -248,23 +254,9 @@ def evaluate_dataset(
     parts: list[pl.DataFrame] = []
     failures: list[str] = []
     t0 = time.perf_counter()
-    cal_cache: dict[tuple, dict[str, float]] = {}
-
-    def calibrate(fit: list[str], held: str) -> dict[str, float]:
-        """Per-detector thresholds: the ``quantile`` of scores on a held-out baseline run."""
-        key = (tuple(fit), held)
-        if key not in cal_cache:
-            d = detect_run(load(held), baseline=[load(s) for s in fit], preset=pre, min_agreement=1)
-            q = pre.detect.zscore_quantile
-            cal_cache[key] = {
-                m: float(np.nanquantile(d.windows[f"score_{m}"].to_numpy(), q)) for m in d.methods
-            }
-        return cal_cache[key]
-
     for row in todo.iter_rows(named=True):
         is_base = row["fault"] == "none"
         baseline = None
-        held = None
         if mode in ("baseline", "calibrated"):
             refs = base_rows.filter(
                 (pl.col("workload") == row["workload"])
@@ -279,28 +271,21 @@ def evaluate_dataset(
                     f"{row['workload']}/{row['phase']} on {row['host']}; mode {mode!r} needs {need}"
                 )
                 continue
-            if mode == "calibrated":  # fit on all but the last, calibrate thresholds on the last
-                refs, held = refs[:-1], refs[-1]
             baseline = [load(s) for s in refs]
         try:
             det = detect_run(
-                load(row["source_file"]), baseline=baseline, preset=pre, min_agreement=min_agreement
+                load(row["source_file"]),
+                baseline=baseline,
+                preset=pre,
+                min_agreement=min_agreement,
+                false_alarm_rate=false_alarm_rate if mode == "calibrated" else None,
             )
-            thr = calibrate(refs, held) if held is not None else None
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
             continue
         w = detection_windows(det, row["run"], row["host"], baseline=is_base).with_columns(
             workload=pl.lit(row["workload"]), fault=pl.lit(row["fault"])
         )
-        if thr is not None:  # flags from the held-out thresholds instead of the in-sample ones
-            sc = (
-                det.windows.filter(pl.col("host") == row["host"])
-                if "host" in det.windows.columns
-                else det.windows
-            )
-            agree = sum((sc[f"score_{m}"] > t).cast(pl.Int64) for m, t in thr.items())
-            w = w.with_columns(agreement=agree, flagged=agree >= min_agreement)
         parts.append(w)
         log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)
     if not parts:
@@ -342,6 +327,7 @@ def evaluate_dataset(
         "run_min_share": run_min_share,
         "trim": trim,
         "crosshost": crosshost,
+        **({"false_alarm_rate": false_alarm_rate} if mode == "calibrated" else {}),
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),
     }

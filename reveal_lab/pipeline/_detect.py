@@ -230,9 +230,9 @@ def _baseline_features(
     baseline: Sequence[Run], preset: Preset, selected: Any, derive: bool
 ) -> list[tuple[dict[tuple[str, str], int], np.ndarray]]:
     """Window features of every host of every baseline run (computed once per detection):
-    ``({(host-free key, feature): column}, X)`` per host-run."""
+    ``({(host-free key, feature): column}, X, run index)`` per host-run."""
     out = []
-    for b in baseline:
+    for i, b in enumerate(baseline):
         for _h, part in b.split_hosts().items():
             frame, _ = detection_view(part.frame, selected, derive=derive, keep_constant=True)
             wf = _features(frame, preset)
@@ -244,7 +244,7 @@ def _baseline_features(
             col = {
                 (k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))
             }
-            out.append((col, wf.X))
+            out.append((col, wf.X, i))
     if not out:
         raise ValueError("baseline runs gave no windows")
     return out
@@ -257,13 +257,52 @@ def _baseline_matrix(
     the baseline lacks is NaN (unknown: neutral for the detectors)."""
     want = list(zip(pairs["key"].to_list(), pairs["feature"].to_list(), strict=True))
     blocks = []
-    for col, X in base_feats:
+    for col, X, *_ in base_feats:
         idx = np.array([col.get(kf, -1) for kf in want], dtype=np.int64)
         Xb = np.full((X.shape[0], len(want)), np.nan)
         ok = idx >= 0
         Xb[:, ok] = X[:, idx[ok]]
         blocks.append(Xb)
     return np.vstack(blocks)
+
+
+def _cross_fit_thresholds(
+    base_feats: list, pairs: pl.DataFrame, preset: Preset, false_alarm_rate: float
+) -> dict[str, float]:
+    """Per-detector thresholds from out-of-sample scores of the baseline runs.
+
+    Leave one baseline run out: fit the detectors on the other baseline runs (in the
+    scored run's feature space, ``pairs``), score the left-out run; pool these scores
+    over all baseline runs. Each detector's threshold is the ``1 - false_alarm_rate / n``
+    quantile (``n`` detectors, ``method="higher"``: an observed score) of its pooled
+    scores, so by the union bound the share of fault-free windows that *any* detector
+    flags is at most ``false_alarm_rate`` when new fault-free runs resemble the baseline
+    runs as much as they resemble each other. With fewer pooled windows than
+    ``n / false_alarm_rate`` the threshold is the largest pooled score.
+    """
+    runs = sorted({entry[2] for entry in base_feats})
+    if len(runs) < 2:
+        raise ValueError(f"cross-fitted thresholds need at least 2 baseline runs, got {len(runs)}")
+    pooled: dict[str, list[np.ndarray]] = {}
+    n_det = len(default_detectors(preset.detect))
+    for r in runs:
+        fit = [e for e in base_feats if e[2] != r]
+        held = [e for e in base_feats if e[2] == r]
+        Xfit = _baseline_matrix(fit, pairs)
+        if Xfit.shape[0] < 2:
+            raise ValueError(
+                f"baseline without run {r} gives {Xfit.shape[0]} window(s); at least 2 are needed"
+            )
+        ens = DetectorEnsemble(default_detectors(preset.detect)).fit(Xfit)
+        for m, sc in ens.score(_baseline_matrix(held, pairs)).scores.items():
+            pooled.setdefault(m, []).append(np.asarray(sc, dtype=np.float64))
+    q = 1.0 - false_alarm_rate / n_det
+    out = {}
+    for m, parts in pooled.items():
+        sc = np.concatenate(parts)
+        sc = sc[np.isfinite(sc)]
+        out[m] = float(np.quantile(sc, q, method="higher")) if sc.size else float("inf")
+    return out
 
 
 def _score_host(
@@ -274,6 +313,7 @@ def _score_host(
     selected: Any,
     derive: bool,
     timings: dict[str, float],
+    false_alarm_rate: float | None = None,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
@@ -301,6 +341,9 @@ def _score_host(
         if Xfit.shape[0] < 2:
             raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
         ens.fit(Xfit)
+        if false_alarm_rate is not None:  # out-of-sample thresholds instead of in-sample ones
+            for m, thr in _cross_fit_thresholds(baseline, pairs, preset, false_alarm_rate).items():
+                ens.detectors_[m].threshold_ = thr
         result = ens.score(wf.X)
     else:
         if wf.n_windows < 2:
@@ -333,6 +376,7 @@ def detect_run(
     min_agreement: int = 1,
     derive: bool = True,
     blas_threads: int | None = None,
+    false_alarm_rate: float | None = None,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
@@ -346,6 +390,11 @@ def detect_run(
         with ``.selected``); default: every metric.
     min_agreement : how many detectors must flag a window for it to count as anomalous
         (evidence rows and the report's table); 1 = any detector.
+    false_alarm_rate : with ``baseline`` runs (at least 2): set each detector's threshold
+        from out-of-sample scores of the baseline runs (leave one baseline run out, see
+        :func:`_cross_fit_thresholds`) so that at most this share of fault-free windows is
+        flagged by any detector (union bound: each detector gets ``rate / 3``).
+        ``None`` (default): the in-sample quantiles of the preset.
     blas_threads : BLAS threads for the detectors' linear algebra (default
         ``$REVEAL_LAB_BLAS_THREADS`` or 1). One thread per run is the safe default: on a
         busy machine (or under Dask, one run per worker) OpenBLAS's spinning threads
@@ -361,7 +410,7 @@ def detect_run(
     if blas_threads is None:
         blas_threads = int(os.environ.get("REVEAL_LAB_BLAS_THREADS", "1"))
     with threadpool_limits(limits=blas_threads, user_api="blas"):
-        return _detect_run(run, baseline, preset, selected, min_agreement, derive)
+        return _detect_run(run, baseline, preset, selected, min_agreement, derive, false_alarm_rate)
 
 
 def _detect_run(
@@ -371,8 +420,14 @@ def _detect_run(
     selected: Any,
     min_agreement: int,
     derive: bool,
+    false_alarm_rate: float | None = None,
 ) -> Detection:
     preset = preset or get_preset("paper")
+    if false_alarm_rate is not None:
+        if not 0.0 < false_alarm_rate < 1.0:
+            raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
+        if not baseline or len(baseline) < 2:
+            raise ValueError("false_alarm_rate needs at least 2 baseline runs (leave-one-run-out thresholds)")
     n_det = len(default_detectors(preset.detect))
     if not 1 <= min_agreement <= n_det:
         raise ValueError(f"min_agreement must be in 1..{n_det}, got {min_agreement}")
@@ -389,7 +444,9 @@ def _detect_run(
         timings["baseline_features"] = time.perf_counter() - t
     for host, part in parts.items():
         try:
-            w, att, thr, excl, n, res = _score_host(part, host, preset, base_feats, selected, derive, timings)
+            w, att, thr, excl, n, res = _score_host(
+                part, host, preset, base_feats, selected, derive, timings, false_alarm_rate
+            )
         except TelemetryError as exc:
             if len(parts) == 1:
                 raise
@@ -435,6 +492,7 @@ def _detect_run(
         "stride_s": preset.window.stride_s,
         "interval_s": preset.window.interval_s,
         **{k: getattr(preset.detect, k) for k in preset.detect.__dataclass_fields__},
+        "false_alarm_rate": false_alarm_rate,
     }
     det = Detection(
         run_id=run.run_id,
