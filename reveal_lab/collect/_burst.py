@@ -11,8 +11,10 @@ timestamps, reads and scans the files, fills the ``self`` channels and appends t
 row to the writer's buffers, for as many ticks as it may. It returns to Python
 
 * when a journal flush is due (once per ``flush_s``; the flush and fsync are Python's),
-* before a tick on which a probe that samples in Python is due (slow probes such as
-  ``loadavg@1s``: the interpreter then runs that one tick as before),
+* on a tick on which a probe that samples in Python is due (cgroup, perf, turbostat,
+  gpu): after the compiled part of the tick (sleep, timestamps, reads, ops, ``self``),
+  with the row not yet appended; the interpreter samples only those probes, appends the
+  row and calls again,
 * when a file's layout changed (a device or IRQ appeared: the tick is redone by the
   probes' own label-based path, with the timestamps already taken),
 * when a signal interrupted the sleep (the Python handler runs, then the loop goes on
@@ -54,7 +56,7 @@ __all__ = [
     "S_NOW",
     "STATE_SIZE",
     "R_FLUSH",
-    "R_PYTHON",
+    "R_PARTIAL",
     "R_RELAYOUT",
     "R_SIGNAL",
     "R_FULL",
@@ -66,7 +68,7 @@ S_K, S_MISSED, S_SEQ, S_KSTOP, S_LAST_FLUSH, S_NTICKS, S_ROWS = 0, 1, 2, 3, 4, 5
 S_TMONO, S_TWALL, S_DEADLINE, S_NOW = 7, 8, 9, 10
 STATE_SIZE = 11
 # why burst() returned
-R_FLUSH, R_PYTHON, R_RELAYOUT, R_SIGNAL, R_FULL, R_DONE = 1, 2, 3, 4, 5, 6
+R_FLUSH, R_PARTIAL, R_RELAYOUT, R_SIGNAL, R_FULL, R_DONE = 1, 2, 3, 4, 5, 6
 
 _CLOCK_REALTIME, _CLOCK_MONOTONIC, _CLOCK_PROCESS_CPUTIME_ID = 0, 1, 2
 _TIMER_ABSTIME = 1
@@ -163,8 +165,7 @@ def burst(  # noqa: ANN201, PLR0913
         k = st[S_K]
         if st[S_NTICKS] >= 0 and k >= st[S_NTICKS]:
             return R_DONE
-        if k >= st[S_KSTOP]:
-            return R_PYTHON
+        partial = k >= st[S_KSTOP]  # a Python probe is due: the compiled part, then Python
         if st[S_ROWS] >= cap:
             return R_FULL
         deadline = mono0 + k * interval_ns
@@ -203,6 +204,8 @@ def burst(  # noqa: ANN201, PLR0913
             row_i[self_off] = (t_mono - deadline) // 1000
             row_i[self_off + 1] = st[S_MISSED]
             row_i[self_off + 2] = _now(_CLOCK_PROCESS_CPUTIME_ID, ts) // 1000
+        if partial:
+            return R_PARTIAL
         j = st[S_ROWS]
         bt[j, 0] = st[S_SEQ]
         bt[j, 1] = t_wall

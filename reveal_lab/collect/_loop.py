@@ -448,7 +448,6 @@ class _Burst:
                 bf.append((a, a + vf.size))
         self.blank_i = np.array(bi, dtype=np.int64).reshape(-1, 2)
         self.blank_f = np.array(bf, dtype=np.int64).reshape(-1, 2)
-        self.every_tick = any(plan[j][3] == 1 for j in self.python)
 
     def call(
         self, mono0: int, interval_ns: int, flush_ns: int, row_i: np.ndarray, row_f: np.ndarray, bt, bi, bf
@@ -485,8 +484,8 @@ def _make_burst(
     row_f: np.ndarray,
 ) -> Any:
     """The compiled multi-tick loop's state, compiled (or loaded from numba's cache) and
-    tried once, or ``None`` (no batch, no numba, ``REVEAL_LAB_COLLECT_BURST=0``, a probe
-    sampled in Python on every tick, or any error)."""
+    tried once, or ``None`` (no batch, no numba, ``REVEAL_LAB_COLLECT_BURST=0``, or any
+    error)."""
     if batch is None or batch_of is None or direct is None:
         return None
     if os.environ.get("REVEAL_LAB_COLLECT_BURST", "1") == "0":
@@ -501,8 +500,6 @@ def _make_burst(
         b = _Burst(_burst_mod().burst, batch, plan, batch_of, direct, self_off)
     except Exception as exc:  # noqa: BLE001 - no numba: the interpreted loop
         log.info("compiled hot loop unavailable (%s); ticks run in Python", exc)
-        return None
-    if b.every_tick:
         return None
     try:  # compile before the first deadline: a call that returns at once (no ticks left)
         m = _burst_mod()
@@ -558,11 +555,13 @@ def _run_loop(
         if batch_of and d > 1 and batch_of[j] is not None
     ]
     bu = hot
+    python_set = set(bu.python) if bu is not None else set()
     if stats is not None:
-        stats.update(python_ticks=0, compiled_ticks=0, burst_calls=0)
+        stats.update(python_ticks=0, compiled_ticks=0, partial_ticks=0, burst_calls=0)
     preset: tuple[int, int] | None = None  # timestamps of a tick the compiled loop began
     while not stop["flag"]:
         deadline = mono0 + k * interval_ns
+        partial = False  # the compiled loop did all of this tick but its Python probes
         if bu is not None and preset is None and bu.batch is batch:
             r, k, missed, seq, preset = _burst_ticks(
                 bu, writer, plan, due, blank, k, missed, seq, n_ticks, mono0, interval_ns, row_i, row_f, stats
@@ -573,10 +572,9 @@ def _run_loop(
                 break
             if r == "again":
                 continue
-            if r == "off":
-                bu = None
-                continue
-            deadline = mono0 + k * interval_ns  # r == "python": this tick runs here
+            partial = r == "partial"
+            python_set = set(bu.python)  # (rebuilt after a layout change)
+            deadline = mono0 + k * interval_ns  # "python" / "partial": this tick runs here
         if preset is not None:
             t_mono, t_wall = preset
             preset = None
@@ -589,12 +587,14 @@ def _run_loop(
             t_mono = mono()
             t_wall = wall()
         if stats is not None:
-            stats["python_ticks"] += 1
+            stats["partial_ticks" if partial else "python_ticks"] += 1
         if self_probe is not None:
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
         batch_ok = False  # the direct probes' values are in the row already
-        if batch is not None:
+        if partial:
+            pass
+        elif batch is not None:
             for j, _, idx in slow_batched:
                 batch.active[idx] = k >= due[j]
             try:
@@ -606,6 +606,8 @@ def _run_loop(
                 batch.detach()
                 batch = None
         for j, (p, vi, vf, d) in enumerate(plan):
+            if partial and j not in python_set:
+                continue  # the compiled part of the tick filled (or blanked) its slice
             if d > 1:
                 if k < due[j]:
                     if not blank[j]:
@@ -669,7 +671,9 @@ def _burst_ticks(
 ) -> tuple[str, int, int, int, Any]:
     """Run ticks in the compiled loop from tick ``k``. Returns ``(what, k, missed, seq,
     preset)``: ``what`` is ``"again"`` (call again: a flush was done, a signal came or
-    the buffer grew), ``"python"`` (tick ``k`` runs in Python; ``preset`` holds its
+    the buffer grew), ``"partial"`` (tick ``k`` was run but for its Python probes and
+    not appended; ``preset`` holds its ``(t_mono, t_wall)``), ``"python"`` (tick ``k``
+    runs in Python; ``preset`` holds its
     ``(t_mono, t_wall)`` when the compiled loop had begun it), ``"done"`` or
     ``"disk-full"`` (``preset`` holds the message)."""
     m = _burst_mod()
@@ -678,9 +682,6 @@ def _burst_ticks(
         b._rebuild()
     if bu.stale:
         bu.build()
-        if bu.every_tick:
-            log.info("a probe that samples in Python is due every tick now: compiled hot loop off")
-            return "off", k, missed, seq, None
     st = bu.st
     kstop = min((due[j] for j in bu.python), default=1 << 62)
     st[m.S_K], st[m.S_MISSED], st[m.S_SEQ], st[m.S_KSTOP] = k, missed, seq, kstop
@@ -735,7 +736,7 @@ def _burst_ticks(
             b.tables[t]._pre = None
         bu.stale = True
         return "python", k, missed, seq, (int(st[m.S_TMONO]), int(st[m.S_TWALL]))
-    if r == m.R_PYTHON:
-        return "python", k, missed, seq, None
+    if r == m.R_PARTIAL:
+        return "partial", k, missed, seq, (int(st[m.S_TMONO]), int(st[m.S_TWALL]))
     # R_SIGNAL (the caller checks the stop flag) or R_FULL (reserve() grows it)
     return "again", k, missed, seq, None

@@ -72,6 +72,30 @@ def pair(tmp_path_factory):
     return base / "compiled", base / "python"
 
 
+def test_a_python_probe_every_tick_runs_partial_ticks(tmp_path, python_probe):
+    """A probe sampled in Python at the interval (like perf or NVML): every tick is
+    partial, and the rows equal in shape and rules those of the interpreted loop."""
+    from reveal_lab.collect import collect
+
+    out = tmp_path / "partial"
+    spec = f"cpu,netdev,loadavg@300ms,{python_probe}"
+    res = collect(out, interval_s=0.1, duration_s=2, probes=spec, host="q", handle_signals=False)
+    assert res.status == "complete"
+    meta = _meta(out)
+    hot = meta["hot_loop"]
+    assert hot["compiled_ticks"] == 0
+    assert hot["partial_ticks"] + hot["python_ticks"] == meta["samples"] >= 10
+    assert hot["python_ticks"] <= sum(meta["relayouts"].values())
+    rawf = read_raw_frame(out)[0]
+    k = _k(out, rawf)
+    up = rawf.get_column("System:uptime.q[s]")
+    assert up.null_count() == 0 and not up.is_nan().any() and (up.diff().drop_nulls() > 0).all()
+    la = rawf.get_column("System:loadavg1.q[-]").fill_nan(None).is_not_null().to_numpy()
+    assert (la == _expected_sampled(k, 3)).all()
+    lag = rawf.get_column("Collector:lag.q[us]")
+    assert (lag >= 0).all()
+
+
 def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
     comp, py = pair
     mc, mp = _meta(comp), _meta(py)
@@ -159,8 +183,9 @@ def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python
     assert res.status == "complete"
     meta = _meta(out)
     hot = meta["hot_loop"]
-    assert hot["compiled_ticks"] > 0 and hot["python_ticks"] > 0
-    assert hot["compiled_ticks"] + hot["python_ticks"] == meta["samples"]
+    # on the Python probe's ticks the compiled loop does the rest of the tick ("partial")
+    assert hot["compiled_ticks"] > 0 and hot["partial_ticks"] > 0
+    assert hot["compiled_ticks"] + hot["partial_ticks"] + hot["python_ticks"] == meta["samples"]
     rawf, _, channels, _ = read_raw_frame(out)
     k = _k(out, rawf)
 
@@ -181,7 +206,12 @@ def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python
     # the Python ticks are those on which the Python probe was due (plus any tick on
     # which a file's layout changed: the probes redo that one in Python)
     due = int(_expected_sampled(k, 4).sum())
-    assert due <= hot["python_ticks"] <= due + sum(meta["relayouts"].values())
+    relayouts = sum(meta["relayouts"].values())
+    assert due - relayouts <= hot["partial_ticks"] <= due
+    assert hot["python_ticks"] <= relayouts
+    # the other channels of the partial ticks are there (cpu every tick, never null)
+    cpu = [c["name"] for c in channels if c["probe"] == "cpu"]
+    assert rawf.select(cpu).null_count().sum_horizontal().item() == 0
     up = rawf.get_column("System:uptime.m[s]").drop_nans().drop_nulls().to_numpy()
     assert (np.diff(up) > 0).all()
 
