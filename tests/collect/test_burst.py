@@ -72,17 +72,22 @@ def pair(tmp_path_factory):
     return base / "compiled", base / "python"
 
 
+def _collect_in_process(out, spec, host, seconds):
+    """``collect()`` in this process (the test probe is registered here only); its meta
+    and ``hot_loop`` counts."""
+    from reveal_lab.collect import collect
+
+    res = collect(out, interval_s=0.1, duration_s=seconds, probes=spec, host=host, handle_signals=False)
+    assert res.status == "complete"
+    meta = _meta(out)
+    return meta, meta["hot_loop"]
+
+
 def test_a_python_probe_every_tick_runs_partial_ticks(tmp_path, python_probe):
     """A probe sampled in Python at the interval (like perf or NVML): every tick is
     partial, and the rows equal in shape and rules those of the interpreted loop."""
-    from reveal_lab.collect import collect
-
     out = tmp_path / "partial"
-    spec = f"cpu,netdev,loadavg@300ms,{python_probe}"
-    res = collect(out, interval_s=0.1, duration_s=2, probes=spec, host="q", handle_signals=False)
-    assert res.status == "complete"
-    meta = _meta(out)
-    hot = meta["hot_loop"]
+    meta, hot = _collect_in_process(out, f"cpu,netdev,loadavg@300ms,{python_probe}", "q", 2)
     assert hot["compiled_ticks"] == 0
     assert hot["partial_ticks"] + hot["python_ticks"] == meta["samples"] >= 10
     assert hot["python_ticks"] <= sum(meta["relayouts"].values())
@@ -175,14 +180,8 @@ def python_probe():
 
 
 def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python_probe):
-    from reveal_lab.collect import collect
-
     out = tmp_path / "mixed"
-    spec = f"cpu,netdev,loadavg@300ms,psi@500ms,{python_probe}@400ms"
-    res = collect(out, interval_s=0.1, duration_s=3, probes=spec, host="m", handle_signals=False)
-    assert res.status == "complete"
-    meta = _meta(out)
-    hot = meta["hot_loop"]
+    meta, hot = _collect_in_process(out, f"cpu,netdev,loadavg@300ms,psi@500ms,{python_probe}@400ms", "m", 3)
     # on the Python probe's ticks the compiled loop does the rest of the tick ("partial")
     assert hot["compiled_ticks"] > 0 and hot["partial_ticks"] > 0
     assert hot["compiled_ticks"] + hot["partial_ticks"] + hot["python_ticks"] == meta["samples"]
