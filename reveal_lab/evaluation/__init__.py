@@ -18,6 +18,7 @@ from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
     TABLE_COLUMNS,
     false_alarms,
+    persistent,
     score_episodes,
     summarize,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "detection_windows",
     "evaluate_dataset",
     "false_alarms",
+    "persistent",
     "score_episodes",
     "summarize",
     "table_markdown",

@@ -37,7 +37,13 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.evaluation._score import TABLE_COLUMNS, false_alarms, score_episodes, summarize
+from reveal_lab.evaluation._score import (
+    TABLE_COLUMNS,
+    false_alarms,
+    persistent,
+    score_episodes,
+    summarize,
+)
 from reveal_lab.telemetry import SUBSYSTEMS, TIMESTAMP, Run, TelemetryError
 
 __all__ = ["Evaluation", "evaluate_dataset", "detection_windows", "FIT_MODES", "table_markdown"]
@@ -199,6 +205,7 @@ def evaluate_dataset(
     trim: bool = True,
     crosshost: bool = True,
     false_alarm_rate: float = 0.01,
+    persist: int = 1,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
@@ -214,6 +221,10 @@ def evaluate_dataset(
 
     ``false_alarm_rate`` is the calibrated mode's target share of fault-free windows
     flagged by any detector (split evenly over the detectors).
+
+    ``persist`` (default 1: every flagged window counts, as the paper) keeps a window
+    flagged only inside ``persist`` or more consecutive flagged windows
+    (:func:`reveal_lab.evaluation.persistent`), on fault and fault-free runs alike.
     """
     from reveal_lab.config import data_dir, get_preset
     from reveal_lab.io import load_run
@@ -290,7 +301,7 @@ def evaluate_dataset(
         log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)
     if not parts:
         raise TelemetryError(f"no run of {root} could be scored: {failures[:3]}")
-    windows = pl.concat(parts, how="diagonal_relaxed")
+    windows = persistent(pl.concat(parts, how="diagonal_relaxed"), persist)
     labs = labels if runs is None else labels.filter(pl.col("run").is_in(list(runs)))
     run_labs = labs.filter(pl.col("scope") == "run")
     if mode == "self":  # a whole-run difference is invisible when fitting on the run itself
@@ -325,6 +336,7 @@ def evaluate_dataset(
         "stride_s": pre.window.stride_s,
         "grace_s": grace_s,
         "run_min_share": run_min_share,
+        "persist": persist,
         "trim": trim,
         "crosshost": crosshost,
         **({"false_alarm_rate": false_alarm_rate} if mode == "calibrated" else {}),

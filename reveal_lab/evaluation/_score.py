@@ -40,7 +40,14 @@ import polars as pl
 
 from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 
-__all__ = ["score_episodes", "summarize", "false_alarms", "EPISODE_COLUMNS", "TABLE_COLUMNS"]
+__all__ = [
+    "score_episodes",
+    "summarize",
+    "false_alarms",
+    "persistent",
+    "EPISODE_COLUMNS",
+    "TABLE_COLUMNS",
+]
 
 EPISODE_COLUMNS = (
     "run",
@@ -93,6 +100,39 @@ def _ranking(w: pl.DataFrame) -> list[str]:
                 count[s] += 1
     ranked = sorted(SUBSYSTEMS, key=lambda s: (-score[s], -count[s], s))
     return [s for s in ranked if score[s] > 0 or count[s] > 0]
+
+
+def persistent(windows: pl.DataFrame, k: int) -> pl.DataFrame:
+    """Keep a window flagged only inside a run of at least ``k`` consecutive flagged
+    windows (consecutive ``window_id`` of the same ``run`` and ``host``); ``k=1`` changes
+    nothing. An isolated flagged window between unflagged ones is dropped; every window
+    of a long enough run stays flagged (its first ones included).
+
+    Examples
+    --------
+    >>> w = pl.DataFrame({"run": ["r"] * 7, "host": ["a"] * 7, "window_id": range(7),
+    ...                   "flagged": [True, False, True, True, False, True, True]})
+    >>> persistent(w, 2)["flagged"].to_list()
+    [False, False, True, True, False, True, True]
+    """
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    _check(windows, ("run", "host", "window_id", "flagged"), "windows")
+    if k == 1 or windows.height == 0:
+        return windows
+    order = pl.int_range(pl.len()).alias("_row")
+    w = windows.with_columns(order).sort("run", "host", "window_id")
+    # a new segment starts where the flag changes, the (run, host) changes, or window ids jump
+    new = (
+        (pl.col("flagged") != pl.col("flagged").shift(1))
+        | (pl.col("run") != pl.col("run").shift(1))
+        | (pl.col("host") != pl.col("host").shift(1))
+        | (pl.col("window_id") - pl.col("window_id").shift(1) != 1)
+    ).fill_null(True)
+    w = w.with_columns(_seg=new.cum_sum())
+    w = w.with_columns(_len=pl.len().over("_seg"))
+    w = w.with_columns(flagged=pl.col("flagged") & (pl.col("_len") >= k))
+    return w.sort("_row").drop("_row", "_seg", "_len")
 
 
 def score_episodes(

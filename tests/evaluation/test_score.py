@@ -189,3 +189,29 @@ def test_score_auc_is_threshold_free(case):
     assert (
         summarize(score_episodes(w.drop("combined"), lab1), w.drop("combined"), lab1)["score_auc"][0] is None
     )
+
+
+def test_persistent_keeps_only_runs_of_k_consecutive_flagged_windows():
+    from reveal_lab.evaluation import persistent
+
+    # host a: ids 0-5 with a gap after id 2 (ids 0,1,2, then 4,5,6); host b interleaved, shuffled order
+    w = pl.DataFrame(
+        {
+            "run": ["r"] * 10,
+            "host": ["a", "b", "a", "b", "a", "b", "a", "a", "a", "b"],
+            "window_id": [0, 0, 1, 1, 2, 2, 4, 5, 6, 3],
+            "flagged": [False, True, True, True, True, False, True, False, True, True],
+        }
+    )
+    out = persistent(w, 2)
+    assert out["window_id"].to_list() == w["window_id"].to_list()  # row order kept
+    # a: 1,2 consecutive -> kept; 4 alone (5 unflagged), 6 alone -> dropped
+    # b: 0,1 kept; 3 alone after the unflagged 2 -> dropped
+    assert out["flagged"].to_list() == [False, True, True, True, True, False, False, False, False, False]
+    # ids 2 and 4 of host a are not consecutive: the jump breaks a run
+    gap = pl.DataFrame({"run": ["r"] * 2, "host": ["a"] * 2, "window_id": [2, 4], "flagged": [True, True]})
+    assert persistent(gap, 2)["flagged"].to_list() == [False, False]
+    assert persistent(w, 1).equals(w)
+    assert persistent(w, 3)["flagged"].sum() == 0
+    with pytest.raises(ValueError, match="at least 1"):
+        persistent(w, 0)
