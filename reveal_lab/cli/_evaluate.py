@@ -5,6 +5,26 @@ from __future__ import annotations
 import argparse
 
 
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return v
+
+
+def _rate(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (exclusive), got {text!r}")
+    return v
+
+
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
         "evaluate",
@@ -22,8 +42,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--mode",
         default="calibrated",
         choices=("calibrated", "baseline", "self", "all"),
-        help="calibrated (default): fit on the workload's other baseline runs but one, thresholds from "
-        "the held-out one; baseline: fit on the other baseline runs, in-sample thresholds; self: fit on "
+        help="calibrated (default): fit on the workload's other baseline runs, thresholds "
+        "cross-fitted on them (each scored by detectors fitted on the rest) for --false-alarm-rate; "
+        "baseline: fit on the other baseline runs, in-sample thresholds; self: fit on "
         "the run itself (the paper's setting); all: the three",
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
@@ -35,6 +56,18 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--no-trim",
         action="store_true",
         help="score whole recordings (default: only each workload's active span)",
+    )
+    p.add_argument(
+        "--false-alarm-rate",
+        type=_rate,
+        default=0.01,
+        help="calibrated mode: target share of fault-free windows flagged by any detector (default 0.01)",
+    )
+    p.add_argument(
+        "--persist",
+        type=_positive_int,
+        default=1,
+        help="a window counts as flagged only inside K consecutive flagged windows (default 1)",
     )
     p.add_argument("--runs", default=None, help="comma-separated run stems to evaluate (default: all)")
     p.set_defaults(func=_run)
@@ -57,6 +90,8 @@ def _run(args: argparse.Namespace) -> int:
             grace_s=parse_duration(args.grace),
             runs=runs,
             trim=not args.no_trim,
+            false_alarm_rate=args.false_alarm_rate,
+            persist=args.persist,
         )
         paths = ev.write(Path(args.out))
         print(paths["table_md"].read_text())

@@ -65,3 +65,23 @@ def test_evaluate_cli_writes_tables(tmp_path, capsys):
     assert "episode_recall" in out and (tmp_path / "evaluation_self.csv").exists()
     tab = pl.read_csv(tmp_path / "evaluation_self.csv")
     assert tab["fault_type"].to_list() == ["storage_read", "overall"]
+
+
+def test_evaluate_cli_persist_and_false_alarm_rate_reach_the_evaluation(tmp_path, capsys):
+    run = _storage_run()
+    args = ["evaluate", "--mode", "self", "--runs", run]
+    assert main([*args, "--out", str(tmp_path / "k1")]) == 0
+    assert main([*args, "--persist", "3", "--false-alarm-rate", "0.05", "--out", str(tmp_path / "k3")]) == 0
+    capsys.readouterr()
+    one = pl.read_csv(tmp_path / "k1" / "evaluation_self.csv").filter(pl.col("fault_type") == "overall")
+    three = pl.read_csv(tmp_path / "k3" / "evaluation_self.csv").filter(pl.col("fault_type") == "overall")
+    # persistence only removes flags, and recall with them; here the self-fitted run flags
+    # 3 windows, never 3 in a row, so --persist 3 keeps none of them
+    assert one["flagged_windows"][0] > 0
+    assert three["flagged_windows"][0] < one["flagged_windows"][0]
+    assert three["episode_recall"][0] <= one["episode_recall"][0]
+    for bad in (["--persist", "0"], ["--false-alarm-rate", "1.5"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*args, *bad, "--out", str(tmp_path / "bad")])
+        assert exc.value.code == 2
+        assert "expected" in capsys.readouterr().err
