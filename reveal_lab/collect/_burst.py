@@ -37,8 +37,11 @@ import numpy as np
 from numba import types
 
 from reveal_lab.collect._probe import MISSING_INT
+from reveal_lab.collect.probes import _batch, _scan
 from reveal_lab.collect.probes._batch import batch_read
-from reveal_lab.collect.probes._scan import _jit
+from reveal_lab.collect.probes._scan import _jit, drop_stale_cache
+
+drop_stale_cache(__file__, _batch.__file__, _scan.__file__)  # burst() calls batch_read() and scan()
 
 __all__ = [
     "burst",

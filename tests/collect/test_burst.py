@@ -345,6 +345,9 @@ def test_proc_files_longer_than_a_page_are_read_to_the_end():
             finally:
                 os.close(fd)
             table = Table(ctx, "/proc/self/net/unix", index)
+            small = Table(ctx, "/proc/self/net/snmp", lambda lines: ({0: (1, 1)}, {}))
+            one_read = small.single
+            small.close()
             values = table.values()
             batch = TableBatch.create([table])
             assert batch is not None
@@ -369,6 +372,8 @@ def test_proc_files_longer_than_a_page_are_read_to_the_end():
         inodes = sorted(int(line.split()[6]) for line in before.split(b"\n")[1:] if len(line.split()) >= 7)
         assert len(inodes) >= 300
         assert sorted(table.keys) == inodes
+        assert not table.single  # one read returns one page of this file: read to the end
+        assert one_read  # /proc/net/snmp is generated whole: one read is enough
         np.testing.assert_array_equal(values, np.array(table.keys))
         np.testing.assert_array_equal(batched, np.array(table.keys))
     finally:

@@ -128,3 +128,29 @@ def test_collector_with_and_without_batch_agree(tmp_path, monkeypatch):
             col = r1[c["name"]]
             assert col.null_count() == 0 and (np.diff(col.to_numpy()) >= 0).all(), c["name"]
     assert m1["relayouts"] == {"cpu": 0, "meminfo": 0, "interrupts": 0, "nstat": 0}
+
+
+def test_stale_compiled_caches_are_dropped_when_a_dependency_changes(tmp_path):
+    """numba keys a cached function on its own file; drop_stale_cache drops a module's
+    cache when a file it calls into changed."""
+    from reveal_lab.collect.probes._scan import drop_stale_cache
+
+    mod, dep = tmp_path / "mod.py", tmp_path / "dep.py"
+    mod.write_text("x = 1\n")
+    dep.write_text("y = 1\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    entries = [cache / "mod.f-10.py311.nbi", cache / "mod.f-10.py311.1.nbc"]
+    other = cache / "dep.g-3.py311.nbi"
+    for f in (*entries, other):
+        f.write_bytes(b"old")
+    drop_stale_cache(str(mod), str(dep))  # no digest yet: unknown provenance, dropped
+    assert not any(f.exists() for f in entries) and other.exists()
+    assert (cache / "mod.deps-sha256").exists()
+    for f in entries:
+        f.write_bytes(b"new")
+    drop_stale_cache(str(mod), str(dep))  # nothing changed: kept
+    assert all(f.exists() for f in entries)
+    dep.write_text("y = 2\n")
+    drop_stale_cache(str(mod), str(dep))  # a dependency changed: dropped
+    assert not any(f.exists() for f in entries) and other.exists()

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from numba import types
 
-from reveal_lab.collect.probes._scan import COMPILED, _jit, scan
+from reveal_lab.collect.probes import _scan
+from reveal_lab.collect.probes._scan import COMPILED, _jit, drop_stale_cache, scan
+
+drop_stale_cache(__file__, _scan.__file__)  # batch_read calls scan()
 
 if not COMPILED:  # pragma: no cover - numba importable but the scanner fell back
     raise ImportError("the compiled scanner is unavailable")
 
-__all__ = ["batch_read"]
+__all__ = ["batch_read", "ONE_READ"]
+
+#: flag in a table's mode: one read returns the whole file
+ONE_READ = 16
 
 _pread = types.ExternalFunction("pread", types.intp(types.int32, types.voidptr, types.uintp, types.intp))
 
@@ -28,24 +34,31 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
     the layout signature, or 0 when the read failed or filled the buffer (the file
     grew). ``colons[t]``: the scan's blanks (0 whitespace, 1 and ``:``, 3 and ``.``, ``/``,
     ``=``), or 2: the value is the file's number of lines after the header
-    (:class:`LineCount`). Returns 1 when every active ``direct`` table's signature equals
-    ``expected``, else 0."""
+    (:class:`LineCount`); plus :data:`ONE_READ` where one ``pread`` returns the whole
+    file. Returns 1 when every active ``direct`` table's signature equals ``expected``,
+    else 0."""
     ok = 1
     for t in range(fds.shape[0]):
         if not active[t]:
             continue
         b0 = boff[t]
         cap = boff[t + 1] - b0
-        # to end of file: record-by-record proc files return one page per read
+        # to end of file: record-by-record proc files return one page per read; a file
+        # that came whole in one read when its layout was learnt (``colons[t] & ONE_READ``)
+        # takes one read (a longer file changes the signature and is learnt again)
+        mode = colons[t] & 15
         n = 0
         while True:
             r = _pread(fds[t], buf[b0 + n :].ctypes.data, cap - n, n)
             if r <= 0 or n + r >= cap:
                 break
             n += r
+            if colons[t] & ONE_READ:
+                r = 0
+                break
         if r < 0 or n + r >= cap:
             sigs[t] = 0
-        elif colons[t] == 2:  # a line count (LineCount): the lines after the header
+        elif mode == 2:  # a line count (LineCount): the lines after the header
             lines = 0
             for i in range(b0, b0 + n):
                 if buf[i] == 10:
@@ -55,9 +68,7 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
         else:
             w0 = woff[t]
             w1 = woff[t + 1]
-            sigs[t] = scan(
-                buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], colons[t]
-            )
+            sigs[t] = scan(buf[b0 : b0 + n], want[w0:w1], dest[w0:w1], out[ooff[t, 0] : ooff[t, 1]], mode)
         if direct[t] and (sigs[t] != expected[t] or sigs[t] == 0):
             ok = 0
     return ok

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scan", "scan_py", "COMPILED", "DECIMALS", "split_blanks"]
+__all__ = ["scan", "scan_py", "COMPILED", "DECIMALS", "split_blanks", "drop_stale_cache"]
 
 #: the ``colons`` mode that also splits numbers at ``.``, ``/`` and ``=`` (fixed-point
 #: values such as ``/proc/loadavg``'s ``0.42`` and PSI's ``avg10=0.00``, printed by the
@@ -70,6 +70,53 @@ def scan_py(buf: np.ndarray, want: np.ndarray, dest: np.ndarray, out: np.ndarray
     return h - (1 << 64) if h >= (1 << 63) else h
 
 
+def drop_stale_cache(module_file: str, *deps: str) -> None:
+    """numba keys a cached function on its own file only: a compiled function that calls
+    jitted functions of other files keeps their old code after those files change. Drop
+    the module's cached functions when ``module_file`` or any of ``deps`` changed since
+    they were cached (a digest of their sources is kept beside the cache)."""
+    import glob
+    import hashlib
+    import os
+
+    try:
+        import numba
+    except ImportError:
+        return
+    h = hashlib.sha256()
+    for f in (module_file, *deps):
+        try:
+            with open(f, "rb") as fh:
+                h.update(fh.read())
+        except OSError:
+            return
+    digest = h.hexdigest()
+    stem = os.path.splitext(os.path.basename(module_file))[0]
+    dirs = [os.path.join(os.path.dirname(module_file), "__pycache__")]
+    if numba.config.CACHE_DIR:
+        dirs += [
+            d
+            for d, _, files in os.walk(numba.config.CACHE_DIR)
+            if any(f.startswith(stem + ".") for f in files)
+        ]
+    for d in dirs:
+        stamp = os.path.join(d, f"{stem}.deps-sha256")
+        try:
+            with open(stamp) as fh:
+                if fh.read() == digest:
+                    continue
+        except OSError:
+            pass
+        try:
+            for f in glob.glob(os.path.join(d, f"{stem}.*.nb[ic]")):
+                os.unlink(f)
+            if os.path.isdir(d):
+                with open(stamp, "w") as fh:
+                    fh.write(digest)
+        except OSError:
+            pass  # not ours to clean (read-only): numba then recompiles into its own fall-back
+
+
 def _jit(fn=None, **options):  # noqa: ANN001, ANN202
     """numba.njit (``nogil``, plus ``options``) with an on-disk cache; where the package
     directory is read-only (an ordinary user running an installed copy) the cache goes
@@ -94,19 +141,12 @@ def _jit(fn=None, **options):  # noqa: ANN001, ANN202
 
 
 def _make_compiled():  # pragma: no cover - exercised when numba is present
-    @_jit(inline="always")
-    def _blank(c, mode):  # noqa: ANN001, ANN202
-        """Whitespace, or ``:`` (mode >= 1), or ``.``, ``/``, ``=`` (mode >= 3)."""
-        return (
-            c == 32
-            or c == 10
-            or c == 9
-            or c == 13
-            or c == 11
-            or c == 12
-            or (mode >= 1 and c == 58)
-            or (mode >= 3 and (c == 46 or c == 47 or c == 61))
-        )
+    # blanks by mode (row): whitespace; and ':' (1, 2); and '.', '/', '=' (3)
+    blanks = np.zeros((4, 256), dtype=np.bool_)
+    for mode_ in range(4):
+        for ch in b" \n\t\r\x0b\x0c" + (b":" if mode_ >= 1 else b"") + (b"./=" if mode_ >= 3 else b""):
+            blanks[mode_, ch] = True
+    _BLANKS = blanks  # a global of the compiled function: frozen in as a constant
 
     @_jit
     def scan_nb(buf, want, dest, out, colons):  # noqa: ANN001, ANN202
@@ -117,17 +157,13 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
         i = 0
         tok = 0
         w = 0
-        mode = np.int64(colons)
+        blank = _BLANKS[min(np.int64(colons), 3)]
         while i < n:
-            c = buf[i]
-            if _blank(c, mode):
+            if blank[buf[i]]:
                 i += 1
                 continue
             start = i
-            while i < n:
-                c = buf[i]
-                if _blank(c, mode):
-                    break
+            while i < n and not blank[buf[i]]:
                 i += 1
             first = buf[start]
             neg = first == 45 and i - start > 1 and buf[start + 1] >= 48 and buf[start + 1] <= 57

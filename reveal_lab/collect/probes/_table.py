@@ -102,6 +102,8 @@ class Table:
         self._missing = np.setdiff1d(np.arange(self.n), self._dest)
         self._scratch = np.full(self.n, MISSING_INT, dtype=np.int64)
         self._sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.mode)
+        # does one read return the whole file (not a record-by-record file past one page)?
+        self.single = len(os.pread(self.fd, max(self.hint, len(data) + 1), 0)) == len(data)
         if self.batch is not None:
             self.batch.dirty = True
 
@@ -175,6 +177,7 @@ class LineCount(Table):
         self._dest = np.zeros(0, dtype=np.int64)
         self._missing = np.zeros(0, dtype=np.int64)
         self._sig = 1
+        self.single = False  # the count needs every line: always read to the end
 
     def relearn(self) -> None:
         pass
@@ -255,8 +258,9 @@ class TableBatch:
         self.dest = np.concatenate([t._dest for t in ts]).astype(np.int64)
         spans = [[s, s + t.n] for s, t in zip(self.starts, ts, strict=True)]
         self.ooff = np.array(spans, dtype=np.int64).reshape(-1, 2)
-        # 0: tokens split on whitespace, 1: ':' is a blank too, 2: count the lines
-        self.colons = np.array([t.mode for t in ts], dtype=np.int8)
+        # 0: tokens split on whitespace, 1: ':' is a blank too, 2: count the lines, 3: decimals;
+        # + ONE_READ (16) where one read returns the whole file
+        self.colons = np.array([t.mode | (16 if getattr(t, "single", False) else 0) for t in ts], np.int8)
         self.sigs = np.zeros(len(ts), dtype=np.int64)
         # a table with keys missing since a relayout always takes its own path (0 never matches)
         self.expected = np.array([0 if t._missing.size else t._sig for t in ts], dtype=np.int64)
