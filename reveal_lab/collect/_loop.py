@@ -181,17 +181,20 @@ def collect(
         row_i = row_big[:ni]
         row_f = np.full(nf, np.nan, dtype=np.float64)
         plan = []
-        int_off = []
+        int_off, float_off = [], []
         a = b = 0
         every = {p.name: divisors[p.name] for p in used if divisors.get(p.name, 1) > 1}
         for p in used:
             plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float], every.get(p.name, 1)))
             int_off.append(a)
+            float_off.append(b)
             a += p.n_int
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
         batch, batch_of, direct = _make_batch(plan, row_big, int_off, ni)
-        hot = _make_burst(plan, batch, batch_of, direct, row_i, row_f)
+        hot = _make_burst(
+            plan, list(zip(int_off, float_off, strict=True)), batch, batch_of, direct, row_i, row_f
+        )
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
         tz = dt.datetime.now().astimezone().utcoffset()
@@ -286,7 +289,7 @@ def collect(
             probe_errors={p.name: getattr(p, "errors", 0) for p in used if getattr(p, "errors", 0)},
             # ticks run by the compiled hot loop and by the interpreter (see _burst.py)
             hot_loop=loop_stats,
-            relayouts={p.name: sum(t.relayouts for t in _tables(p)) for p in used if _tables(p)},
+            relayouts={p.name: sum(t.relayouts for t in p.own_tables()) for p in used if p.own_tables()},
         )
         if status != "disk-full":
             try:
@@ -321,15 +324,10 @@ def collect(
                 log.exception("closing probe %s", p.name)
 
 
-def _tables(p: Probe) -> list[Any]:
-    t = getattr(p, "table", None)
-    return [t] if t is not None else list(getattr(p, "tables", []))
-
-
 def _proc_tables(p: Probe) -> list[Any]:
     from reveal_lab.collect.probes._table import Table
 
-    return [t for t in _tables(p) if isinstance(t, Table)]
+    return [t for t in p.own_tables() if isinstance(t, Table)]
 
 
 def _is_direct(p: Probe) -> bool:
@@ -383,11 +381,19 @@ class _Burst:
     change (a probe's ops may no longer apply)."""
 
     def __init__(
-        self, fn: Any, batch: Any, plan: list, batch_of: list, direct: list[bool], self_off: int
+        self,
+        fn: Any,
+        batch: Any,
+        plan: list,
+        offsets: list[tuple[int, int]],
+        batch_of: list,
+        direct: list[bool],
+        self_off: int,
     ) -> None:
         self.fn = fn
         self.batch = batch
         self.plan = plan
+        self.offsets = offsets  # each plan entry's first int and float column in the row
         self.batch_of = batch_of
         self.direct = direct
         self.self_off = self_off
@@ -417,7 +423,7 @@ class _Burst:
             mine = p.compiled_ops()
             if mine is None or len(_proc_tables(p)) != len(idx):
                 continue
-            oi, of = _offset(vi) if vi.size else 0, _offset(vf) if vf.size else 0
+            oi, of = self.offsets[j]
             for ti, kind, a, b, dst, scale in mine:
                 ops.append((int(idx[ti]), kind, a, b, dst + (of if kind == OP_FIXED else oi), scale))
             for t in idx:
@@ -437,15 +443,19 @@ class _Burst:
             for j, (p, _, _, _) in enumerate(plan)
             if not direct[j] and p.name != "self" and j not in self.compiled
         ]
+        self.python_set = set(self.python)
+        # slow probes run in the compiled loop: blanked by it on the ticks they skip
+        self.slow_compiled = [j for j, e in enumerate(plan) if e[3] > 1 and j not in self.python_set]
+        # each probe with batched tables and one of them (they share the probe's due tick)
+        self.probe_table = [(j, int(ix[0])) for j, ix in enumerate(batch_of) if ix is not None and len(ix)]
         bi, bf = [], []
         for j in self.python:
             _, vi, vf, _ = plan[j]
+            oi, of = self.offsets[j]
             if vi.size:
-                a = _offset(vi)
-                bi.append((a, a + vi.size))
+                bi.append((oi, oi + vi.size))
             if vf.size:
-                a = _offset(vf)
-                bf.append((a, a + vf.size))
+                bf.append((of, of + vf.size))
         self.blank_i = np.array(bi, dtype=np.int64).reshape(-1, 2)
         self.blank_f = np.array(bf, dtype=np.int64).reshape(-1, 2)
 
@@ -463,12 +473,6 @@ class _Burst:
         )  # fmt: skip
 
 
-def _offset(view: np.ndarray) -> int:
-    """Start index of a 1-d slice within its base array."""
-    base = view.base if view.base is not None else view
-    return (view.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // view.itemsize
-
-
 def _burst_mod() -> Any:
     from reveal_lab.collect import _burst
 
@@ -477,6 +481,7 @@ def _burst_mod() -> Any:
 
 def _make_burst(
     plan: list,
+    offsets: list[tuple[int, int]],
     batch: Any,
     batch_of: list | None,
     direct: list[bool] | None,
@@ -491,13 +496,13 @@ def _make_burst(
     if os.environ.get("REVEAL_LAB_COLLECT_BURST", "1") == "0":
         return None
     self_off = -1
-    for p, vi, _, _ in plan:
+    for (p, vi, _, _), (oi, _) in zip(plan, offsets, strict=True):
         if p.name == "self":
             if vi.size != 3 or p.n_float:
                 return None
-            self_off = _offset(vi)
+            self_off = oi
     try:
-        b = _Burst(_burst_mod().burst, batch, plan, batch_of, direct, self_off)
+        b = _Burst(_burst_mod().burst, batch, plan, offsets, batch_of, direct, self_off)
     except Exception as exc:  # noqa: BLE001 - no numba: the interpreted loop
         log.info("compiled hot loop unavailable (%s); ticks run in Python", exc)
         return None
@@ -555,7 +560,7 @@ def _run_loop(
         if batch_of and d > 1 and batch_of[j] is not None
     ]
     bu = hot
-    python_set = set(bu.python) if bu is not None else set()
+    python_set = bu.python_set if bu is not None else set()
     if stats is not None:
         stats.update(python_ticks=0, compiled_ticks=0, partial_ticks=0, burst_calls=0)
     preset: tuple[int, int] | None = None  # timestamps of a tick the compiled loop began
@@ -573,7 +578,7 @@ def _run_loop(
             if r == "again":
                 continue
             partial = r == "partial"
-            python_set = set(bu.python)  # (rebuilt after a layout change)
+            python_set = bu.python_set  # (rebuilt after a layout change)
             deadline = mono0 + k * interval_ns  # "python" / "partial": this tick runs here
         if preset is not None:
             t_mono, t_wall = preset
@@ -690,8 +695,7 @@ def _burst_ticks(
     writer.reserve(int(writer.flush_ns // interval_ns) + 4)
     rows0 = writer._k
     st[m.S_ROWS] = rows0
-    for i, j in enumerate(bu.table_probe):
-        bu.tdue[i] = due[j]
+    bu.tdue[:] = np.take(due, bu.table_probe)
     r = bu.call(mono0, interval_ns, writer.flush_ns, row_i, row_f, writer._bt, writer._bi, writer._bf)
     added = int(st[m.S_ROWS]) - rows0
     if added:
@@ -703,13 +707,12 @@ def _burst_ticks(
         stats["compiled_ticks"] += added
         stats["burst_calls"] += 1
     k, missed, seq = int(st[m.S_K]), int(st[m.S_MISSED]), int(st[m.S_SEQ])
-    for i, j in enumerate(bu.table_probe):
-        due[j] = int(bu.tdue[i])
+    for j, t in bu.probe_table:
+        due[j] = int(bu.tdue[t])
     for j in bu.python:
         blank[j] = True  # their slices were set missing
-    for j, (_, _, _, d) in enumerate(plan):
-        if d > 1 and j not in bu.python:
-            blank[j] = False  # it may hold the values of the last compiled tick: blank it when due
+    for j in bu.slow_compiled:
+        blank[j] = False  # it may hold the values of the last compiled tick: blank it when due
     if r == m.R_DONE:
         return "done", k, missed, seq, None
     if r == m.R_FLUSH:

@@ -37,6 +37,7 @@ __all__ = [
     "MISSING_INT",
     "Channel",
     "Probe",
+    "TableProbe",
     "ProbeContext",
     "ProbeUnavailable",
     "PROBES",
@@ -216,6 +217,14 @@ class Probe:
                 os.close(fd)
             except OSError:
                 pass
+        for t in self.own_tables():
+            t.close()
+
+    def own_tables(self) -> list[Any]:
+        """The probe's proc-file readers (:class:`~reveal_lab.collect.probes._table.Table`):
+        its ``table``, or its ``tables`` in row order; ``[]`` without any."""
+        t = getattr(self, "table", None)
+        return [t] if t is not None else list(getattr(self, "tables", []))
 
     # -- helpers -----------------------------------------------------------------------
     @property
@@ -230,6 +239,20 @@ class Probe:
     def fill_missing(ints: np.ndarray, floats: np.ndarray) -> None:
         ints[:] = MISSING_INT
         floats[:] = np.nan
+
+
+class TableProbe(Probe):
+    """A probe whose :meth:`sample` only reads its tables (:meth:`own_tables`) into
+    consecutive slices of ``ints``: the batched read writes them straight into the row
+    and the loop skips the call (:attr:`direct_tables`)."""
+
+    direct_tables: ClassVar[bool] = True
+
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        a = 0
+        for t in self.own_tables():
+            t.read_into(ints[a : a + t.n])
+            a += t.n
 
 
 PROBES: dict[str, type[Probe]] = {}

@@ -48,15 +48,16 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
         # takes one read (a longer file changes the signature and is learnt again)
         mode = colons[t] & 15
         n = 0
+        failed = False  # a read error, or the file filled its buffer (it grew)
         while True:
             r = _pread(fds[t], buf[b0 + n :].ctypes.data, cap - n, n)
-            if r <= 0 or n + r >= cap:
+            failed = r < 0 or n + r >= cap
+            if failed:
                 break
             n += r
-            if colons[t] & ONE_READ:
-                r = 0
+            if r == 0 or colons[t] & ONE_READ:
                 break
-        if r < 0 or n + r >= cap:
+        if failed:
             sigs[t] = 0
         elif mode == 2:  # a line count (LineCount): the lines after the header
             lines = 0

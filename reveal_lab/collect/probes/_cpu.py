@@ -13,6 +13,7 @@ from reveal_lab.collect._probe import (
     Probe,
     ProbeContext,
     ProbeUnavailable,
+    TableProbe,
     fixed_point,
     register_probe,
 )
@@ -52,12 +53,10 @@ def _stat_index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class ProcStat(Probe):
+class ProcStat(TableProbe):
     """Per-core and total CPU time (jiffies), context switches, interrupts, forks."""
 
     name, group = "cpu", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/stat: per-core and total CPU time, ctxt, intr, processes"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -74,12 +73,6 @@ class ProcStat(Probe):
                 self.channels.append(Channel("CPU", key[0], None, "count", counter=counter))
         self.info["clock_ticks_per_s"] = os.sysconf("SC_CLK_TCK")
         self.info["cores"] = sorted({k[0] for k in self.table.keys if len(k) == 2 and k[0] != "-"}, key=int)
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()
 
 
 @register_probe
@@ -119,9 +112,6 @@ class LoadAvg(Probe):
             return None
         ops = [(0, OP_FIXED, 2 * i, 2 * i + 1, i, 100) for i in range(3)]
         return ops + [(0, OP_COPY, 6, 0, 0, 1), (0, OP_COPY, 7, 0, 1, 1)]
-
-    def close(self) -> None:
-        self.table.close()
 
 
 #: /proc/loadavg's values, with the DECIMALS blanks: load 1/5/15 (whole, hundredths), runnable, total

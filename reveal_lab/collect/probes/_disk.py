@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
-
 from reveal_lab.collect._probe import (
     Channel,
-    Probe,
     ProbeContext,
     ProbeUnavailable,
+    TableProbe,
     register_probe,
     sanitize_instance,
 )
@@ -61,13 +59,11 @@ def _index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class DiskStats(Probe):
+class DiskStats(TableProbe):
     """Cumulative I/O counters per whole disk (``Disk:``); the dataset view also sums
     them over disks as the public dataset's device-less ``Storage_diff:`` columns."""
 
     name, group = "diskstats", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/diskstats per whole disk (partitions, loop, ram, zram left out)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -87,9 +83,3 @@ class DiskStats(Probe):
             for d, j in self.table.keys
         ]
         self.info["devices"] = present
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()

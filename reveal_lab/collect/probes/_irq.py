@@ -13,6 +13,7 @@ from reveal_lab.collect._probe import (
     Probe,
     ProbeContext,
     ProbeUnavailable,
+    TableProbe,
     register_probe,
 )
 from reveal_lab.collect.probes._table import Layout, Table
@@ -91,17 +92,12 @@ class Interrupts(Probe):
         ops += [(0, OP_ADD, nn + r * ncpu + c, 0, nn + c, 1) for r in range(rows) for c in range(ncpu)]
         return ops
 
-    def close(self) -> None:
-        self.table.close()
-
 
 @register_probe
-class Softirqs(Probe):
+class Softirqs(TableProbe):
     """Per-core softirq counts by type (``NET_RX``, ``TIMER``, ``BLOCK`` ...)."""
 
     name, group = "softirqs", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/softirqs per core and type"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -109,9 +105,3 @@ class Softirqs(Probe):
         self.channels = [
             Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys
         ]
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()

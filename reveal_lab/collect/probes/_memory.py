@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
+from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe, register_probe
 from reveal_lab.collect.probes._table import Layout, Table
 
 
@@ -21,12 +19,10 @@ def _meminfo_index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class MemInfo(Probe):
+class MemInfo(TableProbe):
     """Every ``/proc/meminfo`` line as a gauge (kB, or a count for HugePages_*)."""
 
     name, group = "meminfo", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/meminfo: all fields (kB)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -34,12 +30,6 @@ class MemInfo(Probe):
         self.channels = [
             Channel("Memory", sanitize_field(key), None, unit or "count") for key, unit in self.table.keys
         ]
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()
 
 
 def sanitize_field(name: str) -> str:
@@ -70,15 +60,13 @@ def _vmstat_index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class VmStat(Probe):
+class VmStat(TableProbe):
     """``/proc/vmstat``: ``nr_*`` gauges (pages) and cumulative event counters.
 
     ``ctx.options["vmstat_all"] = True`` keeps every key instead of the default set.
     """
 
     name, group = "vmstat", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/vmstat: dirty, writeback, swap, page faults, reclaim, THP, NUMA"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -97,9 +85,3 @@ class VmStat(Probe):
             else Channel("Vmstat", k, None, "count", counter=True)
             for k in self.table.keys
         ]
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()

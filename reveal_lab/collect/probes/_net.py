@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from reveal_lab.collect._probe import (
     Channel,
-    Probe,
     ProbeContext,
     ProbeUnavailable,
+    TableProbe,
     read_all,
     register_probe,
     sanitize_instance,
@@ -64,12 +62,10 @@ def link_speed_mbps(dev: str) -> float | None:
 
 
 @register_probe
-class NetDev(Probe):
+class NetDev(TableProbe):
     """Per-interface byte/packet/error/drop counters (``NetworkInterStat``)."""
 
     name, group = "netdev", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/net/dev per interface (lo left out)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -96,12 +92,6 @@ class NetDev(Probe):
         self.info["interfaces"] = devs
         # link speeds (Mb/s) feed NetworkUtilization in the dataset view
         self.info["speed_mbps"] = {sanitize_instance(d): link_speed_mbps(d) for d in devs}
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()
 
 
 #: snmp/netstat fields that are levels or settings, not cumulative counters
@@ -134,15 +124,13 @@ def _nstat_index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class Nstat(Probe):
+class Nstat(TableProbe):
     """Every counter of ``/proc/net/snmp`` and ``/proc/net/netstat``, named as
     ``nstat`` names them (``TcpRetransSegs``, ``TcpExtTCPSynRetrans``). TCP
     retransmission counters go to ``NetworkTCPRetrans`` like the public dataset,
     the rest to ``Nstat``."""
 
     name, group = "nstat", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/net/snmp + /proc/net/netstat (nstat counters)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -162,16 +150,6 @@ class Nstat(Probe):
                     self.channels.append(Channel("NetworkTCPRetrans", k, None, "count", counter=True))
                 else:
                     self.channels.append(Channel("Nstat", k, None, "count", counter=True))
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        a = 0
-        for t in self.tables:
-            t.read_into(ints[a : a + t.n])
-            a += t.n
-
-    def close(self) -> None:
-        for t in self.tables:
-            t.close()
 
 
 #: (channel field, sockstat file (0: sockstat, 1: sockstat6), line label, the word the
@@ -212,14 +190,12 @@ def _sockstat_index(lines: list[bytes]) -> Layout:
 
 
 @register_probe
-class Sockets(Probe):
+class Sockets(TableProbe):
     """Socket counts by protocol, the numbers ``ss -s`` prints (``/proc/net/sockstat``
     and, with IPv6, ``/proc/net/sockstat6``), as ``NetworkProtocolCounts:TCP`` etc.
     The UNIX socket count (``NetworkProtocolCounts:UNIX``) is the ``unix`` probe."""
 
     name, group = "sockets", "procfs"
-    #: sample() only reads its tables into consecutive int slices (batched reads fill them)
-    direct_tables = True
     description = "/proc/net/sockstat(6): socket counts by protocol (ss -s)"
 
     def open(self, ctx: ProbeContext) -> None:
@@ -240,13 +216,3 @@ class Sockets(Probe):
         self.channels = [
             Channel("NetworkProtocolCounts", k, None, "count") for t in self.tables for k in t.keys
         ]
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        a = 0
-        for t in self.tables:
-            t.read_into(ints[a : a + t.n])
-            a += t.n
-
-    def close(self) -> None:
-        for t in self.tables:
-            t.close()

@@ -94,7 +94,3 @@ class Pressure(Probe):
                 ops.append((ti, pr.OP_COPY, 3 * i + 2, 0, j, 1))
                 j += 1
         return ops
-
-    def close(self) -> None:
-        for t in self.tables:
-            t.close()

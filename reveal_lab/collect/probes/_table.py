@@ -61,20 +61,25 @@ class Table:
         *,
         colons: bool | int = False,
     ) -> None:
+        data = self._open(ctx, path, colons, int(colons))
+        self.index = index
+        mapping, _ = index(data.split(b"\n"))
+        self.keys: list[Hashable] = list(mapping) if keys is None else [k for k in keys if k in mapping]
+        self._build(data, mapping)
+
+    def _open(self, ctx: ProbeContext, path: str, colons: bool | int, mode: int) -> bytes:
+        """Open ``path`` and set up what every reader keeps; the file's contents."""
         self.path = path
         self.fd = ctx.open_ro(path)
         self.colons = colons
-        self.mode = int(colons)
-        self.index = index
-        data = read_all(self.fd)
-        self.hint = max(4096, 2 * len(data))
-        mapping, _ = index(data.split(b"\n"))
-        self.keys: list[Hashable] = list(mapping) if keys is None else [k for k in keys if k in mapping]
+        self.mode = mode
         self.relayouts = 0
         self.batch: TableBatch | None = None
         self._pre: np.ndarray | None = None  # this tick's values, read by the batch
         self._pre_sig = 0
-        self._build(data, mapping)
+        data = read_all(self.fd)
+        self.hint = max(4096, 2 * len(data))
+        return data
 
     def relearn(self) -> None:
         """Learn the layout again (after changing :attr:`keys`)."""
@@ -158,20 +163,10 @@ class LineCount(Table):
     (``/proc/net/unix``: one line per socket). Batched like a :class:`Table` (the
     compiled read counts the newlines, ``mode`` 2); its layout never "changes"."""
 
-    mode = 2
-
     def __init__(self, ctx: ProbeContext, path: str) -> None:  # noqa: D107 - no super(): no layout to learn
-        self.path = path
-        self.fd = ctx.open_ro(path)
-        self.colons = False
+        self._open(ctx, path, False, 2)
         self.index = None  # type: ignore[assignment]
-        data = read_all(self.fd)
-        self.hint = max(4096, 2 * len(data))
         self.keys = ["lines"]
-        self.relayouts = 0
-        self.batch = None
-        self._pre = None
-        self._pre_sig = 0
         self.n = 1
         self._want = np.zeros(0, dtype=np.int64)
         self._dest = np.zeros(0, dtype=np.int64)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
+from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe, register_probe
 from reveal_lab.collect.probes._table import LineCount
 
 
 @register_probe
-class Unix(Probe):
+class Unix(TableProbe):
     """Open UNIX domain sockets, ``NetworkProtocolCounts:UNIX``: the lines of
     ``/proc/self/net/unix`` (one per socket, after a header), as the public dataset
     counts them.
@@ -33,9 +33,6 @@ class Unix(Probe):
     name, group = "unix", "procfs"
     description = "/proc/net/unix: UNIX socket count (grows with the sockets; try unix@1s)"
 
-    #: sample() only reads its LineCount into its int slice (batched reads fill it)
-    direct_tables = True
-
     def open(self, ctx: ProbeContext) -> None:
         self.table = LineCount(ctx, "/proc/self/net/unix")
         self.channels = [Channel("NetworkProtocolCounts", "UNIX", None, "count")]
@@ -45,9 +42,3 @@ class Unix(Probe):
         v = np.empty(1, dtype=np.int64)
         self.table.read_into(v)
         return int(v[0])
-
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        self.table.read_into(ints)
-
-    def close(self) -> None:
-        self.table.close()
