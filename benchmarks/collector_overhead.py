@@ -102,7 +102,22 @@ def perf_events_here() -> list[str]:
     return ok
 
 
-READS_FLOOR = """
+#: the child scripts' helper: this process's open /proc and /sys files
+PROC_FDS = """
+import os
+def proc_fds():
+    out = set()
+    for fd in map(int, os.listdir("/proc/self/fd")):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(("/proc/", "/sys/")) and not target.startswith("/proc/self/fd"):
+            out.add(fd)
+    return out
+"""
+
+READS_FLOOR = PROC_FDS + """
 import os, sys, time
 import reveal_lab.collect.probes
 from reveal_lab.collect import PROBES, ProbeContext, resolve_probes
@@ -115,14 +130,7 @@ for n in resolve_probes(sys.argv[3]):
         probes.append(p)
     except Exception:
         pass
-fds = []
-for fd in map(int, os.listdir("/proc/self/fd")):
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        continue
-    if target.startswith(("/proc/", "/sys/")) and not target.startswith("/proc/self/fd"):
-        fds.append(fd)
+fds = sorted(proc_fds())
 open(sys.argv[2], "w").write(str(len(fds)))
 iv = float(sys.argv[1]); t0 = time.monotonic(); k = 0
 while True:
@@ -182,7 +190,7 @@ def config_env(name: str) -> dict[str, str]:
     }
 
 
-PER_PROBE = """
+PER_PROBE = PROC_FDS + """
 import json, os, sys, time
 import numpy as np
 import reveal_lab.collect.probes
@@ -190,16 +198,6 @@ from reveal_lab.collect import PROBES, ProbeContext, resolve_probes
 n_warm, n_tick, iv = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 ctx = ProbeContext(host="h", interval_s=iv)
 tt = time.thread_time_ns
-def proc_fds():
-    out = set()
-    for fd in map(int, os.listdir("/proc/self/fd")):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith(("/proc/", "/sys/")) and not target.startswith("/proc/self/fd"):
-            out.add(fd)
-    return out
 probes = []
 for name in resolve_probes("procfs,-self"):
     before = proc_fds()
@@ -243,7 +241,7 @@ for k in range(1, 2 * n_tick + 1):
             t = tt(); read(fds); res[name]["read"].append(tt() - t)
 # every probe in one tick, each reading its own files vs one batched read first
 from reveal_lab.collect.probes._table import Table, TableBatch
-batch = TableBatch.create([t for _, p, _, _, _ in probes for t in ([getattr(p, "table", None)] + list(getattr(p, "tables", []))) if isinstance(t, Table)])
+batch = TableBatch.create([t for _, p, _, _, _ in probes for t in p.own_tables() if isinstance(t, Table)])
 tot = {"own": [], "batched": []}
 t0 = time.monotonic()
 for k in range(1, 2 * n_tick + 1):
