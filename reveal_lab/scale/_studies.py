@@ -21,6 +21,7 @@ functions serially here (the reference the Dask path is tested against).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -181,23 +182,12 @@ def run_studies(
     ref_list = list(refs) if refs is not None else run_refs(data)
     p = get_preset(preset)
     if scheduler == INPROCESS:
-        return _studies(
-            _Runner(None),
-            studies,
-            ref_list,
-            p,
-            preset,
-            loader,
-            granularities,
-            dtw_metrics,
-            dtw_max_metrics,
-            dtw_kwargs,
-            max_runs_per_workload,
-            workloads,
-        )
-    from reveal_lab.scale._cluster import dask_client
+        session = contextlib.nullcontext(None)
+    else:
+        from reveal_lab.scale._cluster import dask_client
 
-    with dask_client(scheduler, quiet=True) as client:
+        session = dask_client(scheduler, quiet=True)
+    with session as client:
         return _studies(
             _Runner(client),
             studies,
