@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
@@ -22,3 +23,12 @@ def net_interfaces() -> list[str]:
     runner in a network-less sandbox has none, and the probe is then skipped, not broken."""
     lines = Path("/proc/self/net/dev").read_text().splitlines()[2:]
     return [n for n in (ln.split(":", 1)[0].strip() for ln in lines) if n and n != "lo"]
+
+
+def wait_for(path: Path, timeout: float = 20) -> None:
+    """Wait until ``path`` exists (e.g. a run's ``channels.json``: the collector started)."""
+    t = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > t:
+            raise TimeoutError(f"{path} did not appear")
+        time.sleep(0.05)

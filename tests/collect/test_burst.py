@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd
+from collect_helpers import collect_cmd, wait_for
 
 from reveal_lab.collect._probe import ProbeContext, read_all
 from reveal_lab.collect.probes._table import LineCount, Table, TableBatch
@@ -228,9 +228,7 @@ def test_a_new_interface_mid_run_is_relearnt(tmp_path):
         text=True,
     )
     try:
-        t = time.monotonic() + 60
-        while not (out / "channels.json").exists() and time.monotonic() < t:
-            time.sleep(0.05)
+        wait_for(out / "channels.json", timeout=60)
         time.sleep(1.0)
         add = subprocess.run(
             ["ip", "link", "add", name, "type", "veth", "peer", "name", name + "p"],
@@ -267,9 +265,7 @@ def test_sigterm_stops_the_compiled_loop_promptly(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    t = time.monotonic() + 60
-    while not (out / "channels.json").exists() and time.monotonic() < t:
-        time.sleep(0.05)
+    wait_for(out / "channels.json", timeout=60)
     time.sleep(1.5)
     sent_mono_ns = time.monotonic_ns()
     proc.send_signal(signal.SIGTERM)
@@ -304,9 +300,7 @@ def test_kill9_in_the_compiled_loop_leaves_the_synced_samples(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     try:
-        t = time.monotonic() + 60
-        while not (out / "channels.json").exists() and time.monotonic() < t:
-            time.sleep(0.05)
+        wait_for(out / "channels.json", timeout=60)
         time.sleep(3.3)
         kill_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)

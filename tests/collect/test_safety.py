@@ -17,20 +17,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd, net_interfaces
+from collect_helpers import collect_cmd, net_interfaces, wait_for
 
 from reveal_lab.io._collector import read_collector_run
 from reveal_lab.telemetry import TelemetryError, TelemetryWarning, validate_frame
 
 needs_root = pytest.mark.root
-
-
-def _wait_for(path: Path, timeout: float = 20) -> None:
-    t = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > t:
-            raise TimeoutError(f"{path} did not appear")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +34,7 @@ def killed_run(tmp_path_factory):
         stderr=subprocess.PIPE,
     )
     try:
-        _wait_for(out / "channels.json")
+        wait_for(out / "channels.json")
         time.sleep(3.3)
         kill_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)
@@ -122,7 +114,7 @@ def test_clean_stop_on_sigterm_rolls_a_segment(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    _wait_for(out / "channels.json")
+    wait_for(out / "channels.json")
     time.sleep(1.0)
     proc.send_signal(signal.SIGTERM)
     stdout, _ = proc.communicate(timeout=20)
