@@ -146,7 +146,11 @@ def numpy_features(
     with np.errstate(invalid="ignore", divide="ignore"):
         total = Z.sum(axis=1)
         mean = total / nf
-        dev = np.where(m, P - mean[:, None, :], 0.0)
+        # deviations of values shifted by each window's first valid one (the kernel's shift:
+        # a high level with a small spread keeps its digits in the higher moments)
+        first = np.take_along_axis(P, np.argmax(m, axis=1)[:, None, :], axis=1)
+        S = np.where(m, P - first, 0.0)
+        dev = np.where(m, S - (S.sum(axis=1) / nf)[:, None, :], 0.0)
         m2 = (dev**2).sum(axis=1)
         var = m2 / nf
         m3 = (dev**3).sum(axis=1)
