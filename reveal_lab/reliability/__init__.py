@@ -1,0 +1,46 @@
+"""Reliability at cluster scale (Kokolis et al., HPCA 2025, arXiv 2410.21680): MTTF of a
+job against its size, the expected effective training time ratio (ETTR) and the optimal
+checkpoint interval in closed form, a vectorised Monte-Carlo simulator of checkpointed
+jobs, lemon hosts ranked from our own telemetry, and the paper's quoted scenarios
+against ours (:func:`paper_claims`)."""
+
+from reveal_lab.reliability._model import (
+    FAILURE_RATES,
+    GPUS_PER_NODE,
+    expected_ettr,
+    job_failure_rate,
+    mttf_hours,
+    optimal_interval,
+    renewal_ettr,
+    resolve_failure_rate,
+)
+from reveal_lab.reliability._claims import (
+    CLAIM_KEYS,
+    MEASURED_MTTF,
+    SCENARIOS,
+    STATUSES,
+    agreement_grid,
+    interval_for_target,
+    paper_claims,
+)
+from reveal_lab.reliability._simulate import SimulationResult, simulate_ettr
+
+__all__ = [
+    "FAILURE_RATES",
+    "GPUS_PER_NODE",
+    "resolve_failure_rate",
+    "job_failure_rate",
+    "mttf_hours",
+    "expected_ettr",
+    "renewal_ettr",
+    "optimal_interval",
+    "SimulationResult",
+    "simulate_ettr",
+    "SCENARIOS",
+    "MEASURED_MTTF",
+    "CLAIM_KEYS",
+    "STATUSES",
+    "agreement_grid",
+    "interval_for_target",
+    "paper_claims",
+]
