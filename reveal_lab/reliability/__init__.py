@@ -4,6 +4,15 @@ checkpoint interval in closed form, a vectorised Monte-Carlo simulator of checkp
 jobs, lemon hosts ranked from our own telemetry, and the paper's quoted scenarios
 against ours (:func:`paper_claims`)."""
 
+from reveal_lab.reliability._lemon import (
+    LEMON_COLUMNS,
+    flag_hosts,
+    host_run_table,
+    lemon_hosts,
+    mttf_without_host,
+    scan_lemon_hosts,
+    wilson_interval,
+)
 from reveal_lab.reliability._model import (
     FAILURE_RATES,
     GPUS_PER_NODE,
@@ -43,4 +52,11 @@ __all__ = [
     "agreement_grid",
     "interval_for_target",
     "paper_claims",
+    "LEMON_COLUMNS",
+    "wilson_interval",
+    "host_run_table",
+    "flag_hosts",
+    "lemon_hosts",
+    "scan_lemon_hosts",
+    "mttf_without_host",
 ]
