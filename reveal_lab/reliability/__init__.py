@@ -8,6 +8,7 @@ from reveal_lab.reliability._lemon import (
     LEMON_COLUMNS,
     flag_hosts,
     host_run_table,
+    lab_lemon_hosts,
     lemon_hosts,
     mttf_without_host,
     scan_lemon_hosts,
@@ -31,6 +32,13 @@ from reveal_lab.reliability._claims import (
     agreement_grid,
     interval_for_target,
     paper_claims,
+)
+from reveal_lab.reliability._plots import (
+    ettr_optima,
+    plot_closed_vs_simulated,
+    plot_ettr_vs_interval,
+    plot_lemon_hosts,
+    plot_mttf_scaling,
 )
 from reveal_lab.reliability._simulate import SimulationResult, simulate_ettr
 
@@ -59,4 +67,10 @@ __all__ = [
     "lemon_hosts",
     "scan_lemon_hosts",
     "mttf_without_host",
+    "lab_lemon_hosts",
+    "ettr_optima",
+    "plot_mttf_scaling",
+    "plot_ettr_vs_interval",
+    "plot_closed_vs_simulated",
+    "plot_lemon_hosts",
 ]

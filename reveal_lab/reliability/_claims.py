@@ -190,7 +190,7 @@ def paper_claims(*, simulate: bool = True, n_jobs: int = 20_000, seed: int = 0) 
         ))
     out.append(_row(
         "lemon_512plus", "lemon-node detection cut failures of 512+-GPU jobs from 14 % to 4 %", 0.04,
-        float("nan"), "failure share", "cannot be reproduced here",
+        None, "failure share", "cannot be reproduced here",
         "needs the clusters' job and node-failure logs; our lab data has 2 hosts and no failures "
         "(see lemon_hosts for the telemetry-side ranking)", data="none (cluster logs not public)",
     ))

@@ -27,6 +27,7 @@ __all__ = [
     "lemon_hosts",
     "scan_lemon_hosts",
     "mttf_without_host",
+    "lab_lemon_hosts",
     "LEMON_COLUMNS",
 ]
 
@@ -228,3 +229,39 @@ def mttf_without_host(
         "assumption": "node failure rate proportional to the host's smoothed lemon share (k+1)/(n+2); each "
         "host an equal part of the fleet (illustrative, not measured)",
     }
+
+
+def lab_lemon_hosts(
+    root: str | Any,
+    *,
+    max_runs: int = 0,
+    mode: str = "baseline",
+    preset: str = "paper",
+    **kw: Any,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Lemon hosts over a labelled lab dataset's multi-host runs (``world_size`` > 1).
+
+    Each host file is scored with :func:`reveal_lab.evaluation.evaluate_dataset` (fit on
+    the workload's fault-free runs by default, leaving the run itself out), the hosts of a
+    run compared with :func:`flag_hosts` (keyword arguments go there). ``max_runs``: only
+    the first multi-host runs of ``meta_lab.csv`` (0: all). Returns ``(flags, ranking)``.
+    """
+    from pathlib import Path
+
+    from reveal_lab.evaluation import evaluate_dataset
+    from reveal_lab.lab import read_meta
+
+    root = Path(root)
+    meta = read_meta(root / "meta_lab.csv")
+    if "world_size" not in meta.columns:
+        raise ValueError(f"{root / 'meta_lab.csv'} has no world_size column: cannot tell multi-host runs")
+    runs = meta.filter(pl.col("world_size") > 1)["run"].unique(maintain_order=True).to_list()
+    if max_runs:
+        runs = runs[:max_runs]
+    if not runs:
+        empty = pl.DataFrame(schema={"run": pl.String, "host": pl.String, "flagged": pl.Boolean})
+        return empty, lemon_hosts(empty)
+    ev = evaluate_dataset(root, mode=mode, preset=preset, runs=runs, crosshost=False)
+    faults = ev.windows.group_by("run", "host").agg(pl.col("fault").first())
+    flags = flag_hosts(host_run_table(ev.windows), **kw).join(faults, on=["run", "host"], how="left")
+    return flags, lemon_hosts(flags)
