@@ -95,8 +95,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     e.add_argument("--simulate", action="store_true", help="also simulate jobs (Monte-Carlo) with a 95%% CI")
     e.add_argument("--jobs", type=_positive_int, default=100_000, metavar="N",
                    help="simulated jobs (default 100000)")
-    e.add_argument("--work", type=_duration(False), default=24.0, metavar="DUR",
-                   help="useful training per simulated job (default 24h)")
+    budget = e.add_mutually_exclusive_group()
+    budget.add_argument("--work", type=_duration(False), default=24.0, metavar="DUR",
+                        help="useful training per simulated job (default 24h)")
+    budget.add_argument("--wall", type=_duration(False), metavar="DUR",
+                        help="simulate jobs of a fixed wall-clock budget instead (e.g. 48h)")
     e.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     e.set_defaults(func=_ettr)
 
@@ -134,12 +137,13 @@ def _ettr(args: argparse.Namespace) -> int:
     if args.simulate:
         try:
             sim = simulate_ettr(*a[:5], work_h=args.work, n_jobs=args.jobs, seed=args.seed,
-                                gpus_per_node=args.gpus_per_node)
+                                gpus_per_node=args.gpus_per_node, wall_h=args.wall)
         except ValueError as exc:
             iv = args.checkpoint_interval * 60
             raise ValueError(f"--simulate with --checkpoint-interval {iv:g} min: {exc}") from None
         out |= {"ettr_simulated": sim.mean, "ci95": list(sim.ci95), "quantiles": sim.quantiles(),
-                "jobs": args.jobs, "work_h": args.work, "seed": args.seed}
+                "jobs": args.jobs, "seed": args.seed}
+        out |= {"wall_h": args.wall} if args.wall else {"work_h": args.work}
     if args.json:
         print(json.dumps(out))
         return 0
@@ -153,6 +157,7 @@ def _ettr(args: argparse.Namespace) -> int:
         print("optimal interval: with free checkpoint writes (w = 0), checkpoint as often as you can")
     if args.simulate:
         lo, hi = out["ci95"]
+        size = f"{args.wall:g} h wall-clock" if args.wall else f"{args.work:g} h useful work"
         print(f"simulated {out['ettr_simulated']:.4f} (95% CI {lo:.4f}–{hi:.4f}; {args.jobs} jobs of "
-              f"{args.work:g} h useful work, seed {args.seed})")
+              f"{size}, seed {args.seed})")
     return 0

@@ -56,7 +56,7 @@ class SimulationResult:
     @property
     def pooled(self) -> float:
         """Useful time over wall time pooled across jobs (ratio of means)."""
-        return float(self.params["work_h"] * self.ettr.size / self.wall_h.sum())
+        return float((self.ettr * self.wall_h).sum() / self.wall_h.sum())
 
     def quantiles(self, qs: tuple[float, ...] = (0.05, 0.5, 0.95)) -> dict[str, float]:
         """Quantiles of the per-job ETTR distribution, keyed ``p5``, ``p50``..."""
@@ -106,6 +106,7 @@ def simulate_ettr(
     n_jobs: int = 100_000,
     seed: int | None = 0,
     gpus_per_node: int = GPUS_PER_NODE,
+    wall_h: float | None = None,
 ) -> SimulationResult:
     """Simulate ``n_jobs`` jobs of ``work_h`` useful hours each; their ETTR distribution.
 
@@ -116,6 +117,11 @@ def simulate_ettr(
         checkpoint write time w, hours.
     failure_rate : failures per 1,000 node-days, or ``"rsc1"`` / ``"rsc2"``.
     work_h : useful training per job, hours (fixed; the wall time is what varies).
+    wall_h : instead, a fixed wall-clock budget per job, hours (e.g. a reservation):
+        the useful time is the checkpointed work done within it (work since the last
+        checkpoint when the budget runs out is lost). Both settings share the long-run
+        mean (:func:`renewal_ettr`); they differ in spread and by an end effect of order
+        Δ / budget.
 
     Examples
     --------
@@ -133,6 +139,9 @@ def simulate_ettr(
     if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1:
         raise ValueError(f"n_jobs must be a whole number >= 1, got {n_jobs!r}")
     lam = job_failure_rate(gpus, failure_rate, gpus_per_node)
+    if wall_h is not None:
+        return _simulate_wall(lam, float(interval_h), float(restart_h), float(write_h), wall_h, int(n_jobs),
+                              seed, gpus)
     n_full = int(np.floor(work_h / interval_h + 1e-9))
     rem = max(work_h - n_full * interval_h, 0.0)
     if rem < 1e-9 * interval_h:
@@ -167,3 +176,44 @@ def simulate_ettr(
         "work_h": float(work_h),
     }
     return SimulationResult(ettr=work_h / wall, failures=fails, wall_h=wall, params=params)
+
+
+def _simulate_wall(
+    lam: float, interval_h: float, restart_h: float, write_h: float, wall_h: float, n_jobs: int,
+    seed: int | None, gpus: int,
+) -> SimulationResult:
+    """Fixed wall-clock budget: step every job from failure to failure (vectorised over jobs)."""
+    if not np.isfinite(wall_h) or wall_h <= 0:
+        raise ValueError(f"wall-clock budget must be > 0 hours, got {wall_h!r}")
+    cycle = interval_h + write_h
+    if lam * cycle > 30:
+        raise ValueError(
+            f"a segment of {cycle:.3g} h at {lam:.3g} failures/h almost never completes; ETTR ≈ 0"
+        )
+    if lam * (wall_h + restart_h) > 5e6:
+        raise ValueError(f"{lam * wall_h:.3g} expected failures per job: too many to step through")
+    rng = np.random.default_rng(seed)
+    t = np.zeros(n_jobs)
+    useful = np.zeros(n_jobs)
+    fails = np.zeros(n_jobs, dtype=np.int64)
+    active = np.arange(n_jobs)
+    while active.size:
+        x = rng.exponential(1.0 / lam, active.size)
+        left = wall_h - t[active]
+        hit = x < left
+        run = np.where(hit, x, left)
+        useful[active] += np.floor(run / cycle + 1e-12) * interval_h
+        fails[active] += hit
+        t[active] += np.where(hit, x + restart_h, left)
+        active = active[hit & (t[active] < wall_h)]
+    params = {
+        "gpus": float(gpus),
+        "interval_h": interval_h,
+        "restart_h": restart_h,
+        "write_h": write_h,
+        "failures_per_hour": lam,
+        "work_h": float("nan"),
+        "wall_h": float(wall_h),
+    }
+    return SimulationResult(ettr=useful / wall_h, failures=fails, wall_h=np.full(n_jobs, float(wall_h)),
+                            params=params)

@@ -74,3 +74,14 @@ def test_hopeless_simulation_is_a_clear_error(capsys):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "--checkpoint-interval 300 min" in err and "almost never" in err
+
+
+def test_ettr_simulate_fixed_wall_budget(capsys):
+    argv = ["reliability", "ettr", "--gpus", "16384", "--checkpoint-interval", "15m", "--restart", "5m",
+            "--simulate", "--wall", "48h", "--jobs", "2000", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["wall_h"] == 48.0 and "work_h" not in out
+    assert abs(out["ettr_simulated"] - out["ettr"]) < 0.02
+    with pytest.raises(SystemExit):
+        main([*argv, "--work", "10h"])

@@ -37,7 +37,9 @@ def test_closed_vs_simulated_and_lemon_figures_render(tmp_path):
     fig = plot_closed_vs_simulated(grid)
     assert len(fig.axes) == 2 and any("max" in t.get_text() for t in fig.axes[1].texts)
     fig.savefig(tmp_path / "a.png")
-    flags = pl.DataFrame({"run": ["r1", "r1", "r2", "r2"], "host": ["a", "b"] * 2, "flagged": [True, False] * 2})
+    flags = pl.DataFrame(
+        {"run": ["r1", "r1", "r2", "r2"], "host": ["a", "b"] * 2, "flagged": [True, False] * 2}
+    )
     fig = plot_lemon_hosts(lemon_hosts(flags))
     assert len(fig.axes[0].patches) == 2
     empty = plot_lemon_hosts(lemon_hosts(flags.head(0)))

@@ -74,3 +74,18 @@ def test_invalid_input(kw, match):
     args = dict(gpus=1024, interval_h=1.0, restart_h=0.1, n_jobs=10) | kw
     with pytest.raises(ValueError, match=match):
         simulate_ettr(**args)
+
+
+def test_fixed_wall_budget_shares_the_long_run_mean():
+    args = (16384, 0.25, 0.1, 0.01)
+    wall = simulate_ettr(*args, wall_h=120.0, n_jobs=5000, seed=2)
+    assert np.all(wall.wall_h == 120.0) and wall.params["wall_h"] == 120.0
+    assert wall.mean == pytest.approx(renewal_ettr(*args), rel=0.01)
+    # useful time is whole checkpointed segments only
+    segs = wall.ettr * 120.0 / 0.25
+    assert np.allclose(segs, np.round(segs))
+    # no failures: floor(budget / (Δ + w)) segments
+    calm = simulate_ettr(8, 0.5, 1.0, 0.1, failure_rate=1e-9, wall_h=10.0, n_jobs=4, seed=0)
+    assert calm.ettr == pytest.approx(np.full(4, 16 * 0.5 / 10.0))
+    with pytest.raises(ValueError, match="wall-clock budget"):
+        simulate_ettr(*args, wall_h=0.0, n_jobs=5)
