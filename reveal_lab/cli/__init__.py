@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "record",
     "watch",
     "scan",
+    "reliability",
 )
 
 

@@ -100,5 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"FAILED {o.run_id} ({o.archive}:{o.member}): {o.error}")
     if args.out:
         out = res.write(args.out)
-        print(f"wrote {out}/anomalies.csv, runs.csv, failures.json, scan.json")
+        from reveal_lab.reliability import scan_lemon_hosts
+
+        scan_lemon_hosts(res.anomalies, res.runs).write_csv(out / "lemon_hosts.csv")
+        print(f"wrote {out}/anomalies.csv, runs.csv, failures.json, scan.json, lemon_hosts.csv")
     return 1 if res.failures and not res.succeeded else 0
