@@ -9,6 +9,7 @@ the slots; ``--build-only`` rebuilds ``--out`` from an existing ``--raw`` folder
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -36,7 +37,33 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--keep-nan-columns", action="store_true", help="keep channels that are missing for a whole run"
     )
+    p.add_argument(
+        "--load-gate",
+        type=_gate_value,
+        default=0.5,
+        help="before each slot, wait while the 1-minute load average less the lab's own share is above "
+        "this (default 0.5; 'off': measure and log only)",
+    )
+    p.add_argument(
+        "--gate-wait",
+        default="10min",
+        help="longest wait for the machine to calm down before a slot; then refuse with exit status "
+        "75 (EX_TEMPFAIL; default 10min)",
+    )
+    p.add_argument("--gate-poll", default="10s", help="how often to re-check a busy machine (default 10s)")
     p.set_defaults(func=_run)
+
+
+def _gate_value(text: str) -> float | None:
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a load (e.g. 0.5) or 'off', got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a load >= 0 or 'off', got {text!r}")
+    return v
 
 
 def _slots(spec: str, n: int) -> list[int]:
@@ -58,7 +85,15 @@ def _slots(spec: str, n: int) -> list[int]:
 
 def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import data_dir, parse_duration
-    from reveal_lab.lab import build_dataset, describe_plan, get_plan, record_plans, require_root
+    from reveal_lab.lab import (
+        GateRefused,
+        LoadGate,
+        build_dataset,
+        describe_plan,
+        get_plan,
+        record_plans,
+        require_root,
+    )
 
     kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
     if args.repeats is not None:
@@ -76,7 +111,18 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out or str(data_dir())
     if not args.build_only:
         require_root(("ip", "nsenter", "iptables"))
-        record_plans(slots, args.raw, interval=args.interval, probes=args.probes)
+        gate = LoadGate(
+            gate=args.load_gate,
+            max_wait_s=parse_duration(args.gate_wait),
+            poll_s=parse_duration(args.gate_poll),
+        )
+        try:
+            record_plans(
+                slots, args.raw, interval=args.interval, probes=args.probes, gate=gate, numbers=numbers
+            )
+        except GateRefused as exc:
+            print(f"reveal-lab record: refused: {exc}", file=sys.stderr)
+            return exc.exit_code
     if not args.no_build:
         meta, labels = build_dataset(args.raw, out, drop_all_nan=not args.keep_nan_columns)
         print(f"wrote {len(meta)} host runs and {len(labels)} labels to {out}")

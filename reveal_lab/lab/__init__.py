@@ -7,12 +7,23 @@
   read bursts, a CPU-quota configuration difference, with exact start/end times;
 * :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
   dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
+* :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
 * :mod:`~reveal_lab.lab._plan` -- the plan ``data/lab`` was recorded with.
 
 Recording needs root; reading labels and plans does not. torch is imported lazily.
 """
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
+from reveal_lab.lab._gate import (
+    GATE_EXIT_CODE,
+    GateRefused,
+    LoadGate,
+    ProcInfo,
+    busiest_others,
+    lab_cpu_seconds,
+    own_load,
+    read_process_table,
+)
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts, require_root, setup_hosts, teardown_hosts
 from reveal_lab.lab._labels import (
     LABEL_COLUMNS,
@@ -38,6 +49,14 @@ from reveal_lab.lab._recorder import (
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "GATE_EXIT_CODE",
+    "GateRefused",
+    "LoadGate",
+    "ProcInfo",
+    "busiest_others",
+    "lab_cpu_seconds",
+    "own_load",
+    "read_process_table",
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",
     "META_COLUMNS",

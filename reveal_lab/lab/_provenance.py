@@ -124,13 +124,9 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "perf: software events only (hardware counters are not exposed in this VM); turbostat not installed; "
         "no GPU (NVML/nvidia-smi absent). **No GPU run is included**: no GPU machine was lent to the "
         "recording session.",
-        "* **What else was running**: the machine was shared with other development work during the "
-        "recording (tests, notebooks, benchmarks on both cores). Load averages before each run and the "
-        "busiest other processes are in `recording.json`; the 1-minute load average ranged over "
-        + _load_range(sessions)
-        + ". Baseline runs therefore carry background noise too, as real shared "
-        "clusters do.",
+        "* **What else was running**: " + _background(sessions),
         "",
+        *_slot_table(sessions),
         "## Re-recording",
         "",
         "As root on a Linux host with `ip`, `nsenter` and `iptables` (`scripts/bootstrap.sh` installs the "
@@ -169,6 +165,55 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
     return "\n".join(lines) + "\n"
+
+
+def _background(sessions: list[dict]) -> str:
+    """One sentence on the machine's load while recording (from the gate's per-slot readings)."""
+    gates = {s.get("load_gate", "not used") for s in sessions}
+    readings = [sl["gate_reading"] for s in sessions for sl in s.get("slots", []) if "gate_reading" in sl]
+    if not readings:  # recorded before the gate existed
+        return (
+            "the machine was shared with other development work during the recording (tests, notebooks, "
+            "benchmarks on both cores). Load averages before each run and the busiest other processes are in "
+            "`recording.json`; the 1-minute load average ranged over "
+            + _load_range(sessions)
+            + ". Baseline runs therefore carry background noise too, as real shared clusters do."
+        )
+    other = sorted(r["other_load"] for r in readings)
+    waited = sum(r.get("waited_s", 0) for r in readings)
+    return (
+        f"before every slot the recorder checked the 1-minute load average less the lab's own share "
+        f"(load gate: {', '.join(str(g) for g in sorted(gates, key=str))}; `reveal_lab/lab/_gate.py`) and "
+        f"waited while it was above the gate ({waited:.0f} s of waiting in all). The load not due to the lab "
+        f"was {other[0]:.2f} to {other[-1]:.2f} (median {other[len(other) // 2]:.2f}) over "
+        f"{len(readings)} slots; the table below gives each slot's reading and the busiest other processes."
+    )
+
+
+def _slot_table(sessions: list[dict]) -> list[str]:
+    """Per slot: load average, the lab's share, the rest, the wait, the busiest other processes."""
+    rows = []
+    for s in sessions:
+        for sl in s.get("slots", []):
+            r = sl.get("gate_reading")
+            if r is None:
+                continue
+            top = ", ".join(f"{p['comm']} {p['cores']:.2f}" for p in r.get("top_other_processes", [])[:3])
+            status = "refused" if "refused" in sl else ("failed" if "error" in sl else "recorded")
+            rows.append(
+                f"| {sl['slot']} | {status} | {r['loadavg1']:.2f} | {r['own_load']:.2f} "
+                f"| {r['other_load']:.2f} "
+                f"| {r.get('waited_s', 0):.0f} | {top or '-'} |"
+            )
+    if not rows:
+        return []
+    return [
+        "| slot | status | loadavg 1 min | lab's own | other | waited (s) "
+        "| busiest other processes (cores) |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _load_range(sessions: list[dict]) -> str:

@@ -21,6 +21,7 @@ recorder, for each *slot* (plans on disjoint hosts that run at the same time):
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reveal_lab.lab._faults import Fault, make_fault, now_ms, prepare_read_file
+from reveal_lab.lab._gate import GateRefused, LoadGate, lab_cpu_seconds
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts
 from reveal_lab.lab._labels import (
     EXTRA_META_COLUMNS,
@@ -680,12 +682,6 @@ def machine_provenance() -> dict:
     return info
 
 
-def _top_processes(n: int = 8) -> list[str]:
-    """The busiest other processes right now (what else was running while we recorded)."""
-    r = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True)
-    return [ln.strip() for ln in r.stdout.splitlines()[1 : n + 1]]
-
-
 def record_plans(
     slots: Sequence[Sequence[RunPlan]],
     raw_dir: str | Path,
@@ -699,11 +695,25 @@ def record_plans(
     calm_before_s: float = 3.0,
     calm_after_s: float = 2.0,
     on_slot: Callable[[int, list[RecordedRun]], None] | None = None,
+    gate: LoadGate | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> dict:
     """Record every slot on one set of lab hosts into ``raw_dir`` (see :func:`build_dataset`).
 
+    Before each slot ``gate`` (:class:`~reveal_lab.lab._gate.LoadGate`) measures the
+    1-minute load average less the lab's own share and waits while it is above its
+    threshold; it raises :class:`~reveal_lab.lab._gate.GateRefused` (after logging the
+    reading) when the machine stays busy. Default: measure and log, never wait. Each
+    slot's reading (load, the lab's share, the busiest other processes) goes into the
+    slot's entry of ``recording.json``. ``numbers``: the slots' numbers in the full plan
+    (for the log; default 0, 1, ...).
+
     Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
     """
+    gate = gate if gate is not None else LoadGate(gate=None)
+    numbers = list(range(len(slots))) if numbers is None else list(numbers)
+    if len(numbers) != len(slots):
+        raise ValueError(f"{len(numbers)} slot numbers for {len(slots)} slots")
     raw_root = Path(raw_dir)
     raw_root.mkdir(parents=True, exist_ok=True)
     if any(fp.fault_type == "storage_read" for s in slots for p in s for fp in p.faults):
@@ -716,6 +726,8 @@ def record_plans(
         "probes": probes or "all",
         "calm_before_s": calm_before_s,
         "calm_after_s": calm_after_s,
+        "load_gate": gate.gate,
+        "gate_max_wait_s": gate.max_wait_s,
         "argv": sys.argv,
         "slots": slot_log,
     }
@@ -736,9 +748,19 @@ def record_plans(
             }
             for h in hs
         ]
-        for i, slot in enumerate(slots):
+        if gate.own_cpu is lab_cpu_seconds:  # the lab = these hosts' cgroups + the recorder
+            gate.own_cpu = functools.partial(lab_cpu_seconds, [h.cgroup_path for h in hs])
+        gate.note()
+        for k, (i, slot) in enumerate(zip(numbers, slots, strict=True)):
+            try:
+                reading = gate.wait()
+            except GateRefused as exc:
+                log.error("slot %d not recorded: %s", i, exc)
+                slot_log.append({"slot": i, "refused": str(exc), "gate_reading": exc.reading})
+                prov["finished"] = ms_to_stamp(now_ms())
+                save()
+                raise
             load_before = open("/proc/loadavg").read().split()[:3]
-            top = _top_processes()
             t = time.time()
             try:
                 recs = _record_slot_retry(
@@ -749,14 +771,23 @@ def record_plans(
                     probes=probes,
                     calm_before_s=calm_before_s,
                     calm_after_s=calm_after_s,
-                    master_port=29500 + 10 * (i % 50),
+                    master_port=29500 + 10 * (k % 50),
                     read_file=read_file,
                 )
             except LabError as exc:
+                gate.note()
                 log.error("slot %d failed: %s", i, exc)
-                slot_log.append({"slot": i, "error": str(exc), "plans": [asdict(p) for p in slot]})
+                slot_log.append(
+                    {
+                        "slot": i,
+                        "error": str(exc),
+                        "gate_reading": reading,
+                        "plans": [asdict(p) for p in slot],
+                    }
+                )
                 save()
                 continue
+            gate.note()
             slot_log.append(
                 {
                     "slot": i,
@@ -764,12 +795,17 @@ def record_plans(
                     "wall_s": round(time.time() - t, 1),
                     "loadavg_before": load_before,
                     "loadavg_after": open("/proc/loadavg").read().split()[:3],
-                    "top_processes_before": top,
+                    "gate_reading": reading,
+                    "top_processes_before": [
+                        f"{p['cores'] * 100:.0f}% {p['comm']} ({p['pid']})"
+                        for p in reading["top_other_processes"]
+                    ],
                 }
             )
             log.info(
-                "slot %d/%d done in %.0fs: %s",
-                i + 1,
+                "slot %d (%d/%d) done in %.0fs: %s",
+                i,
+                k + 1,
                 len(slots),
                 time.time() - t,
                 ", ".join(f"{r.stem} [{r.plan.fault_name}]" for r in recs),
