@@ -245,10 +245,10 @@ class LoadGate:
                 )
                 raise GateRefused(
                     f"the machine is busy: 1-minute load average {r['loadavg1']:.2f}, of which the lab's "
-                    "own "
-                    f"{r['own_load']:.2f}, leaves {r['other_load']:.2f} > --load-gate {self.gate:g} after "
-                    f"waiting {waited:.0f}s (--gate-wait {self.max_wait_s:g}s); busiest other processes: "
-                    f"{top or 'none measurable'}. Stop them and run again (or record with --slots to resume).",
+                    f"own {r['own_load']:.2f}, leaves {r['other_load']:.2f} > --load-gate {self.gate:g} "
+                    f"after waiting {waited:.0f}s (--gate-wait {self.max_wait_s:g}s); busiest other "
+                    f"processes: {top or 'none measurable'}. Stop them and run again (or record with "
+                    "--slots to resume).",
                     r,
                 )
             self.sleep(min(self.poll_s, max(self.max_wait_s - waited, 0.0)) or self.poll_s)
