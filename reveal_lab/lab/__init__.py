@@ -2,13 +2,14 @@
 
 * :mod:`~reveal_lab.lab._workloads` -- CNN / Transformer / MLP train and infer on the CPU
   (PyTorch, synthetic data), and two-host DDP training over gloo;
-* :mod:`~reveal_lab.lab._hosts` -- a host = network namespace + veth + cgroup pinned to a core;
+* :mod:`~reveal_lab.lab._hosts` -- a host = network namespace + veth (a bridge for three or
+  more) + cgroup pinned to a core, its network processing steered to that core;
 * :mod:`~reveal_lab.lab._faults` -- packet loss, CPU contention, memory pressure, storage
   read bursts, a CPU-quota configuration difference, with exact start/end times;
 * :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
   dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
 * :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
-* :mod:`~reveal_lab.lab._plan` -- the plan ``data/lab`` was recorded with.
+* :mod:`~reveal_lab.lab._plan` -- the plans (v2, the default; v1; smoke) and their time estimate.
 
 Recording needs root; reading labels and plans does not. torch is imported lazily.
 """
@@ -24,7 +25,16 @@ from reveal_lab.lab._gate import (
     own_load,
     read_process_table,
 )
-from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts, require_root, setup_hosts, teardown_hosts
+from reveal_lab.lab._hosts import (
+    MAX_HOSTS,
+    LabError,
+    LabHost,
+    bridge_namespace,
+    lab_hosts,
+    require_root,
+    setup_hosts,
+    teardown_hosts,
+)
 from reveal_lab.lab._labels import (
     LABEL_COLUMNS,
     META_COLUMNS,
@@ -35,7 +45,21 @@ from reveal_lab.lab._labels import (
     run_stem,
     stamp_to_ms,
 )
-from reveal_lab.lab._plan import PLANS, default_plan, describe_plan, get_plan, smoke_plan
+from reveal_lab.lab._plan import (
+    DEFAULT_PLAN,
+    PLANS,
+    SLOT_OVERHEAD_S,
+    V2_HOSTS,
+    default_plan,
+    describe_plan,
+    estimate_seconds,
+    get_plan,
+    plan_hosts,
+    plan_summary,
+    smoke_plan,
+    v1_plan,
+    v2_plan,
+)
 from reveal_lab.lab._recorder import (
     FaultPlan,
     RecordedRun,
@@ -60,10 +84,20 @@ __all__ = [
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",
     "META_COLUMNS",
+    "DEFAULT_PLAN",
     "PLANS",
+    "SLOT_OVERHEAD_S",
+    "V2_HOSTS",
+    "estimate_seconds",
+    "plan_hosts",
+    "plan_summary",
+    "v1_plan",
+    "v2_plan",
     "WORKLOADS",
     "FaultPlan",
     "LabError",
+    "MAX_HOSTS",
+    "bridge_namespace",
     "LabHost",
     "RecordedRun",
     "RunPlan",

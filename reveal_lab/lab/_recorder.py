@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from reveal_lab.lab._faults import Fault, make_fault, now_ms, prepare_read_file
+from reveal_lab.lab._faults import RUN_ONLY_FAULTS, Fault, make_fault, now_ms, prepare_read_file
 from reveal_lab.lab._gate import GateRefused, LoadGate, lab_cpu_seconds
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts
 from reveal_lab.lab._labels import (
@@ -81,7 +81,12 @@ class FaultPlan:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run: ``model`` x ``phase`` on ``hosts`` (two hosts: DDP training over gloo)."""
+    """One run: ``model`` x ``phase`` on ``hosts`` (several hosts: DDP training over gloo).
+
+    ``host_quota``: every host of the run limited to this share of a core for the run
+    (so that DDP ranks on a 2-core machine leave headroom); ``None``: no limit.
+    ``case``: the case study (before/after pair) the run belongs to, e.g. ``irq:after``.
+    """
 
     model: str
     phase: str
@@ -90,6 +95,8 @@ class RunPlan:
     faults: tuple[FaultPlan, ...] = ()
     repeat: int = 0
     seed: int = 0
+    host_quota: float | None = None
+    case: str = ""
 
     @property
     def world_size(self) -> int:
@@ -117,9 +124,13 @@ class RunPlan:
             raise ValueError(f"phase must be train or infer, got {self.phase!r}")
         if self.world_size > 1 and self.phase != "train":
             raise ValueError("two-host runs are DDP training runs")
+        if self.host_quota is not None and not 0 < self.host_quota <= 64:
+            raise ValueError(f"host_quota must be a positive share of cores, got {self.host_quota}")
         for f in self.faults:
             if f.host not in self.hosts:
                 raise ValueError(f"fault on {f.host} but the run uses {self.hosts}")
+            if f.fault_type in RUN_ONLY_FAULTS and f.at_s is not None:
+                raise ValueError(f"{f.fault_type} is a whole-run configuration: at_s and for_s must be None")
             if (f.at_s is None) != (f.for_s is None):
                 raise ValueError("a fault needs both at_s and for_s, or neither (whole run)")
             if f.at_s is not None and f.at_s + f.for_s >= self.duration_s:
@@ -179,7 +190,7 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30.
     return proc.returncode
 
 
-def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
     end = time.time() + timeout
     while time.time() < end:
         if (out_dir / "meta.json").exists() or any(out_dir.glob("journal-*.bin")):
@@ -246,6 +257,14 @@ def _fault_schedule(
         errors.append(exc)
 
 
+def _threads(p: RunPlan, host: str) -> int:
+    """Intra-op threads of ``p``'s workload on ``host``: 1 unless a ``config_threads`` fault says."""
+    for f in p.faults:
+        if f.fault_type == "config_threads" and f.host == host:
+            return int(f.magnitude)
+    return 1
+
+
 def record_slot(
     hosts: dict[str, LabHost],
     plans: Sequence[RunPlan],
@@ -281,6 +300,7 @@ def record_slot(
     threads: list[threading.Thread] = []
     anchors: dict[RunPlan, dict] = {}
     results: list[RecordedRun] = []
+    quotas: dict[str, float | None] = {}
     try:
         # 1. collectors
         for p in plans:
@@ -299,15 +319,30 @@ def record_slot(
                 collectors[(p, hn)] = (proc, d)
         for proc, d in collectors.values():
             _wait_started(d, proc)
+        # the run's host configuration (a base CPU quota) once the collectors run (their start-up
+        # compiles and imports a lot: under a quota it could take longer than the start timeout)
+        for p in plans:
+            for hn in p.hosts:
+                quotas[hn] = hosts[hn].cpu_quota()
+                if p.host_quota is not None:
+                    hosts[hn].set_cpu_quota(p.host_quota)
         # whole-run configuration faults go on before the calm period
         for p in plans:
             faults[p] = []
             for fp in p.faults:
-                kw = {"path": read_file} if fp.fault_type == "storage_read" else {}
+                kw: dict = {}
+                if fp.fault_type == "storage_read":
+                    kw["path"] = read_file
+                elif fp.fault_type == "config_irq_imbalance":
+                    kw["peers"] = tuple(hosts[h] for h in p.hosts)
                 faults[p].append((make_fault(fp.fault_type, hosts[fp.host], fp.magnitude, **kw), fp))
             for f, fp in faults[p]:
                 if fp.at_s is None:
                     f.start()
+        config = {
+            p: {hn: {"cpu_quota": hosts[hn].cpu_quota(), "steering": hosts[hn].steering()} for hn in p.hosts}
+            for p in plans
+        }  # as the workload will see it
         time.sleep(calm_before_s)
         # 2. workloads
         t_work = time.time()
@@ -329,6 +364,8 @@ def record_slot(
                     str(p.seed * 10 + p.repeat),
                     "--log",
                     str(logf),
+                    "--threads",
+                    str(_threads(p, hn)),
                 ]
                 if p.world_size > 1:
                     cmd += [
@@ -390,6 +427,9 @@ def record_slot(
             _stop(proc, signal.SIGKILL, timeout=5)
         for proc, _ in collectors.values():
             _stop(proc, signal.SIGINT)
+        for hn, q in quotas.items():  # the hosts as they were before the run
+            with contextlib.suppress(LabError, OSError):
+                hosts[hn].set_cpu_quota(q)
     # 4. the raw record: collector directories + run.json (plan, labels, workload summaries)
     for p in plans:
         stem = stems[p]
@@ -407,7 +447,9 @@ def record_slot(
                     "collector_dir": collectors[(p, hn)][1].name,
                     "address": hosts[hn].address,
                     "core": hosts[hn].core,
-                    "cpu_quota": hosts[hn].cpu_quota(),
+                    "cpu_quota": config[p][hn]["cpu_quota"],
+                    "steering": config[p][hn]["steering"],
+                    "threads": _threads(p, hn),
                     "collector_rc": collectors[(p, hn)][0].returncode,
                     "workload": summaries.get((p, hn), {}),
                 }
@@ -496,7 +538,7 @@ def build_dataset(
                 frame = frame.select(keep)
             fn = file_name(stem, hn)
             summ = h.get("workload") or {}
-            quota = h.get("cpu_quota")  # as it was when the run ended (a whole-run quota is lifted by then)
+            quota = h.get("cpu_quota")  # while the workload ran (older manifests: when it ended)
             for lab in man["labels"]:
                 if lab["fault_type"] == "config_cpu_quota" and lab["host"] == hn:
                     quota = lab["magnitude"]
@@ -518,6 +560,7 @@ def build_dataset(
                     "fault": man["fault"],
                     "world_size": len(man["hosts"]),
                     "cpu_quota": quota,
+                    "case": plan.get("case", ""),
                     "dropped_all_missing_columns": dropped,
                     "collector": {
                         k: run.meta.extra.get(k)
@@ -553,6 +596,8 @@ def build_dataset(
                     "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
                     **_workload_span(raw_root, stem, man),
                     "cpu_quota": "" if quota is None else quota,
+                    "threads": h.get("threads", 1),
+                    "case": plan.get("case", ""),
                     "n_dropped_nan_columns": dropped,
                 }
             )
@@ -745,6 +790,8 @@ def record_plans(
                 "address": h.address,
                 "core": h.core,
                 "cgroups": {k: str(v) for k, v in h.cgroups.items()},
+                "bridge_namespace": h.bridge_ns,
+                "steering": h.steering(),
             }
             for h in hs
         ]
