@@ -70,7 +70,9 @@ def _workloads_of(windows: pl.DataFrame, runs: list[str]) -> list[str] | None:
 def _without_other_episodes(windows: pl.DataFrame, other: pl.DataFrame) -> pl.DataFrame:
     """``windows`` less those of a labelled (run, host) that overlap an episode in ``other``."""
     drop = pl.lit(False)
-    ep = other.filter(pl.col("scope").fill_null("episode") == "episode") if "scope" in other.columns else other
+    ep = other
+    if "scope" in other.columns:
+        ep = other.filter(pl.col("scope").fill_null("episode") == "episode")
     for r in ep.iter_rows(named=True):
         drop = drop | (
             (pl.col("run") == r["run"])
@@ -97,9 +99,10 @@ def evaluation_json(
     ``episodes``, ``windows`` and ``table`` are an :class:`~reveal_lab.evaluation.Evaluation`'s
     (the scored labels are the episodes' rows, one per label).
     """
-    labels = (
-        episodes.filter(pl.col("in_overall").fill_null(True)) if "in_overall" in episodes.columns else episodes
-    ).select([c for c in _LABEL_COLS if c in episodes.columns])
+    labels = episodes
+    if "in_overall" in episodes.columns:  # cross-host rows score the same labels a second time
+        labels = episodes.filter(pl.col("in_overall").fill_null(True))
+    labels = labels.select([c for c in _LABEL_COLS if c in episodes.columns])
     rows = {r["fault_type"]: r for r in table.iter_rows(named=True)}
     out: dict[str, Any] = {"settings": dict(settings or {})}
     out["overall"] = _row(rows.get("overall", {}), _fa_share(windows, None))

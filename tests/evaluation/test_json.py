@@ -1,4 +1,4 @@
-"""``evaluate --json``: the JSON object, per fault type and per magnitude, on detections with known answers."""
+"""``evaluate --json``: the JSON object, per fault type and magnitude, on detections with known answers."""
 
 from __future__ import annotations
 
@@ -110,7 +110,8 @@ def test_evaluate_cli_writes_json(tmp_path, capsys):
     labels = read_labels(data_dir() / "labels.csv")
     run = labels.filter(pl.col("fault_type") == "storage_read")["run"][0]
     out = tmp_path / "ev.json"
-    assert main(["evaluate", "--mode", "self", "--runs", run, "--out", str(tmp_path), "--json", str(out)]) == 0
+    argv = ["evaluate", "--mode", "self", "--runs", run, "--out", str(tmp_path), "--json", str(out)]
+    assert main(argv) == 0
     obj = json.loads(out.read_text())
     assert obj["settings"]["mode"] == "self" and obj["settings"]["runs_scored"] == 1
     assert obj["overall"]["episodes"] == 2 and set(obj["fault_types"]) == {"storage_read"}
