@@ -1,7 +1,8 @@
 """``reveal-lab compare A_RUNS... --vs B_RUNS...``: judge a fix by anomalous-window shares and throughput.
 
 Runs are host files (Parquet, collector folders), run stems of ``--data``, or selectors over
-its ``meta_lab.csv`` such as ``case=irq:after`` or ``model=DDPCNN,fault=none``. Writes
+its ``meta_lab.csv`` such as ``case=irq:after``, ``model=DDPCNN,fault=none`` or ``fault^=packet_loss``
+(starts with). Writes
 ``compare.csv``, ``compare.md``, ``compare_runs.csv`` and ``figures/compare.{png,pdf}``.
 """
 

@@ -41,6 +41,8 @@ __all__ = [
     "Comparison",
     "RunSpec",
     "bootstrap_compare",
+    "case_study_runs",
+    "combine_cases",
     "compare_runs",
     "resolve_runs",
     "run_shares",
@@ -108,7 +110,7 @@ def _spec_from_row(root: Path, r: Mapping) -> RunSpec:
 def resolve_runs(items: Sequence[str], data: str | Path | None = None) -> list[RunSpec]:
     """Host files for ``items``: paths, run stems of ``data``, or ``column=value[,...]``
     selectors over ``data``'s ``meta_lab.csv`` (e.g. ``case=irq:after`` or
-    ``model=DDPCNN,fault=none``). Paths inside a lab dataset pick up their run group,
+    ``model=DDPCNN,fault=none``; ``column^=value``: the column starts with the value). Paths inside a lab dataset pick up their run group,
     throughput and workload span from its ``meta_lab.csv``.
     """
     from reveal_lab.config import data_dir
@@ -124,12 +126,15 @@ def resolve_runs(items: Sequence[str], data: str | Path | None = None) -> list[R
             sel = meta
             for part in item.split(","):
                 col, _, val = part.partition("=")
+                prefix = col.endswith("^")  # column^=value: starts with
+                col = col.removesuffix("^")
                 if col not in meta.columns:
                     raise TelemetryError(
                         f"selector {item!r}: no column {col!r} (columns: {', '.join(meta.columns)})",
                         path=str(root / "meta_lab.csv"),
                     )
-                sel = sel.filter(pl.col(col).cast(pl.String) == val)
+                v = pl.col(col).cast(pl.String)
+                sel = sel.filter(v.str.starts_with(val) if prefix else v == val)
             if sel.height == 0:
                 raise TelemetryError(f"selector {item!r} matches no run", path=str(root / "meta_lab.csv"))
             out += [_spec_from_row(root, r) for r in sel.iter_rows(named=True)]
@@ -470,3 +475,49 @@ def _group_throughput(specs: Sequence[RunSpec], groups: Sequence[str]) -> np.nda
             return None
         vals.append(float(np.mean(t)))
     return np.array(vals)
+
+
+def _limit(specs: list[RunSpec], n: int) -> list[RunSpec]:
+    if n <= 0:
+        return specs
+    keep = list(dict.fromkeys(s.group for s in specs))[:n]
+    return [s for s in specs if s.group in keep]
+
+
+def case_study_runs(
+    data: str | Path | None = None,
+    *,
+    before: str = "case=ddp:before",
+    after: Sequence[str] = ("case=irq:after", "case=threads:after", "case=loss:after"),
+    fallback_before: str = "model=DDPCNN,fault=none",
+    fallback_after: Sequence[str] = ("fault^=packet_loss", "fault^=config_cpu_quota"),
+    max_runs_per_side: int = 0,
+) -> dict[str, tuple[list[RunSpec], list[RunSpec]]]:
+    """Before/after run sets of the lab's case studies: ``{after selector: (A, B)}``.
+
+    The v2 dataset marks them in ``meta_lab.csv``'s ``case`` column; a dataset without it
+    (or without matching runs) falls back to ``fallback_before`` against each of
+    ``fallback_after`` (e.g. the v1 data's fault-free DDP runs against its packet-loss and
+    CPU-quota runs). After-selectors that match nothing are left out; at most
+    ``max_runs_per_side`` runs per side when it is positive.
+    """
+
+    def pick(sel: str) -> list[RunSpec]:
+        try:
+            return resolve_runs([sel], data)
+        except TelemetryError:
+            return []
+
+    a = pick(before)
+    pairs = [(x, pick(x)) for x in after] if a else []
+    if not a or not any(b for _, b in pairs):
+        a = pick(fallback_before)
+        pairs = [(x, pick(x)) for x in fallback_after]
+    return {x: (_limit(a, max_runs_per_side), _limit(b, max_runs_per_side)) for x, b in pairs if a and b}
+
+
+def combine_cases(comparisons: Mapping[str, Comparison]) -> pl.DataFrame:
+    """One table of several comparisons: a ``case`` column first, then :data:`COMPARE_COLUMNS`."""
+    parts = [c.table.select(pl.lit(k).alias("case"), pl.all()) for k, c in comparisons.items()]
+    schema = {"case": pl.String, **dict(_table([], {}, 0, 0).schema)}
+    return pl.concat(parts) if parts else pl.DataFrame(schema=schema)

@@ -77,3 +77,29 @@ def test_compare_rejects_bad_input(tmp_path):
     with pytest.raises(TelemetryError, match="matches no run"):
         resolve_runs(["phase=infer"], tmp_path)
     assert resolve_runs(["n_rows=1"], tmp_path)[0].path.endswith("train_separated/a.parquet")
+
+
+def test_case_study_runs_fall_back_to_the_v1_pairs():
+    from reveal_lab.compare import case_study_runs
+    from reveal_lab.config import data_dir
+    from reveal_lab.lab import read_meta
+
+    meta = read_meta(data_dir() / "meta_lab.csv")
+    pairs = case_study_runs(max_runs_per_side=3)
+    if "case" in meta.columns and meta["case"].cast(pl.String).str.ends_with(":after").any():
+        assert pairs and all(k.startswith("case=") for k in pairs)  # v2 data: its own case studies
+    else:  # v1 data: fault-free DDP runs against the packet-loss and quota runs
+        assert set(pairs) == {"fault^=packet_loss", "fault^=config_cpu_quota"}
+    for a, b in pairs.values():
+        assert len({s.group for s in a}) == 3 and len({s.group for s in b}) == 3
+        assert all(s.throughput and s.span for s in a + b)
+        assert not {s.path for s in a} & {s.path for s in b}
+
+
+def test_compare_cli_says_what_is_wrong(capsys):
+    from reveal_lab.cli import main
+
+    assert main(["compare", "no_such_run", "--vs", "case=irq:after"]) == 1
+    assert "neither a file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", "a"])  # --vs is required
