@@ -110,8 +110,9 @@ def _spec_from_row(root: Path, r: Mapping) -> RunSpec:
 def resolve_runs(items: Sequence[str], data: str | Path | None = None) -> list[RunSpec]:
     """Host files for ``items``: paths, run stems of ``data``, or ``column=value[,...]``
     selectors over ``data``'s ``meta_lab.csv`` (e.g. ``case=irq:after`` or
-    ``model=DDPCNN,fault=none``; ``column^=value``: the column starts with the value). Paths inside a lab dataset pick up their run group,
-    throughput and workload span from its ``meta_lab.csv``.
+    ``model=DDPCNN,fault=none``; ``column^=value``: the column starts with the value).
+    Paths inside a lab dataset pick up their run group, throughput and workload span from
+    its ``meta_lab.csv``.
     """
     from reveal_lab.config import data_dir
 
