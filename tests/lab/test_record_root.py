@@ -1,8 +1,9 @@
 """Re-record a tiny labelled run for real (root): three namespace hosts on a bridge, collectors,
 DDP over gloo under a per-host CPU quota, packet loss and the IRQ-imbalance steering.
 
-Uses host names ``rltA``/``rltB``/``rltC`` (not the dataset's ``labA``/...) so it can run beside
-a recording. Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
+Uses host names of its own, unique per test process (``t<pid>A``/``B``/``C``, not the dataset's
+``labA``/...), so it can run beside a recording and beside another copy of itself: setting up hosts
+first tears down leftovers *by name*, which would kill a concurrent run's processes. Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from reveal_lab.lab import (
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-NAMES = ("rltA", "rltB", "rltC")
+NAMES = tuple(f"t{os.getpid() % 100000:05d}{c}" for c in "ABC")
 
 
 def _need_root():
@@ -75,8 +76,8 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     _need_root()
     raw, out = tmp_path / "raw", tmp_path / "lab"
     faults = (
-        FaultPlan("packet_loss", "rltB", 0.05, 2.0, 2.0),
-        FaultPlan("config_irq_imbalance", "rltB", 1.0),
+        FaultPlan("packet_loss", NAMES[1], 0.05, 2.0, 2.0),
+        FaultPlan("config_irq_imbalance", NAMES[1], 1.0),
     )
     plan = RunPlan("MLP", "train", NAMES, 6.0, faults, host_quota=0.6, case="irq:after")
     try:
@@ -89,9 +90,9 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     slot = prov["slots"][0]
     assert "error" not in slot, slot.get("error")
     man = json.loads(next(raw.glob("*.run.json")).read_text())
-    for hn, h in man["hosts"].items():  # while it ran: the quota, and every host steered to rltB's core
+    for hn, h in man["hosts"].items():  # while it ran: the quota, and every host steered to NAMES[1]'s core
         assert h["cpu_quota"] == pytest.approx(0.6), hn
-        assert set(h["steering"].values()) == {"2"}, (hn, h["steering"])  # rltB is on core 1
+        assert set(h["steering"].values()) == {"2"}, (hn, h["steering"])  # NAMES[1] is on core 1
     assert slot["gate_reading"]["passed"] and "other_load" in slot["gate_reading"]
     meta_rows, label_rows = build_dataset(raw, out)
     meta, labels = read_meta(out / "meta_lab.csv"), read_labels(out / "labels.csv")
@@ -100,7 +101,7 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     assert set(meta["case"]) == {"irq:after"}
     assert sorted(labels["fault_type"]) == ["config_irq_imbalance", "packet_loss"]
     labels = labels.filter(pl.col("fault_type") == "packet_loss")
-    assert labels["host"][0] == "rltB" and labels["magnitude"][0] == 0.05
+    assert labels["host"][0] == NAMES[1] and labels["magnitude"][0] == 0.05
     start, end = labels["start"][0], labels["end"][0]
     assert 1.5 <= (end - start).total_seconds() <= 5.0
     for row in meta.iter_rows(named=True):
