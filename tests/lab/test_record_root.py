@@ -3,7 +3,8 @@ DDP over gloo under a per-host CPU quota, packet loss and the IRQ-imbalance stee
 
 Uses host names of its own, unique per test process (``t<pid>A``/``B``/``C``, not the dataset's
 ``labA``/...), so it can run beside a recording and beside another copy of itself: setting up hosts
-first tears down leftovers *by name*, which would kill a concurrent run's processes. Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
+first tears down leftovers *by name*, which would kill a concurrent run's processes.
+Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
 """
 
 from __future__ import annotations
