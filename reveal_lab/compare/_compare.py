@@ -277,7 +277,9 @@ class Comparison:
         if figure:
             from reveal_lab.plots import plot_comparison, save_figure
 
-            for p in save_figure(plot_comparison(self.table, title=self.config.get("title", "")), out, name):
+            labels = (self.config.get("a_label", "A"), self.config.get("b_label", "B"))
+            fig = plot_comparison(self.table, title=self.config.get("title", ""), labels=labels)
+            for p in save_figure(fig, out, name):
                 paths[f"figure_{p.suffix.lstrip('.')}"] = p
         return paths
 

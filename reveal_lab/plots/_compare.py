@@ -17,7 +17,9 @@ def _err(part: pl.DataFrame, side: str) -> tuple[np.ndarray, np.ndarray]:
     return m, np.vstack([np.clip(m - lo, 0, None), np.clip(hi - m, 0, None)])
 
 
-def plot_comparison(table: pl.DataFrame, *, title: str = "", max_metrics: int = 8):
+def plot_comparison(
+    table: pl.DataFrame, *, title: str = "", max_metrics: int = 8, labels: tuple[str, str] = ("A", "B")
+):
     """Anomalous-window shares of sides A and B per subsystem (left) and for the metrics that
     changed most (middle), and throughput (right), each with its bootstrap interval."""
     with style():
@@ -44,7 +46,7 @@ def plot_comparison(table: pl.DataFrame, *, title: str = "", max_metrics: int = 
                 m, err = _err(part, side)
                 scale = 1.0 if kind == "throughput" else 100.0
                 ax.bar(x + off, m * scale, width=0.4, yerr=err * scale, capsize=2, color=color_for(side, k),
-                       label=side.upper())
+                       label=labels[k])
             names = [n if len(n) <= 24 else n[:23] + "…" for n in part["name"].to_list()]
             ax.set_xticks(x, names, rotation=35, ha="right", fontsize=7)
             ax.set_ylabel("samples/s" if kind == "throughput" else "anomalous windows (%)")
