@@ -21,8 +21,10 @@ from reveal_lab.lab._gate import (
     LoadGate,
     ProcInfo,
     busiest_others,
+    lab_active_tasks,
     lab_cpu_seconds,
     own_load,
+    own_load_from_counts,
     read_process_table,
 )
 from reveal_lab.lab._hosts import (
@@ -78,8 +80,10 @@ __all__ = [
     "LoadGate",
     "ProcInfo",
     "busiest_others",
+    "lab_active_tasks",
     "lab_cpu_seconds",
     "own_load",
+    "own_load_from_counts",
     "read_process_table",
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",

@@ -11,6 +11,12 @@ therefore subtracts the lab's *own* contribution before comparing with the thres
   average is an exponentially weighted average with a 60 s time constant, so the lab's
   share of it now is ``sum_i rate_i * (exp(-(now - t1_i)/60) - exp(-(now - t0_i)/60))``
   (:func:`own_load`), the same weighting applied to the lab's own history;
+* CPU time misses what the load average also counts: tasks waiting for a core (two busy
+  loops beside a workload on one core: load 3, CPU 1 core) and tasks in uninterruptible
+  sleep (``O_DIRECT`` reads, ``fsync``). So while a slot runs, the lab's runnable and
+  uninterruptible tasks are also counted about once a second (:func:`lab_active_tasks`,
+  :meth:`LoadGate.sample_tasks`) and weighted the same way (:func:`own_load_from_counts`);
+  the lab's share is the larger of the two estimates;
 * ``other = loadavg1 - own``; the gate passes when ``other <= gate``.
 
 What else was busy is recorded too: the busiest processes outside the lab, by CPU time
@@ -36,8 +42,10 @@ __all__ = [
     "LoadGate",
     "ProcInfo",
     "busiest_others",
+    "lab_active_tasks",
     "lab_cpu_seconds",
     "own_load",
+    "own_load_from_counts",
     "read_loadavg1",
     "read_process_table",
 ]
@@ -157,6 +165,48 @@ def lab_cpu_seconds(cgroup_dirs: Sequence[Path] = ()) -> float:
     return total
 
 
+def lab_active_tasks(cgroup_dirs: Sequence[Path] = ()) -> int:
+    """Tasks (threads) of the lab's cgroups that are runnable (``R``) or in uninterruptible
+    sleep (``D``) right now: what the kernel's load average counts."""
+    n = 0
+    for d in cgroup_dirs:
+        d = Path(d)
+        f = d / "tasks" if (d / "tasks").exists() else d / "cgroup.threads"
+        try:
+            tids = f.read_text().split()
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{tid}/stat").read_text()
+            except OSError:
+                continue
+            if stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] in ("R", "D"):
+                n += 1
+    return n
+
+
+def own_load_from_counts(
+    samples: Sequence[tuple[float, float]], now: float, tau_s: float = LOAD_TAU_S
+) -> float:
+    """The lab's share of the load average from ``(time, active tasks)`` samples: each count
+    holds until the next sample (the last until ``now``), weighted as the kernel weights it.
+
+    >>> round(own_load_from_counts([(0.0, 3), (600.0, 3)], 600.0), 3)  # 3 tasks for 10 min
+    3.0
+    >>> round(own_load_from_counts([(0.0, 3), (60.0, 0)], 120.0), 3)  # ... until a minute ago
+    0.698
+    """
+    total = 0.0
+    pts = list(samples)
+    for k, (t0, c) in enumerate(pts):
+        t1 = pts[k + 1][0] if k + 1 < len(pts) else now
+        if t1 <= t0:
+            continue
+        total += c * (math.exp(-(now - t1) / tau_s) - math.exp(-(now - t0) / tau_s))
+    return total
+
+
 def own_load(history: Sequence[tuple[float, float]], now: float, tau_s: float = LOAD_TAU_S) -> float:
     """The lab's share of the load average at ``now`` from ``(time, cumulative CPU s)`` samples.
 
@@ -199,7 +249,9 @@ class LoadGate:
     own_cpu: Callable[[], float] = lab_cpu_seconds
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    own_tasks: Callable[[], int] | None = None  #: the lab's R+D task count (:func:`lab_active_tasks`)
     history: list[tuple[float, float]] = field(default_factory=list)
+    task_samples: list[tuple[float, float]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.gate is not None and self.gate < 0:
@@ -210,6 +262,18 @@ class LoadGate:
     def note(self) -> None:
         """Add a sample of the lab's CPU time (call before and after every slot)."""
         self.history.append((self.clock(), self.own_cpu()))
+        self.sample_tasks()
+
+    def sample_tasks(self) -> None:
+        """Add a count of the lab's runnable + uninterruptible tasks (about once a second while
+        a slot runs; a no-op without ``own_tasks``)."""
+        if self.own_tasks is not None:
+            self.task_samples.append((self.clock(), float(self.own_tasks())))
+
+    def own_share(self, now: float) -> float:
+        """The lab's share of the load average now: the larger of the CPU-time and the task-count
+        estimates."""
+        return max(own_load(self.history, now), own_load_from_counts(self.task_samples, now))
 
     def measure(self) -> dict:
         """One reading: load average, the lab's share, the rest, and the busiest others."""
@@ -219,7 +283,7 @@ class LoadGate:
         after, t1 = self.read_processes(), self.clock()
         self.note()
         load = self.read_load()
-        own = own_load(self.history, t1)
+        own = self.own_share(t1)
         return {
             "loadavg1": round(load, 3),
             "own_load": round(own, 3),

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from reveal_lab.lab._faults import RUN_ONLY_FAULTS, Fault, make_fault, now_ms, prepare_read_file
-from reveal_lab.lab._gate import GateRefused, LoadGate, lab_cpu_seconds
+from reveal_lab.lab._gate import GateRefused, LoadGate, lab_active_tasks, lab_cpu_seconds
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts
 from reveal_lab.lab._labels import (
     EXTRA_META_COLUMNS,
@@ -727,6 +727,13 @@ def machine_provenance() -> dict:
     return info
 
 
+def _count_tasks(gate: LoadGate, stop: threading.Event, every_s: float = 1.0) -> None:
+    """Sample the lab's runnable + uninterruptible tasks for the gate until ``stop`` is set."""
+    while not stop.wait(every_s):
+        with contextlib.suppress(Exception):  # a sampling hiccup must not end the recording
+            gate.sample_tasks()
+
+
 def record_plans(
     slots: Sequence[Sequence[RunPlan]],
     raw_dir: str | Path,
@@ -797,6 +804,8 @@ def record_plans(
         ]
         if gate.own_cpu is lab_cpu_seconds:  # the lab = these hosts' cgroups + the recorder
             gate.own_cpu = functools.partial(lab_cpu_seconds, [h.cgroup_path for h in hs])
+        if gate.own_tasks is None:
+            gate.own_tasks = functools.partial(lab_active_tasks, [h.cgroup_path for h in hs])
         gate.note()
         for k, (i, slot) in enumerate(zip(numbers, slots, strict=True)):
             try:
@@ -809,6 +818,9 @@ def record_plans(
                 raise
             load_before = open("/proc/loadavg").read().split()[:3]
             t = time.time()
+            counting = threading.Event()
+            counter = threading.Thread(target=_count_tasks, args=(gate, counting), daemon=True)
+            counter.start()
             try:
                 recs = _record_slot_retry(
                     hosts,
@@ -822,6 +834,8 @@ def record_plans(
                     read_file=read_file,
                 )
             except LabError as exc:
+                counting.set()
+                counter.join(timeout=10)
                 gate.note()
                 log.error("slot %d failed: %s", i, exc)
                 slot_log.append(
@@ -834,6 +848,9 @@ def record_plans(
                 )
                 save()
                 continue
+            finally:
+                counting.set()
+                counter.join(timeout=10)
             gate.note()
             slot_log.append(
                 {

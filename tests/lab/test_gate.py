@@ -158,3 +158,22 @@ def test_gate_readings_reach_the_dataset_readme(tmp_path):
     text = provenance_readme(raw, out)
     assert "| 3 | recorded | 1.90 | 1.70 | 0.20 | 12 | sshd 0.05 |" in text
     assert "load gate: 0.5" in text and "0.20 to 0.20" in text
+
+
+def test_waiting_and_blocked_lab_tasks_count_beyond_their_cpu_time():
+    from reveal_lab.lab import own_load_from_counts
+
+    # a workload and two busy loops on one core for ten minutes: 1 core of CPU time, load 3
+    m = FakeMachine([3.0], own_rate=1.0)
+    counts = iter([3] * 1000)
+    g = m.gate(gate=0.5, own_tasks=lambda: next(counts))
+    g.note()
+    for _ in range(600):  # the recorder samples about once a second while a slot runs
+        m.t += 1
+        g.sample_tasks()
+    g.note()
+    r = g.wait()
+    assert r["passed"] and r["own_load"] == pytest.approx(3.0, abs=0.05)
+    # by CPU time alone the lab would own only 1 of the 3: the gate would wait for nothing
+    assert own_load(g.history, m.t) == pytest.approx(1.0, abs=0.05)
+    assert own_load_from_counts([], 10.0) == 0.0
