@@ -2,10 +2,10 @@
 # Record the bundled lab dataset (data/lab) on a quiet Linux host, as root, in one command.
 #
 #   sudo scripts/record_lab_dataset.sh [PLAN] [RAW_DIR] [OUT_DIR]
-#   sudo SLOTS=0-24 scripts/record_lab_dataset.sh v2 /var/tmp/reveal_lab/raw_v2   # a part; then SLOTS=25-49
+#   sudo SLOTS=0-25 scripts/record_lab_dataset.sh v2 /var/tmp/reveal_lab/raw_v2   # a part; then SLOTS=26-51
 #
-# PLAN: v2 (default: 50 slots of 90 s, 5 fault-free repeats of 7 workloads, graded faults,
-# DDP on three hosts, the before/after case studies; ~93 min estimated, printed by the dry
+# PLAN: v2 (default: 52 slots of 90 s, 5 fault-free repeats of 7 workloads, graded faults,
+# DDP on three hosts, the before/after case studies; ~97 min estimated, printed by the dry
 # run), v1 (the first data/lab) or smoke (one 8 s run).
 # Environment: LOAD_GATE (default 0.5: before each slot wait while the 1-minute load average
 # less the lab's own share is above it; "off" disables), GATE_WAIT (default 10min: then stop

@@ -125,9 +125,13 @@ V2_MAGNITUDES: dict[str, tuple[float, ...]] = {
 
 
 def v2_plan(
-    duration_s: float = 90.0, repeats: int = 5, episode_s: float = 10.0, case_runs: int = 3
+    duration_s: float = 90.0,
+    repeats: int = 5,
+    episode_s: float = 10.0,
+    case_runs: int = 3,
+    quota_runs: int = 2,
 ) -> list[list[RunPlan]]:
-    """The second lab dataset's plan: 50 slots of 90 s (about 93 minutes, see :func:`plan_summary`).
+    """The second lab dataset's plan: 52 slots of 90 s (about 97 minutes, see :func:`plan_summary`).
 
     * fault-free: CNN/Transformer/MLP x train/infer on ``labA`` and DDP CNN training on
       ``labA``+``labB``+``labC`` (every host at a CPU quota of 0.4 core), ``repeats`` each;
@@ -140,7 +144,9 @@ def v2_plan(
       study's ``before`` side, ``ddp:before``), ``case_runs`` runs each: packet loss on
       ``labB`` (three episodes per run, 0.1 / 0.2 / 1 % in rotating order); IRQ/softirq
       imbalance (every host's network processing steered to core 0, against each on its
-      own core); a thread-count difference (``labB``'s rank runs 4 intra-op threads).
+      own core); a thread-count difference (``labB``'s rank runs 4 intra-op threads);
+    * ``quota_runs`` DDP runs with ``labB`` at a CPU quota of 0.1 core instead of 0.4 (the v1
+      cross-host configuration difference, kept for the evaluation and the cross-host study).
 
     Runs are interleaved: each repeat's seven baselines are followed by a share of the
     faulted runs, so a part recorded with ``--slots`` mixes both and slow drift of the
@@ -208,6 +214,19 @@ def v2_plan(
                 seed=7,
                 host_quota=V2_DDP_QUOTA,
                 case="threads:after",
+            )
+        )
+    for k in range(quota_runs):
+        faulted.append(
+            RunPlan(
+                "CNN",
+                "train",
+                hosts3,
+                d,
+                (FaultPlan("config_cpu_quota", "labB", 0.1),),
+                k,
+                seed=8,
+                host_quota=V2_DDP_QUOTA,
             )
         )
     slots: list[list[RunPlan]] = []
@@ -287,7 +306,7 @@ def plan_summary(slots: Sequence[Sequence[RunPlan]], **estimate_kw) -> dict:
 
     >>> s = plan_summary(v2_plan())
     >>> s["slots"], s["minutes"] <= 100, s["min_duration_s"]
-    (50, True, 90.0)
+    (52, True, 90.0)
     """
     plans = [p for slot in slots for p in slot]
     base: dict[str, int] = {}

@@ -178,14 +178,14 @@ def test_record_cli_dry_run_and_bad_arguments(capsys):
     assert len(lines) == 4 + 5 and lines[3].startswith("slot 39: DDPCNN/train")
     assert main(["record", "--dry-run"]) == 0  # v2 by default
     out = capsys.readouterr().out
-    assert "50 of 50 slots" in out and "DDPCNN/train on labA+labB+labC" in out
+    assert "52 of 52 slots" in out and "DDPCNN/train on labA+labB+labC" in out
     minutes = float(out.split("estimated recording time: ")[1].split()[0])
     assert minutes <= 100
     for argv, msg in (
         (["--plan", "smoke", "--repeats", "2"], "--repeats applies to the v1 and v2 plans only"),
         (["--slots", "1-"], "'1-' is not a slot number"),
         (["--slots", "0,x"], "'x' is not a slot number"),
-        (["--slots", "50"], "the plan has slots 0-49"),
+        (["--slots", "52"], "the plan has slots 0-51"),
         (["--plan", "v3"], "unknown plan 'v3'"),
     ):
         assert main(["record", *argv, "--dry-run"]) != 0
