@@ -22,4 +22,7 @@ lab: setup  ## open the notebooks in JupyterLab
 bench: setup  ## run the performance benchmarks (results in benchmarks/results/)
 	.venv/bin/python benchmarks/run_all.py
 
-.PHONY: help setup reproduce test lab bench
+record-lab:  ## (root, a quiet machine, ~100 min) record v2 into data/lab, refresh the HF export
+	scripts/record_lab_dataset.sh v2
+
+.PHONY: help setup reproduce test lab bench record-lab

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dataset",
     "detect",
     "evaluate",
+    "compare",
     "bench",
     "reproduce",
     "lab",

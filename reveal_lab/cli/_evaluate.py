@@ -70,6 +70,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="a window counts as flagged only inside K consecutive flagged windows (default 1)",
     )
     p.add_argument("--runs", default=None, help="comma-separated run stems to evaluate (default: all)")
+    p.add_argument(
+        "--json",
+        default=None,
+        metavar="FILE",
+        help="also write a JSON object: overall, per fault type and per magnitude (episodes, "
+        "episode_recall, window_precision, false_alarm_share, top1/top3_accuracy, score_auc) and the "
+        "settings; with --mode all, one file per mode (FILE's stem + _<mode>)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -77,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from reveal_lab.config import parse_duration
-    from reveal_lab.evaluation import evaluate_dataset
+    from reveal_lab.evaluation import evaluate_dataset, write_evaluation_json
 
     modes = ("calibrated", "baseline", "self") if args.mode == "all" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
@@ -94,6 +102,11 @@ def _run(args: argparse.Namespace) -> int:
             persist=args.persist,
         )
         paths = ev.write(Path(args.out))
+        if args.json:
+            j = Path(args.json)
+            if len(modes) > 1:
+                j = j.with_name(f"{j.stem}_{mode}{j.suffix or '.json'}")
+            paths["json"] = write_evaluation_json(ev, j)
         print(paths["table_md"].read_text())
         print(f"[{mode}] tables in {args.out}: " + ", ".join(p.name for p in paths.values()))
     return 0

@@ -1,14 +1,18 @@
 """``reveal-lab record``: record the lab dataset (root): workloads on namespace hosts under faults.
 
-``reveal-lab record --plan default --raw /var/tmp/reveal_lab/raw --out data/lab`` runs
+``reveal-lab record --plan v2 --raw /var/tmp/reveal_lab/raw --out data/lab`` runs
 every slot of the plan (one collector per host), then builds the dataset folder
 (Parquet in the public grammar, ``meta_lab.csv``, ``labels.csv``). ``--dry-run`` lists
-the slots; ``--build-only`` rebuilds ``--out`` from an existing ``--raw`` folder.
+the slots, what the plan holds and how long it takes to record; ``--build-only``
+rebuilds ``--out`` from an existing ``--raw`` folder. Before each slot the load gate
+waits while the machine is busy (``--load-gate``, ``--gate-wait``) and refuses with exit
+status 75 when it stays busy.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -18,10 +22,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--plan", default="default", help="recording plan: default (the bundled data) or smoke")
+    p.add_argument(
+        "--plan",
+        default="default",
+        help="recording plan: v2 (the default: 90 s runs, 5 repeats, graded faults, 3 hosts, case "
+        "studies), v1 (the first data/lab) or smoke (one 8 s run)",
+    )
     p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
     p.add_argument(
-        "--repeats", type=int, default=None, help="baseline repeats per workload (default plan: 3)"
+        "--repeats", type=int, default=None, help="baseline repeats per workload (v2: 5, v1: 3)"
     )
     p.add_argument(
         "--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go"
@@ -36,7 +45,33 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--keep-nan-columns", action="store_true", help="keep channels that are missing for a whole run"
     )
+    p.add_argument(
+        "--load-gate",
+        type=_gate_value,
+        default=0.5,
+        help="before each slot, wait while the 1-minute load average less the lab's own share is above "
+        "this (default 0.5; 'off': measure and log only)",
+    )
+    p.add_argument(
+        "--gate-wait",
+        default="10min",
+        help="longest wait for the machine to calm down before a slot; then refuse with exit status "
+        "75 (EX_TEMPFAIL; default 10min)",
+    )
+    p.add_argument("--gate-poll", default="10s", help="how often to re-check a busy machine (default 10s)")
     p.set_defaults(func=_run)
+
+
+def _gate_value(text: str) -> float | None:
+    if text.strip().lower() in ("off", "none"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a load (e.g. 0.5) or 'off', got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a load >= 0 or 'off', got {text!r}")
+    return v
 
 
 def _slots(spec: str, n: int) -> list[int]:
@@ -56,27 +91,86 @@ def _slots(spec: str, n: int) -> list[int]:
     return out
 
 
+def _mag(m: float | None) -> str:
+    return "-" if m is None else f"{m:g}"
+
+
+def _magnitude_key(kv: tuple) -> tuple:
+    return (kv[0] is None, kv[0] or 0)
+
+
+def _summary_text(s: dict, n_full: int) -> str:
+    """The dry run's footer: counts the issue asks for, and the time estimate."""
+    base = ", ".join(f"{k} {v}" for k, v in sorted(s["fault_free_repeats"].items()))
+    eps = "; ".join(
+        f"{ft} " + ", ".join(f"{_mag(m)}: {n}" for m, n in sorted(mags.items(), key=_magnitude_key))
+        for ft, mags in sorted(s["episodes"].items())
+    )
+    cases = ", ".join(f"{k} {v}" for k, v in sorted(s["case_runs"].items()))
+    return "\n".join(
+        [
+            f"{s['slots']} of {n_full} slots, {s['runs']} runs on hosts {'+'.join(s['hosts'])}; "
+            f"shortest run {s['min_duration_s']:g} s",
+            f"fault-free runs per workload: {base or 'none'}",
+            f"fault episodes (or runs) per magnitude: {eps or 'none'}",
+            f"case-study runs: {cases or 'none'}",
+            f"estimated recording time: {s['minutes']:.1f} min on a quiet machine "
+            f"(workload + 5 s calm + {s['overhead_s']:g} s start/stop + 2 s gate sample per slot; "
+            "waiting at the load gate comes on top)",
+        ]
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import data_dir, parse_duration
-    from reveal_lab.lab import build_dataset, describe_plan, get_plan, record_plans, require_root
+    from reveal_lab.lab import (
+        GateRefused,
+        LoadGate,
+        build_dataset,
+        describe_plan,
+        get_plan,
+        plan_hosts,
+        plan_summary,
+        record_plans,
+        require_root,
+    )
 
     kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
     if args.repeats is not None:
-        if args.plan != "default":
-            raise ValueError(f"--repeats applies to the default plan only, not to {args.plan!r}")
+        if args.plan not in ("default", "v1", "v2"):
+            raise ValueError(f"--repeats applies to the v1 and v2 plans only, not to {args.plan!r}")
         kw["repeats"] = args.repeats
-    slots = get_plan(args.plan, **kw)
-    numbers = list(range(len(slots)))
+    full = get_plan(args.plan, **kw)
+    hosts = plan_hosts(full)  # the whole plan's hosts, also when recording a part of it
+    slots, numbers = full, list(range(len(full)))
     if args.slots:
-        numbers = _slots(args.slots, len(slots))
-        slots = [slots[i] for i in numbers]
+        numbers = _slots(args.slots, len(full))
+        slots = [full[i] for i in numbers]
     if args.dry_run:
         print("\n".join(describe_plan(slots, numbers)))
+        print(_summary_text(plan_summary(slots), len(full)))
         return 0
     out = args.out or str(data_dir())
     if not args.build_only:
         require_root(("ip", "nsenter", "iptables"))
-        record_plans(slots, args.raw, interval=args.interval, probes=args.probes)
+        gate = LoadGate(
+            gate=args.load_gate,
+            max_wait_s=parse_duration(args.gate_wait),
+            poll_s=parse_duration(args.gate_poll),
+        )
+        try:
+            record_plans(
+                slots,
+                args.raw,
+                host_names=hosts,
+                interval=args.interval,
+                probes=args.probes,
+                gate=gate,
+                numbers=numbers,
+            )
+        except GateRefused as exc:
+            print(f"reveal-lab record: refused: {exc}", file=sys.stderr)
+            return exc.exit_code
     if not args.no_build:
         meta, labels = build_dataset(args.raw, out, drop_all_nan=not args.keep_nan_columns)
         print(f"wrote {len(meta)} host runs and {len(labels)} labels to {out}")

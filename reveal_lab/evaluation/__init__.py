@@ -14,6 +14,7 @@ from reveal_lab.evaluation._evaluate import (
     evaluate_dataset,
     table_markdown,
 )
+from reveal_lab.evaluation._json import JSON_FIELDS, evaluation_json, write_evaluation_json
 from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
     TABLE_COLUMNS,
@@ -25,6 +26,9 @@ from reveal_lab.evaluation._score import (
 
 __all__ = [
     "EPISODE_COLUMNS",
+    "JSON_FIELDS",
+    "evaluation_json",
+    "write_evaluation_json",
     "FIT_MODES",
     "TABLE_COLUMNS",
     "crosshost_episodes",

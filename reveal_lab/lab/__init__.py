@@ -2,18 +2,41 @@
 
 * :mod:`~reveal_lab.lab._workloads` -- CNN / Transformer / MLP train and infer on the CPU
   (PyTorch, synthetic data), and two-host DDP training over gloo;
-* :mod:`~reveal_lab.lab._hosts` -- a host = network namespace + veth + cgroup pinned to a core;
+* :mod:`~reveal_lab.lab._hosts` -- a host = network namespace + veth (a bridge for three or
+  more) + cgroup pinned to a core, its network processing steered to that core;
 * :mod:`~reveal_lab.lab._faults` -- packet loss, CPU contention, memory pressure, storage
   read bursts, a CPU-quota configuration difference, with exact start/end times;
 * :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
   dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
-* :mod:`~reveal_lab.lab._plan` -- the plan ``data/lab`` was recorded with.
+* :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
+* :mod:`~reveal_lab.lab._plan` -- the plans (v2, the default; v1; smoke) and their time estimate.
 
 Recording needs root; reading labels and plans does not. torch is imported lazily.
 """
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
-from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts, require_root, setup_hosts, teardown_hosts
+from reveal_lab.lab._gate import (
+    GATE_EXIT_CODE,
+    GateRefused,
+    LoadGate,
+    ProcInfo,
+    busiest_others,
+    lab_active_tasks,
+    lab_cpu_seconds,
+    own_load,
+    own_load_from_counts,
+    read_process_table,
+)
+from reveal_lab.lab._hosts import (
+    MAX_HOSTS,
+    LabError,
+    LabHost,
+    bridge_namespace,
+    lab_hosts,
+    require_root,
+    setup_hosts,
+    teardown_hosts,
+)
 from reveal_lab.lab._labels import (
     LABEL_COLUMNS,
     META_COLUMNS,
@@ -24,7 +47,21 @@ from reveal_lab.lab._labels import (
     run_stem,
     stamp_to_ms,
 )
-from reveal_lab.lab._plan import PLANS, default_plan, describe_plan, get_plan, smoke_plan
+from reveal_lab.lab._plan import (
+    DEFAULT_PLAN,
+    PLANS,
+    SLOT_OVERHEAD_S,
+    V2_HOSTS,
+    default_plan,
+    describe_plan,
+    estimate_seconds,
+    get_plan,
+    plan_hosts,
+    plan_summary,
+    smoke_plan,
+    v1_plan,
+    v2_plan,
+)
 from reveal_lab.lab._recorder import (
     FaultPlan,
     RecordedRun,
@@ -38,13 +75,33 @@ from reveal_lab.lab._recorder import (
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "GATE_EXIT_CODE",
+    "GateRefused",
+    "LoadGate",
+    "ProcInfo",
+    "busiest_others",
+    "lab_active_tasks",
+    "lab_cpu_seconds",
+    "own_load",
+    "own_load_from_counts",
+    "read_process_table",
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",
     "META_COLUMNS",
+    "DEFAULT_PLAN",
     "PLANS",
+    "SLOT_OVERHEAD_S",
+    "V2_HOSTS",
+    "estimate_seconds",
+    "plan_hosts",
+    "plan_summary",
+    "v1_plan",
+    "v2_plan",
     "WORKLOADS",
     "FaultPlan",
     "LabError",
+    "MAX_HOSTS",
+    "bridge_namespace",
     "LabHost",
     "RecordedRun",
     "RunPlan",

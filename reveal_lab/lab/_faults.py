@@ -11,14 +11,23 @@ packet_loss         ``iptables -I INPUT/OUTPUT -m statistic --mode random       
                     --probability P -j DROP`` inside the host's namespace
 cpu_contention      a busy-looping process in the host's cgroup, i.e. pinned    cpu
                     to the core the workload trains on
-memory_pressure     a process in the host's cgroup that holds ~1 GiB of         memory
-                    touched anonymous memory and writes+fsyncs 128 MiB files
-                    (dirty-page and writeback bursts)
+memory_pressure     a process in the host's cgroup that holds ``magnitude`` MiB memory
+                    of touched anonymous memory and writes+fsyncs files of
+                    ``magnitude``/8 MiB (dirty-page and writeback bursts)
 storage_read        ``O_DIRECT`` sequential reads of a 512 MiB file (bypassing   storage
-                    the page cache, so every read reaches the disk)
+                    the page cache, so every read reaches the disk) for a
+                    share ``magnitude`` of every 200 ms (duty cycle)
 config_cpu_quota    the host's cgroup CPU quota lowered (e.g. to 50 % of a      cpu
                     core) for a whole run: a cross-host configuration
                     difference
+config_threads      one host's workload runs ``magnitude`` intra-op threads     cpu
+                    (``torch.set_num_threads``) where the others run one, for
+                    a whole run: a cross-host configuration difference (an
+                    ``OMP_NUM_THREADS`` left over on one machine)
+config_irq_         every host's network processing (RPS/XPS of both ends of    network
+imbalance           its veth) steered to the labelled host's core, against
+                    "spread" (each host's on its own core), for a whole run;
+                    ``magnitude`` = cores that receive it (1)
 ==================  ==========================================================  ===========
 
 The stressors live in ``_stress.py``, a stand-alone script (no package imports, so it starts
@@ -47,6 +56,9 @@ __all__ = [
     "MemoryPressure",
     "StorageReadBurst",
     "CpuQuota",
+    "ThreadCount",
+    "IrqImbalance",
+    "RUN_ONLY_FAULTS",
     "make_fault",
     "prepare_read_file",
     "now_ms",
@@ -59,6 +71,8 @@ FAULT_SUBSYSTEM: dict[str, str] = {
     "memory_pressure": "memory",
     "storage_read": "storage",
     "config_cpu_quota": "cpu",
+    "config_threads": "cpu",
+    "config_irq_imbalance": "network",
 }
 
 
@@ -204,15 +218,18 @@ class MemoryPressure(Fault):
 
 @dataclass
 class StorageReadBurst(Fault):
-    """Sequential ``O_DIRECT`` reads of ``path`` (made by :func:`prepare_read_file`)."""
+    """Sequential ``O_DIRECT`` reads of ``path`` (made by :func:`prepare_read_file`) for a
+    share ``magnitude`` (duty cycle, 0-1] of the time."""
 
     fault_type: str = "storage_read"
-    magnitude: float = 512.0
-    unit: str = "MiB file"
+    magnitude: float = 1.0
+    unit: str = "duty cycle"
     path: str = "/var/tmp/reveal_lab/readburst.bin"
 
     def _stressor_cmd(self) -> list[str]:
-        return [sys.executable, STRESS_SCRIPT, "read", "--path", self.path]
+        if not 0 < self.magnitude <= 1:
+            raise LabError(f"a storage-read duty cycle must be in (0, 1], got {self.magnitude}")
+        return [sys.executable, STRESS_SCRIPT, "read", "--path", self.path, "--duty", f"{self.magnitude:g}"]
 
 
 @dataclass
@@ -223,11 +240,52 @@ class CpuQuota(Fault):
     magnitude: float = 0.5
     unit: str = "cores"
 
+    _before: float | None = field(default=None, repr=False)
+
     def _activate(self) -> None:
+        self._before = self.host.cpu_quota()  # a run's base quota comes back afterwards
         self.host.set_cpu_quota(self.magnitude)
 
     def _deactivate(self) -> None:
-        self.host.set_cpu_quota(None)
+        self.host.set_cpu_quota(self._before)
+
+
+@dataclass
+class ThreadCount(Fault):
+    """The host's workload runs ``magnitude`` threads (the recorder passes ``--threads``)."""
+
+    fault_type: str = "config_threads"
+    magnitude: float = 4.0
+    unit: str = "threads"
+
+    def _activate(self) -> None:  # the workload reads it when it starts; nothing to switch here
+        if self.magnitude < 1 or self.magnitude != int(self.magnitude):
+            raise LabError(f"a thread count must be a whole number >= 1, got {self.magnitude}")
+
+    def _deactivate(self) -> None:
+        pass
+
+
+@dataclass
+class IrqImbalance(Fault):
+    """Steer the network processing of ``peers`` (every host of the run) to ``host``'s core."""
+
+    fault_type: str = "config_irq_imbalance"
+    magnitude: float = 1.0
+    unit: str = "cores"
+    peers: tuple[LabHost, ...] = ()
+
+    def _activate(self) -> None:
+        for h in self.peers or (self.host,):
+            h.set_steering(self.host.core)
+
+    def _deactivate(self) -> None:
+        for h in self.peers or (self.host,):
+            h.set_steering()  # spread: each host's on its own core
+
+
+#: configuration differences that only exist for a whole run (``FaultPlan.at_s`` is None)
+RUN_ONLY_FAULTS = frozenset({"config_cpu_quota", "config_threads", "config_irq_imbalance"})
 
 
 _KINDS = {
@@ -236,6 +294,8 @@ _KINDS = {
     "memory_pressure": MemoryPressure,
     "storage_read": StorageReadBurst,
     "config_cpu_quota": CpuQuota,
+    "config_threads": ThreadCount,
+    "config_irq_imbalance": IrqImbalance,
 }
 
 

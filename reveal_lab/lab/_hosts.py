@@ -5,7 +5,14 @@ A :class:`LabHost` is what one machine of a cluster is in the lab dataset:
 * its own **network namespace** (``ip netns``) with one end of a veth pair and an address
   on a private test subnet created *inside* the namespaces (default ``10.77.0.0/24``), so
   ``/proc/net/*`` (interface bytes, TCP retransmissions, sockets) is per host and traffic
-  flows only between our own namespaces;
+  flows only between our own namespaces. Two hosts share one veth pair; three or more
+  are each joined by a veth to a bridge ``br0`` in a namespace of its own (the "switch",
+  :func:`bridge_namespace`), so nothing of the lab touches the machine's own network;
+* its **network processing steered** to its own core: receive packet steering
+  (``rps_cpus``) of its veth's receive queue and transmit steering (``xps_cpus``) set to
+  its core's mask, on both ends of its link ("spread", :meth:`LabHost.set_steering`); the
+  IRQ-imbalance case study moves every host's to one core. A veth has no hardware IRQ, so
+  ``/proc/irq/*/smp_affinity`` does not apply; RPS is where its softirq work is placed;
 * its own **cgroup** (v2 when the machine runs the unified hierarchy, else the v1
   ``cpuset``/``cpu``/``cpuacct``/``memory``/``blkio`` controllers) whose cpuset pins every
   process of the host to its own CPU core, so per-core CPU metrics differ by host and a
@@ -38,6 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
+    "MAX_HOSTS",
+    "bridge_namespace",
     "LabHost",
     "LabError",
     "lab_hosts",
@@ -54,6 +63,8 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 #: parent cgroup of all lab hosts
 CGROUP_PARENT = "reveal_lab"
 V1_CONTROLLERS = ("cpuset", "cpu", "cpuacct", "memory", "blkio")
+#: most hosts one lab may have (addresses .1 to .8 of the subnet)
+MAX_HOSTS = 8
 
 
 class LabError(RuntimeError):
@@ -102,6 +113,8 @@ class LabHost:
     veth: str
     prefix_len: int = 24
     cgroups: dict[str, Path] = field(default_factory=dict)  #: controller ("" on v2) -> cgroup dir
+    bridge_ns: str | None = None  #: the switch namespace (three hosts or more), else None
+    peer_veth: str | None = None  #: the other end of this host's veth (in ``bridge_ns``)
 
     @property
     def netns_path(self) -> str:
@@ -168,6 +181,46 @@ class LabHost:
         q = int((self.cgroups["cpu"] / "cpu.cfs_quota_us").read_text())
         p = int((self.cgroups["cpu"] / "cpu.cfs_period_us").read_text())
         return None if q < 0 else q / p
+
+    def _steering_files(self) -> list[tuple[str, str]]:
+        """(namespace, sysfs file) pairs that place this host's network processing."""
+        q = "/sys/class/net/{dev}/queues/{q}"
+        out = [(self.name, q.format(dev=self.veth, q="rx-0") + "/rps_cpus")]
+        out.append((self.name, q.format(dev=self.veth, q="tx-0") + "/xps_cpus"))
+        if self.bridge_ns and self.peer_veth:
+            out.append((self.bridge_ns, q.format(dev=self.peer_veth, q="rx-0") + "/rps_cpus"))
+        return out
+
+    def set_steering(self, core: int | None = None) -> dict[str, str]:
+        """Steer this host's network processing (RPS/XPS of its link) to ``core`` (default: its own).
+
+        Runs ``ip netns exec`` (which mounts the namespace's own ``/sys``) to write the
+        hexadecimal CPU masks; returns ``{file: mask}`` as written. Raises
+        :class:`LabError` when the kernel lacks the files (no ``CONFIG_RPS``).
+        """
+        mask = f"{1 << (self.core if core is None else core):x}"
+        done = {}
+        for ns, path in self._steering_files():
+            r = subprocess.run(
+                ["ip", "netns", "exec", ns, "sh", "-c", f"echo {mask} > {path}"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            if r.returncode != 0:
+                raise LabError(f"[{ns}] cannot steer network processing: {path}: {r.stderr.strip()}")
+            done[f"{ns}:{path}"] = mask
+        return done
+
+    def steering(self) -> dict[str, str]:
+        """The current RPS/XPS masks of this host's link (``{file: mask}``)."""
+        out = {}
+        for ns, path in self._steering_files():
+            r = subprocess.run(
+                ["ip", "netns", "exec", ns, "cat", path], capture_output=True, text=True, timeout=30
+            )
+            out[f"{ns}:{path}"] = r.stdout.strip() if r.returncode == 0 else "unavailable"
+        return out
 
     def pids(self) -> list[int]:
         out: set[int] = set()
@@ -256,45 +309,67 @@ def _remove_cgroups(host: LabHost) -> None:
                 d.rmdir()
 
 
+def bridge_namespace(names: Sequence[str]) -> str:
+    """The switch namespace of a lab of three hosts or more: the names' common prefix + ``sw``.
+
+    >>> bridge_namespace(["labA", "labB", "labC"])
+    'labsw'
+    """
+    prefix = os.path.commonprefix(list(names)) or "reveal"
+    return f"{prefix[:10]}sw"
+
+
 def setup_hosts(
     names: Sequence[str] = ("labA", "labB"), *, subnet: str = "10.77.0", cores: Sequence[int] | None = None
 ) -> list[LabHost]:
-    """Create the lab hosts: namespaces, a veth pair between the first two, addresses, cgroups.
+    """Create the lab hosts: namespaces, their link(s), addresses, cgroups, spread steering.
 
+    One host: a veth whose other end stays outside; two: one veth pair between them;
+    three to :data:`MAX_HOSTS`: a veth from each to a bridge in :func:`bridge_namespace`.
     ``cores`` defaults to ``0, 1, ...`` modulo the number of CPUs. Existing leftovers of an
-    earlier crashed run with the same names are removed first.
+    earlier crashed run with the same names are removed first. Each host's network
+    processing is steered to its own core when the kernel allows it (RPS/XPS; else logged).
     """
     require_root()
-    if len(names) not in (1, 2):
-        raise LabError("the lab harness supports one or two hosts")
+    if not 1 <= len(names) <= MAX_HOSTS or len(set(names)) != len(names):
+        raise LabError(f"the lab harness takes 1 to {MAX_HOSTS} distinct host names, got {list(names)}")
     ncpu = os.cpu_count() or 1
     cores = list(cores) if cores is not None else [i % ncpu for i in range(len(names))]
-    teardown_hosts([LabHost(n, "", 0, f"veth{n}") for n in names], quiet=True)
-    hosts = [LabHost(n, f"{subnet}.{i + 1}", cores[i], f"v{n}"[:15]) for i, n in enumerate(names)]
+    bridge = bridge_namespace(names) if len(names) >= 3 else None
+    teardown_hosts([LabHost(n, "", 0, f"v{n}"[:15], bridge_ns=bridge) for n in names], quiet=True)
+    hosts = [
+        LabHost(
+            n,
+            f"{subnet}.{i + 1}",
+            cores[i],
+            f"v{n}"[:15],
+            bridge_ns=bridge,
+            peer_veth=f"b{n}"[:15] if bridge else None,
+        )
+        for i, n in enumerate(names)
+    ]
     try:
         for h in hosts:
             _run(["ip", "netns", "add", h.name])
             _run(["ip", "-n", h.name, "link", "set", "lo", "up"])
-        if len(hosts) == 2:
+        if bridge:
+            _run(["ip", "netns", "add", bridge])
+            _run(["ip", "-n", bridge, "link", "add", "br0", "type", "bridge"])
+            _run(["ip", "-n", bridge, "link", "set", "br0", "up"])
+            for h in hosts:
+                _run(
+                    ["ip", "link", "add", h.veth, "netns", h.name, "type", "veth"]
+                    + ["peer", "name", h.peer_veth, "netns", bridge]
+                )
+                _run(["ip", "-n", bridge, "link", "set", h.peer_veth, "master", "br0"])
+                _run(["ip", "-n", bridge, "link", "set", h.peer_veth, "up"])
+        elif len(hosts) == 2:
             a, b = hosts
             _run(
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    a.veth,
-                    "netns",
-                    a.name,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    b.veth,
-                    "netns",
-                    b.name,
-                ]
+                ["ip", "link", "add", a.veth, "netns", a.name, "type", "veth"]
+                + ["peer", "name", b.veth, "netns", b.name]
             )
-        else:  # one host: a veth into a scratch namespace so the host still has a real link
+        else:  # one host: a veth whose other end stays outside, so the host still has a real link
             a = hosts[0]
             _run(["ip", "link", "add", a.veth, "netns", a.name, "type", "veth", "peer", "name", a.veth + "p"])
             _run(["ip", "link", "set", a.veth + "p", "up"])
@@ -302,6 +377,11 @@ def setup_hosts(
             _run(["ip", "-n", h.name, "addr", "add", f"{h.address}/{h.prefix_len}", "dev", h.veth])
             _run(["ip", "-n", h.name, "link", "set", h.veth, "up"])
             h.cgroups = _make_cgroups(h.name, h.core)
+        for h in hosts:
+            try:
+                h.set_steering()
+            except LabError as exc:  # a kernel without RPS: the hosts still work
+                log.warning("%s", exc)
     except Exception:
         teardown_hosts(hosts, quiet=True)
         raise
@@ -326,6 +406,8 @@ def teardown_hosts(hosts: Sequence[LabHost], *, quiet: bool = False) -> None:
                 os.kill(int(pid), signal.SIGKILL)
         _run(["ip", "netns", "del", h.name], check=False)
         _run(["ip", "link", "del", h.veth + "p"], check=False)
+    for bridge in sorted({h.bridge_ns for h in hosts if h.bridge_ns}):
+        _run(["ip", "netns", "del", bridge], check=False)
 
 
 def _existing_cgroups(name: str) -> dict[str, Path]:

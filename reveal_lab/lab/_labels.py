@@ -55,6 +55,8 @@ EXTRA_META_COLUMNS = (
     "workload_start",
     "workload_end",
     "cpu_quota",
+    "threads",
+    "case",
     "n_dropped_nan_columns",
 )
 LABEL_COLUMNS = (

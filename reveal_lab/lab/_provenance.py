@@ -86,32 +86,39 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "",
         "## How it was recorded",
         "",
-        "* **Hosts**: two network namespaces `labA`/`labB` joined by a veth pair (10.77.0.1/24 and "
-        "10.77.0.2/24, created inside the namespaces; traffic only between them), each with its own cgroup "
-        "whose cpuset pins every process of the host (workload, fault stressors, its collector) to one core "
-        "(labA: core 0, labB: core 1). `/proc/net/*` is per namespace; `/proc/stat`, `/proc/meminfo`, "
-        "`/proc/diskstats`, `/proc/softirqs` are global (one kernel), so both hosts' files carry them.",
+        "* **Hosts**: " + _hosts_text(s0.get("hosts", [])),
         "* **Collectors**: `reveal-lab collect --host labX --interval 100ms "
         "--cgroup-root <host's v2 cgroup>` "
         "started inside the host (`nsenter --net=/run/netns/labX`; `ip netns exec` would "
         "remount /sys and hide "
         "the cgroup tree) and in the host's cgroup.",
-        "* **Workloads** (`reveal_lab/lab/_workloads.py`, `torch.set_num_threads(1)`, synthetic data): CNN "
+        "* **Workloads** (`reveal_lab/lab/_workloads.py`, `torch.set_num_threads(1)` unless a thread-count "
+        "case says otherwise, synthetic data): CNN "
         "(3 conv + 2 fc, 3x32x32 images, 10 classes), Transformer encoder text classifier (2 layers, d=128, "
         "sequence 64, vocabulary 4000), MLP (784-1024-512-10); train (SGD) and infer; DDP: CNN over gloo "
-        "(`MASTER_ADDR`=10.77.0.1, `GLOO_SOCKET_IFNAME`=the veth), rank 0 on labA, rank 1 on labB.",
-        "* **Faults** (`reveal_lab/lab/_faults.py`, `_stress.py`): packet loss = "
-        "`iptables -I INPUT/OUTPUT -m "
-        "statistic --mode random --probability P -j DROP` inside labB's namespace during DDP; CPU contention "
-        "= a busy loop in the host's cgroup (same core as the workload); memory pressure = 1 GiB of touched "
-        "anonymous memory + 128 MiB files written and fsynced in a loop; storage read bursts = sequential "
-        "`O_DIRECT` reads of a 512 MiB file; configuration difference = labB's cgroup CPU quota at 0.5 core "
-        "for a whole DDP run. A stressor reports `ready` when the stress is on; the "
-        "start time is taken then.",
+        "(`MASTER_ADDR` = the first host's address, `GLOO_SOCKET_IFNAME`=the veth), one rank per host, "
+        "every DDP host under the CPU quota in `meta_lab.csv`'s `cpu_quota`.",
+        "* **Faults** (`reveal_lab/lab/_faults.py`, `_stress.py`; magnitudes and units in `labels.csv`): "
+        "packet loss = `iptables -I INPUT/OUTPUT -m "
+        "statistic --mode random --probability P -j DROP` inside one host's namespace during DDP; CPU "
+        "contention = N busy loops in the host's cgroup (same core as the workload); memory pressure = M MiB "
+        "of touched anonymous memory + files of M/8 MiB written and fsynced in a loop (v1: 128 MiB); storage "
+        "read bursts = sequential `O_DIRECT` reads of a 512 MiB file for a share (duty cycle) of every "
+        "200 ms; configuration differences for a whole run: a host's cgroup CPU quota (`config_cpu_quota`), "
+        "one host's rank with N intra-op threads (`config_threads`), every host's network processing "
+        "(RPS/XPS of both ends of its veth) steered to one core (`config_irq_imbalance`; the others run "
+        "spread: each host's on its own core). A stressor reports `ready` when the stress is on; the "
+        "start time is taken then. `meta_lab.csv`'s `case` marks the case studies' sides "
+        "(`ddp:before`, `<study>:after`).",
         "* **Schedule**: every run is recorded alone (no concurrent runs); single-host runs on labA. A run: "
-        "collectors start, 3 s calm, workload processes start (import + set-up), the fault schedule is "
-        "anchored at the workload's first step, faults at ~22 % and ~64 % of the run for 7 s each, 2 s calm "
-        "after the workload ends, collectors stop (SIGINT).",
+        f"collectors start, {s0.get('calm_before_s', 3):g} s calm, workload processes start (import + "
+        "set-up), the fault schedule is anchored at the workload's first step, episodes at the plan's "
+        "offsets with calm before the first and after the last, "
+        f"{s0.get('calm_after_s', 2):g} s calm after the workload ends, collectors stop (SIGINT). "
+        f"Workload lengths: {_durations(meta)}.",
+        "* **Not emulated**: NUMA placement and RDMA queue pairs (the paper's NCCL-QP case) need "
+        "hardware this machine lacks (one NUMA node, no RDMA NIC); the loaders, cross-host deviation and "
+        "`reveal-lab compare` take runs from such hosts unchanged.",
         "",
         "## Machine and software",
         "",
@@ -124,22 +131,19 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "perf: software events only (hardware counters are not exposed in this VM); turbostat not installed; "
         "no GPU (NVML/nvidia-smi absent). **No GPU run is included**: no GPU machine was lent to the "
         "recording session.",
-        "* **What else was running**: the machine was shared with other development work during the "
-        "recording (tests, notebooks, benchmarks on both cores). Load averages before each run and the "
-        "busiest other processes are in `recording.json`; the 1-minute load average ranged over "
-        + _load_range(sessions)
-        + ". Baseline runs therefore carry background noise too, as real shared "
-        "clusters do.",
+        "* **What else was running**: " + _background(sessions),
         "",
+        *_slot_table(sessions),
         "## Re-recording",
         "",
         "As root on a Linux host with `ip`, `nsenter` and `iptables` (`scripts/bootstrap.sh` installs the "
         "environment and iptables):",
         "",
         "```bash",
-        "sudo scripts/record_lab_dataset.sh default /var/tmp/reveal_lab/raw data/lab   # ~40 min",
-        "# which is:",
-        "sudo .venv/bin/reveal-lab record --plan default --raw /var/tmp/reveal_lab/raw --no-build",
+        "sudo scripts/record_lab_dataset.sh v2 /var/tmp/reveal_lab/raw data/lab   # or: sudo make record-lab",
+        "# which is, with the load gate on (exit status 75 when the machine stays busy):",
+        "sudo .venv/bin/reveal-lab record --plan v2 --dry-run   # the slots, counts and time estimate",
+        "sudo .venv/bin/reveal-lab record --plan v2 --raw /var/tmp/reveal_lab/raw --no-build --load-gate 0.5",
         "sudo .venv/bin/reveal-lab record --build-only --raw /var/tmp/reveal_lab/raw --out data/lab",
         "sudo .venv/bin/reveal-lab record --plan smoke --raw /tmp/raw --out /tmp/lab  # one 8 s run, ~30 s",
         "```",
@@ -169,6 +173,93 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
     return "\n".join(lines) + "\n"
+
+
+def _hosts_text(hosts: list[dict]) -> str:
+    """The lab's hosts as the recorder logged them (names, addresses, cores, link, steering)."""
+    if not hosts:
+        return "(not logged)"
+    names = "/".join(f"`{h['name']}`" for h in hosts)
+    link = (
+        f"each joined by a veth to a bridge in the namespace `{hosts[0]['bridge_namespace']}`"
+        if hosts[0].get("bridge_namespace")
+        else ("joined by a veth pair" if len(hosts) == 2 else "with a veth to the outside")
+    )
+    cores = ", ".join(f"{h['name']}: {h['address']}, core {h['core']}" for h in hosts)
+    steer = (
+        "; each host's network processing (RPS/XPS) steered to its own core"
+        if any(h.get("steering") for h in hosts)
+        else ""
+    )
+    return (
+        f"{len(hosts)} network namespaces {names}, {link} (addresses /24 created inside the namespaces; "
+        "traffic only between them), each with its own cgroup whose cpuset pins every process of the host "
+        f"(workload, fault stressors, its collector) to one core ({cores}){steer}. `/proc/net/*` is per "
+        "namespace; `/proc/stat`, `/proc/meminfo`, `/proc/diskstats`, `/proc/softirqs` are global (one "
+        "kernel), so every host's files carry them."
+    )
+
+
+def _durations(meta: pl.DataFrame) -> str:
+    if not {"workload_start", "workload_end"} <= set(meta.columns):
+        return "(not logged)"
+    d = meta.select(
+        (
+            pl.col("workload_end").cast(pl.String).str.to_datetime(strict=False)
+            - pl.col("workload_start").cast(pl.String).str.to_datetime(strict=False)
+        ).dt.total_milliseconds()
+        / 1000
+    ).to_series().drop_nulls()
+    return f"{d.min():.0f} to {d.max():.0f} s" if d.len() else "(not logged)"
+
+
+def _background(sessions: list[dict]) -> str:
+    """One sentence on the machine's load while recording (from the gate's per-slot readings)."""
+    gates = {s.get("load_gate", "not used") for s in sessions}
+    readings = [sl["gate_reading"] for s in sessions for sl in s.get("slots", []) if "gate_reading" in sl]
+    if not readings:  # recorded before the gate existed
+        return (
+            "the machine was shared with other development work during the recording (tests, notebooks, "
+            "benchmarks on both cores). Load averages before each run and the busiest other processes are in "
+            "`recording.json`; the 1-minute load average ranged over "
+            + _load_range(sessions)
+            + ". Baseline runs therefore carry background noise too, as real shared clusters do."
+        )
+    other = sorted(r["other_load"] for r in readings)
+    waited = sum(r.get("waited_s", 0) for r in readings)
+    return (
+        f"before every slot the recorder checked the 1-minute load average less the lab's own share "
+        f"(load gate: {', '.join(str(g) for g in sorted(gates, key=str))}; `reveal_lab/lab/_gate.py`) and "
+        f"waited while it was above the gate ({waited:.0f} s of waiting in all). The load not due to the lab "
+        f"was {other[0]:.2f} to {other[-1]:.2f} (median {other[len(other) // 2]:.2f}) over "
+        f"{len(readings)} slots; the table below gives each slot's reading and the busiest other processes."
+    )
+
+
+def _slot_table(sessions: list[dict]) -> list[str]:
+    """Per slot: load average, the lab's share, the rest, the wait, the busiest other processes."""
+    rows = []
+    for s in sessions:
+        for sl in s.get("slots", []):
+            r = sl.get("gate_reading")
+            if r is None:
+                continue
+            top = ", ".join(f"{p['comm']} {p['cores']:.2f}" for p in r.get("top_other_processes", [])[:3])
+            status = "refused" if "refused" in sl else ("failed" if "error" in sl else "recorded")
+            rows.append(
+                f"| {sl['slot']} | {status} | {r['loadavg1']:.2f} | {r['own_load']:.2f} "
+                f"| {r['other_load']:.2f} "
+                f"| {r.get('waited_s', 0):.0f} | {top or '-'} |"
+            )
+    if not rows:
+        return []
+    return [
+        "| slot | status | loadavg 1 min | lab's own | other | waited (s) "
+        "| busiest other processes (cores) |",
+        "|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 def _load_range(sessions: list[dict]) -> str:

@@ -21,6 +21,7 @@ recorder, for each *slot* (plans on disjoint hosts that run at the same time):
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -35,7 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from reveal_lab.lab._faults import Fault, make_fault, now_ms, prepare_read_file
+from reveal_lab.lab._faults import RUN_ONLY_FAULTS, Fault, make_fault, now_ms, prepare_read_file
+from reveal_lab.lab._gate import GateRefused, LoadGate, lab_active_tasks, lab_cpu_seconds
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts
 from reveal_lab.lab._labels import (
     EXTRA_META_COLUMNS,
@@ -79,7 +81,12 @@ class FaultPlan:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run: ``model`` x ``phase`` on ``hosts`` (two hosts: DDP training over gloo)."""
+    """One run: ``model`` x ``phase`` on ``hosts`` (several hosts: DDP training over gloo).
+
+    ``host_quota``: every host of the run limited to this share of a core for the run
+    (so that DDP ranks on a 2-core machine leave headroom); ``None``: no limit.
+    ``case``: the case study (before/after pair) the run belongs to, e.g. ``irq:after``.
+    """
 
     model: str
     phase: str
@@ -88,6 +95,8 @@ class RunPlan:
     faults: tuple[FaultPlan, ...] = ()
     repeat: int = 0
     seed: int = 0
+    host_quota: float | None = None
+    case: str = ""
 
     @property
     def world_size(self) -> int:
@@ -115,9 +124,13 @@ class RunPlan:
             raise ValueError(f"phase must be train or infer, got {self.phase!r}")
         if self.world_size > 1 and self.phase != "train":
             raise ValueError("two-host runs are DDP training runs")
+        if self.host_quota is not None and not 0 < self.host_quota <= 64:
+            raise ValueError(f"host_quota must be a positive share of cores, got {self.host_quota}")
         for f in self.faults:
             if f.host not in self.hosts:
                 raise ValueError(f"fault on {f.host} but the run uses {self.hosts}")
+            if f.fault_type in RUN_ONLY_FAULTS and f.at_s is not None:
+                raise ValueError(f"{f.fault_type} is a whole-run configuration: at_s and for_s must be None")
             if (f.at_s is None) != (f.for_s is None):
                 raise ValueError("a fault needs both at_s and for_s, or neither (whole run)")
             if f.at_s is not None and f.at_s + f.for_s >= self.duration_s:
@@ -177,7 +190,7 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT, timeout: float = 30.
     return proc.returncode
 
 
-def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+def _wait_started(out_dir: Path, proc: subprocess.Popen, timeout: float = 60.0) -> None:
     end = time.time() + timeout
     while time.time() < end:
         if (out_dir / "meta.json").exists() or any(out_dir.glob("journal-*.bin")):
@@ -244,6 +257,14 @@ def _fault_schedule(
         errors.append(exc)
 
 
+def _threads(p: RunPlan, host: str) -> int:
+    """Intra-op threads of ``p``'s workload on ``host``: 1 unless a ``config_threads`` fault says."""
+    for f in p.faults:
+        if f.fault_type == "config_threads" and f.host == host:
+            return int(f.magnitude)
+    return 1
+
+
 def record_slot(
     hosts: dict[str, LabHost],
     plans: Sequence[RunPlan],
@@ -279,6 +300,7 @@ def record_slot(
     threads: list[threading.Thread] = []
     anchors: dict[RunPlan, dict] = {}
     results: list[RecordedRun] = []
+    quotas: dict[str, float | None] = {}
     try:
         # 1. collectors
         for p in plans:
@@ -297,15 +319,30 @@ def record_slot(
                 collectors[(p, hn)] = (proc, d)
         for proc, d in collectors.values():
             _wait_started(d, proc)
+        # the run's host configuration (a base CPU quota) once the collectors run (their start-up
+        # compiles and imports a lot: under a quota it could take longer than the start timeout)
+        for p in plans:
+            for hn in p.hosts:
+                quotas[hn] = hosts[hn].cpu_quota()
+                if p.host_quota is not None:
+                    hosts[hn].set_cpu_quota(p.host_quota)
         # whole-run configuration faults go on before the calm period
         for p in plans:
             faults[p] = []
             for fp in p.faults:
-                kw = {"path": read_file} if fp.fault_type == "storage_read" else {}
+                kw: dict = {}
+                if fp.fault_type == "storage_read":
+                    kw["path"] = read_file
+                elif fp.fault_type == "config_irq_imbalance":
+                    kw["peers"] = tuple(hosts[h] for h in p.hosts)
                 faults[p].append((make_fault(fp.fault_type, hosts[fp.host], fp.magnitude, **kw), fp))
             for f, fp in faults[p]:
                 if fp.at_s is None:
                     f.start()
+        config = {
+            p: {hn: {"cpu_quota": hosts[hn].cpu_quota(), "steering": hosts[hn].steering()} for hn in p.hosts}
+            for p in plans
+        }  # as the workload will see it
         time.sleep(calm_before_s)
         # 2. workloads
         t_work = time.time()
@@ -327,6 +364,8 @@ def record_slot(
                     str(p.seed * 10 + p.repeat),
                     "--log",
                     str(logf),
+                    "--threads",
+                    str(_threads(p, hn)),
                 ]
                 if p.world_size > 1:
                     cmd += [
@@ -388,6 +427,9 @@ def record_slot(
             _stop(proc, signal.SIGKILL, timeout=5)
         for proc, _ in collectors.values():
             _stop(proc, signal.SIGINT)
+        for hn, q in quotas.items():  # the hosts as they were before the run
+            with contextlib.suppress(LabError, OSError):
+                hosts[hn].set_cpu_quota(q)
     # 4. the raw record: collector directories + run.json (plan, labels, workload summaries)
     for p in plans:
         stem = stems[p]
@@ -405,7 +447,9 @@ def record_slot(
                     "collector_dir": collectors[(p, hn)][1].name,
                     "address": hosts[hn].address,
                     "core": hosts[hn].core,
-                    "cpu_quota": hosts[hn].cpu_quota(),
+                    "cpu_quota": config[p][hn]["cpu_quota"],
+                    "steering": config[p][hn]["steering"],
+                    "threads": _threads(p, hn),
                     "collector_rc": collectors[(p, hn)][0].returncode,
                     "workload": summaries.get((p, hn), {}),
                 }
@@ -494,7 +538,7 @@ def build_dataset(
                 frame = frame.select(keep)
             fn = file_name(stem, hn)
             summ = h.get("workload") or {}
-            quota = h.get("cpu_quota")  # as it was when the run ended (a whole-run quota is lifted by then)
+            quota = h.get("cpu_quota")  # while the workload ran (older manifests: when it ended)
             for lab in man["labels"]:
                 if lab["fault_type"] == "config_cpu_quota" and lab["host"] == hn:
                     quota = lab["magnitude"]
@@ -516,6 +560,7 @@ def build_dataset(
                     "fault": man["fault"],
                     "world_size": len(man["hosts"]),
                     "cpu_quota": quota,
+                    "case": plan.get("case", ""),
                     "dropped_all_missing_columns": dropped,
                     "collector": {
                         k: run.meta.extra.get(k)
@@ -551,6 +596,8 @@ def build_dataset(
                     "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
                     **_workload_span(raw_root, stem, man),
                     "cpu_quota": "" if quota is None else quota,
+                    "threads": h.get("threads", 1),
+                    "case": plan.get("case", ""),
                     "n_dropped_nan_columns": dropped,
                 }
             )
@@ -680,10 +727,11 @@ def machine_provenance() -> dict:
     return info
 
 
-def _top_processes(n: int = 8) -> list[str]:
-    """The busiest other processes right now (what else was running while we recorded)."""
-    r = subprocess.run(["ps", "-eo", "pcpu,comm", "--sort=-pcpu"], capture_output=True, text=True)
-    return [ln.strip() for ln in r.stdout.splitlines()[1 : n + 1]]
+def _count_tasks(gate: LoadGate, stop: threading.Event, every_s: float = 1.0) -> None:
+    """Sample the lab's runnable + uninterruptible tasks for the gate until ``stop`` is set."""
+    while not stop.wait(every_s):
+        with contextlib.suppress(Exception):  # a sampling hiccup must not end the recording
+            gate.sample_tasks()
 
 
 def record_plans(
@@ -699,11 +747,25 @@ def record_plans(
     calm_before_s: float = 3.0,
     calm_after_s: float = 2.0,
     on_slot: Callable[[int, list[RecordedRun]], None] | None = None,
+    gate: LoadGate | None = None,
+    numbers: Sequence[int] | None = None,
 ) -> dict:
     """Record every slot on one set of lab hosts into ``raw_dir`` (see :func:`build_dataset`).
 
+    Before each slot ``gate`` (:class:`~reveal_lab.lab._gate.LoadGate`) measures the
+    1-minute load average less the lab's own share and waits while it is above its
+    threshold; it raises :class:`~reveal_lab.lab._gate.GateRefused` (after logging the
+    reading) when the machine stays busy. Default: measure and log, never wait. Each
+    slot's reading (load, the lab's share, the busiest other processes) goes into the
+    slot's entry of ``recording.json``. ``numbers``: the slots' numbers in the full plan
+    (for the log; default 0, 1, ...).
+
     Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
     """
+    gate = gate if gate is not None else LoadGate(gate=None)
+    numbers = list(range(len(slots))) if numbers is None else list(numbers)
+    if len(numbers) != len(slots):
+        raise ValueError(f"{len(numbers)} slot numbers for {len(slots)} slots")
     raw_root = Path(raw_dir)
     raw_root.mkdir(parents=True, exist_ok=True)
     if any(fp.fault_type == "storage_read" for s in slots for p in s for fp in p.faults):
@@ -716,6 +778,8 @@ def record_plans(
         "probes": probes or "all",
         "calm_before_s": calm_before_s,
         "calm_after_s": calm_after_s,
+        "load_gate": gate.gate,
+        "gate_max_wait_s": gate.max_wait_s,
         "argv": sys.argv,
         "slots": slot_log,
     }
@@ -733,13 +797,30 @@ def record_plans(
                 "address": h.address,
                 "core": h.core,
                 "cgroups": {k: str(v) for k, v in h.cgroups.items()},
+                "bridge_namespace": h.bridge_ns,
+                "steering": h.steering(),
             }
             for h in hs
         ]
-        for i, slot in enumerate(slots):
+        if gate.own_cpu is lab_cpu_seconds:  # the lab = these hosts' cgroups + the recorder
+            gate.own_cpu = functools.partial(lab_cpu_seconds, [h.cgroup_path for h in hs])
+        if gate.own_tasks is None:
+            gate.own_tasks = functools.partial(lab_active_tasks, [h.cgroup_path for h in hs])
+        gate.note()
+        for k, (i, slot) in enumerate(zip(numbers, slots, strict=True)):
+            try:
+                reading = gate.wait()
+            except GateRefused as exc:
+                log.error("slot %d not recorded: %s", i, exc)
+                slot_log.append({"slot": i, "refused": str(exc), "gate_reading": exc.reading})
+                prov["finished"] = ms_to_stamp(now_ms())
+                save()
+                raise
             load_before = open("/proc/loadavg").read().split()[:3]
-            top = _top_processes()
             t = time.time()
+            counting = threading.Event()
+            counter = threading.Thread(target=_count_tasks, args=(gate, counting), daemon=True)
+            counter.start()
             try:
                 recs = _record_slot_retry(
                     hosts,
@@ -749,14 +830,28 @@ def record_plans(
                     probes=probes,
                     calm_before_s=calm_before_s,
                     calm_after_s=calm_after_s,
-                    master_port=29500 + 10 * (i % 50),
+                    master_port=29500 + 10 * (k % 50),
                     read_file=read_file,
                 )
             except LabError as exc:
+                counting.set()
+                counter.join(timeout=10)
+                gate.note()
                 log.error("slot %d failed: %s", i, exc)
-                slot_log.append({"slot": i, "error": str(exc), "plans": [asdict(p) for p in slot]})
+                slot_log.append(
+                    {
+                        "slot": i,
+                        "error": str(exc),
+                        "gate_reading": reading,
+                        "plans": [asdict(p) for p in slot],
+                    }
+                )
                 save()
                 continue
+            finally:
+                counting.set()
+                counter.join(timeout=10)
+            gate.note()
             slot_log.append(
                 {
                     "slot": i,
@@ -764,12 +859,17 @@ def record_plans(
                     "wall_s": round(time.time() - t, 1),
                     "loadavg_before": load_before,
                     "loadavg_after": open("/proc/loadavg").read().split()[:3],
-                    "top_processes_before": top,
+                    "gate_reading": reading,
+                    "top_processes_before": [
+                        f"{p['cores'] * 100:.0f}% {p['comm']} ({p['pid']})"
+                        for p in reading["top_other_processes"]
+                    ],
                 }
             )
             log.info(
-                "slot %d/%d done in %.0fs: %s",
-                i + 1,
+                "slot %d (%d/%d) done in %.0fs: %s",
+                i,
+                k + 1,
                 len(slots),
                 time.time() - t,
                 ", ".join(f"{r.stem} [{r.plan.fault_name}]" for r in recs),

@@ -4,9 +4,11 @@ No package imports (starts in milliseconds on a loaded core). Each stressor prin
 ``ready`` on stdout once the stress is really on, then runs until SIGTERM.
 
 * ``cpu [--procs N]``: N busy loops;
-* ``memory --mib M --dir D``: hold M MiB of touched anonymous memory, then write 128 MiB
-  files with ``fsync`` in a loop (dirty-page and writeback bursts);
-* ``read --path P``: sequential ``O_DIRECT`` reads of P, over and over.
+* ``memory --mib M --dir D``: hold M MiB of touched anonymous memory, then write files of
+  M/8 MiB (at least 16) with ``fsync`` in a loop (dirty-page and writeback bursts that grow
+  with M);
+* ``read --path P [--duty D]``: sequential ``O_DIRECT`` reads of P, over and over, reading
+  for a share D of every 200 ms (default 1: all the time).
 """
 
 import argparse
@@ -42,10 +44,11 @@ def _stress_memory(mib: int, workdir: str) -> None:
         held[off] = 1
     buf = os.urandom(4 << 20)
     path = os.path.join(workdir, f"dirty.{os.getpid()}.bin")
+    chunks = max(mib // 8, 16) // 4  # M/8 MiB per file in 4 MiB writes (1 GiB held: 128 MiB)
     try:
         while True:
-            with open(path, "wb") as fh:  # 128 MiB of dirty pages, then force writeback
-                for _ in range(32):
+            with open(path, "wb") as fh:  # dirty pages, then force writeback
+                for _ in range(chunks):
                     fh.write(buf)
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -55,7 +58,10 @@ def _stress_memory(mib: int, workdir: str) -> None:
             os.unlink(path)
 
 
-def _stress_read(path: str) -> None:
+def _stress_read(path: str, duty: float = 1.0) -> None:
+    if not 0 < duty <= 1:
+        raise SystemExit(f"--duty must be in (0, 1], got {duty}")
+    period = 0.2
     bs = 1 << 20
     buf = mmap.mmap(-1, bs)  # page-aligned buffer, as O_DIRECT needs
     flags = os.O_RDONLY | getattr(os, "O_DIRECT", 0)
@@ -63,13 +69,18 @@ def _stress_read(path: str) -> None:
     os.readv(fd, [buf])
     os.close(fd)
     _ready()
-    while True:
-        fd = os.open(path, flags)
-        try:
-            while os.readv(fd, [buf]) == bs:
-                pass
-        finally:
-            os.close(fd)
+    fd = os.open(path, flags)
+    try:
+        while True:
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < duty * period:
+                if os.readv(fd, [buf]) < bs:  # end of the file: from the start again
+                    os.lseek(fd, 0, os.SEEK_SET)
+            rest = period - (time.monotonic() - t0)
+            if duty < 1 and rest > 0:
+                time.sleep(rest)
+    finally:
+        os.close(fd)
 
 
 def main(argv=None) -> int:
@@ -82,6 +93,7 @@ def main(argv=None) -> int:
     m.add_argument("--dir", default="/var/tmp/reveal_lab")
     r = sub.add_parser("read")
     r.add_argument("--path", required=True)
+    r.add_argument("--duty", type=float, default=1.0)
     a = p.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # run `finally` blocks on stop
     if a.kind == "cpu":
@@ -89,7 +101,7 @@ def main(argv=None) -> int:
     elif a.kind == "memory":
         _stress_memory(a.mib, a.dir)
     else:
-        _stress_read(a.path)
+        _stress_read(a.path, a.duty)
     return 0
 
 

@@ -2,6 +2,7 @@
 matplotlib :class:`~matplotlib.figure.Figure` in one house style
 (:func:`reveal_lab.plots.style`); :func:`save_figure` writes PNG and PDF."""
 
+from reveal_lab.plots._compare import plot_comparison
 from reveal_lab.plots._figures import (
     plot_causes_per_window,
     plot_collector_overhead,
@@ -44,4 +45,5 @@ __all__ = [
     "plot_projection",
     "plot_dtw_distances",
     "plot_message",
+    "plot_comparison",
 ]

@@ -1,11 +1,15 @@
-"""Re-record a tiny labelled run for real (root): namespaces, collectors, DDP over gloo, packet loss.
+"""Re-record a tiny labelled run for real (root): three namespace hosts on a bridge, collectors,
+DDP over gloo under a per-host CPU quota, packet loss and the IRQ-imbalance steering.
 
-Uses host names ``rltA``/``rltB`` (not the dataset's ``labA``/``labB``) so it can run beside
-a recording. Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
+Uses host names of its own, unique per test process (``t<pid>A``/``B``/``C``, not the dataset's
+``labA``/...), so it can run beside a recording and beside another copy of itself: setting up hosts
+first tears down leftovers *by name*, which would kill a concurrent run's processes.
+Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +19,9 @@ import polars as pl
 import pytest
 
 from reveal_lab.lab import (
+    MAX_HOSTS,
     FaultPlan,
+    bridge_namespace,
     LabError,
     RunPlan,
     build_dataset,
@@ -27,7 +33,7 @@ from reveal_lab.lab import (
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-NAMES = ("rltA", "rltB")
+NAMES = tuple(f"t{os.getpid() % 100000:05d}{c}" for c in "ABC")
 
 
 def _need_root():
@@ -44,7 +50,7 @@ def _netns() -> set[str]:
 
 
 def _leftovers() -> list[str]:
-    left = [n for n in NAMES if n in _netns()]
+    left = [n for n in (*NAMES, bridge_namespace(NAMES)) if n in _netns()]
     for base in Path("/sys/fs/cgroup").glob("**/reveal_lab"):
         left += [str(base / n) for n in NAMES if (base / n).exists()]
     return left
@@ -53,12 +59,15 @@ def _leftovers() -> list[str]:
 def test_hosts_are_torn_down_when_the_body_fails():
     _need_root()
     with pytest.raises(RuntimeError, match="boom"), lab_hosts(NAMES, subnet="10.78.0") as hosts:
-        a, b = hosts
-        assert a.name in _netns() and b.name in _netns()
+        a, b, c = hosts
+        assert {a.name, b.name, c.name, bridge_namespace(NAMES)} <= _netns()
         p = a.popen(["sleep", "60"])  # a process that must be killed by the teardown
         assert p.pid in a.pids()
         r = b.run(["cat", "/proc/net/dev"])
         assert b.veth in r.stdout and a.veth not in r.stdout  # the namespace has its own interfaces
+        # spread: each host's network processing on its own core (RPS/XPS masks)
+        assert set(c.steering().values()) == {f"{1 << c.core:x}"}
+        assert set(b.steering().values()) == {f"{1 << b.core:x}"}
         raise RuntimeError("boom")
     assert p.wait(timeout=10) is not None
     assert _leftovers() == []
@@ -67,7 +76,11 @@ def test_hosts_are_torn_down_when_the_body_fails():
 def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     _need_root()
     raw, out = tmp_path / "raw", tmp_path / "lab"
-    plan = RunPlan("MLP", "train", NAMES, 6.0, (FaultPlan("packet_loss", "rltB", 0.05, 2.0, 2.0),))
+    faults = (
+        FaultPlan("packet_loss", NAMES[1], 0.05, 2.0, 2.0),
+        FaultPlan("config_irq_imbalance", NAMES[1], 1.0),
+    )
+    plan = RunPlan("MLP", "train", NAMES, 6.0, faults, host_quota=0.6, case="irq:after")
     try:
         prov = record_plans(
             [[plan]], raw, host_names=NAMES, subnet="10.78.0", calm_before_s=1.0, calm_after_s=1.0
@@ -77,11 +90,19 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     assert leftovers == [], f"not cleaned up: {leftovers}"
     slot = prov["slots"][0]
     assert "error" not in slot, slot.get("error")
+    man = json.loads(next(raw.glob("*.run.json")).read_text())
+    for hn, h in man["hosts"].items():  # while it ran: the quota, and every host steered to NAMES[1]'s core
+        assert h["cpu_quota"] == pytest.approx(0.6), hn
+        assert set(h["steering"].values()) == {"2"}, (hn, h["steering"])  # NAMES[1] is on core 1
+    assert slot["gate_reading"]["passed"] and "other_load" in slot["gate_reading"]
     meta_rows, label_rows = build_dataset(raw, out)
     meta, labels = read_meta(out / "meta_lab.csv"), read_labels(out / "labels.csv")
-    assert sorted(meta["host"].to_list()) == list(NAMES) and meta["world_size"].to_list() == [2, 2]
+    assert sorted(meta["host"].to_list()) == list(NAMES) and meta["world_size"].to_list() == [3, 3, 3]
     assert meta["model"][0] == "DDPMLP" and meta["run"].n_unique() == 1
-    assert labels.height == 1 and labels["host"][0] == "rltB" and labels["fault_type"][0] == "packet_loss"
+    assert set(meta["case"]) == {"irq:after"}
+    assert sorted(labels["fault_type"]) == ["config_irq_imbalance", "packet_loss"]
+    labels = labels.filter(pl.col("fault_type") == "packet_loss")
+    assert labels["host"][0] == NAMES[1] and labels["magnitude"][0] == 0.05
     start, end = labels["start"][0], labels["end"][0]
     assert 1.5 <= (end - start).total_seconds() <= 5.0
     for row in meta.iter_rows(named=True):
@@ -98,8 +119,9 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     )
 
 
-def test_setup_refuses_three_hosts():
+def test_setup_refuses_bad_host_lists():
     _need_root()
-    with pytest.raises(LabError, match="one or two"):
-        with lab_hosts(("x1", "x2", "x3")):
-            pass
+    for names in (tuple(f"x{i}" for i in range(MAX_HOSTS + 1)), ("x1", "x1"), ()):
+        with pytest.raises(LabError, match="distinct host names"):
+            with lab_hosts(names):
+                pass

@@ -1,0 +1,179 @@
+"""The recorder's load gate, driven by handed-in readings (no timing, no live load)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from reveal_lab.lab import (
+    GATE_EXIT_CODE,
+    GateRefused,
+    LoadGate,
+    ProcInfo,
+    busiest_others,
+    own_load,
+    read_process_table,
+)
+
+
+class FakeMachine:
+    """A clock that only moves when the gate sleeps, a scripted load average and lab CPU time."""
+
+    def __init__(self, loads, own_rate=0.0, others=None):
+        self.t = 1000.0
+        self.loads = list(loads)
+        self.own_rate = own_rate  # cores the lab burns (its cgroups' CPU time grows at this rate)
+        self.others = others or {}  # pid -> (comm, cores)
+        self.sleeps = []
+
+    def clock(self):
+        return self.t
+
+    def sleep(self, s):
+        self.sleeps.append(s)
+        self.t += s
+
+    def load(self):
+        return self.loads.pop(0) if len(self.loads) > 1 else self.loads[0]
+
+    def own_cpu(self):
+        return self.own_rate * self.t
+
+    def procs(self):
+        table = {os.getpid(): ProcInfo("python", 5.0 + self.own_rate * self.t, own=True)}
+        for pid, (comm, cores) in self.others.items():
+            table[pid] = ProcInfo(comm, cores * self.t)
+        return table
+
+    def gate(self, **kw):
+        return LoadGate(
+            read_load=self.load,
+            read_processes=self.procs,
+            own_cpu=self.own_cpu,
+            clock=self.clock,
+            sleep=self.sleep,
+            **kw,
+        )
+
+
+def test_own_load_follows_the_kernels_weighting():
+    hist = [(0.0, 0.0), (600.0, 1200.0)]  # two cores for ten minutes
+    assert own_load(hist, 600.0) == pytest.approx(2.0, abs=1e-3)
+    assert own_load(hist, 660.0) == pytest.approx(2.0 * 0.36788, rel=1e-3)  # one time constant later
+    assert own_load(hist[:1], 600.0) == 0.0  # one sample: no rate known
+    assert own_load([(0.0, 0.0), (10.0, 5.0), (20.0, 5.0)], 20.0) < own_load([(0.0, 0.0), (10.0, 5.0)], 10.0)
+
+
+def test_gate_subtracts_the_labs_own_load():
+    # load 2.0, all of it the lab's own (two cores busy for a long time): passes at once
+    m = FakeMachine([2.0], own_rate=2.0)
+    g = m.gate(gate=0.5)
+    g.note()
+    m.t += 3600
+    g.note()  # a slot's worth of history: the lab ran at 2 cores for an hour
+    r = g.wait()
+    assert r["passed"] and r["waited_s"] == g.sample_s  # just the one sample
+    assert r["own_load"] == pytest.approx(2.0, abs=0.01) and r["other_load"] < 0.5
+    # the same load without the lab's history is someone else's: the gate waits, then refuses
+    m2 = FakeMachine([2.0], own_rate=0.0, others={4242: ("make", 1.9)})
+    with pytest.raises(GateRefused, match="--load-gate 0.5") as e:
+        m2.gate(gate=0.5, max_wait_s=60, poll_s=10).wait()
+    assert "make (4242): 1.90" in str(e.value)
+    assert e.value.reading["passed"] is False and e.value.exit_code == GATE_EXIT_CODE == 75
+
+
+def test_gate_waits_until_the_machine_calms_down():
+    m = FakeMachine([1.5, 1.2, 0.9, 0.4], others={7: ("stress", 1.0)})
+    r = m.gate(gate=0.5, max_wait_s=600, poll_s=10, sample_s=2).wait()
+    assert r["passed"] and r["loadavg1"] == 0.4
+    # four readings (2 s samples each) and three polls of 10 s between them
+    assert m.sleeps == [2, 10, 2, 10, 2, 10, 2]
+    assert r["waited_s"] == sum(m.sleeps) == 38
+    assert r["top_other_processes"][0] == {"pid": 7, "comm": "stress", "cores": 1.0}
+
+
+def test_gate_off_measures_but_never_waits():
+    m = FakeMachine([9.0])
+    r = m.gate(gate=None).wait()
+    assert r["passed"] and r["gate"] is None and r["other_load"] == 9.0 and m.sleeps == [2.0]
+    with pytest.raises(ValueError, match=">= 0"):
+        LoadGate(gate=-1)
+
+
+def test_busiest_others_skips_the_lab_and_counts_new_processes():
+    before = {1: ProcInfo("a", 10.0), 2: ProcInfo("lab", 0.0, own=True)}
+    after = {1: ProcInfo("a", 10.5), 2: ProcInfo("lab", 9.0, own=True), 3: ProcInfo("new", 1.0)}
+    top = busiest_others(before, after, 1.0, n=5)
+    assert [r["comm"] for r in top] == ["new", "a"] and top[1]["cores"] == 0.5
+    # a pid reused by another program: its old time is not subtracted
+    assert busiest_others({5: ProcInfo("x", 50.0)}, {5: ProcInfo("y", 1.0)}, 1.0)[0]["cores"] == 1.0
+    with pytest.raises(ValueError):
+        busiest_others(before, after, 0.0)
+
+
+def test_process_table_marks_the_recorder_and_its_children_as_own():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        table = read_process_table()
+        assert table[os.getpid()].own and table[child.pid].own
+        assert table[1].own is False  # init is nobody's child of ours
+    finally:
+        child.kill()
+        child.wait(timeout=10)
+
+
+def test_record_cli_rejects_a_bad_gate(capsys):
+    from reveal_lab.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["record", "--load-gate", "busy", "--dry-run"])
+    assert "expected a load" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["record", "--load-gate", "-1", "--dry-run"])
+
+
+def test_gate_readings_reach_the_dataset_readme(tmp_path):
+    import json
+
+    from reveal_lab.lab._provenance import provenance_readme
+
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    raw.mkdir()
+    out.mkdir()
+    reading = {
+        "loadavg1": 1.9,
+        "own_load": 1.7,
+        "other_load": 0.2,
+        "waited_s": 12.0,
+        "top_other_processes": [{"pid": 9, "comm": "sshd", "cores": 0.05}],
+    }
+    slot = {"slot": 3, "runs": ["r"], "gate_reading": reading}
+    sessions = [{"load_gate": 0.5, "argv": ["record"], "slots": [slot]}]
+    (raw / "recording.json").write_text(json.dumps({"sessions": sessions}))
+    (out / "meta_lab.csv").write_text("run,model,phase,world_size,fault\nr,MLP,train,1,none\n")
+    (out / "labels.csv").write_text("run,host,fault_type,expected_subsystem,magnitude\n")
+    text = provenance_readme(raw, out)
+    assert "| 3 | recorded | 1.90 | 1.70 | 0.20 | 12 | sshd 0.05 |" in text
+    assert "load gate: 0.5" in text and "0.20 to 0.20" in text
+
+
+def test_waiting_and_blocked_lab_tasks_count_beyond_their_cpu_time():
+    from reveal_lab.lab import own_load_from_counts
+
+    # a workload and two busy loops on one core for ten minutes: 1 core of CPU time, load 3
+    m = FakeMachine([3.0], own_rate=1.0)
+    counts = iter([3] * 1000)
+    g = m.gate(gate=0.5, own_tasks=lambda: next(counts))
+    g.note()
+    for _ in range(600):  # the recorder samples about once a second while a slot runs
+        m.t += 1
+        g.sample_tasks()
+    g.note()
+    r = g.wait()
+    assert r["passed"] and r["own_load"] == pytest.approx(3.0, abs=0.05)
+    # by CPU time alone the lab would own only 1 of the 3: the gate would wait for nothing
+    assert own_load(g.history, m.t) == pytest.approx(1.0, abs=0.05)
+    assert own_load_from_counts([], 10.0) == 0.0
