@@ -23,6 +23,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from reveal_lab.numeric import safe_divide  # noqa: F401  (the detectors' helper lives there)
+
 __all__ = ["BaseDetector"]
 
 
@@ -193,14 +195,6 @@ def median_rows(A: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     P = A if overwrite else A.copy()
     P.partition(kth, axis=1)
     return P[:, k].copy() if n % 2 else 0.5 * (P[:, k - 1] + P[:, k])
-
-
-def safe_divide(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``a / scale`` with 0 where ``scale`` is 0 (constant features are neutral)."""
-    out = np.zeros_like(a)
-    nz = scale > 0
-    np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
-    return out
 
 
 class FitStats:

@@ -13,6 +13,8 @@ Recording needs root; reading labels and plans does not. torch is imported lazil
 """
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
+from reveal_lab.lab._hf import ID_COLUMNS as HF_ID_COLUMNS
+from reveal_lab.lab._hf import HubError, export_hf, hf_column_name, push_hf
 from reveal_lab.lab._hosts import LabError, LabHost, lab_hosts, require_root, setup_hosts, teardown_hosts
 from reveal_lab.lab._labels import (
     LABEL_COLUMNS,
@@ -38,6 +40,11 @@ from reveal_lab.lab._recorder import (
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "HubError",
+    "HF_ID_COLUMNS",
+    "export_hf",
+    "hf_column_name",
+    "push_hf",
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",
     "META_COLUMNS",
