@@ -336,3 +336,18 @@ def test_fit_statistics_are_passed_explicitly():
     assert given[3] == pytest.approx(own[3] + 100.0) and np.array_equal(given[:3], own[:3])
     with pytest.raises(ValueError, match="fit statistics"):
         ZScoreDetector().fit(X, stats=fit_stats(X[:50]))
+
+
+@pytest.mark.parametrize("max_features", [1.0, 0.5, 3])
+def test_flat_forest_equals_sklearn_with_and_without_feature_subsampling(max_features):
+    """FlatForest reads which features a tree saw from public attributes only (the per-tree
+    feature lists, ``max_samples_``); with subsampled features a wrong mapping changes scores."""
+    from sklearn.ensemble import IsolationForest
+
+    from reveal_lab.detectors import FlatForest
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 12))
+    Y = rng.normal(size=(9, 12)) * 2
+    model = IsolationForest(n_estimators=25, max_samples=32, max_features=max_features, random_state=0).fit(X)
+    np.testing.assert_array_equal(FlatForest(model).score_samples(Y), model.score_samples(Y))
