@@ -15,17 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from reveal_lab.detectors._iforest import _average_path_length as _c
+
 __all__ = ["FlatForest"]
-
-
-def _c(n: np.ndarray) -> np.ndarray:
-    """sklearn's ``_average_path_length``."""
-    n = np.asarray(n, dtype=np.float64)
-    out = np.zeros_like(n)
-    big = n > 2
-    out[n == 2] = 1.0
-    out[big] = 2.0 * (np.log(n[big] - 1.0) + np.euler_gamma) - 2.0 * (n[big] - 1.0) / n[big]
-    return out
 
 
 class FlatForest:
