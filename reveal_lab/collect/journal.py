@@ -35,6 +35,7 @@ Examples
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -73,6 +74,8 @@ __all__ = [
     "MISSING_INT",
     "journal_name",
     "segment_name",
+    "JOURNAL_RE",
+    "SEGMENT_RE",
     "encode_chunk",
     "decode_chunk",
     "JournalHeader",
@@ -87,6 +90,10 @@ __all__ = [
 ]
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+#: a journal's / a Parquet segment's file name in a run directory (group 1: its index)
+JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
+SEGMENT_RE = re.compile(r"^segment-(\d{6})\.parquet$")
 
 #: :attr:`Chunk.problem` of a chunk not yet wholly written (the last one of a live journal)
 TORN = "torn"

@@ -10,7 +10,6 @@ disk filled) becomes a warning naming the bytes left out, never an error.
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.collect import dataset_view
-from reveal_lab.collect.journal import MISSING_INT, read_journal
+from reveal_lab.collect.journal import JOURNAL_RE, MISSING_INT, SEGMENT_RE, read_journal
 from reveal_lab.telemetry import (
     TIMESTAMP,
     TIMESTAMP_DTYPE,
@@ -34,8 +33,7 @@ from reveal_lab.telemetry import (
 
 __all__ = ["read_collector_run", "merge_hosts", "is_collector_run"]
 
-_SEG_RE = re.compile(r"^segment-(\d{6})\.parquet$")
-_JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
+_SEG_RE, _JOURNAL_RE = SEGMENT_RE, JOURNAL_RE  # one definition, in collect.journal
 
 
 def is_collector_run(path: str | Path) -> bool:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import zlib
 from pathlib import Path
 from typing import Any, Literal
@@ -39,15 +38,23 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.collect import DERIVED_VIEWS as DERIVED
-from reveal_lab.collect.journal import CHANNELS_FILE, META_FILE, MISSING_INT, JournalTail, journal_name, segment_name
+from reveal_lab.collect.journal import (
+    CHANNELS_FILE,
+    JOURNAL_RE,
+    META_FILE,
+    MISSING_INT,
+    SEGMENT_RE,
+    JournalTail,
+    journal_name,
+    segment_name,
+)
 from reveal_lab.telemetry import TIMESTAMP, TIMESTAMP_DTYPE, TelemetryError
 
 __all__ = ["CollectorFollower", "FollowStats"]
 
 log = logging.getLogger(__name__)
 
-_SEG_RE = re.compile(r"^segment-(\d{6})\.parquet$")
-_JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
+_SEG_RE, _JOURNAL_RE = SEGMENT_RE, JOURNAL_RE  # one definition, in collect.journal
 
 
 class FollowStats:
