@@ -28,6 +28,8 @@ from reveal_lab.notebooks import discover_notebooks, load_manifest
 
 # -- probes ---------------------------------------------------------------------------------
 
+INIT = "reveal_lab/collect/probes/__init__.py"
+
 
 def probe_modules() -> list[str]:
     """Every module of ``reveal_lab/collect/probes``."""
@@ -44,7 +46,7 @@ def probe_problems(modules: Iterable[str]) -> list[str]:
         before = set(PROBES)
         importlib.import_module(mod)
         for name in sorted(set(PROBES) - before - known):
-            problems.append(f"probe {name!r} ({mod}) is not imported by reveal_lab/collect/probes/__init__.py")
+            problems.append(f"probe {name!r} ({mod}) is not imported by {INIT}")
     for name, cls in PROBES.items():
         if name not in probes_pkg.ORDER:
             problems.append(f"probe {name!r} is not in reveal_lab.collect.probes.ORDER")
@@ -71,7 +73,7 @@ def test_a_forgotten_probe_step_is_caught(tmp_path, monkeypatch):
     try:
         problems = probe_problems([*probe_modules(), "throwaway_probe_mod"])
         assert problems == [
-            "probe 'throwaway_probe' (throwaway_probe_mod) is not imported by reveal_lab/collect/probes/__init__.py",
+            f"probe 'throwaway_probe' (throwaway_probe_mod) is not imported by {INIT}",
             "probe 'throwaway_probe' is not in reveal_lab.collect.probes.ORDER",
         ]
         monkeypatch.setattr(probes_pkg, "ORDER", (*probes_pkg.ORDER, "throwaway_probe"))
@@ -98,7 +100,8 @@ def detector_classes() -> list[type[BaseDetector]]:
     for m in pkgutil.iter_modules(detectors_pkg.__path__):
         mod = importlib.import_module(f"{detectors_pkg.__name__}.{m.name}")
         for _n, obj in inspect.getmembers(mod, inspect.isclass):
-            if issubclass(obj, BaseDetector) and not inspect.isabstract(obj) and obj.__module__ == mod.__name__:
+            concrete = issubclass(obj, BaseDetector) and not inspect.isabstract(obj)
+            if concrete and obj.__module__ == mod.__name__:
                 out.append(obj)
     return out
 
@@ -124,7 +127,8 @@ def detector_problems(classes: Iterable[type[BaseDetector]], exported: Iterable[
             problems.append(f"{label}: name {cls.name!r} is taken by {names[cls.name]}")
         names.setdefault(cls.name, label)
         det = cls().fit(X)
-        if det.decision_scores_.shape != (120,) or det.labels_.shape != (120,) or not np.isfinite(det.threshold_):
+        shapes = (det.decision_scores_.shape, det.labels_.shape)
+        if shapes != ((120,), (120,)) or not np.isfinite(det.threshold_):
             problems.append(f"{label}: fit must set decision_scores_[n], labels_[n] and a finite threshold_")
         if det.decision_function(X[:3]).shape != (3,) or det.explain(X[:3]).shape != (3, 6):
             problems.append(f"{label}: decision_function must give [n] and explain [n, n_features]")
@@ -138,7 +142,8 @@ def detector_problems(classes: Iterable[type[BaseDetector]], exported: Iterable[
 
 def test_every_detector_follows_the_recipe():
     classes = detector_classes()
-    assert {c.__name__ for c in classes} >= {"ZScoreDetector", "PCAMahalanobisDetector", "IsolationForestDetector"}
+    paper = {"ZScoreDetector", "PCAMahalanobisDetector", "IsolationForestDetector"}
+    assert {c.__name__ for c in classes} >= paper
     assert detector_problems(classes, detectors_pkg.__all__) == []
 
 
@@ -180,8 +185,10 @@ def notebook_problems(root: Path) -> list[str]:
     their jupytext ``.py`` twin, and figure functions of ``reveal_lab.plots`` not exported."""
     manifest = load_manifest(root / "manifest.yml")  # raises for an entry without a notebook
     listed = {e.notebook for e in manifest.notebooks}
-    problems = [f"{p.name} is not in {root.name}/manifest.yml" for p in discover_notebooks(root) if p.name not in listed]
-    problems += [f"{p.name} has no jupytext twin {p.stem}.py" for p in discover_notebooks(root) if not p.with_suffix(".py").exists()]
+    on_disk = discover_notebooks(root)
+    problems = [f"{p.name} is not in {root.name}/manifest.yml" for p in on_disk if p.name not in listed]
+    twinless = [p for p in on_disk if not p.with_suffix(".py").exists()]
+    problems += [f"{p.name} has no jupytext twin {p.stem}.py" for p in twinless]
     return problems
 
 
@@ -214,7 +221,9 @@ def test_a_forgotten_notebook_step_is_caught(tmp_path):
     (tmp_path / "01-a.py").write_text("# %%\n")
     _notebook(tmp_path / "02-throwaway.ipynb")
     manifest = tmp_path / "manifest.yml"
-    manifest.write_text("kernel: reveal-lab\npresets: {smoke: {}, full: {}}\nnotebooks:\n  - notebook: 01-a.ipynb\n")
+    manifest.write_text(
+        "kernel: reveal-lab\npresets: {smoke: {}, full: {}}\nnotebooks:\n  - notebook: 01-a.ipynb\n"
+    )
     assert notebook_problems(tmp_path) == [
         "02-throwaway.ipynb is not in " + tmp_path.name + "/manifest.yml",
         "02-throwaway.ipynb has no jupytext twin 02-throwaway.py",

@@ -131,7 +131,9 @@ class Chunk:
     problem: str | None = None
 
 
-def parse_header(data: bytes, path: str | Path = "", *, channels: tuple[int, int, int] | None = None) -> JournalHeader:
+def parse_header(
+    data: bytes, path: str | Path = "", *, channels: tuple[int, int, int] | None = None
+) -> JournalHeader:
     """The header at the start of ``data`` (at least ``JOURNAL_HEADER.size`` bytes).
 
     Raises :class:`~reveal_lab.telemetry.TelemetryError` (naming ``path``) for another magic
@@ -140,7 +142,9 @@ def parse_header(data: bytes, path: str | Path = "", *, channels: tuple[int, int
     """
     magic, version, _reserved, ni, nf, ccrc, seg = JOURNAL_HEADER.unpack_from(data, 0)
     if magic != JOURNAL_MAGIC:
-        raise TelemetryError(f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path))
+        raise TelemetryError(
+            f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path)
+        )
     if version != FORMAT_VERSION:
         raise TelemetryError(
             f"journal format version {version} is not supported (expected {FORMAT_VERSION})", path=str(path)
@@ -221,7 +225,9 @@ def read_journal(path: str | Path, n_int: int, n_float: int, crc: int) -> tuple[
                 )
         elif c.problem == NO_MARKER:
             found = bytes(data[c.offset : c.offset + 4])
-            notes.append(f"{path}: no chunk marker at byte {c.offset} (found {found!r}): {rest} bytes ignored")
+            notes.append(
+                f"{path}: no chunk marker at byte {c.offset} (found {found!r}): {rest} bytes ignored"
+            )
         elif c.problem == BAD_CRC:
             notes.append(f"{path}: chunk at byte {c.offset} fails its CRC: {c.n} samples ignored")
         else:
@@ -241,7 +247,9 @@ class JournalTail:
 
     def __init__(self, n_int: int, n_float: int, crc: int, *, counters: Any = None, warn: Any = None) -> None:
         self.n_int, self.n_float, self.crc = n_int, n_float, crc
-        self.counters = counters if counters is not None else SimpleNamespace(bytes_read=0, chunks=0, bad_chunks=0, resets=0)
+        if counters is None:
+            counters = SimpleNamespace(bytes_read=0, chunks=0, bad_chunks=0, resets=0)
+        self.counters = counters
         self._warn = warn or (lambda msg: None)
         self._fd: int | None = None
         self._ino: int | None = None
@@ -271,7 +279,8 @@ class JournalTail:
         """Offset just after the last whole chunk below ``size`` (walks the chunk headers only)."""
         off = JOURNAL_HEADER.size
         while off + CHUNK_HEADER.size <= size:
-            _m, _c, _n, plen = CHUNK_HEADER.unpack(os.pread(self._fd, CHUNK_HEADER.size, off))  # type: ignore[arg-type]
+            head = os.pread(self._fd, CHUNK_HEADER.size, off)  # type: ignore[arg-type]
+            _m, _c, _n, plen = CHUNK_HEADER.unpack(head)
             if off + CHUNK_HEADER.size + plen > size:
                 break
             off += CHUNK_HEADER.size + plen
@@ -281,7 +290,8 @@ class JournalTail:
         """Does the journal's first chunk differ from the one read (rewritten in place)?"""
         if self._first_head is None:
             return False
-        return os.pread(self._fd, CHUNK_HEADER.size, JOURNAL_HEADER.size) != self._first_head  # type: ignore[arg-type]
+        head = os.pread(self._fd, CHUNK_HEADER.size, JOURNAL_HEADER.size)  # type: ignore[arg-type]
+        return head != self._first_head
 
     # -- reading ----------------------------------------------------------------------------
     def read(self, path: str | Path) -> list[Block]:
@@ -324,7 +334,9 @@ class JournalTail:
                 break
             if ch.problem == NO_MARKER:
                 c.bad_chunks += 1
-                self._warn(f"{path}: no chunk marker at byte {ch.offset}; the rest of this journal is skipped")
+                self._warn(
+                    f"{path}: no chunk marker at byte {ch.offset}; the rest of this journal is skipped"
+                )
                 done = ch.end
                 self._need = done + CHUNK_HEADER.size
                 break

@@ -367,7 +367,8 @@ class DerivedPlan:
             out = out.with_columns([e.cast(pl.Float64) for e in self.diff_exprs])
         if self.exprs:
             out = out.with_columns([e.cast(pl.Float64) for e in self.exprs])
-        return out.select(pl.exclude(list(self.drop))) if self.drop else out  # one expression, not one per column
+        # one expression, not one per column
+        return out.select(pl.exclude(list(self.drop))) if self.drop else out
 
 
 def plan_derived(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | None = None) -> DerivedPlan:

@@ -56,7 +56,9 @@ class BaseDetector(BaseEstimator, ABC):
         if stats is None:
             stats = fit_stats(X)
         elif stats.finite.shape != X.shape:
-            raise ValueError(f"{self.name}: fit statistics of a {stats.finite.shape} matrix given for {X.shape}")
+            raise ValueError(
+                f"{self.name}: fit statistics of a {stats.finite.shape} matrix given for {X.shape}"
+            )
         #: features with at least one finite value in the fit data (the others are unknown, not constant)
         self.observed_ = stats.observed
         self.impute_values_ = stats.impute_values
@@ -77,7 +79,7 @@ class BaseDetector(BaseEstimator, ABC):
         return self._impute(self._validate(X, reset=False))
 
     # -- the contract ------------------------------------------------------------------------
-    def fit(self, X, y=None, *, stats: FitStats | None = None):  # noqa: ANN001, ARG002 - y ignored (unsupervised)
+    def fit(self, X, y=None, *, stats: FitStats | None = None):  # noqa: ANN001, ARG002 - y ignored
         """Fit on ``X``. ``stats``: :func:`fit_stats` of exactly this ``X``, when the caller has
         them (an ensemble computes them once for all its detectors); computed here otherwise."""
         X = self._validate(X, reset=True)

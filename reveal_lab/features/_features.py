@@ -271,7 +271,8 @@ def window_plan(
     ``catalogue`` or the default registry, as :func:`window_features` plans."""
     cols = tuple(c for c in columns if c != TIMESTAMP)
     if catalogue is None:
-        pairs, excluded = _default_plan(cols, tuple(features) if features is not None else None, _registry_state())
+        wanted = tuple(features) if features is not None else None
+        pairs, excluded = _default_plan(cols, wanted, _registry_state())
     else:
         pairs, excluded = feature_plan(catalogue.filter(pl.col("column").is_in(list(cols))), features)
     metrics = tuple(pairs.get_column("metric").unique(maintain_order=True).to_list())

@@ -1,8 +1,9 @@
 """One source of truth for the window features: ``reveal_lab.features._kernels.FEATURE_CODES``.
 
 Every feature it lists must be planned for some metric kind (``DYNAMIC_FEATURES`` /
-``COUNTER_FEATURES``), worded for evidence (``FEATURE_WORDS``), mapped to a tsfresh calculator, and computed by every backend (the
-numba kernel, the numpy backend, tsfresh) with the same value on a fixed series. Adding a
+``COUNTER_FEATURES``), worded for evidence (``FEATURE_WORDS``), mapped to a tsfresh
+calculator, and computed by every backend (the numba kernel, the numpy backend, tsfresh)
+with the same value on a fixed series. Adding a
 feature to the list without one of those steps fails here (docs/CONTRIBUTING.md, "Add a
 window feature"); ``test_a_forgotten_backend_step_is_caught`` shows it on a throwaway feature.
 """
@@ -42,7 +43,9 @@ def _numba(values, rs, re_, want, min_valid):
     return out
 
 
-def backend_problems(codes: Mapping[str, int], backends: Mapping[str, Backend], rtol: float = 1e-7) -> list[str]:
+def backend_problems(
+    codes: Mapping[str, int], backends: Mapping[str, Backend], rtol: float = 1e-7
+) -> list[str]:
     """What is wrong with the backends against the feature list ``codes``: a listed feature
     a backend leaves NaN on the fixed series, or a value differing from the first backend's."""
     values = _series()
@@ -104,10 +107,9 @@ def test_a_forgotten_backend_step_is_caught():
 
         return run
 
-    forgot = backend_problems(codes, {"numpy": with_range(numpy_features, True), "numba": with_range(_numba, False)})
+    numpy_ = with_range(numpy_features, True)
+    forgot = backend_problems(codes, {"numpy": numpy_, "numba": with_range(_numba, False)})
     assert forgot == [f"numba: feature 'range' ({N_FEATURES}) not computed"]
-    wrong = backend_problems(
-        codes, {"numpy": with_range(numpy_features, True), "numba": with_range(_numba, True, scale=1.01)}
-    )
+    wrong = backend_problems(codes, {"numpy": numpy_, "numba": with_range(_numba, True, scale=1.01)})
     assert wrong == [f"numba: feature 'range' ({N_FEATURES}) differs from numpy"]
-    assert backend_problems(codes, {"numpy": with_range(numpy_features, True), "numba": with_range(_numba, True)}) == []
+    assert backend_problems(codes, {"numpy": numpy_, "numba": with_range(_numba, True)}) == []
