@@ -18,6 +18,7 @@ __all__ = [
     "PruneConfig",
     "Preset",
     "PRESETS",
+    "PRESET_ALIASES",
     "get_preset",
     "parse_duration",
 ]
@@ -80,6 +81,9 @@ class DetectConfig:
     seed: int = 0
     #: metric-feature pairs kept as evidence per anomalous window and detector
     top_k: int = 5
+    #: arithmetic of the PCA-Mahalanobis fit: "float64" (exact), "mixed" or "float32"
+    #: (see :class:`~reveal_lab.detectors.PCAMahalanobisDetector`)
+    pca_precision: str = "float64"
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,6 @@ class Preset:
 
 PRESETS: dict[str, Preset] = {
     "paper": Preset("paper"),
-    "full": Preset("full"),
     "smoke": Preset(
         "smoke",
         detect=DetectConfig(iforest_estimators=50),
@@ -114,10 +117,21 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+#: other names of a preset: ``full`` (the name the notebooks and ``reproduce`` use for a full
+#: run, as opposed to ``smoke``) is the paper's settings, one preset under two names
+PRESET_ALIASES: dict[str, str] = {"full": "paper"}
+
+
 def get_preset(name: str, **overrides: object) -> Preset:
-    """A named preset, optionally with fields replaced."""
+    """A named preset (or an alias of one, see :data:`PRESET_ALIASES`), optionally with fields replaced.
+
+    >>> get_preset("full") is get_preset("paper")
+    True
+    """
     try:
-        p = PRESETS[name]
+        p = PRESETS[PRESET_ALIASES.get(name, name)]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; expected one of {sorted(PRESETS)}") from None
+        raise ValueError(
+            f"unknown preset {name!r}; expected one of {sorted([*PRESETS, *PRESET_ALIASES])}"
+        ) from None
     return replace(p, **overrides) if overrides else p  # type: ignore[arg-type]

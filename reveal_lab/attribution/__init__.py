@@ -2,13 +2,14 @@
 (joint) subsystems, the host, and a claim in words."""
 
 from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
-from reveal_lab.attribution._words import FEATURE_WORDS, READABLE, claim, readable_metric
+from reveal_lab.attribution._words import FEATURE_WORDS, READABLE, claim, format_value, readable_metric
 
 __all__ = [
     "Attribution",
     "attribute",
     "claim",
     "readable_metric",
+    "format_value",
     "READABLE",
     "FEATURE_WORDS",
     "EVIDENCE_SCHEMA",

@@ -20,8 +20,8 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.attribution._words import claim
-from reveal_lab.detectors._base import BaseDetector, safe_divide
-from reveal_lab.detectors._ensemble import EnsembleResult
+from reveal_lab.detectors import BaseDetector, EnsembleResult
+from reveal_lab.numeric import safe_divide
 from reveal_lab.telemetry import SUBSYSTEMS
 
 __all__ = ["Attribution", "attribute", "EVIDENCE_SCHEMA", "WINDOW_SCHEMA"]

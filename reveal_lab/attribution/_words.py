@@ -7,7 +7,7 @@ import re
 
 from reveal_lab.telemetry import classify, parse_metric_name
 
-__all__ = ["readable_metric", "claim", "READABLE", "FEATURE_WORDS"]
+__all__ = ["readable_metric", "claim", "format_value", "READABLE", "FEATURE_WORDS"]
 
 #: (source without ``_diff``, field) → readable name. Unknown metrics fall back to
 #: "<subsystem> <field in words>" with the registry's description.
@@ -176,7 +176,12 @@ def readable_metric(metric: str) -> str:
     return f"{name} ({inst})"
 
 
-def _fmt(v: float) -> str:
+def format_value(v: float) -> str:
+    """A number as evidence sentences print it (3 significant digits, thousands separators).
+
+    >>> format_value(12345.6), format_value(0.5), format_value(1e-4)
+    ('12,346', '0.5', '0.0001')
+    """
     if not math.isfinite(v):
         return str(v)
     a = abs(v)
@@ -185,6 +190,9 @@ def _fmt(v: float) -> str:
     if a >= 100:
         return f"{v:,.0f}"
     return f"{v:.3g}"
+
+
+_fmt = format_value
 
 
 def claim(metric: str, feature: str, value: float, baseline: float, z: float) -> str:

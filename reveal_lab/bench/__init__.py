@@ -25,8 +25,17 @@ from reveal_lab.bench._metrics import (
     random_ndcg,
     top_k,
 )
+from reveal_lab.bench._labelled import LabelledConfig, run_labelled
+from reveal_lab.bench._score import format_server_table, format_table, json_safe, score_folder, score_server
 
 __all__ = [
+    "LabelledConfig",
+    "run_labelled",
+    "format_server_table",
+    "format_table",
+    "json_safe",
+    "score_folder",
+    "score_server",
     "InterpretationSegment",
     "LabelledServer",
     "label_runs",

@@ -40,13 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            mod = importlib.import_module(f"reveal_lab.cli._{name}")
-        except ModuleNotFoundError as exc:  # a command whose module is not built yet
-            if exc.name != f"reveal_lab.cli._{name}":
-                raise
-            continue
-        mod.register(sub)
+        # every listed command must exist: a missing module is an ImportError, not a shorter CLI
+        importlib.import_module(f"reveal_lab.cli._{name}").register(sub)
     return parser
 
 

@@ -74,8 +74,8 @@ def _labelled(args) -> int:  # noqa: ANN001
     from dataclasses import replace
     from pathlib import Path
 
-    from reveal_lab.bench._labelled import LabelledConfig, run_labelled
-    from reveal_lab.bench._score import format_server_table, format_table
+    from reveal_lab.bench import LabelledConfig, run_labelled
+    from reveal_lab.bench import format_server_table, format_table
 
     cfg = LabelledConfig()
     if args.window_rows is not None:
@@ -104,7 +104,7 @@ def _score(args) -> int:  # noqa: ANN001
     import json
     from pathlib import Path
 
-    from reveal_lab.bench._score import format_table, json_safe, score_folder
+    from reveal_lab.bench import format_table, json_safe, score_folder
 
     res = score_folder(args.out, args.data, _servers(args.servers))
     print(format_table({Path(args.out).name or "out": res}))

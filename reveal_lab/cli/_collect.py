@@ -6,7 +6,7 @@ import argparse
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
-    from reveal_lab.collect._probe import GROUPS
+    from reveal_lab.collect import GROUPS
 
     p = sub.add_parser(
         "collect",

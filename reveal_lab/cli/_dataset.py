@@ -17,10 +17,4 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     verbs = p.add_subparsers(dest="dataset_command", metavar="VERB")
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
     for part in PARTS:
-        try:
-            mod = importlib.import_module(f"reveal_lab.cli.{part}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"reveal_lab.cli.{part}":
-                raise
-            continue
-        mod.register(verbs)
+        importlib.import_module(f"reveal_lab.cli.{part}").register(verbs)  # a missing one is an error

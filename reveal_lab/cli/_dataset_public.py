@@ -188,7 +188,7 @@ def _print_table(header: list[str] | tuple[str, ...], rows: list[tuple]) -> None
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from reveal_lab.io._describe import describe_dataset
+    from reveal_lab.io import describe_dataset
 
     ds = _open(args.root).filter(**_filters(args))
     d = describe_dataset(ds, headers=not args.no_headers, check_rows=args.check_rows)

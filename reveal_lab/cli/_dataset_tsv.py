@@ -48,9 +48,9 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from reveal_lab.io._collector import is_collector_run, merge_hosts
-    from reveal_lab.io._export_tsv import export_tsv
-    from reveal_lab.io._load import load_run
+    from reveal_lab.io import is_collector_run, merge_hosts
+    from reveal_lab.io import export_tsv
+    from reveal_lab.io import load_run
 
     runs = []
     for r in args.runs:

@@ -19,9 +19,13 @@ from reveal_lab.collect._probe import (
     resolve_probes,
     sanitize_instance,
 )
+from reveal_lab.collect._views import DERIVED as DERIVED_VIEWS
+from reveal_lab.collect._views import dataset_view
 from reveal_lab.collect._writer import DiskFull
 
 __all__ = [
+    "DERIVED_VIEWS",
+    "dataset_view",
     "collect",
     "CollectResult",
     "host_info",

@@ -30,7 +30,7 @@ from reveal_lab.collect._probe import (
     tick_divisors,
 )
 from reveal_lab.collect._writer import DiskFull, RunWriter, write_json_atomic
-from reveal_lab.telemetry._names import sanitize_host
+from reveal_lab.telemetry import sanitize_host
 
 __all__ = ["collect", "CollectResult", "host_info"]
 

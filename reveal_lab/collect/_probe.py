@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from reveal_lab.telemetry._names import MetricName, format_metric_name
+from reveal_lab.telemetry import MetricName, format_metric_name
 
 __all__ = [
     "MISSING_INT",

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.telemetry._names import MetricName, format_metric_name
+from reveal_lab.telemetry import MetricName, format_metric_name
 
 __all__ = ["dataset_view", "DERIVED"]
 

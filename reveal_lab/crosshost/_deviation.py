@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from reveal_lab.attribution._words import _fmt, readable_metric
+from reveal_lab.attribution import format_value as _fmt
+from reveal_lab.attribution import readable_metric
 from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, parse_metric_name, split_hosts
 
 __all__ = ["deviation", "DEVIATION_SCHEMA"]

@@ -10,13 +10,17 @@
 from reveal_lab.derive._derive import (
     CUMULATIVE_SOURCES,
     DERIVED_SOURCE,
+    DerivedPlan,
     add_derived,
     derive_plan,
     detection_view,
     is_cumulative,
+    plan_derived,
 )
 
 __all__ = [
+    "DerivedPlan",
+    "plan_derived",
     "CUMULATIVE_SOURCES",
     "DERIVED_SOURCE",
     "add_derived",

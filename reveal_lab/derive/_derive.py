@@ -26,6 +26,8 @@ __all__ = [
     "DERIVED_SOURCE",
     "CUMULATIVE_SOURCES",
     "add_derived",
+    "DerivedPlan",
+    "plan_derived",
     "derive_plan",
     "detection_view",
     "is_cumulative",
@@ -328,13 +330,51 @@ def add_derived(frame: Frame, *, link_speed_mbps: Mapping[str, float] | None = N
         frame = frame.collect()
     if TIMESTAMP not in frame.columns:
         raise TelemetryError(f"frame has no {TIMESTAMP!r} column", column=TIMESTAMP)
-    _, diff_exprs, exprs, drop = _plan(frame, link_speed_mbps)
-    out = frame
-    if diff_exprs:  # first the per-interval columns, which the ratios may read
-        out = out.with_columns([e.cast(pl.Float64) for e in diff_exprs])
-    if exprs:
-        out = out.with_columns([e.cast(pl.Float64) for e in exprs])
-    return out.drop(drop)
+    return plan_derived(frame, link_speed_mbps=link_speed_mbps).apply(frame)
+
+
+@dataclass(frozen=True)
+class DerivedPlan:
+    """What :func:`add_derived` does, decided once on a frame (which columns are cumulative
+    counters is read from the data) and applied to other frames with the same columns: a
+    live stream decides on its first stretch and applies the plan to each new chunk with
+    :attr:`lookback` rows before it (the expressions are first differences and row-wise ratios).
+
+    Examples
+    --------
+    >>> import datetime as dt
+    >>> ts = [dt.datetime(2025, 1, 1, 0, 0, i) for i in range(4)]
+    >>> df = pl.DataFrame({"timestamp": ts, "Vmstat:pgfault.h1[count]": [1.0, 3.0, 6.0, 10.0]},
+    ...                   schema_overrides={"timestamp": pl.Datetime("ms")})
+    >>> plan = plan_derived(df.head(3))  # decided on the first three rows
+    >>> out = plan.apply(df.tail(2))  # applied to the last two: the first of them has no look-back
+    >>> out.columns, out["Vmstat_diff:pgfault.h1[count]"].to_list()
+    (['timestamp', 'Vmstat_diff:pgfault.h1[count]'], [None, 4.0])
+    """
+
+    #: one row per output column: ``column, kind, inputs, formula`` (:func:`derive_plan`)
+    table: pl.DataFrame
+    diff_exprs: tuple[pl.Expr, ...]
+    exprs: tuple[pl.Expr, ...]
+    drop: tuple[str, ...]
+    #: rows before a chunk that :meth:`apply` needs to give the chunk's first row its value
+    lookback: int = 1
+
+    def apply(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` with the plan's columns added and the cumulative originals dropped."""
+        out = frame
+        if self.diff_exprs:  # first the per-interval columns, which the ratios may read
+            out = out.with_columns([e.cast(pl.Float64) for e in self.diff_exprs])
+        if self.exprs:
+            out = out.with_columns([e.cast(pl.Float64) for e in self.exprs])
+        # one expression, not one per column
+        return out.select(pl.exclude(list(self.drop))) if self.drop else out
+
+
+def plan_derived(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | None = None) -> DerivedPlan:
+    """The :class:`DerivedPlan` of ``frame`` (what :func:`add_derived` would do to it)."""
+    table, diff_exprs, exprs, drop = _plan(frame, link_speed_mbps)
+    return DerivedPlan(table, tuple(diff_exprs), tuple(exprs), tuple(drop))
 
 
 DETECTION_REASONS = ("static metric", "all values missing", "constant over the run")

@@ -6,13 +6,20 @@
 :class:`DetectorEnsemble` runs them together (agreement 0–3 and a combined score).
 """
 
-from reveal_lab.detectors._base import BaseDetector
+from reveal_lab.detectors._base import BaseDetector, FitStats, fit_stats
 from reveal_lab.detectors._ensemble import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.detectors._fitted import FastForestScorer, FittedDetectors, FlatForest, WindowScorer
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._zscore import ZScoreDetector
 
 __all__ = [
+    "FitStats",
+    "fit_stats",
+    "FittedDetectors",
+    "WindowScorer",
+    "FastForestScorer",
+    "FlatForest",
     "BaseDetector",
     "ZScoreDetector",
     "PCAMahalanobisDetector",

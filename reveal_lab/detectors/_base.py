@@ -23,6 +23,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from reveal_lab.numeric import safe_divide  # noqa: F401  (the detectors' helper lives there)
+
 __all__ = ["BaseDetector"]
 
 
@@ -50,10 +52,13 @@ class BaseDetector(BaseEstimator, ABC):
         )
         return np.asarray(X, dtype=np.float64)
 
-    def _fit_impute(self, X: np.ndarray) -> np.ndarray:
-        stats = _shared_fit_stats(X)
+    def _fit_impute(self, X: np.ndarray, stats: FitStats | None = None) -> np.ndarray:
         if stats is None:
             stats = fit_stats(X)
+        elif stats.finite.shape != X.shape:
+            raise ValueError(
+                f"{self.name}: fit statistics of a {stats.finite.shape} matrix given for {X.shape}"
+            )
         #: features with at least one finite value in the fit data (the others are unknown, not constant)
         self.observed_ = stats.observed
         self.impute_values_ = stats.impute_values
@@ -74,10 +79,12 @@ class BaseDetector(BaseEstimator, ABC):
         return self._impute(self._validate(X, reset=False))
 
     # -- the contract ------------------------------------------------------------------------
-    def fit(self, X, y=None):  # noqa: ANN001, ARG002 - y ignored (unsupervised)
+    def fit(self, X, y=None, *, stats: FitStats | None = None):  # noqa: ANN001, ARG002 - y ignored
+        """Fit on ``X``. ``stats``: :func:`fit_stats` of exactly this ``X``, when the caller has
+        them (an ensemble computes them once for all its detectors); computed here otherwise."""
         X = self._validate(X, reset=True)
         try:
-            Xi = self._fit_impute(X)
+            Xi = self._fit_impute(X, stats)
             self._fit(Xi)
             scores = self._fit_scores(Xi)
         finally:
@@ -195,14 +202,6 @@ def median_rows(A: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
     return P[:, k].copy() if n % 2 else 0.5 * (P[:, k - 1] + P[:, k])
 
 
-def safe_divide(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """``a / scale`` with 0 where ``scale`` is 0 (constant features are neutral)."""
-    out = np.zeros_like(a)
-    nz = scale > 0
-    np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
-    return out
-
-
 class FitStats:
     """What every detector needs from its fit data before fitting: finiteness and the
     per-feature medians used for imputation (computed once per matrix, shared by the
@@ -243,36 +242,3 @@ def fit_stats(X: np.ndarray, *, keep_partitioned: bool = True) -> FitStats:
     return FitStats(
         finite, all_finite, observed, impute_values, XT if (all_finite and keep_partitioned) else None
     )
-
-
-#: fit statistics shared by the detectors of an ensemble, keyed by the matrix they describe
-_SHARED: list[tuple[tuple, FitStats]] = []
-
-
-def _matrix_key(X: np.ndarray) -> tuple:
-    return (X.__array_interface__["data"][0], X.shape, X.strides, X.dtype.str)
-
-
-def _shared_fit_stats(X: np.ndarray) -> FitStats | None:
-    key = _matrix_key(X)
-    for k, stats in _SHARED:
-        if k == key:
-            return stats
-    return None
-
-
-class share_fit_stats:  # noqa: N801 - used as a context manager
-    """While active, detectors fitted on exactly ``X`` (same buffer, shape, strides, dtype:
-    the caller must not modify it meanwhile) reuse one :func:`fit_stats` instead of
-    recomputing the medians each. Used by :class:`~reveal_lab.detectors.DetectorEnsemble`."""
-
-    def __init__(self, X: np.ndarray) -> None:
-        self.X = X
-
-    def __enter__(self) -> FitStats:
-        self.entry = (_matrix_key(self.X), fit_stats(self.X))
-        _SHARED.append(self.entry)
-        return self.entry[1]
-
-    def __exit__(self, *exc: object) -> None:
-        _SHARED.remove(self.entry)

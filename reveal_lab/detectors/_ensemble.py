@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import clone
 
 from reveal_lab.config import DetectConfig
-from reveal_lab.detectors._base import BaseDetector, share_fit_stats
+from reveal_lab.detectors._base import BaseDetector, fit_stats
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._zscore import ZScoreDetector
@@ -25,8 +25,7 @@ def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
         PCAMahalanobisDetector(
             variance=c.pca_variance,
             quantile=c.mahalanobis_quantile,
-            # a ``pca_precision`` config field, where the config has one ("float64" otherwise)
-            precision=getattr(c, "pca_precision", "float64"),
+            precision=c.pca_precision,
         ),
         IsolationForestDetector(
             contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed
@@ -88,8 +87,8 @@ class DetectorEnsemble:
             raise ValueError(f"detector names must be unique, got {names}")
         if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2 and X.shape[0] >= 2:
             # the detectors share one pass over the fit data for finiteness and medians
-            with share_fit_stats(X):
-                self.detectors_ = {d.name: clone(d).fit(X) for d in base}
+            stats = fit_stats(X)
+            self.detectors_ = {d.name: clone(d).fit(X, stats=stats) for d in base}
         else:
             self.detectors_ = {d.name: clone(d).fit(X) for d in base}
         self.result_ = self._result({n: d.decision_scores_ for n, d in self.detectors_.items()})
@@ -98,6 +97,11 @@ class DetectorEnsemble:
     def score(self, X) -> EnsembleResult:  # noqa: ANN001
         """Score new windows against what was fit (the baseline mode)."""
         return self._result({n: d.decision_function(X) for n, d in self.detectors_.items()})
+
+    def combine(self, scores: dict[str, np.ndarray]) -> EnsembleResult:
+        """The ensemble's result from each detector's scores of the same windows (thresholds,
+        labels, agreement and the combined score, each detector normalised its own way)."""
+        return self._result(scores)
 
     def _result(self, scores: dict[str, np.ndarray]) -> EnsembleResult:
         thr = {n: float(self.detectors_[n].threshold_) for n in scores}

@@ -138,7 +138,12 @@ class IsolationForestDetector(BaseDetector):
         flat = np.bincount(rows * p + cols, weights=np.concatenate(w_all), minlength=n * p)
         return flat.reshape(n, p) / len(self.model_.estimators_)
 
-    def _explain(self, X: np.ndarray) -> np.ndarray:
+    def explanation_baseline(self) -> np.ndarray:
+        """The mean path credits of (a sample of) the fit data, which :meth:`explain`
+        subtracts; computed on first use and kept."""
         if self._explain_baseline is None:
             self._explain_baseline = self._credits(self._baseline_X).mean(axis=0)
-        return self._credits(X) - self._explain_baseline
+        return self._explain_baseline
+
+    def _explain(self, X: np.ndarray) -> np.ndarray:
+        return self._credits(X) - self.explanation_baseline()

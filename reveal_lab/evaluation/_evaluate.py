@@ -143,7 +143,7 @@ def crosshost_episodes(root: str | Path, run_labels: pl.DataFrame, *, k: float =
     alignment). Detected when the labelled host has a persistent deviation; the ranking
     orders subsystems by the largest ``|z|`` of the labelled host's persistent deviations.
     """
-    from reveal_lab.studies._case_studies import crosshost_study
+    from reveal_lab.studies import crosshost_study
 
     rows = []
     for ft in run_labels["fault_type"].unique(maintain_order=True).to_list():

@@ -33,12 +33,16 @@ from reveal_lab.features._features import (
     FEATURES,
     MIN_VALID,
     WindowFeatures,
+    WindowPlan,
     feature_plan,
     window_features,
+    window_plan,
 )
 from reveal_lab.features._windows import make_windows
 
 __all__ = [
+    "WindowPlan",
+    "window_plan",
     "BACKENDS",
     "COUNTER_FEATURES",
     "DYNAMIC_FEATURES",

@@ -14,7 +14,7 @@ import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with th
 from reveal_lab.config import WindowConfig
 from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 from reveal_lab.features._windows import make_windows
-from reveal_lab.telemetry import DEFAULT_REGISTRY, Frame, TelemetryError, metric_columns
+from reveal_lab.telemetry import DEFAULT_REGISTRY, TIMESTAMP, Frame, TelemetryError, metric_columns
 from reveal_lab.telemetry import catalogue as make_catalogue
 
 __all__ = [
@@ -26,6 +26,8 @@ __all__ = [
     "WindowFeatures",
     "window_features",
     "feature_plan",
+    "WindowPlan",
+    "window_plan",
 ]
 
 #: statistical and temporal features of dynamic metrics (paper §4.2)
@@ -203,6 +205,81 @@ def feature_plan(
     return pairs, excl
 
 
+def _pair_index(pairs: pl.DataFrame, metrics: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each pair's channel (position in ``metrics``) and feature code, and the kernels'
+    ``want[channel, feature]`` mask."""
+    ch_of = {m: i for i, m in enumerate(metrics)}
+    ch_idx = np.array([ch_of[m] for m in pairs["metric"]], dtype=np.int64)
+    f_idx = np.array([FEATURE_CODES[f] for f in pairs["feature"]], dtype=np.int64)
+    want = np.zeros((len(metrics), N_FEATURES), dtype=np.bool_)
+    want[ch_idx, f_idx] = True
+    return ch_idx, f_idx, want
+
+
+@dataclass(frozen=True, eq=False)
+class WindowPlan:
+    """The (metric, feature) pairs :func:`window_features` computes for a column set, made
+    once, and the features of one window from its rows (the live engine's per-window step).
+
+    Build it with :func:`window_plan`. :meth:`features` gives, for ``values[n_samples,
+    n_metrics]`` (the window's rows, columns in :attr:`metrics` order), the row of
+    :attr:`pairs`' features that :func:`window_features` (numba backend) gives that window.
+
+    Examples
+    --------
+    >>> plan = window_plan(["timestamp", "CPU:Busy%.0.h1[%]"])
+    >>> list(plan.metrics), plan.pairs.height
+    (['CPU:Busy%.0.h1[%]'], 10)
+    >>> x = plan.features(np.array([[1.0], [2.0], [4.0]]))
+    >>> float(dict(zip(plan.pairs["feature"], x.round(3)))["mean"])
+    2.333
+    """
+
+    pairs: pl.DataFrame
+    excluded: pl.DataFrame
+    metrics: tuple[str, ...]
+    ch_idx: np.ndarray
+    f_idx: np.ndarray
+    want: np.ndarray
+    min_valid: int = MIN_VALID
+
+    def features(self, values: np.ndarray) -> np.ndarray:
+        """Features of one window from its rows only (``float64[n_pairs]``)."""
+        from reveal_lab.features._kernels import window_feature_kernel
+
+        if not self.metrics:
+            return np.empty(0)
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 2 or values.shape[1] != len(self.metrics):
+            raise ValueError(f"expected values[n_samples, {len(self.metrics)}], got {values.shape}")
+        out = np.full((1, len(self.metrics), N_FEATURES), np.nan)
+        window_feature_kernel(
+            np.asfortranarray(values),
+            np.zeros(1, dtype=np.int64),
+            np.full(1, values.shape[0], dtype=np.int64),
+            self.want,
+            int(self.min_valid),
+            out,
+        )
+        return out[0, self.ch_idx, self.f_idx]
+
+
+def window_plan(
+    columns: Sequence[str], features: Sequence[str] | None = None, *, catalogue: pl.DataFrame | None = None
+) -> WindowPlan:
+    """The :class:`WindowPlan` of a frame's ``columns`` (the timestamp is ignored), from
+    ``catalogue`` or the default registry, as :func:`window_features` plans."""
+    cols = tuple(c for c in columns if c != TIMESTAMP)
+    if catalogue is None:
+        wanted = tuple(features) if features is not None else None
+        pairs, excluded = _default_plan(cols, wanted, _registry_state())
+    else:
+        pairs, excluded = feature_plan(catalogue.filter(pl.col("column").is_in(list(cols))), features)
+    metrics = tuple(pairs.get_column("metric").unique(maintain_order=True).to_list())
+    ch_idx, f_idx, want = _pair_index(pairs, metrics)
+    return WindowPlan(pairs, excluded, metrics, ch_idx, f_idx, want)
+
+
 def _registry_state() -> tuple[int, int]:
     """Changes when a rule is registered (the cached plans below then miss)."""
     rules = DEFAULT_REGISTRY.rules
@@ -291,11 +368,7 @@ def window_features(
     if not metrics:
         return WindowFeatures(windows, np.empty((windows.height, 0)), pairs, excluded, backend, config)
     values = np.asfortranarray(frame.select(metrics).to_numpy().astype(np.float64, copy=False))
-    ch_of = {m: i for i, m in enumerate(metrics)}
-    want = np.zeros((len(metrics), N_FEATURES), dtype=np.bool_)
-    ch_idx = np.array([ch_of[m] for m in pairs["metric"]], dtype=np.int64)
-    f_idx = np.array([FEATURE_CODES[f] for f in pairs["feature"]], dtype=np.int64)
-    want[ch_idx, f_idx] = True
+    ch_idx, f_idx, want = _pair_index(pairs, metrics)
     if backend == "numba":
         from reveal_lab.features._kernels import window_feature_kernel, window_feature_kernel_parallel
 

@@ -75,8 +75,8 @@ FEATURE_CODES: dict[str, int] = {
     "adf": 9,
     "sum": 10,
 }
+#: the kernels' output width (a module global: numba freezes it as a constant at compile time)
 N_FEATURES = len(FEATURE_CODES)
-N_FEATURES_CONST = 11  # numba-friendly literal; equals N_FEATURES
 
 _LOG_2PI = math.log(2 * math.pi)
 _EPS = np.finfo(np.float64).eps
@@ -790,7 +790,7 @@ def _channel(values, c, row_start, row_end, want, min_valid, out, maxlen):
     """Every window of channel ``c`` (scratch buffers allocated once per channel)."""
     wc = want[c]
     anyw = False
-    for f in range(N_FEATURES_CONST):
+    for f in range(N_FEATURES):
         if wc[f]:
             anyw = True
     if not anyw:
@@ -803,7 +803,7 @@ def _channel(values, c, row_start, row_end, want, min_valid, out, maxlen):
     A = np.empty((maxlag + 3, maxlen))  # designs are stored transposed
     ssr_k = np.empty(maxlag + 2)
     rank_k = np.empty(maxlag + 2, dtype=np.int64)
-    res = np.empty(N_FEATURES_CONST)
+    res = np.empty(N_FEATURES)
     for w in range(row_start.shape[0]):
         n = 0
         for r in range(row_start[w], row_end[w]):
@@ -812,13 +812,13 @@ def _channel(values, c, row_start, row_end, want, min_valid, out, maxlen):
                 buf[n] = v
                 n += 1
         if n < min_valid or n == 0:
-            for f in range(N_FEATURES_CONST):
+            for f in range(N_FEATURES):
                 out[w, c, f] = np.nan
             continue
-        for f in range(N_FEATURES_CONST):
+        for f in range(N_FEATURES):
             res[f] = np.nan
         _features_one(buf, n, wc, res, dev, X, y, A, ssr_k, rank_k)
-        for f in range(N_FEATURES_CONST):
+        for f in range(N_FEATURES):
             out[w, c, f] = res[f] if wc[f] else np.nan
 
 

@@ -1,19 +1,14 @@
 """Loading: the public Reveal dataset (zipped or not), our lab dataset and collector output,
 all into the canonical telemetry frame (:mod:`reveal_lab.telemetry`)."""
 
-from reveal_lab.io._collector import merge_hosts, read_collector_run
+from reveal_lab.io._collector import is_collector_run, merge_hosts, read_collector_run
 from reveal_lab.io._describe import describe_dataset
 from reveal_lab.io._export_tsv import export_tsv
 from reveal_lab.io._load import PARQUET_META_KEY, load_run, read_parquet_run, write_parquet_run
-from reveal_lab.io._public import (
-    INDEX_SCHEMA,
-    Dataset,
-    Reconciliation,
-    RunFileName,
-    meta_from_name,
-    open_dataset,
-    parse_run_filename,
-)
+from reveal_lab.io._meta import META_COLUMNS, read_meta_csv
+from reveal_lab.io._names import LLM_MODELS, PREFIX_PHASE, RunFileName, meta_from_name, parse_run_filename
+from reveal_lab.io._public import INDEX_SCHEMA, Dataset, open_dataset
+from reveal_lab.io._reconcile import Reconciliation, reconcile
 from reveal_lab.io._tsv import read_public_tsv
 
 __all__ = [
@@ -33,4 +28,10 @@ __all__ = [
     "read_collector_run",
     "merge_hosts",
     "export_tsv",
+    "is_collector_run",
+    "META_COLUMNS",
+    "read_meta_csv",
+    "LLM_MODELS",
+    "PREFIX_PHASE",
+    "reconcile",
 ]

@@ -10,7 +10,6 @@ disk filled) becomes a warning naming the bytes left out, never an error.
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from reveal_lab.collect import dataset_view
+from reveal_lab.collect.journal import JOURNAL_RE, MISSING_INT, SEGMENT_RE, read_journal
 from reveal_lab.telemetry import (
     TIMESTAMP,
     TIMESTAMP_DTYPE,
@@ -32,8 +33,7 @@ from reveal_lab.telemetry import (
 
 __all__ = ["read_collector_run", "merge_hosts", "is_collector_run"]
 
-_SEG_RE = re.compile(r"^segment-(\d{6})\.parquet$")
-_JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
+_SEG_RE, _JOURNAL_RE = SEGMENT_RE, JOURNAL_RE  # one definition, in collect.journal
 
 
 def is_collector_run(path: str | Path) -> bool:
@@ -48,80 +48,15 @@ def _warn(warns: list[str], msg: str) -> None:
 
 
 def _read_journal(path: Path, n_int: int, n_float: int, crc: int, warns: list[str]) -> list[pl.DataFrame]:
-    from reveal_lab.collect._format import (
-        CHUNK_HEADER,
-        CHUNK_MAGIC,
-        JOURNAL_HEADER,
-        JOURNAL_MAGIC,
-        decode_chunk,
-    )
-
-    data = path.read_bytes()
-    if len(data) < JOURNAL_HEADER.size:
-        if data:
-            _warn(warns, f"{path}: torn journal header, {len(data)} bytes ignored")
-        return []
-    magic, version, _, ni, nf, ccrc, _seg = JOURNAL_HEADER.unpack_from(data, 0)
-    if magic != JOURNAL_MAGIC:
-        raise TelemetryError(
-            f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path)
-        )
-    if version != 1:
-        raise TelemetryError(
-            f"journal format version {version} is not supported (expected 1)", path=str(path)
-        )
-    if (ni, nf) != (n_int, n_float) or ccrc != crc:
-        raise TelemetryError(
-            f"journal was written for another channel set ({ni} int/{nf} float channels, "
-            f"crc {ccrc:#x}; channels.json has {n_int}/{n_float}, crc {crc:#x})",
-            path=str(path),
-        )
-    out = []
-    off = JOURNAL_HEADER.size
-    import zlib
-
-    while off < len(data):
-        rest = len(data) - off
-        if rest < CHUNK_HEADER.size:
-            _warn(warns, f"{path}: torn last chunk at byte {off}: {rest} bytes ignored")
-            break
-        cm, ccrc, n, plen = CHUNK_HEADER.unpack_from(data, off)
-        if cm != CHUNK_MAGIC:
-            _warn(warns, f"{path}: no chunk marker at byte {off} (found {cm!r}): {rest} bytes ignored")
-            break
-        if rest < CHUNK_HEADER.size + plen:
-            _warn(
-                warns,
-                f"{path}: torn last chunk at byte {off} ({n} samples, {plen}-byte payload, "
-                f"only {rest - CHUNK_HEADER.size} bytes written): {rest} bytes ignored",
-            )
-            break
-        payload = data[off + CHUNK_HEADER.size : off + CHUNK_HEADER.size + plen]
-        off += CHUNK_HEADER.size + plen
-        if zlib.crc32(payload) != ccrc:
-            _warn(
-                warns,
-                f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} fails its CRC: {n} samples ignored",
-            )
-            continue
-        try:
-            times, ints, floats = decode_chunk(payload, n, n_int, n_float)
-        except (ValueError, zlib.error) as exc:
-            _warn(
-                warns,
-                f"{path}: chunk at byte {off - plen - CHUNK_HEADER.size} unreadable ({exc}): "
-                f"{n} samples ignored",
-            )
-            continue
-        out.append((times, ints, floats))
-    return out
+    blocks, notes = read_journal(path, n_int, n_float, crc)
+    for msg in notes:
+        _warn(warns, msg)
+    return blocks
 
 
 def _blocks_to_frame(
     blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]], ints: list[dict], floats: list[dict]
 ) -> pl.DataFrame:
-    from reveal_lab.collect._probe import MISSING_INT
-
     times = np.vstack([b[0] for b in blocks])
     cols: dict[str, Any] = {"seq": times[:, 0], "t_wall_ns": times[:, 1], "t_mono_ns": times[:, 2]}
     if ints:
@@ -261,8 +196,6 @@ def read_collector_run(path: str | Path, view: Literal["dataset", "raw"] = "data
     if view == "raw":
         frame = raw.select(ts, *[pl.col(c["name"]).cast(pl.Float64) for c in channels])
     else:
-        from reveal_lab.collect._views import dataset_view
-
         frame = raw.select(ts, *dataset_view(raw, channels, meta))
     # samples closer than 1 ms cannot be told apart in the canonical frame
     if frame.height > 1:

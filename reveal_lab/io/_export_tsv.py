@@ -17,6 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
+from reveal_lab.io._names import RunFileName
 from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns
 
 __all__ = ["export_tsv"]
@@ -76,8 +77,6 @@ def export_tsv(
     >>> p.read_text().splitlines()
     ['\\tCPU:Busy%.-.h1[%]', '2025-05-01 12:00:00.100\\t12.5']
     """
-    from reveal_lab.io._public import RunFileName
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     model = _check("model", model or run.meta.model or "COLLECTOR", _PART_RE)

@@ -16,6 +16,10 @@ from typing import Any, BinaryIO
 
 import polars as pl
 
+from reveal_lab.io._collector import read_collector_run
+from reveal_lab.io._meta import _read_meta_csv
+from reveal_lab.io._names import _platform_of, meta_from_name
+from reveal_lab.io._tsv import read_public_tsv, read_source_bytes
 from reveal_lab.telemetry import (
     TIMESTAMP,
     TIMESTAMP_DTYPE,
@@ -82,9 +86,6 @@ def read_parquet_run(
     another unit and non-``Float64`` numeric columns are converted, each recorded as a
     warning; anything else that breaks the frame contract raises :class:`TelemetryError`.
     """
-    from reveal_lab.io._public import meta_from_name
-    from reveal_lab.io._tsv import read_source_bytes
-
     data, label = read_source_bytes(source, name)
     notes: list[str] = []
     try:
@@ -142,8 +143,6 @@ def read_parquet_run(
 
 def _meta_for_file(path: Path) -> RunMeta:
     """File-name metadata refined by a ``meta_*.csv`` found beside the run's split folder."""
-    from reveal_lab.io._public import _platform_of, _read_meta_csv, meta_from_name
-
     meta = meta_from_name(str(path))
     for folder in (path.parent, path.parent.parent, path.parent.parent.parent):
         plat = _platform_of(folder.name)
@@ -177,8 +176,6 @@ def load_run(path: str | Path, **options: Any) -> Run:
     Metadata comes from the file name and, when one lies beside the split folder, the
     dataset's ``meta_*.csv``.
     """
-    from reveal_lab.io._tsv import read_public_tsv
-
     text = str(path)
     if "::" in text:
         archive, member = text.split("::", 1)
@@ -199,8 +196,6 @@ def load_run(path: str | Path, **options: Any) -> Run:
         raise FileNotFoundError(f"{p}: no such file or folder")
     if p.is_dir():
         if (p / "meta.json").exists():
-            from reveal_lab.io._collector import read_collector_run
-
             return read_collector_run(p, **options)
         raise TelemetryError(
             "a folder without meta.json is not a collector run; for a dataset folder use "

@@ -18,19 +18,30 @@ mode and the expected shape, and :meth:`Dataset.reconcile` reports where they di
 
 from __future__ import annotations
 
-import datetime as dt
 import io
 import re
 import warnings as _warnings
 import zipfile
 import zlib
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import polars as pl
 
+from reveal_lab.io._archives import MEMBER_SUFFIXES, _dir_members, _find_split_dirs, _Member, _zip_members
+from reveal_lab.io._load import read_parquet_run
+from reveal_lab.io._meta import META_COLUMNS, _read_meta_csv  # noqa: F401 - META_COLUMNS: its old home
+from reveal_lab.io._names import (
+    LLM_MODELS,
+    PREFIX_PHASE,
+    RunFileName,
+    _platform_of,
+    meta_from_name,
+    parse_run_filename,
+)
+from reveal_lab.io._reconcile import Reconciliation, reconcile
+from reveal_lab.io._tsv import read_public_tsv
 from reveal_lab.telemetry import Run, RunMeta, TelemetryError, TelemetryWarning
 
 __all__ = [
@@ -43,27 +54,6 @@ __all__ = [
     "INDEX_SCHEMA",
     "LLM_MODELS",
 ]
-
-#: ``train_separated`` / ``infer_separated`` (and the misspelt ``*_seperated``)
-SPLIT_DIR_RE = re.compile(r"^(?P<split>[A-Za-z]+)_sep[ae]rated$")
-MEMBER_SUFFIXES: dict[str, str] = {".txt": "tsv", ".tsv": "tsv", ".parquet": "parquet"}
-_PLATFORM_RE = re.compile(r"(?i)(?:^|[^a-z])(gpu|cpu|lab)(?:[^a-z]|$)")
-#: models the paper runs as LLM fine-tuning (``mode="llm"`` when no meta row says otherwise)
-LLM_MODELS: frozenset[str] = frozenset({"DEEPSEEK", "LLAMA", "MISTRAL"})
-#: ``prefix`` of the file name → phase, when no meta row says otherwise
-PREFIX_PHASE: dict[str, str] = {
-    "data": "fine-tuning",
-    "train": "train",
-    "infer": "infer",
-    "inference": "infer",
-    "test": "infer",
-}
-
-_NAME_RE = re.compile(
-    r"^(?P<prefix>[A-Za-z][A-Za-z0-9]*)_(?P<model>[A-Za-z0-9.\-]+?)for(?P<task>[A-Z][A-Za-z0-9]*)_"
-    r"(?P<dataset>.+?)_(?P<start>\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2})_(?P<host>.+?)"
-    r"(?P<suffix>\.[A-Za-z0-9]+)?$"
-)
 
 INDEX_SCHEMA: dict[str, pl.DataType] = {
     "run_id": pl.String(),
@@ -88,260 +78,8 @@ INDEX_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class RunFileName:
-    """The parts of a run file name ``{prefix}_{MODEL}for{Task}_{dataset}_{start}_{host}.txt``."""
-
-    prefix: str
-    model: str
-    task: str
-    dataset: str
-    start: dt.datetime
-    host: str
-    suffix: str = ""
-
-    @property
-    def run_id(self) -> str:
-        when = f"{self.start:%Y-%m-%dT%H-%M-%S}"
-        return f"{self.prefix}_{self.model}for{self.task}_{self.dataset}_{when}_{self.host}"
-
-    @property
-    def workload(self) -> str:
-        return f"{self.model}__{self.task}__{self.dataset}"
-
-    def format(self) -> str:
-        return self.run_id + self.suffix
-
-
-def parse_run_filename(name: str) -> RunFileName | None:
-    """Parse a run file name (a path is fine: only its last part counts).
-
-    The dataset part may contain ``_`` and the host ``-``: the timestamp anchors both.
-    Returns ``None`` when the name does not follow the grammar (never raises).
-
-    Examples
-    --------
-    >>> r = parse_run_filename("train_separated/infer_ViTB16forImageSemanticSegmentation_scene_parse_150_"
-    ...                        "2025-05-13T08-15-30_htc-g004.txt")
-    >>> r.prefix, r.model, r.task, r.dataset, r.host, r.start.isoformat()
-    ('infer', 'ViTB16', 'ImageSemanticSegmentation', 'scene_parse_150', 'htc-g004', '2025-05-13T08:15:30')
-    >>> r.format()
-    'infer_ViTB16forImageSemanticSegmentation_scene_parse_150_2025-05-13T08-15-30_htc-g004.txt'
-    >>> parse_run_filename("notes.txt") is None
-    True
-    """
-    base = PurePosixPath(str(name).replace("\\", "/")).name
-    m = _NAME_RE.match(base)
-    if m is None:
-        return None
-    try:
-        start = dt.datetime.strptime(m.group("start"), "%Y-%m-%dT%H-%M-%S")
-    except ValueError:
-        return None
-    return RunFileName(
-        m.group("prefix"),
-        m.group("model"),
-        m.group("task"),
-        m.group("dataset"),
-        start,
-        m.group("host"),
-        m.group("suffix") or "",
-    )
-
-
-def _derive_phase(prefix: str | None, split: str | None) -> str | None:
-    if prefix and prefix.lower() in PREFIX_PHASE:
-        return PREFIX_PHASE[prefix.lower()]
-    return split
-
-
-def _derive_mode(prefix: str | None, model: str | None) -> str | None:
-    if model is None:
-        return None
-    return "llm" if (prefix == "data" or model.upper() in LLM_MODELS) else "nonllm"
-
-
-def meta_from_name(name: str, platform: str | None = None) -> RunMeta:
-    """:class:`RunMeta` from a run's file name alone (phase and mode derived from the prefix).
-
-    >>> m = meta_from_name("data_LLAMAforTextClassification_imdb_2025-05-02T09-10-11_htc-g004.txt")
-    >>> m.phase, m.mode, m.workload, m.hosts
-    ('fine-tuning', 'llm', 'LLAMA__TextClassification__imdb', ('htc-g004',))
-    """
-    base = PurePosixPath(str(name).replace("\\", "/").split("::")[-1]).name
-    r = parse_run_filename(base)
-    stem = base.rsplit(".", 1)[0] if "." in base else base
-    if r is None:
-        return RunMeta(run_id=stem, platform=platform, source_path=str(name))
-    return RunMeta(
-        run_id=r.run_id,
-        hosts=(r.host,),
-        workload=r.workload,
-        model=r.model,
-        task=r.task,
-        dataset=r.dataset,
-        phase=_derive_phase(r.prefix, None),
-        mode=_derive_mode(r.prefix, r.model),
-        platform=platform,
-        source_path=str(name),
-        start_time=r.start.isoformat(),
-        extra={"prefix": r.prefix},
-    )
-
-
-def _platform_of(name: str) -> str | None:
-    m = _PLATFORM_RE.search(name)
-    return m.group(1).lower() if m else None
-
 
 # --------------------------------------------------------------------------------------------
-# sources: where members live
-
-
-@dataclass
-class _Member:
-    member: str  # path inside the archive, or the file's path
-    archive: str | None
-    split: str
-    size: int
-    container: str  # zip stem or folder holding the split folders
-
-
-def _zip_members(path: Path, skipped: list[str]) -> list[_Member]:
-    try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-    except zipfile.BadZipFile as exc:
-        raise TelemetryError(
-            f"not a readable zip archive ({exc}); re-download it (reveal-lab dataset pull) or check the copy",
-            path=str(path),
-        ) from None
-    except OSError as exc:
-        raise TelemetryError(f"cannot read the archive ({exc})", path=str(path)) from None
-    out = []
-    for info in infos:
-        if info.is_dir():
-            continue
-        parts = PurePosixPath(info.filename).parts
-        if any(p == "__MACOSX" for p in parts) or parts[-1].startswith("."):
-            continue  # macOS metadata (.DS_Store, ._*): not data
-        split = SPLIT_DIR_RE.match(parts[-2]) if len(parts) >= 2 else None
-        if split is None or PurePosixPath(parts[-1]).suffix.lower() not in MEMBER_SUFFIXES:
-            skipped.append(f"{path}::{info.filename}")
-            continue
-        out.append(_Member(info.filename, str(path), split.group("split").lower(), info.file_size, path.stem))
-    return out
-
-
-def _dir_members(split_dir: Path, skipped: list[str]) -> list[_Member]:
-    split = SPLIT_DIR_RE.match(split_dir.name)
-    assert split is not None
-    out = []
-    for p in sorted(split_dir.iterdir()):
-        if p.name.startswith(".") or p.is_dir():
-            if p.is_dir():
-                skipped.append(str(p))
-            continue
-        if p.suffix.lower() not in MEMBER_SUFFIXES:
-            skipped.append(str(p))
-            continue
-        out.append(
-            _Member(str(p), None, split.group("split").lower(), p.stat().st_size, split_dir.parent.name)
-        )
-    return out
-
-
-def _find_split_dirs(root: Path, depth: int = 2) -> list[Path]:
-    found = []
-    for d in sorted(root.iterdir()):
-        if not d.is_dir() or d.name.startswith(".") or d.name == "__MACOSX":
-            continue
-        if SPLIT_DIR_RE.match(d.name):
-            found.append(d)
-        elif depth > 0:
-            found += _find_split_dirs(d, depth - 1)
-    return found
-
-
-META_COLUMNS = (
-    "source_file",
-    "n_rows",
-    "n_cols",
-    "phase",
-    "mode",
-    "model",
-    "task",
-    "dataset",
-    "model_task",
-    "workload",
-)
-
-
-def _read_meta_csv(path: Path) -> pl.DataFrame:
-    try:
-        df = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise TelemetryError(
-            f"cannot read the metadata table ({str(exc).splitlines()[0]})", path=str(path)
-        ) from None
-    if "source_file" not in df.columns:
-        raise TelemetryError(
-            f"no 'source_file' column (found {df.columns[:6]}); expected the columns {list(META_COLUMNS)}",
-            path=str(path),
-            line=1,
-        )
-    casts = [  # "340" and "340.0" alike; anything else becomes null (unknown)
-        pl.col(c).str.strip_chars().cast(pl.Float64, strict=False).cast(pl.Int64, strict=False)
-        for c in ("n_rows", "n_cols")
-        if c in df.columns
-    ]
-    df = df.with_columns(casts)
-    for c in META_COLUMNS:
-        if c not in df.columns:
-            df = df.with_columns(pl.lit(None, pl.Int64 if c in ("n_rows", "n_cols") else pl.String).alias(c))
-    base = pl.col("source_file").str.replace_all(r"\\", "/").str.split("/").list.last()
-    return df.with_columns(
-        base.str.replace(r"\.(txt|tsv|parquet)$", "").alias("run_id"),
-        pl.col("source_file").str.extract(r"([A-Za-z]+)_sep[ae]rated", 1).str.to_lowercase().alias("split"),
-        (pl.int_range(pl.len()) + 2).alias("meta_line"),
-    )
-
-
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Reconciliation:
-    """What ``meta_*.csv`` says against what the files are.
-
-    ``missing_files``: meta rows without a file; ``extra_files``: files without a meta row;
-    ``disagreements``: one row per (run, field) where meta and file differ (``field`` is
-    one of model, task, dataset, workload, phase, n_cols, n_rows).
-    """
-
-    missing_files: pl.DataFrame
-    extra_files: pl.DataFrame
-    disagreements: pl.DataFrame
-    per_platform: pl.DataFrame
-    checked: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.missing_files.is_empty() and self.extra_files.is_empty() and self.disagreements.is_empty()
-
-    def summary(self) -> str:
-        lines = []
-        for r in self.per_platform.iter_rows(named=True):
-            state = (
-                "matches its files" if r["missing"] == r["extra"] == r["disagreements"] == 0 else "MISMATCH"
-            )
-            lines.append(
-                f"{r['platform']}: {r['meta_file'] or 'no meta file'}: {r['meta_rows']} rows, "
-                f"{r['files']} files, {r['matched']} matched, {r['missing']} listed without a file, "
-                f"{r['extra']} files not listed, "
-                f"{r['disagreements']} disagreements — {state}"
-            )
-        return "\n".join(lines)
 
 
 class Dataset:
@@ -518,11 +256,7 @@ class Dataset:
         data = self.read_bytes(run_id)
         meta = self.run_meta(run_id)
         if row["format"] == "parquet":
-            from reveal_lab.io._load import read_parquet_run
-
             return read_parquet_run(data, name=self._label(row), meta=meta)
-        from reveal_lab.io._tsv import read_public_tsv
-
         return read_public_tsv(data, name=self._label(row), meta=meta, **read_options)
 
     def iter_runs(self, *, on_error: str = "raise", **filters: Any) -> Iterator[Run]:
@@ -561,147 +295,7 @@ class Dataset:
         (slow on the full archives). ``n_cols`` may count the timestamp column or not, and
         ``n_rows`` the header line or not: either convention is accepted.
         """
-        idx = self._index
-        missing, extra, dis, per = [], [], [], []
-        checked = ("names",) + (("n_cols",) if check_cols else ()) + (("n_rows",) if check_rows else ())
-        platforms = sorted(set(idx.get_column("platform").drop_nulls().to_list()) | set(self.meta_tables))
-        for plat in platforms:
-            files = idx.filter(pl.col("platform") == plat)
-            meta = self.meta_tables.get(plat)
-            n_dis = 0
-            if meta is None:
-                per.append(
-                    {
-                        "platform": plat,
-                        "meta_file": None,
-                        "meta_rows": 0,
-                        "files": files.height,
-                        "matched": 0,
-                        "missing": 0,
-                        "extra": 0,
-                        "disagreements": 0,
-                    }
-                )
-                continue
-            ids = set(files.get_column("run_id").to_list())
-            meta_ids = set(meta.get_column("run_id").to_list())
-            for r in meta.filter(~pl.col("run_id").is_in(list(ids))).iter_rows(named=True):
-                missing.append(
-                    {
-                        "platform": plat,
-                        "run_id": r["run_id"],
-                        "source_file": r["source_file"],
-                        "meta_line": r["meta_line"],
-                    }
-                )
-            for r in files.filter(~pl.col("run_id").is_in(list(meta_ids))).iter_rows(named=True):
-                extra.append({"platform": plat, "run_id": r["run_id"], "member": self._label(r)})
-            joined = files.join(meta, on="run_id", how="inner", suffix="_meta")
-            for r in joined.iter_rows(named=True):
-                name = parse_run_filename(r["run_id"])
-                file_vals: dict[str, Any] = {}
-                if name is not None:
-                    file_vals = {
-                        "model": name.model,
-                        "task": name.task,
-                        "dataset": name.dataset,
-                        "workload": name.workload,
-                    }
-                for f, v in file_vals.items():
-                    mv = r.get(f"{f}_meta")
-                    if mv is not None and str(mv) != str(v):
-                        dis.append(
-                            {
-                                "platform": plat,
-                                "run_id": r["run_id"],
-                                "field": f,
-                                "meta": str(mv),
-                                "file": str(v),
-                            }
-                        )
-                if r.get("split_meta") and r["split"] and r["split_meta"] != r["split"]:
-                    dis.append(
-                        {
-                            "platform": plat,
-                            "run_id": r["run_id"],
-                            "field": "split",
-                            "meta": r["split_meta"],
-                            "file": r["split"],
-                        }
-                    )
-                if check_cols and r.get("n_cols_meta") is not None:
-                    n = len(self.header(r["run_id"]))
-                    if r["n_cols_meta"] not in (n, n - 1):
-                        dis.append(
-                            {
-                                "platform": plat,
-                                "run_id": r["run_id"],
-                                "field": "n_cols",
-                                "meta": str(r["n_cols_meta"]),
-                                "file": str(n),
-                            }
-                        )
-                if check_rows and r.get("n_rows_meta") is not None:
-                    n = self._count_rows(r["run_id"])
-                    if r["n_rows_meta"] not in (n, n + 1):
-                        dis.append(
-                            {
-                                "platform": plat,
-                                "run_id": r["run_id"],
-                                "field": "n_rows",
-                                "meta": str(r["n_rows_meta"]),
-                                "file": str(n),
-                            }
-                        )
-            n_dis = len({d["run_id"] for d in dis if d["platform"] == plat})
-            per.append(
-                {
-                    "platform": plat,
-                    "meta_file": self.meta_files.get(plat),
-                    "meta_rows": meta.height,
-                    "files": files.height,
-                    "matched": joined.height,
-                    "missing": sum(1 for m in missing if m["platform"] == plat),
-                    "extra": sum(1 for e in extra if e["platform"] == plat),
-                    "disagreements": n_dis,
-                }
-            )
-        return Reconciliation(
-            pl.DataFrame(
-                missing,
-                schema={
-                    "platform": pl.String,
-                    "run_id": pl.String,
-                    "source_file": pl.String,
-                    "meta_line": pl.Int64,
-                },
-            ),
-            pl.DataFrame(extra, schema={"platform": pl.String, "run_id": pl.String, "member": pl.String}),
-            pl.DataFrame(
-                dis,
-                schema={
-                    "platform": pl.String,
-                    "run_id": pl.String,
-                    "field": pl.String,
-                    "meta": pl.String,
-                    "file": pl.String,
-                },
-            ),
-            pl.DataFrame(
-                per,
-                schema={
-                    "platform": pl.String,
-                    "meta_file": pl.String,
-                    "meta_rows": pl.Int64,
-                    "files": pl.Int64,
-                    "matched": pl.Int64,
-                    "missing": pl.Int64,
-                    "extra": pl.Int64,
-                    "disagreements": pl.Int64,
-                },
-            ),
-            checked,
-        )
+        return reconcile(self, check_cols=check_cols, check_rows=check_rows)
 
     def _count_rows(self, run_id: str) -> int:
         row = self.row(run_id)

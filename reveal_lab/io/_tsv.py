@@ -39,6 +39,7 @@ from typing import BinaryIO
 import numpy as np
 import polars as pl
 
+from reveal_lab.io._names import meta_from_name
 from reveal_lab.telemetry import (
     DEFAULT_REGISTRY,
     TIMESTAMP,
@@ -339,8 +340,6 @@ def _check_time(frame: pl.DataFrame, label: str, repair: bool, warn) -> pl.DataF
 
 
 def _fill_meta(meta: RunMeta | None, label: str, frame: pl.DataFrame, warn) -> RunMeta:  # noqa: ANN001
-    from reveal_lab.io._public import meta_from_name
-
     version = _registry_version()
     hosts = tuple(
         dict.fromkeys(st[2] for c in metric_columns(frame) if (st := _column_status(c, version))[0])

@@ -15,6 +15,8 @@ Recording needs root; reading labels and plans does not. torch is imported lazil
 """
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
+from reveal_lab.lab._hf import ID_COLUMNS as HF_ID_COLUMNS
+from reveal_lab.lab._hf import HubError, export_hf, hf_column_name, push_hf
 from reveal_lab.lab._gate import (
     GATE_EXIT_CODE,
     GateRefused,
@@ -75,6 +77,11 @@ from reveal_lab.lab._recorder import (
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "HubError",
+    "HF_ID_COLUMNS",
+    "export_hf",
+    "hf_column_name",
+    "push_hf",
     "GATE_EXIT_CODE",
     "GateRefused",
     "LoadGate",

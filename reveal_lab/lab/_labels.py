@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.io._public import META_COLUMNS
+from reveal_lab.io import META_COLUMNS
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = [

@@ -28,16 +28,18 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from reveal_lab.attribution import attribute
 from reveal_lab.config import DetectConfig, WindowConfig
+from reveal_lab.derive import DerivedPlan, plan_derived
+from reveal_lab.derive import detection_view as single_host_view
+from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
+from reveal_lab.features import WindowPlan, window_features, window_plan
+from reveal_lab.pipeline import detection_view
 from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, parse_metric_name
 
 __all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
 
 log = logging.getLogger(__name__)
-
-#: rows of look-back the detection view's derived metrics may use (rates: one row)
-DERIVE_LOOKBACK = 1
-
 
 @dataclass
 class Verdict:
@@ -105,8 +107,6 @@ class Verdict:
 
 def make_detectors(cfg: DetectConfig) -> list[Any]:
     """The three detectors of the paper with ``cfg``'s settings (fresh, unfitted)."""
-    from reveal_lab.detectors import default_detectors
-
     return default_detectors(cfg)
 
 
@@ -119,70 +119,6 @@ def pair_keys(pairs: pl.DataFrame) -> list[str]:
         m = parse_metric_name(metric)
         keys.append(f"{m.key() if m is not None else metric}|{feature}")
     return keys
-
-
-class _Direct:
-    """A fitted detector scored without scikit-learn's per-call input validation (~5 ms a
-    call on 7,000 features): the live engine builds the input itself, a float64 row of the
-    fitted width, and calls the detector's own imputation, score and explanation."""
-
-    def __init__(self, det: Any) -> None:
-        self._det = det
-        self.name = det.name
-        self.threshold_ = det.threshold_
-        self.n_features_in_ = det.n_features_in_
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._det, item)
-
-    def _input(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
-            raise ValueError(f"{self.name}: expected (n, {self.n_features_in_}) features, got {X.shape}")
-        return self._det._impute(X)
-
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return self._det._score(self._input(X))
-
-    def explain(self, X: np.ndarray) -> np.ndarray:
-        return self._det._explain(self._input(X))
-
-
-class _FastForest:
-    """An :class:`~reveal_lab.detectors.IsolationForestDetector` scored and explained
-    through :class:`~reveal_lab.live._forest.FlatForest` (same numbers, one window in
-    well under a millisecond instead of 20-100 ms). Everything else is delegated."""
-
-    def __init__(self, det: Any) -> None:
-        from reveal_lab.live._forest import FlatForest
-
-        self._det = det
-        self.flat = FlatForest(det.model_)
-        self.name = det.name
-        self.threshold_ = det.threshold_
-
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._det, item)
-
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return -self.flat.score_samples(self._det._transform_input(X))
-
-    def explain(self, X: np.ndarray) -> np.ndarray:
-        return self.flat.explain(self._det._transform_input(X), self._det)
-
-
-class _DirectForest(_FastForest):
-    """:class:`_FastForest` without scikit-learn's per-call input validation."""
-
-    def __init__(self, det: Any) -> None:
-        super().__init__(det)
-        self._direct = _Direct(det)
-
-    def decision_function(self, X: np.ndarray) -> np.ndarray:
-        return -self.flat.score_samples(self._direct._input(X))
-
-    def explain(self, X: np.ndarray) -> np.ndarray:
-        return self.flat.explain(self._direct._input(X), self._det)
 
 
 class LiveDetector:
@@ -229,14 +165,15 @@ class LiveDetector:
         self._buf_t = np.empty(0, dtype=np.int64)  # timestamps (epoch ms) of the buffered rows
         self._buf_v = np.empty((0, 0))  # their values, in the feature plan's metric order
         self._tail: pl.DataFrame | None = None  # last rows before derive, for its look-back
-        self._derive_state: tuple[Any, ...] | None = None
+        self._derive_state: DerivedPlan | None = None
         self._pending: list[pl.DataFrame] = []
         self._t0: int | None = None  # epoch ms of the first sample
         self._last_ts: int | None = None
         self._next_id = 0
         self._warm_X: list[np.ndarray] = []
         self._warm_cols: list[str] | None = None
-        self.ensemble: Any = None
+        self.ensemble: DetectorEnsemble | None = None
+        self.fitted_detectors: FittedDetectors | None = None
         self.detectors: dict[str, Any] = {}
         self.keys: list[str] | None = None  # feature columns the detectors were fitted on
         self.pairs: pl.DataFrame | None = None
@@ -244,7 +181,7 @@ class LiveDetector:
         self.fitted_on: str | None = None
         self.fit_seconds: float | None = None
         self._plan_cols: list[str] | None = None
-        self._plan_state: tuple[Any, ...] = ()
+        self._plan_state: WindowPlan | None = None
         self._pairs_keys: list[str] = []
         self._align_cols: list[str] | None = None
         self._align_idx: np.ndarray | None = None
@@ -258,31 +195,20 @@ class LiveDetector:
         return self.ensemble is not None
 
     def _fit(self, X: np.ndarray, pairs: pl.DataFrame, what: str) -> None:
-        from reveal_lab.detectors import DetectorEnsemble
-
         if X.shape[0] < 3:
             raise TelemetryError(
                 f"{what}: {X.shape[0]} window(s) to fit the detectors on; need at least 3 (a warm-up or "
                 f"baseline of at least {self.window.window_s + 2 * self.window.stride_s:g} s)"
             )
         t = time.perf_counter()
-        ens = DetectorEnsemble(make_detectors(self.detect)).fit(X)
-        dets = dict(ens.detectors_)
-        for name, d in list(dets.items()):
-            if name == "iforest" and hasattr(d, "_explain_baseline"):
-                d.explain(X[:1])  # computes the explanation baseline now, not on the first anomaly
-                dets[name] = _DirectForest(d) if self.fast_forest else _Direct(d)
-            else:
-                dets[name] = _Direct(d)
-        self.ensemble, self.detectors = ens, dets
+        fitted = FittedDetectors.fit(X, make_detectors(self.detect), fast_forest=self.fast_forest)
+        self.fitted_detectors, self.ensemble, self.detectors = fitted, fitted.ensemble, fitted.detectors
         self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
         self._align_cols = None
         self.fit_seconds = time.perf_counter() - t
 
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
-        from reveal_lab.features import window_features
-
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
         blocks, pairs, names = [], None, []
         for run in runs:
@@ -309,8 +235,6 @@ class LiveDetector:
         """The pipeline's detection view of a whole frame (baselines)."""
         if not self.derive:
             return frame
-        from reveal_lab.pipeline import detection_view
-
         return detection_view(frame, None, derive=True)[0]
 
     def _decide_derive(self, frame: pl.DataFrame) -> None:
@@ -322,11 +246,7 @@ class LiveDetector:
         window when fitted on a baseline), then applies the same expressions to every
         chunk with one row of look-back (they are first differences and row-wise ratios).
         """
-        from reveal_lab.derive import detection_view as single_host_view
-        from reveal_lab.derive._derive import _plan
-
-        _rows, diff_exprs, exprs, drop = _plan(frame, None)
-        self._derive_state = (diff_exprs, exprs, drop)
+        self._derive_state = plan_derived(frame)
         self._keep: list[str] | None = None
         if not self.fitted:
             # as the pipeline's detection view: static, all-missing and constant columns out,
@@ -335,13 +255,8 @@ class LiveDetector:
             self._keep = view.columns
 
     def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
-        diff_exprs, exprs, drop = self._derive_state  # the same steps as add_derived
-        out = src
-        if diff_exprs:
-            out = out.with_columns([e.cast(pl.Float64) for e in diff_exprs])
-        if exprs:
-            out = out.with_columns([e.cast(pl.Float64) for e in exprs])
-        return out.select(pl.exclude(drop)) if drop else out  # one expression, not one per column
+        assert self._derive_state is not None
+        return self._derive_state.apply(src)  # add_derived's own steps
 
     def _view_incremental(self, rows: pl.DataFrame) -> pl.DataFrame:
         """The detection view of new rows, computed with the look-back rows before them."""
@@ -349,12 +264,13 @@ class LiveDetector:
             return rows
         k = 0
         src = rows
-        diff_exprs, exprs, _drop = self._derive_state
-        if diff_exprs or exprs:  # first differences need the previous row
+        plan = self._derive_state
+        assert plan is not None
+        if plan.diff_exprs or plan.exprs:  # first differences need the previous row
             if self._tail is not None and self._tail.columns == rows.columns:
                 k = self._tail.height
                 src = self._tail.vstack(rows)
-            self._tail = rows.tail(DERIVE_LOOKBACK)
+            self._tail = rows.tail(plan.lookback)
         out = self._apply_derive(src)
         if self._keep is not None:
             out = out.select(pl.col(self._keep))
@@ -406,7 +322,7 @@ class LiveDetector:
                 )
                 self._buf_t = np.empty(0, dtype=np.int64)
             self._plan(rows.columns)
-        _pairs, metrics = self._plan_state[:2]
+        metrics = list(self._plan_state.metrics)
         t_new = rows.get_column(TIMESTAMP).dt.epoch("ms").to_numpy().astype(np.int64)
         v_new = (
             rows.select(pl.col(metrics)).to_numpy().astype(np.float64, copy=False)
@@ -441,46 +357,22 @@ class LiveDetector:
     def _plan(self, cols: list[str]) -> None:
         """Which (metric, feature) pairs to compute for this column set (once per column set):
         the plan :func:`reveal_lab.features.window_features` makes."""
-        from reveal_lab.features._features import feature_plan
-        from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
-        from reveal_lab.telemetry import catalogue
-
-        pairs, _excluded = feature_plan(catalogue([c for c in cols if c != TIMESTAMP]))
-        metrics = pairs.get_column("metric").unique(maintain_order=True).to_list()
-        ch_of = {m: i for i, m in enumerate(metrics)}
-        ch_idx = np.array([ch_of[m] for m in pairs["metric"]], dtype=np.int64)
-        f_idx = np.array([FEATURE_CODES[f] for f in pairs["feature"]], dtype=np.int64)
-        want = np.zeros((len(metrics), N_FEATURES), dtype=np.bool_)
-        want[ch_idx, f_idx] = True
         self._plan_cols = cols
-        self._plan_state = (pairs, metrics, ch_idx, f_idx, want, N_FEATURES)
-        self._pairs_keys = pair_keys(pairs)
+        self._plan_state = window_plan(cols)
+        self._pairs_keys = pair_keys(self._plan_state.pairs)
 
     def window_vector(self, values: np.ndarray) -> tuple[np.ndarray, pl.DataFrame]:
         """Features of one window from its rows (``values[n_samples, n_metrics]`` in the
         plan's metric order); only these rows are read."""
-        from reveal_lab.features._features import MIN_VALID
-        from reveal_lab.features._kernels import window_feature_kernel
-
-        pairs, metrics, ch_idx, f_idx, want, nf = self._plan_state
-        if not metrics:
-            return np.empty(0), pairs
-        out = np.full((1, len(metrics), nf), np.nan)
-        window_feature_kernel(
-            np.asfortranarray(values),
-            np.zeros(1, dtype=np.int64),
-            np.full(1, values.shape[0], dtype=np.int64),
-            want,
-            int(MIN_VALID),
-            out,
-        )
-        return out[0, ch_idx, f_idx], pairs
+        plan = self._plan_state
+        assert plan is not None
+        return plan.features(values), plan.pairs
 
     def features_of(self, frame: pl.DataFrame) -> tuple[np.ndarray, pl.DataFrame]:
         """Features of ``frame`` taken as one window (its detection view is not applied)."""
         if frame.columns != self._plan_cols:
             self._plan(frame.columns)
-        metrics = self._plan_state[1]
+        metrics = list(self._plan_state.metrics)
         return self.window_vector(frame.select(metrics).to_numpy().astype(np.float64, copy=False))
 
     def _align(self, x: np.ndarray, live_pairs: pl.DataFrame) -> np.ndarray:
@@ -538,22 +430,14 @@ class LiveDetector:
         return v
 
     def _score(self, v: Verdict, xa: np.ndarray) -> None:
-        from reveal_lab.detectors import EnsembleResult
-
-        scores = {n: d.decision_function(xa) for n, d in self.detectors.items()}
-        thr = {n: float(d.threshold_) for n, d in self.detectors.items()}
-        labels = {n: (s > thr[n]).astype(np.int64) for n, s in scores.items()}
-        agreement = np.sum(list(labels.values()), axis=0).astype(np.int64)
-        norm = [s / thr[n] if thr[n] > 0 else s - thr[n] + 1.0 for n, s in scores.items()]
-        res = EnsembleResult(scores, thr, labels, agreement, np.mean(norm, axis=0))
-        v.methods = [n for n in res.methods if labels[n][0]]
-        v.agreement = int(agreement[0])
-        v.scores = {n: float(s[0]) for n, s in scores.items()}
+        assert self.fitted_detectors is not None
+        res = self.fitted_detectors.score(xa)  # the ensemble's own scores, labels and combination
+        v.methods = [n for n in res.methods if res.labels[n][0]]
+        v.agreement = int(res.agreement[0])
+        v.scores = {n: float(s[0]) for n, s in res.scores.items()}
         v.score = float(res.combined[0])
         v.anomalous = v.agreement >= self.min_agreement
         if v.anomalous:
-            from reveal_lab.attribution import attribute
-
             win = pl.DataFrame(
                 {"window_id": [v.window_id], "start": [v.start], "end": [v.end]},
                 schema={"window_id": pl.Int64, "start": pl.Datetime("ms"), "end": pl.Datetime("ms")},

@@ -19,7 +19,7 @@ the first chunk it has not read, and on each :meth:`~CollectorFollower.poll`:
   again at its first chunk and skips the ``seq`` already delivered.
 
 Rows come back as a canonical telemetry frame, in the dataset view by default:
-the collector's own :func:`reveal_lab.collect._views.dataset_view` applied to the new
+the collector's own dataset view (:func:`reveal_lab.collect.dataset_view`) applied to the new
 raw rows preceded by the last row already seen (every expression there looks one
 row back at most), so the stream equals what :func:`reveal_lab.io.read_collector_run`
 returns for the finished run (tested).
@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import zlib
 from pathlib import Path
 from typing import Any, Literal
@@ -38,14 +37,24 @@ from typing import Any, Literal
 import numpy as np
 import polars as pl
 
+from reveal_lab.collect import DERIVED_VIEWS as DERIVED
+from reveal_lab.collect.journal import (
+    CHANNELS_FILE,
+    JOURNAL_RE,
+    META_FILE,
+    MISSING_INT,
+    SEGMENT_RE,
+    JournalTail,
+    journal_name,
+    segment_name,
+)
 from reveal_lab.telemetry import TIMESTAMP, TIMESTAMP_DTYPE, TelemetryError
 
 __all__ = ["CollectorFollower", "FollowStats"]
 
 log = logging.getLogger(__name__)
 
-_SEG_RE = re.compile(r"^segment-(\d{6})\.parquet$")
-_JOURNAL_RE = re.compile(r"^journal-(\d{6})\.bin$")
+_SEG_RE, _JOURNAL_RE = SEGMENT_RE, JOURNAL_RE  # one definition, in collect.journal
 
 
 class FollowStats:
@@ -95,11 +104,7 @@ class CollectorFollower:
         self.meta: dict[str, Any] | None = None
         self.channels: list[dict[str, Any]] | None = None
         self.seg: int | None = None
-        self._fd: int | None = None
-        self._ino: int | None = None
-        self._offset = 0
-        self._need = 0  # the journal must reach this size before a read can yield a whole chunk
-        self._first_head: bytes | None = None  # the first chunk's header, to notice a rewrite
+        self._tail: JournalTail | None = None  # the journal being followed (set once channels.json is read)
         self._last_seq: int | None = None  # last seq read (delivered or not)
         self._delivered_seq: int | None = None
         self._last_ms: int | None = None
@@ -107,8 +112,6 @@ class CollectorFollower:
 
     # -- setup ------------------------------------------------------------------------------
     def _load(self) -> bool:
-        from reveal_lab.collect._format import CHANNELS_FILE, META_FILE
-
         try:
             meta = json.loads((self.dir / META_FILE).read_text())
             blob = (self.dir / CHANNELS_FILE).read_bytes()
@@ -123,6 +126,7 @@ class CollectorFollower:
         self.ints = [c for c in channels if c["dtype"] == "i"]
         self.floats = [c for c in channels if c["dtype"] == "f"]
         self.ni, self.nf = len(self.ints), len(self.floats)
+        self._tail = JournalTail(self.ni, self.nf, self._crc, counters=self.stats, warn=log.warning)
         self._names = ["seq", "t_wall_ns", "t_mono_ns"] + [c["name"] for c in channels]
         self._schema = {"seq": pl.Int64, "t_wall_ns": pl.Int64, "t_mono_ns": pl.Int64}
         self._schema.update({c["name"]: (pl.Int64 if c["dtype"] == "i" else pl.Float64) for c in channels})
@@ -135,7 +139,7 @@ class CollectorFollower:
     def _plan_view(self, channels: list[dict[str, Any]], meta: dict[str, Any]) -> None:
         """Split the view into plain columns (a channel as is, or its first difference:
         computed with numpy) and the derived columns of
-        :mod:`reveal_lab.collect._views` (polars expressions over the raw channels of the
+        the collector's dataset view (polars expressions over the raw channels of the
         probes that have them), in the order ``dataset_view`` gives them."""
         pos = {c["name"]: i for i, c in enumerate(self.ints + self.floats)}  # record order
         if self.view == "dataset":
@@ -159,8 +163,6 @@ class CollectorFollower:
         self._derived_int_pos = np.empty(0, dtype=np.int64)
         if self.view != "dataset":
             return
-        from reveal_lab.collect._views import DERIVED
-
         by_probe: dict[str, list[dict[str, Any]]] = {}
         for c in channels:
             by_probe.setdefault(c["probe"], []).append(c)
@@ -192,53 +194,19 @@ class CollectorFollower:
         return sorted(segs), sorted(journals)
 
     def _start_segment(self) -> int:
-        from reveal_lab.collect._format import journal_name
-
         segs, journals = self._indices()
         if self.from_start or not (segs or journals):
             return min(segs + journals) if segs or journals else 0
         cur = max(journals) if journals else max(segs) + 1
         jpath = self.dir / journal_name(cur)
         if jpath.exists():  # tail: the chunks already there are skipped, new ones are read
-            self._open(jpath)
-            size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
-            self._offset = self._chunk_boundary(size)
+            assert self._tail is not None
+            self._tail.open(jpath, at_end=True)
         return cur
 
-    def _chunk_boundary(self, size: int) -> int:
-        """Offset just after the last whole chunk below ``size`` (walks the chunk headers only)."""
-        from reveal_lab.collect._format import CHUNK_HEADER, JOURNAL_HEADER
-
-        off = JOURNAL_HEADER.size
-        while off + CHUNK_HEADER.size <= size:
-            _m, _c, _n, plen = CHUNK_HEADER.unpack(os.pread(self._fd, CHUNK_HEADER.size, off))  # type: ignore[arg-type]
-            if off + CHUNK_HEADER.size + plen > size:
-                break
-            off += CHUNK_HEADER.size + plen
-        return min(off, size) if size >= JOURNAL_HEADER.size else 0
-
-    # -- files ------------------------------------------------------------------------------
-    def _rewritten(self) -> bool:
-        """Does the journal's first chunk differ from the one read (rewritten in place)?"""
-        from reveal_lab.collect._format import CHUNK_HEADER, JOURNAL_HEADER
-
-        if self._first_head is None:
-            return False
-        return os.pread(self._fd, CHUNK_HEADER.size, JOURNAL_HEADER.size) != self._first_head  # type: ignore[arg-type]
-
-    def _open(self, path: Path) -> None:
-        self._close_fd()
-        self._need = 0
-        self._first_head: bytes | None = None
-        self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        self._ino = os.fstat(self._fd).st_ino
-        self._offset = 0
-
     def _close_fd(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd = None
-        self._ino = None
+        if self._tail is not None:
+            self._tail.close()
 
     def close(self) -> None:
         self._close_fd()
@@ -249,98 +217,6 @@ class CollectorFollower:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- reading ----------------------------------------------------------------------------
-    def _read_journal(self, path: Path) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """The whole chunks of ``path`` after the current offset."""
-        from reveal_lab.collect._format import (
-            CHUNK_HEADER,
-            CHUNK_MAGIC,
-            JOURNAL_HEADER,
-            JOURNAL_MAGIC,
-            decode_chunk,
-        )
-
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return []
-        if self._fd is None or st.st_ino != self._ino:
-            if self._fd is not None:
-                self.stats.resets += 1  # replaced under the same name: start again, skip seen seqs
-            self._open(path)
-        elif st.st_size < self._offset or self._rewritten():
-            self.stats.resets += 1  # truncated or rewritten: start again, skip what was delivered
-            self._offset = 0
-            self._need = 0
-            self._first_head = None
-        size = os.fstat(self._fd).st_size  # type: ignore[arg-type]
-        if self._offset == 0:
-            if size < JOURNAL_HEADER.size:
-                return []
-            magic, version, _r, ni, nf, ccrc, _index = JOURNAL_HEADER.unpack(
-                os.pread(self._fd, JOURNAL_HEADER.size, 0)
-            )  # type: ignore[arg-type]
-            if magic != JOURNAL_MAGIC:
-                raise TelemetryError(
-                    f"not a collector journal (magic {magic!r}, expected {JOURNAL_MAGIC!r})", path=str(path)
-                )
-            if (ni, nf) != (self.ni, self.nf) or ccrc != self._crc:
-                raise TelemetryError(
-                    f"journal written for another channel set ({ni} int/{nf} float channels; "
-                    f"channels.json has {self.ni}/{self.nf})",
-                    path=str(path),
-                )
-            self._offset = JOURNAL_HEADER.size
-        if size <= self._offset or size < self._need:
-            return []  # nothing new, or the chunk being written is not whole yet
-        data = os.pread(self._fd, size - self._offset, self._offset)  # type: ignore[arg-type]
-        self.stats.bytes_read += len(data)
-        out = []
-        pos = 0
-        while pos + CHUNK_HEADER.size <= len(data):
-            cm, ccrc, n, plen = CHUNK_HEADER.unpack_from(data, pos)
-            if cm != CHUNK_MAGIC:
-                self.stats.bad_chunks += 1
-                log.warning(
-                    "%s: no chunk marker at byte %d; the rest of this journal is skipped",
-                    path,
-                    self._offset + pos,
-                )
-                pos = len(data)
-                break
-            end = pos + CHUNK_HEADER.size + plen
-            if end > len(data):
-                break  # being written: read it once it is whole
-            payload = data[pos + CHUNK_HEADER.size : end]
-            pos = end
-            if zlib.crc32(payload) != ccrc:
-                self.stats.bad_chunks += 1
-                log.warning(
-                    "%s: chunk at byte %d fails its CRC: %d samples skipped",
-                    path,
-                    self._offset + pos - plen - CHUNK_HEADER.size,
-                    n,
-                )
-                continue
-            try:
-                out.append(decode_chunk(payload, n, self.ni, self.nf))
-                self.stats.chunks += 1
-            except (ValueError, zlib.error) as exc:
-                self.stats.bad_chunks += 1
-                log.warning("%s: unreadable chunk (%s): %d samples skipped", path, exc, n)
-        if self._first_head is None and pos:
-            self._first_head = (
-                bytes(data[: CHUNK_HEADER.size]) if self._offset == JOURNAL_HEADER.size else None
-            )
-        self._offset += pos
-        # where the next whole chunk will end at the earliest (no re-read of a torn tail before)
-        rest = data[pos:]
-        if len(rest) >= CHUNK_HEADER.size:
-            self._need = self._offset + CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(rest, 0)[3]
-        else:
-            self._need = self._offset + CHUNK_HEADER.size
-        return out
-
     # A batch of samples is ``(times[n, 3], values[n, n_int + n_float])``: seq, t_wall_ns,
     # t_mono_ns, then every channel in record order (ints, then floats) as float64, a missing
     # integer reading as NaN. Integer channels are cast to float64 exactly as the reader's
@@ -348,8 +224,6 @@ class CollectorFollower:
     def _blocks_batch(
         self, blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     ) -> tuple[np.ndarray, ...]:
-        from reveal_lab.collect._probe import MISSING_INT
-
         times = np.vstack([b[0] for b in blocks]).astype(np.int64, copy=False)
         parts = []
         if self.ni:
@@ -388,8 +262,6 @@ class CollectorFollower:
 
     def poll(self) -> pl.DataFrame | None:
         """Rows that appeared since the last poll, as a canonical frame (None if nothing new)."""
-        from reveal_lab.collect._format import journal_name, segment_name
-
         if self.channels is None and not self._load():
             return None
         assert self.seg is not None
@@ -404,7 +276,8 @@ class CollectorFollower:
             jpath, spath = self.dir / journal_name(self.seg), self.dir / segment_name(self.seg)
             seg_done = spath.exists()  # look before reading: a roll may happen meanwhile
             if jpath.exists() and not seg_done:
-                blocks = self._read_journal(jpath)
+                assert self._tail is not None
+                blocks = self._tail.read(jpath)
                 if blocks:
                     take(self._blocks_batch(blocks))
                 if not spath.exists():

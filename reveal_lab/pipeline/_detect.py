@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from reveal_lab.attribution import Attribution, attribute
-from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA, WINDOW_SCHEMA
+from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.telemetry import (

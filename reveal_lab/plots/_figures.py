@@ -55,7 +55,7 @@ def plot_usage_cdfs(
 ):
     """CDFs of key resource usage (one panel per quantity, one line per ``by`` group)
     from :func:`reveal_lab.studies.usage_samples`."""
-    from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf
+    from reveal_lab.studies import USAGE_QUANTITIES, ecdf
 
     labels = labels or {q: str(s["label"]) for q, s in USAGE_QUANTITIES.items()}
     quantities = [q for q in USAGE_QUANTITIES if samples.height and q in set(samples["quantity"].to_list())]

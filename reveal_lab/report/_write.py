@@ -11,8 +11,8 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA
-from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection
+from reveal_lab.attribution import EVIDENCE_SCHEMA
+from reveal_lab.pipeline import ANOMALIES_COLUMNS, Detection
 
 __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 

@@ -20,15 +20,12 @@ from typing import Any
 import polars as pl
 
 from reveal_lab.scale._cluster import dashboard_note, dask_client
-from reveal_lab.scale._tasks import RunOutcome, RunRef, RunResult, detect_task, execute
+from reveal_lab.scale._studies import run_studies
+from reveal_lab.scale._tasks import INPROCESS, RunOutcome, RunRef, RunResult, detect_task, execute, run_refs
 
 __all__ = ["ScanResult", "scan", "run_refs", "INPROCESS"]
 
 log = logging.getLogger(__name__)
-
-#: ``scheduler=INPROCESS`` runs the same per-run function serially in this process
-INPROCESS = "inprocess"
-
 
 @dataclass
 class ScanResult:
@@ -132,41 +129,6 @@ class ScanResult:
         return out
 
 
-def run_refs(
-    data: Any, filters: Mapping[str, Any] | None = None, run_ids: Sequence[str] | None = None
-) -> list[RunRef]:
-    """References to the runs of ``data`` (a dataset root or a ``Dataset``), optionally filtered."""
-    from reveal_lab.io import open_dataset
-
-    if isinstance(data, (str, Path)):
-        root = str(Path(data).resolve())
-        ds = open_dataset(root)
-    else:
-        ds = data
-        root = str(Path(ds.root).resolve())
-    if filters:
-        ds = ds.filter(**dict(filters))
-    index = ds.index
-    cols = set(index.columns)
-    refs = []
-    for row in index.iter_rows(named=True):
-        refs.append(
-            RunRef(
-                root,
-                row["run_id"],
-                str(row["archive"]) if "archive" in cols and row["archive"] else None,
-                row["member"] if "member" in cols else None,
-            )
-        )
-    if run_ids is not None:
-        wanted = set(run_ids)
-        missing = wanted - {r.run_id for r in refs}
-        if missing:
-            raise ValueError(f"run ids not in the dataset at {root}: {sorted(missing)[:5]}")
-        refs = [r for r in refs if r.run_id in wanted]
-    return refs
-
-
 def _progress(total: int, enabled: bool, desc: str) -> Any:
     from tqdm.auto import tqdm
 
@@ -229,8 +191,6 @@ def scan(
         bar.close()
         result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, 1, INPROCESS)
         if studies:
-            from reveal_lab.scale._studies import run_studies
-
             result.studies = run_studies(
                 data, studies, scheduler=INPROCESS, refs=ref_list, **dict(studies_kwargs or {})
             )
@@ -295,8 +255,6 @@ def scan(
             dashboard=note,
         )
         if studies:
-            from reveal_lab.scale._studies import run_studies
-
             result.studies = run_studies(
                 data, studies, scheduler=client, refs=ref_list, **dict(studies_kwargs or {})
             )

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from reveal_lab.scale._tasks import RunRef, load_ref
+from reveal_lab.scale._tasks import INPROCESS, RunRef, load_ref, run_refs
 
 __all__ = [
     "run_studies",
@@ -54,7 +54,7 @@ def granularity_task(
     preset: str,
     loader: Callable[[RunRef], Any] | None = None,
 ) -> pl.DataFrame:
-    from reveal_lab.studies._granularity import GRANULARITIES, granularity_intervals
+    from reveal_lab.studies import GRANULARITIES, granularity_intervals
 
     run = (loader or load_ref)(ref)
     return granularity_intervals([run], granularities or GRANULARITIES, preset=preset)
@@ -87,7 +87,7 @@ def traces_task(
 def dtw_metric_task(
     metric: str, by_workload: Mapping[str, Sequence[np.ndarray]], kwargs: Mapping[str, Any]
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    from reveal_lab.studies._dtw import dtw_reproducibility
+    from reveal_lab.studies import dtw_reproducibility
 
     s = dtw_reproducibility({w: {metric: list(rs)} for w, rs in by_workload.items()}, **dict(kwargs))
     return s.pairs, s.distances
@@ -174,7 +174,6 @@ def run_studies(
     (the keys of the studies asked for), all polars frames.
     """
     from reveal_lab.config import get_preset
-    from reveal_lab.scale._scan import INPROCESS, run_refs
 
     unknown = sorted(set(studies) - set(STUDY_NAMES))
     if unknown:
@@ -220,7 +219,7 @@ def _studies(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "granularity" in studies:
-        from reveal_lab.studies._granularity import granularity_comparison, granularity_table
+        from reveal_lab.studies import granularity_comparison, granularity_table
 
         parts = runner.map(granularity_task, refs, granularities, preset, loader)
         iv = pl.concat(parts, how="vertical") if parts else pl.DataFrame()
@@ -243,7 +242,7 @@ def _studies(
                     by_metric[m][w].append(traces[m])
         kwargs = dict(dtw_kwargs or {})
         res = runner.map(_dtw_item, [(m, dict(by_metric[m])) for m in metrics], kwargs)
-        from reveal_lab.studies._dtw import DTWStudy
+        from reveal_lab.studies import DTWStudy
 
         pairs = pl.concat([r[0] for r in res]) if res else pl.DataFrame()
         dist = pl.concat([r[1] for r in res]) if res else pl.DataFrame()

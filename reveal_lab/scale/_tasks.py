@@ -13,13 +13,16 @@ import os
 import resource
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 __all__ = [
+    "INPROCESS",
+    "run_refs",
     "RunRef",
     "RunOutcome",
     "RunResult",
@@ -65,6 +68,10 @@ class RunOutcome:
     member: str | None = None
 
 
+#: ``scheduler=INPROCESS`` runs the same per-run function serially in this process
+INPROCESS = "inprocess"
+
+
 @functools.lru_cache(maxsize=8)
 def _open_dataset(root: str) -> Any:
     from reveal_lab.io import open_dataset
@@ -75,6 +82,41 @@ def _open_dataset(root: str) -> Any:
 def load_ref(ref: RunRef) -> Any:
     """Load the run ``ref`` points at (on the worker), streaming it out of its archive."""
     return _open_dataset(ref.root).load(ref.run_id)
+
+
+def run_refs(
+    data: Any, filters: Mapping[str, Any] | None = None, run_ids: Sequence[str] | None = None
+) -> list[RunRef]:
+    """References to the runs of ``data`` (a dataset root or a ``Dataset``), optionally filtered."""
+    from reveal_lab.io import open_dataset
+
+    if isinstance(data, (str, Path)):
+        root = str(Path(data).resolve())
+        ds = open_dataset(root)
+    else:
+        ds = data
+        root = str(Path(ds.root).resolve())
+    if filters:
+        ds = ds.filter(**dict(filters))
+    index = ds.index
+    cols = set(index.columns)
+    refs = []
+    for row in index.iter_rows(named=True):
+        refs.append(
+            RunRef(
+                root,
+                row["run_id"],
+                str(row["archive"]) if "archive" in cols and row["archive"] else None,
+                row["member"] if "member" in cols else None,
+            )
+        )
+    if run_ids is not None:
+        wanted = set(run_ids)
+        missing = wanted - {r.run_id for r in refs}
+        if missing:
+            raise ValueError(f"run ids not in the dataset at {root}: {sorted(missing)[:5]}")
+        refs = [r for r in refs if r.run_id in wanted]
+    return refs
 
 
 def _peak_rss_mb() -> float:

@@ -6,9 +6,16 @@
 * :mod:`~reveal_lab.studies._usage`: CDFs of key resource usage;
 * :mod:`~reveal_lab.studies._projections`: UMAP / t-SNE of window features;
 * :mod:`~reveal_lab.studies._overhead`, ``_pruning``, ``_crosshost``: Fig. 5, Fig. 4, Fig. 9;
-* ``_case_studies`` (the lab dataset's case studies) is re-exported when present.
+* :mod:`~reveal_lab.studies._case_studies`: the lab dataset's case studies.
 """
 
+from reveal_lab.studies._case_studies import (
+    crosshost_study,
+    own_core_view,
+    packet_loss_study,
+    packet_loss_summary,
+    storage_burst_example,
+)
 from reveal_lab.studies._crosshost import crosshost_subsystem
 from reveal_lab.studies._data import (
     crop_run,
@@ -66,6 +73,11 @@ from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
 
 __all__ = [
+    "crosshost_study",
+    "own_core_view",
+    "packet_loss_study",
+    "packet_loss_summary",
+    "storage_burst_example",
     "OVERHEAD_RESULTS",
     "collector_bytes_table",
     "collector_overhead_table",
@@ -122,23 +134,3 @@ __all__ = [
     "usage_summary",
 ]
 
-# the lab dataset's case studies (owned with the lab dataset)
-try:
-    from reveal_lab.studies._case_studies import (  # noqa: E402
-        crosshost_study,
-        own_core_view,
-        packet_loss_study,
-        packet_loss_summary,
-        storage_burst_example,
-    )
-except ModuleNotFoundError as _exc:  # pragma: no cover - only while the module is being written
-    if _exc.name != "reveal_lab.studies._case_studies":
-        raise
-else:
-    __all__ += [
-        "crosshost_study",
-        "own_core_view",
-        "packet_loss_study",
-        "packet_loss_summary",
-        "storage_burst_example",
-    ]

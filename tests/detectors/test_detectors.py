@@ -319,3 +319,35 @@ def test_mahalanobis_few_windows_scored_through_the_fit_data_equal_the_loadings_
     np.testing.assert_allclose(det.decision_function(Y), s_gram, rtol=1e-10)
     np.testing.assert_allclose(det.explain(Y), c_gram, rtol=1e-8, atol=1e-10 * np.abs(c_gram).max())
     np.testing.assert_allclose(c_gram.sum(axis=1), s_gram, rtol=1e-8)
+
+
+def test_fit_statistics_are_passed_explicitly():
+    """The ensemble hands its one :func:`fit_stats` to each detector (no module-level state):
+    statistics of another matrix change the result, and a wrong shape is refused."""
+    from reveal_lab.detectors._base import fit_stats
+
+    X = _data(n=200, p=12)
+    X[5, 3] = np.nan
+    other = X.copy()
+    other[:, 3] += 100.0  # another median to impute column 3 with
+    det = ZScoreDetector()
+    own = det.fit(X).impute_values_.copy()
+    given = ZScoreDetector().fit(X, stats=fit_stats(other)).impute_values_
+    assert given[3] == pytest.approx(own[3] + 100.0) and np.array_equal(given[:3], own[:3])
+    with pytest.raises(ValueError, match="fit statistics"):
+        ZScoreDetector().fit(X, stats=fit_stats(X[:50]))
+
+
+@pytest.mark.parametrize("max_features", [1.0, 0.5, 3])
+def test_flat_forest_equals_sklearn_with_and_without_feature_subsampling(max_features):
+    """FlatForest reads which features a tree saw from public attributes only (the per-tree
+    feature lists, ``max_samples_``); with subsampled features a wrong mapping changes scores."""
+    from sklearn.ensemble import IsolationForest
+
+    from reveal_lab.detectors import FlatForest
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(80, 12))
+    Y = rng.normal(size=(9, 12)) * 2
+    model = IsolationForest(n_estimators=25, max_samples=32, max_features=max_features, random_state=0).fit(X)
+    np.testing.assert_array_equal(FlatForest(model).score_samples(Y), model.score_samples(Y))

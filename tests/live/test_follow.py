@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from reveal_lab.collect._format import (
+from reveal_lab.collect.journal import (
     CHANNELS_FILE,
     JOURNAL_HEADER,
     JOURNAL_MAGIC,

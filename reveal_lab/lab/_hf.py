@@ -29,6 +29,8 @@ from urllib.parse import urlparse
 
 import polars as pl
 
+from reveal_lab.config import data_dir
+from reveal_lab.lab._labels import LABEL_COLUMNS, read_labels, read_meta
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, metric_columns, parse_metric_name
 
 __all__ = ["export_hf", "push_hf", "hf_column_name", "HubError", "ID_COLUMNS"]
@@ -146,9 +148,6 @@ def export_hf(
 
     Returns ``out``. ``out`` must be empty or absent unless ``overwrite``.
     """
-    from reveal_lab.config import data_dir
-    from reveal_lab.lab import LABEL_COLUMNS, read_meta
-
     root = Path(root) if root is not None else data_dir()
     out = Path(out)
     if out.exists() and any(out.iterdir()):
@@ -208,8 +207,6 @@ def export_hf(
     meta.write_parquet(out / "tables" / "meta_lab.parquet")
     tables = [("meta", "meta_lab.parquet")]
     if (root / "labels.csv").exists():
-        from reveal_lab.lab import read_labels
-
         labels = read_labels(root / "labels.csv")
         if labels.height:  # `datasets` refuses a config without rows
             labels.write_parquet(out / "tables" / "labels.parquet")

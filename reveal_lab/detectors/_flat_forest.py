@@ -15,17 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from reveal_lab.detectors._iforest import _average_path_length as _c
+
 __all__ = ["FlatForest"]
-
-
-def _c(n: np.ndarray) -> np.ndarray:
-    """sklearn's ``_average_path_length``."""
-    n = np.asarray(n, dtype=np.float64)
-    out = np.zeros_like(n)
-    big = n > 2
-    out[n == 2] = 1.0
-    out[big] = 2.0 * (np.log(n[big] - 1.0) + np.euler_gamma) - 2.0 * (n[big] - 1.0) / n[big]
-    return out
 
 
 class FlatForest:
@@ -42,8 +34,10 @@ class FlatForest:
         self.right = np.zeros((n_trees, width), dtype=np.int64)
         self.leaf_value = np.zeros((n_trees, width), dtype=np.float64)  # depth + c(n_node_samples)
         self.leaf_score = np.zeros((n_trees, width), dtype=np.float64)  # scikit-learn's (depth+1) + c - 1
-        # scikit-learn indexes features through estimators_features_ only when it subsampled them
-        subsample = getattr(model, "_max_features", model.n_features_in_) != model.n_features_in_
+        # scikit-learn indexes features through estimators_features_ only when it subsampled
+        # them, i.e. when a tree saw fewer features than the model (each tree's list has
+        # max_features entries: the public way to read what sklearn keeps as _max_features)
+        subsample = len(feats[0]) != model.n_features_in_ if n_trees else False
         depth_max = 0
         for i, (est, fidx) in enumerate(zip(trees, feats, strict=True)):
             t = est.tree_
@@ -69,7 +63,7 @@ class FlatForest:
             depth_max = max(depth_max, int(depth.max()))
         self.depth = depth_max
         self.n_trees = n_trees
-        self.norm = n_trees * float(_c(np.array([model._max_samples]))[0])
+        self.norm = n_trees * float(_c(np.array([model.max_samples_]))[0])
         self.offset_ = float(model.offset_)
         self._rows = np.arange(n_trees)
 
@@ -117,6 +111,4 @@ class FlatForest:
 
     def explain(self, X: np.ndarray, det: Any) -> np.ndarray:
         """``det.explain(X)`` for the detector this forest was flattened from."""
-        if det._explain_baseline is None:
-            det._explain_baseline = det._credits(det._baseline_X).mean(axis=0)
-        return self.credits(X) - det._explain_baseline
+        return self.credits(X) - det.explanation_baseline()

@@ -1,0 +1,200 @@
+"""What ``meta_*.csv`` says against what the files are (:meth:`Dataset.reconcile`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from reveal_lab.io._names import parse_run_filename
+
+if TYPE_CHECKING:
+    from reveal_lab.io._public import Dataset
+
+__all__ = ["Reconciliation", "reconcile"]
+
+
+@dataclass
+class Reconciliation:
+    """What ``meta_*.csv`` says against what the files are.
+
+    ``missing_files``: meta rows without a file; ``extra_files``: files without a meta row;
+    ``disagreements``: one row per (run, field) where meta and file differ (``field`` is
+    one of model, task, dataset, workload, phase, n_cols, n_rows).
+    """
+
+    missing_files: pl.DataFrame
+    extra_files: pl.DataFrame
+    disagreements: pl.DataFrame
+    per_platform: pl.DataFrame
+    checked: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.missing_files.is_empty() and self.extra_files.is_empty() and self.disagreements.is_empty()
+
+    def summary(self) -> str:
+        lines = []
+        for r in self.per_platform.iter_rows(named=True):
+            state = (
+                "matches its files" if r["missing"] == r["extra"] == r["disagreements"] == 0 else "MISMATCH"
+            )
+            lines.append(
+                f"{r['platform']}: {r['meta_file'] or 'no meta file'}: {r['meta_rows']} rows, "
+                f"{r['files']} files, {r['matched']} matched, {r['missing']} listed without a file, "
+                f"{r['extra']} files not listed, "
+                f"{r['disagreements']} disagreements — {state}"
+            )
+        return "\n".join(lines)
+
+
+def reconcile(ds: Dataset, *, check_cols: bool = False, check_rows: bool = False) -> Reconciliation:
+    """Compare the ``meta_*.csv`` tables with the files.
+
+    Names and workloads are always compared. ``check_cols`` reads each file's header to
+    compare ``n_cols``; ``check_rows`` reads each whole file to compare ``n_rows``
+    (slow on the full archives). ``n_cols`` may count the timestamp column or not, and
+    ``n_rows`` the header line or not: either convention is accepted.
+    """
+    idx = ds._index
+    missing, extra, dis, per = [], [], [], []
+    checked = ("names",) + (("n_cols",) if check_cols else ()) + (("n_rows",) if check_rows else ())
+    platforms = sorted(set(idx.get_column("platform").drop_nulls().to_list()) | set(ds.meta_tables))
+    for plat in platforms:
+        files = idx.filter(pl.col("platform") == plat)
+        meta = ds.meta_tables.get(plat)
+        n_dis = 0
+        if meta is None:
+            per.append(
+                {
+                    "platform": plat,
+                    "meta_file": None,
+                    "meta_rows": 0,
+                    "files": files.height,
+                    "matched": 0,
+                    "missing": 0,
+                    "extra": 0,
+                    "disagreements": 0,
+                }
+            )
+            continue
+        ids = set(files.get_column("run_id").to_list())
+        meta_ids = set(meta.get_column("run_id").to_list())
+        for r in meta.filter(~pl.col("run_id").is_in(list(ids))).iter_rows(named=True):
+            missing.append(
+                {
+                    "platform": plat,
+                    "run_id": r["run_id"],
+                    "source_file": r["source_file"],
+                    "meta_line": r["meta_line"],
+                }
+            )
+        for r in files.filter(~pl.col("run_id").is_in(list(meta_ids))).iter_rows(named=True):
+            extra.append({"platform": plat, "run_id": r["run_id"], "member": ds._label(r)})
+        joined = files.join(meta, on="run_id", how="inner", suffix="_meta")
+        for r in joined.iter_rows(named=True):
+            name = parse_run_filename(r["run_id"])
+            file_vals: dict[str, Any] = {}
+            if name is not None:
+                file_vals = {
+                    "model": name.model,
+                    "task": name.task,
+                    "dataset": name.dataset,
+                    "workload": name.workload,
+                }
+            for f, v in file_vals.items():
+                mv = r.get(f"{f}_meta")
+                if mv is not None and str(mv) != str(v):
+                    dis.append(
+                        {
+                            "platform": plat,
+                            "run_id": r["run_id"],
+                            "field": f,
+                            "meta": str(mv),
+                            "file": str(v),
+                        }
+                    )
+            if r.get("split_meta") and r["split"] and r["split_meta"] != r["split"]:
+                dis.append(
+                    {
+                        "platform": plat,
+                        "run_id": r["run_id"],
+                        "field": "split",
+                        "meta": r["split_meta"],
+                        "file": r["split"],
+                    }
+                )
+            if check_cols and r.get("n_cols_meta") is not None:
+                n = len(ds.header(r["run_id"]))
+                if r["n_cols_meta"] not in (n, n - 1):
+                    dis.append(
+                        {
+                            "platform": plat,
+                            "run_id": r["run_id"],
+                            "field": "n_cols",
+                            "meta": str(r["n_cols_meta"]),
+                            "file": str(n),
+                        }
+                    )
+            if check_rows and r.get("n_rows_meta") is not None:
+                n = ds._count_rows(r["run_id"])
+                if r["n_rows_meta"] not in (n, n + 1):
+                    dis.append(
+                        {
+                            "platform": plat,
+                            "run_id": r["run_id"],
+                            "field": "n_rows",
+                            "meta": str(r["n_rows_meta"]),
+                            "file": str(n),
+                        }
+                    )
+        n_dis = len({d["run_id"] for d in dis if d["platform"] == plat})
+        per.append(
+            {
+                "platform": plat,
+                "meta_file": ds.meta_files.get(plat),
+                "meta_rows": meta.height,
+                "files": files.height,
+                "matched": joined.height,
+                "missing": sum(1 for m in missing if m["platform"] == plat),
+                "extra": sum(1 for e in extra if e["platform"] == plat),
+                "disagreements": n_dis,
+            }
+        )
+    return Reconciliation(
+        pl.DataFrame(
+            missing,
+            schema={
+                "platform": pl.String,
+                "run_id": pl.String,
+                "source_file": pl.String,
+                "meta_line": pl.Int64,
+            },
+        ),
+        pl.DataFrame(extra, schema={"platform": pl.String, "run_id": pl.String, "member": pl.String}),
+        pl.DataFrame(
+            dis,
+            schema={
+                "platform": pl.String,
+                "run_id": pl.String,
+                "field": pl.String,
+                "meta": pl.String,
+                "file": pl.String,
+            },
+        ),
+        pl.DataFrame(
+            per,
+            schema={
+                "platform": pl.String,
+                "meta_file": pl.String,
+                "meta_rows": pl.Int64,
+                "files": pl.Int64,
+                "matched": pl.Int64,
+                "missing": pl.Int64,
+                "extra": pl.Int64,
+                "disagreements": pl.Int64,
+            },
+        ),
+        checked,
+    )

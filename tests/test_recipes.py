@@ -1,0 +1,246 @@
+"""The checks behind docs/CONTRIBUTING.md's recipes, each tried on a throwaway item.
+
+Each recipe ("add a probe", "add a detector", "add a notebook or figure"; "add a window
+feature" is in ``tests/features/test_feature_list.py``) has a ``*_problems`` check that is
+empty for the package as it is, and names the forgotten step when a throwaway item is added
+without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import pkgutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import reveal_lab.collect.probes as probes_pkg
+import reveal_lab.detectors as detectors_pkg
+import reveal_lab.plots as plots_pkg
+from reveal_lab.collect import PROBES, Probe, register_probe
+from reveal_lab.detectors import BaseDetector, DetectorEnsemble
+from reveal_lab.notebooks import discover_notebooks, load_manifest
+
+# -- probes ---------------------------------------------------------------------------------
+
+INIT = "reveal_lab/collect/probes/__init__.py"
+
+
+def probe_modules() -> list[str]:
+    """Every module of ``reveal_lab/collect/probes``."""
+    return [f"{probes_pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(probes_pkg.__path__)]
+
+
+def probe_problems(modules: Iterable[str]) -> list[str]:
+    """A probe module that registers a probe only when imported by name (``probes/__init__.py``
+    does not import it), and a registered probe missing from ``probes.ORDER`` (its channels
+    would go to the end of a run, in registration order), or without a description."""
+    known = set(PROBES)
+    problems = []
+    for mod in modules:
+        before = set(PROBES)
+        importlib.import_module(mod)
+        for name in sorted(set(PROBES) - before - known):
+            problems.append(f"probe {name!r} ({mod}) is not imported by {INIT}")
+    for name, cls in PROBES.items():
+        if name not in probes_pkg.ORDER:
+            problems.append(f"probe {name!r} is not in reveal_lab.collect.probes.ORDER")
+        if not getattr(cls, "description", ""):
+            problems.append(f"probe {name!r} has no description (reveal-lab collect --list shows it)")
+    return problems
+
+
+def test_every_probe_is_imported_and_ordered():
+    assert probe_problems(probe_modules()) == []
+
+
+def test_a_forgotten_probe_step_is_caught(tmp_path, monkeypatch):
+    """A throwaway probe module that the probes package does not import, then imported
+    but missing from ORDER: each forgotten step is named."""
+    (tmp_path / "throwaway_probe_mod.py").write_text(
+        "from reveal_lab.collect import Probe, register_probe\n\n"
+        "@register_probe\n"
+        "class Throwaway(Probe):\n"
+        '    name, group = "throwaway_probe", "procfs"\n'
+        '    description = "a probe that exists only in this test"\n'
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        problems = probe_problems([*probe_modules(), "throwaway_probe_mod"])
+        assert problems == [
+            f"probe 'throwaway_probe' (throwaway_probe_mod) is not imported by {INIT}",
+            "probe 'throwaway_probe' is not in reveal_lab.collect.probes.ORDER",
+        ]
+        monkeypatch.setattr(probes_pkg, "ORDER", (*probes_pkg.ORDER, "throwaway_probe"))
+        assert probe_problems(["throwaway_probe_mod"]) == []  # imported by then, and ordered
+    finally:
+        PROBES.pop("throwaway_probe", None)
+        sys.modules.pop("throwaway_probe_mod", None)
+
+
+def test_register_probe_refuses_a_probe_without_name_or_group():
+    class NoName(Probe):
+        group = "procfs"
+
+    with pytest.raises(ValueError, match="has no name"):
+        register_probe(NoName)
+
+
+# -- detectors ------------------------------------------------------------------------------
+
+
+def detector_classes() -> list[type[BaseDetector]]:
+    """Every concrete detector class defined in the modules of ``reveal_lab.detectors``."""
+    out = []
+    for m in pkgutil.iter_modules(detectors_pkg.__path__):
+        mod = importlib.import_module(f"{detectors_pkg.__name__}.{m.name}")
+        for _n, obj in inspect.getmembers(mod, inspect.isclass):
+            concrete = issubclass(obj, BaseDetector) and not inspect.isabstract(obj)
+            if concrete and obj.__module__ == mod.__name__:
+                out.append(obj)
+    return out
+
+
+def detector_problems(classes: Iterable[type[BaseDetector]], exported: Iterable[str]) -> list[str]:
+    """Per detector class: exported from ``reveal_lab.detectors``; a ``name`` of its own,
+    unique; the contract on seeded data (``fit`` sets scores, threshold and labels;
+    ``decision_function`` and ``explain`` have the right shapes; a planted outlier scores
+    above the median); and it runs in a :class:`DetectorEnsemble`."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 6))
+    X[7] += 9.0
+    problems = []
+    names: dict[str, str] = {}
+    exported = set(exported)
+    for cls in classes:
+        label = cls.__name__
+        if label not in exported:
+            problems.append(f"{label} is not exported in reveal_lab.detectors.__all__")
+        if cls.name == BaseDetector.name:
+            problems.append(f"{label} has no name of its own (methods column, reports)")
+        elif cls.name in names:
+            problems.append(f"{label}: name {cls.name!r} is taken by {names[cls.name]}")
+        names.setdefault(cls.name, label)
+        det = cls().fit(X)
+        shapes = (det.decision_scores_.shape, det.labels_.shape)
+        if shapes != ((120,), (120,)) or not np.isfinite(det.threshold_):
+            problems.append(f"{label}: fit must set decision_scores_[n], labels_[n] and a finite threshold_")
+        if det.decision_function(X[:3]).shape != (3,) or det.explain(X[:3]).shape != (3, 6):
+            problems.append(f"{label}: decision_function must give [n] and explain [n, n_features]")
+        if not det.decision_scores_[7] > np.median(det.decision_scores_):
+            problems.append(f"{label}: a planted outlier does not score above the median")
+        res = DetectorEnsemble([cls()]).fit(X).result_
+        if res.methods != [cls.name]:
+            problems.append(f"{label}: the ensemble does not run it under its name")
+    return problems
+
+
+def test_every_detector_follows_the_recipe():
+    classes = detector_classes()
+    paper = {"ZScoreDetector", "PCAMahalanobisDetector", "IsolationForestDetector"}
+    assert {c.__name__ for c in classes} >= paper
+    assert detector_problems(classes, detectors_pkg.__all__) == []
+
+
+class _Throwaway(BaseDetector):
+    """Distance from the fit data's median, summed over features (a throwaway detector)."""
+
+    def _fit(self, X):  # noqa: ANN001, ANN202
+        self.center_ = np.median(X, axis=0)
+
+    def _score(self, X):  # noqa: ANN001, ANN202
+        return np.abs(X - self.center_).sum(axis=1)
+
+    def _explain(self, X):  # noqa: ANN001, ANN202
+        return np.abs(X - self.center_)
+
+
+def test_a_forgotten_detector_step_is_caught():
+    """The throwaway detector, neither named nor exported, then named like an existing one,
+    then done right."""
+    assert detector_problems([_Throwaway], detectors_pkg.__all__) == [
+        "_Throwaway is not exported in reveal_lab.detectors.__all__",
+        "_Throwaway has no name of its own (methods column, reports)",
+    ]
+    named = type("Named", (_Throwaway,), {"name": "zscore"})
+    from reveal_lab.detectors import ZScoreDetector
+
+    assert detector_problems([ZScoreDetector, named], [*detectors_pkg.__all__, "Named"]) == [
+        "Named: name 'zscore' is taken by ZScoreDetector"
+    ]
+    done = type("Done", (_Throwaway,), {"name": "throwaway"})
+    assert detector_problems([done], [*detectors_pkg.__all__, "Done"]) == []
+
+
+# -- notebooks and figures ------------------------------------------------------------------
+
+
+def notebook_problems(root: Path) -> list[str]:
+    """Notebooks on disk missing from the manifest (they would never run), notebooks without
+    their jupytext ``.py`` twin, and figure functions of ``reveal_lab.plots`` not exported."""
+    manifest = load_manifest(root / "manifest.yml")  # raises for an entry without a notebook
+    listed = {e.notebook for e in manifest.notebooks}
+    on_disk = discover_notebooks(root)
+    problems = [f"{p.name} is not in {root.name}/manifest.yml" for p in on_disk if p.name not in listed]
+    twinless = [p for p in on_disk if not p.with_suffix(".py").exists()]
+    problems += [f"{p.name} has no jupytext twin {p.stem}.py" for p in twinless]
+    return problems
+
+
+def figure_problems(module: object, exported: Iterable[str]) -> list[str]:
+    """``plot_*`` functions a notebook could not import from ``reveal_lab.plots``."""
+    exported = set(exported)
+    return [
+        f"{name} is not exported in reveal_lab.plots.__all__"
+        for name, obj in inspect.getmembers(module, inspect.isfunction)
+        if name.startswith("plot_") and obj.__module__ == module.__name__ and name not in exported
+    ]
+
+
+def test_every_notebook_and_figure_is_wired():
+    from reveal_lab.notebooks import notebooks_dir
+
+    assert notebook_problems(notebooks_dir()) == []
+    figures = importlib.import_module("reveal_lab.plots._figures")
+    assert figure_problems(figures, plots_pkg.__all__) == []
+
+
+def _notebook(path: Path) -> None:
+    path.write_text(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_a_forgotten_notebook_step_is_caught(tmp_path):
+    """A throwaway notebook left out of the manifest and without its twin; a manifest entry
+    without its notebook; a plot function not exported."""
+    _notebook(tmp_path / "01-a.ipynb")
+    (tmp_path / "01-a.py").write_text("# %%\n")
+    _notebook(tmp_path / "02-throwaway.ipynb")
+    manifest = tmp_path / "manifest.yml"
+    manifest.write_text(
+        "kernel: reveal-lab\npresets: {smoke: {}, full: {}}\nnotebooks:\n  - notebook: 01-a.ipynb\n"
+    )
+    assert notebook_problems(tmp_path) == [
+        "02-throwaway.ipynb is not in " + tmp_path.name + "/manifest.yml",
+        "02-throwaway.ipynb has no jupytext twin 02-throwaway.py",
+    ]
+    (tmp_path / "02-throwaway.py").write_text("# %%\n")
+    manifest.write_text(manifest.read_text() + "  - notebook: 02-throwaway.ipynb\n    figures: [throwaway]\n")
+    assert notebook_problems(tmp_path) == []
+    manifest.write_text(manifest.read_text() + "  - notebook: 03-missing.ipynb\n")
+    with pytest.raises(ValueError, match="03-missing.ipynb does not exist"):
+        notebook_problems(tmp_path)
+
+    fake = type(sys)("throwaway_figures")
+
+    def plot_throwaway():  # noqa: ANN202
+        return None
+
+    plot_throwaway.__module__ = fake.__name__
+    fake.plot_throwaway = plot_throwaway
+    assert figure_problems(fake, []) == ["plot_throwaway is not exported in reveal_lab.plots.__all__"]
+    assert figure_problems(fake, ["plot_throwaway"]) == []
