@@ -142,7 +142,7 @@ def run_manifest(
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
-    from reveal_lab.studies import resolve_data
+    from reveal_lab.studies import resolve_data, write_paper_vs_reproduced
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
@@ -179,6 +179,15 @@ def run_manifest(
                     f"(total {time.perf_counter() - t_all:.1f} s)"
                 )
     finally:
-        index = write_index(out, results, preset=preset, data=data_s, started=started)
+        claims, claims_error = None, None
+        try:
+            claims_csv, claims = write_paper_vs_reproduced(out, data=data_s)
+            counts = ", ".join(f"{n} {s}" for s, n in claims.group_by("status").len().sort("status").rows())
+            log(f"paper vs reproduced: {claims_csv} ({claims.height} claims: {counts})")
+        except Exception as exc:  # noqa: BLE001 - raised again once the index is written
+            claims_error = exc
+        index = write_index(out, results, preset=preset, data=data_s, started=started, claims=claims)
         log(f"index: {index}")
+        if claims_error is not None:
+            raise claims_error
     return results

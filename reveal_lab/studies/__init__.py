@@ -3,12 +3,24 @@
 * :mod:`~reveal_lab.studies._dtw`: DTW reproducibility (§5.4);
 * :mod:`~reveal_lab.studies._granularity` and ``_intervals``: window granularity (§5.5, Table 2, Fig. 6);
 * :mod:`~reveal_lab.studies._detection`: detector runs (Fig. 2, 3, Table 4) and raw traces (Fig. 7/8);
+* :mod:`~reveal_lab.studies._claims`: the paper's claims beside ours (``paper_vs_reproduced.csv``);
+* :mod:`~reveal_lab.studies._paper_tables`: Table 4 as the paper's, §5.6 evidence shares, Fig. 2's flags;
 * :mod:`~reveal_lab.studies._usage`: CDFs of key resource usage;
 * :mod:`~reveal_lab.studies._projections`: UMAP / t-SNE of window features;
 * :mod:`~reveal_lab.studies._overhead`, ``_pruning``, ``_crosshost``: Fig. 5, Fig. 4, Fig. 9;
 * ``_case_studies`` (the lab dataset's case studies) is re-exported when present.
 """
 
+from reveal_lab.studies._claims import (
+    CLAIM_COLUMNS,
+    CLAIM_STATUSES,
+    CLAIMS,
+    Claim,
+    Reading,
+    claim_status,
+    paper_vs_reproduced,
+    write_paper_vs_reproduced,
+)
 from reveal_lab.studies._crosshost import crosshost_subsystem
 from reveal_lab.studies._data import (
     crop_run,
@@ -62,10 +74,23 @@ from reveal_lab.studies._intervals import (
 )
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
+from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
 from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
 
 __all__ = [
+    "CLAIM_COLUMNS",
+    "CLAIM_STATUSES",
+    "CLAIMS",
+    "Claim",
+    "Reading",
+    "claim_status",
+    "paper_vs_reproduced",
+    "write_paper_vs_reproduced",
+    "evidence_by_subsystem",
+    "flag_timelines",
+    "labelled_episodes",
+    "paper_table4",
     "OVERHEAD_RESULTS",
     "collector_bytes_table",
     "collector_overhead_table",
