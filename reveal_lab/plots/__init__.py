@@ -15,6 +15,12 @@ from reveal_lab.plots._figures import (
     plot_raw_traces,
     plot_usage_cdfs,
 )
+from reveal_lab.plots._timelines import (
+    EPISODE_COLOR,
+    plot_evidence_traces,
+    plot_flag_timelines,
+    plot_score_timeline,
+)
 from reveal_lab.plots._style import (
     METHOD_COLORS,
     STYLE,
@@ -44,4 +50,8 @@ __all__ = [
     "plot_projection",
     "plot_dtw_distances",
     "plot_message",
+    "plot_flag_timelines",
+    "plot_score_timeline",
+    "plot_evidence_traces",
+    "EPISODE_COLOR",
 ]

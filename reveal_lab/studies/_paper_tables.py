@@ -15,14 +15,19 @@ def paper_table4(evidence: pl.DataFrame, *, max_rows: int = 20, min_agreement: i
     ``max_rows``), its window id and start time, the detectors that flag it, the
     subsystem and metric–feature of its top evidence, and the evidence-based claim.
 
-    ``evidence``: :func:`run_detection`'s evidence (``rank`` 1 = a window's top pair).
+    ``evidence``: :func:`run_detection`'s evidence (a window's top pair: its highest ``score``).
     """
     schema = {c: pl.String for c in TABLE4_COLUMNS} | {"window": pl.Int64}
     if evidence.height == 0:
         return pl.DataFrame(schema=schema)
     ev = evidence.filter(pl.col("agreement").fill_null(1) >= min_agreement)
-    top = ev.filter(pl.col("rank") == 1) if "rank" in ev.columns else ev
-    top = top.sort(["agreement", "score"], descending=True, nulls_last=True).head(max_rows)
+    keys = [c for c in ("run_id", "host", "window_id") if c in ev.columns]
+    top = (
+        ev.sort("score", descending=True, nulls_last=True)
+        .unique(keys, keep="first", maintain_order=True)  # each window's strongest pair
+        .sort(["agreement", "score"], descending=True, nulls_last=True)
+        .head(max_rows)
+    )
     methods = pl.col("methods")
     if isinstance(top.schema["methods"], pl.List):
         methods = methods.list.join("+")
