@@ -25,6 +25,7 @@ __all__ = [
     "plot_projection",
     "plot_dtw_distances",
     "plot_message",
+    "plot_overhead_comparison",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -397,4 +398,43 @@ def plot_message(text: str, *, title: str | None = None):
         s.set_visible(False)
     if title:
         axes[0, 0].set_title(title)
+    return fig
+
+
+#: Fig. 5's colours: one per source (measured here / stored benchmark), never shared
+_SOURCE_COLORS = ("#4c72b0", "#8c8c8c", "#55a868", "#8172b3")
+
+
+@_styled
+def plot_overhead_comparison(comp: pl.DataFrame, *, perf: str = "perf stat", perf_interval_ms: float = 100.0):
+    """Fig. 5 as in the paper: the collector's CPU at each sampling interval (bars, one
+    colour per source: measured here, stored benchmark) against ``perf stat`` at its
+    interval ``perf_interval_ms`` (the paper's 100 ms; a dashed line per source).
+    ``comp``: ``source, process, interval_ms, pct_of_core``
+    (:func:`reveal_lab.studies.overhead_comparison`)."""
+    fig, axes = new_figure(width=6.0, height=3.3)
+    ax = axes[0, 0]
+    coll = comp.filter(pl.col("process") != perf)
+    if coll.height == 0:
+        _empty(ax, "no collector measurement")
+        return fig
+    xs = sorted(coll["interval_ms"].unique().to_list())
+    sources = comp["source"].unique(maintain_order=True).to_list()
+    width = 0.8 / len(sources)
+    pos = np.arange(len(xs))
+    for i, src in enumerate(sources):
+        c = _SOURCE_COLORS[i % len(_SOURCE_COLORS)]
+        part = dict(coll.filter(pl.col("source") == src).select("interval_ms", "pct_of_core").iter_rows())
+        ax.bar(pos + i * width - 0.4 + width / 2, [part.get(v, np.nan) for v in xs], width, color=c,
+               label=f"collector ({src})", gid=f"collector:{src}")
+        p = comp.filter(
+            (pl.col("source") == src) & (pl.col("process") == perf) & (pl.col("interval_ms") == perf_interval_ms)
+        )
+        for iv, v in p.select("interval_ms", "pct_of_core").iter_rows():
+            ax.axhline(v, color=c, ls="--", lw=1.2, label=f"{perf} at {iv:g} ms ({src})", gid=f"perf:{src}")
+    ax.set_xticks(pos, [f"{v:g} ms" for v in xs])
+    ax.set_xlabel("collector sampling interval")
+    ax.set_ylabel("CPU, % of one core")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, loc="outside lower center", ncol=2, fontsize=7)
     return fig

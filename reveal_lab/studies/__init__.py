@@ -72,6 +72,15 @@ from reveal_lab.studies._intervals import (
     total_length,
     union_length,
 )
+from reveal_lab.studies._measure import (
+    OVERHEAD_COLUMNS,
+    RUNTIME_COLUMNS,
+    machine_info,
+    machine_label,
+    measure_collector_overhead,
+    measure_runtimes,
+    overhead_comparison,
+)
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
@@ -88,6 +97,13 @@ __all__ = [
     "paper_vs_reproduced",
     "write_paper_vs_reproduced",
     "evidence_by_subsystem",
+    "OVERHEAD_COLUMNS",
+    "RUNTIME_COLUMNS",
+    "machine_info",
+    "machine_label",
+    "measure_collector_overhead",
+    "measure_runtimes",
+    "overhead_comparison",
     "flag_timelines",
     "labelled_episodes",
     "paper_table4",
