@@ -1,5 +1,5 @@
 """``index.html``: the paper's claims beside ours first, then one section per executed
-notebook with its figures and tables (rendered from ``reveal_lab/report/templates``)."""
+notebook with its figures and tables (rendered from ``reveal_lab/render/templates``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.report import render, table_cells
+from reveal_lab.render import render, table_cells
 
 __all__ = ["NotebookResult", "write_index"]
 

@@ -14,8 +14,7 @@ import polars as pl
 
 from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA
 from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection
-from reveal_lab.report._tables import markdown_table, table_cells
-from reveal_lab.report._templates import render
+from reveal_lab.render import markdown_table, render, table_cells
 
 __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 

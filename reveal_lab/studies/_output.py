@@ -1,5 +1,5 @@
 """Saving tables as CSV and Markdown next to the figures of a study
-(through :func:`reveal_lab.report.write_table`, the project's one table writer)."""
+(through :func:`reveal_lab.render.write_table`, the project's one table writer)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.report import markdown_table, write_table
+from reveal_lab.render import markdown_table, write_table
 
 __all__ = ["to_markdown", "save_table", "study_dirs"]
 
 
 def to_markdown(df: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub pipe table (:func:`reveal_lab.report.markdown_table`).
+    """A GitHub pipe table (:func:`reveal_lab.render.markdown_table`).
 
     >>> print(to_markdown(pl.DataFrame({"a": [1, 2], "b": [0.5, None]})))
     | a | b |

@@ -28,7 +28,7 @@ def _env() -> Any:  # noqa: ANN401 - jinja2.Environment, imported lazily
 def render(template: str, **context: Any) -> str:  # noqa: ANN401
     """Render ``templates/<template>`` with ``context`` (values HTML-escaped).
 
-    >>> from reveal_lab.report import table_cells
+    >>> from reveal_lab.render import table_cells
     >>> import polars as pl
     >>> page = render("table.html.j2", t=table_cells(pl.DataFrame({"a": ["<b>"]})))
     >>> "<td>&lt;b&gt;</td>" in page
