@@ -9,6 +9,7 @@ in every file.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,22 @@ import polars as pl
 __all__ = ["format_cell", "markdown_table", "table_cells", "flatten_nested", "write_table"]
 
 
-def format_cell(v: Any, digits: int = 4, *, max_len: int | None = None) -> str:  # noqa: ANN401
-    """A cell as text: ``""`` for null, ``NaN``, floats to ``digits`` significant digits
-    (scientific below 1e-3), datetimes to the millisecond, long text cut at ``max_len``.
+def format_cell(
+    v: Any,  # noqa: ANN401
+    digits: int = 4,
+    *,
+    max_len: int | None = None,
+    float_format: str | None = None,
+    nan: str = "NaN",
+) -> str:
+    """A cell as text: ``""`` for null, ``nan`` for NaN, floats to ``digits`` significant
+    digits (scientific below 1e-3) or with ``float_format``, datetimes to the millisecond,
+    long text cut at ``max_len``.
 
     >>> format_cell(0.123456), format_cell(None), format_cell(2.5e-5), format_cell(3)
     ('0.1235', '', '2.500e-05', '3')
-    >>> format_cell("x" * 10, max_len=5)
-    'xxxx…'
+    >>> format_cell("x" * 10, max_len=5), format_cell(0.5, float_format="{:.3f}"), format_cell(float("nan"), nan="–")
+    ('xxxx…', '0.500', '–')
     """
     if v is None:
         return ""
@@ -32,8 +41,11 @@ def format_cell(v: Any, digits: int = 4, *, max_len: int | None = None) -> str: 
         s = str(v)
     elif isinstance(v, float):
         if math.isnan(v):
-            return "NaN"
-        s = f"{v:.{digits}g}" if abs(v) >= 1e-3 or v == 0 or math.isinf(v) else f"{v:.3e}"
+            return nan
+        if float_format is not None:
+            s = float_format.format(v)
+        else:
+            s = f"{v:.{digits}g}" if abs(v) >= 1e-3 or v == 0 or math.isinf(v) else f"{v:.3e}"
     elif hasattr(v, "isoformat"):
         s = v.isoformat(sep=" ", timespec="milliseconds") if hasattr(v, "hour") else v.isoformat()
     else:
@@ -55,21 +67,35 @@ def flatten_nested(df: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def markdown_table(df: pl.DataFrame, digits: int = 4) -> str:
-    """A GitHub pipe table (``|`` in cells escaped, newlines folded).
+def markdown_table(
+    df: pl.DataFrame,
+    digits: int = 4,
+    *,
+    float_format: str | None = None,
+    nan: str = "NaN",
+    right: bool | Sequence[str] = False,
+) -> str:
+    """A GitHub pipe table (``|`` in cells escaped, newlines folded). ``right``: right-align
+    the numeric columns (``True``) or the columns named; ``float_format`` / ``nan`` as in
+    :func:`format_cell`.
 
     >>> print(markdown_table(pl.DataFrame({"a": [1, 2], "b": [0.5, None]})))
     | a | b |
     |---|---|
     | 1 | 0.5 |
     | 2 |  |
+    >>> print(markdown_table(pl.DataFrame({"m": ["x"], "f1": [float("nan")]}), right=True, nan="–"))
+    | m | f1 |
+    |---|---:|
+    | x | – |
     """
     df = flatten_nested(df)
     head = "| " + " | ".join(df.columns) + " |"
-    sep = "|" + "|".join("---" for _ in df.columns) + "|"
+    rcols = {c for c, t in df.schema.items() if t.is_numeric()} if right is True else set(right or ())
+    sep = "|" + "|".join("---:" if c in rcols else "---" for c in df.columns) + "|"
 
     def cell(v: Any) -> str:  # noqa: ANN401
-        return format_cell(v, digits).replace("|", "\\|").replace("\n", " ")
+        return format_cell(v, digits, float_format=float_format, nan=nan).replace("|", "\\|").replace("\n", " ")
 
     body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.iter_rows()]
     return "\n".join([head, sep, *body])
