@@ -68,6 +68,8 @@ class Reading:
     value: float | None
     note: str = ""
     machine: str | None = None
+    #: what it was computed on when not the studies' dataset (e.g. a live collector run)
+    data: str | None = None
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,7 @@ def _measured(process: str, interval_ms: float, column: str = "pct_of_core") -> 
             float(r[column]),
             f"measured here for {r['seconds']:g} s, {r.get('channels') or '?'} channels",
             r.get("machine"),
+            "live collector on this machine's /proc (notebook 08)",
         )
 
     return read
@@ -248,7 +251,9 @@ def _overhead_ratio(out: Path) -> Reading:
     b = _measured("perf stat", 100.0)(out)
     if a.value is None or b.value is None or b.value <= 0:
         return Reading(None, a.note if a.value is None else b.note, a.machine)
-    return Reading(a.value / b.value, "collector at 600 ms over perf stat at 100 ms, measured side by side", a.machine)
+    return Reading(
+        a.value / b.value, "collector at 600 ms over perf stat at 100 ms, measured side by side", a.machine, a.data
+    )
 
 
 def _runtime(step: str, column: str = "seconds") -> Callable[[Path], Reading]:
@@ -261,7 +266,7 @@ def _runtime(step: str, column: str = "seconds") -> Callable[[Path], Reading]:
             why = sel["note"][0] if sel.height and "note" in sel.columns else "not measured"
             return Reading(None, f"{step}: {why}")
         r = sel.row(0, named=True)
-        return Reading(float(r[column]), str(r.get("note") or ""), r.get("machine"))
+        return Reading(float(r[column]), str(r.get("note") or ""), r.get("machine"), None)
 
     return read
 
@@ -460,7 +465,7 @@ def paper_vs_reproduced(
                 "paper_value": c.paper_text,
                 "ours": None if r.value is None else float(f"{r.value:.6g}"),
                 "unit": c.unit,
-                "data": "this machine (short live run)" if measured_here else (data or "data/lab"),
+                "data": r.data or ((data or "data/lab") + (", one run timed here" if measured_here else "")),
                 "machine": r.machine if measured_here else LAB_MACHINE,
                 "status": status,
                 "note": "; ".join(notes),

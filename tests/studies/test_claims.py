@@ -109,7 +109,7 @@ def test_ours_is_read_from_the_tables(out):
     assert cpu["ours"] == pytest.approx(0.3) and cpu["status"] == "differs"
     c100 = _row(df, "cpu_100ms")
     assert c100["ours"] == pytest.approx(0.8) and c100["machine"] == "cpuX, 2 cores"
-    assert c100["data"].startswith("this machine")
+    assert c100["data"].startswith("live collector")
     assert _row(df, "cpu_600ms")["status"] == "reproduced"
     assert _row(df, "cpu_vs_perf")["ours"] == pytest.approx(0.2 / 0.4)
     assert _row(df, "bytes_per_s")["ours"] == pytest.approx(1500.0)
