@@ -46,6 +46,12 @@ def _empty(ax, text: str = "no data") -> None:  # noqa: ANN001
     ax.set_yticks([])
 
 
+def _integer_ticks():  # noqa: ANN202 - a matplotlib locator for counts
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
 def _short(name: str, n: int = 28) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
 
@@ -202,6 +208,7 @@ def plot_detector_windows(counts: pl.DataFrame):
         )
     ax.set_xticks(xs, hosts, rotation=30, ha="right")
     ax.set_ylabel("anomalous windows")
+    ax.yaxis.set_major_locator(_integer_ticks())
     ax.legend(frameon=False)
     return fig
 
@@ -233,6 +240,7 @@ def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
     ax2.set_xticks(vals)
     ax2.set_xlabel("subsystems per window")
     ax2.set_ylabel("windows")
+    ax2.yaxis.set_major_locator(_integer_ticks())
     return fig
 
 
