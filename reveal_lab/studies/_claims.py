@@ -424,8 +424,13 @@ def _extra_rows(out: Path) -> list[dict[str, object]]:
     fn = getattr(mod, "paper_claims", None)
     if fn is None:
         return []
-    rows = fn(out) if inspect.signature(fn).parameters else fn()
-    rows = list(rows)
+    # paper_claims() takes no required argument; one that needs the output folder gets it
+    required = [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    rows = list(fn(out) if required else fn())
     for i, r in enumerate(rows):
         missing = [c for c in CLAIM_COLUMNS if c not in r]
         if missing:

@@ -134,9 +134,14 @@ def test_status_rule():
 
 
 def _reliability(monkeypatch, rows):
+    """A ``reveal_lab.reliability`` whose ``paper_claims`` has keyword-only options, as the real one."""
     mod = types.ModuleType("reveal_lab.reliability")
     mod.__spec__ = importlib.machinery.ModuleSpec("reveal_lab.reliability", None)
-    mod.paper_claims = lambda: rows
+
+    def paper_claims(*, simulate: bool = True):
+        return rows
+
+    mod.paper_claims = paper_claims
     monkeypatch.setitem(sys.modules, "reveal_lab.reliability", mod)
 
 
