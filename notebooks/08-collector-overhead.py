@@ -37,8 +37,9 @@ import polars as pl
 from reveal_lab import plots, studies
 
 if measure_s > 0:
+    # start-up (imports, compiling the hot loop) is slow on a loaded machine: allow 2 minutes
     measured = studies.measure_collector_overhead((100, 600), seconds=measure_s, warmup_s=2.0,
-                                                  perf_interval_ms=100)
+                                                  perf_interval_ms=100, start_timeout_s=120.0)
 else:
     measured = pl.DataFrame({c: [] for c in studies.OVERHEAD_COLUMNS},
                             schema={"interval_ms": pl.Float64, "process": pl.String, "pct_of_core": pl.Float64})
