@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 from reveal_lab.bench._data import (
     InterpretationSegment,
@@ -55,6 +56,7 @@ from reveal_lab.bench._metrics import (
     random_hit_rate,
     random_ndcg,
 )
+from reveal_lab.render import markdown_table
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = [
@@ -369,15 +371,14 @@ def format_table(results: dict[str, dict], *, families: Sequence[str] = ("SMD", 
         ("random_hit@150", "rand Hit@150"),
         ("detected_segment_share", "segs detected"),
     ]
-    lines = ["| set | method | " + " | ".join(c[1] for c in cols) + " |", "|---|---|" + "---:|" * len(cols)]
-    for fam in families:
-        for method, res in results.items():
-            agg = res["mean"].get(fam)
-            if not agg:
-                continue
-            vals = " | ".join("–" if math.isnan(agg[k]) else f"{agg[k]:.3f}" for k, _ in cols)
-            lines.append(f"| {fam} ({agg['n_servers']}) | {method} | {vals} |")
-    return "\n".join(lines)
+    rows = [
+        {"set": f"{fam} ({agg['n_servers']})", "method": method, **{label: float(agg[k]) for k, label in cols}}
+        for fam in families
+        for method, res in results.items()
+        if (agg := res["mean"].get(fam))
+    ]
+    schema = {"set": pl.String, "method": pl.String} | {label: pl.Float64 for _, label in cols}
+    return markdown_table(pl.DataFrame(rows, schema=schema), float_format="{:.3f}", nan="–", right=True)
 
 
 def json_safe(obj):  # noqa: ANN001, ANN202
@@ -405,18 +406,19 @@ def format_server_table(results: dict[str, dict], methods: Sequence[str] | None 
         ("ndcg@150", "NDCG@150"),
         ("random_hit@150", "rand Hit@150"),
     ]
-    lines = [
-        "| server | method | " + " | ".join(c[1] for c in cols) + " | segs detected |",
-        "|---|---|" + "---:|" * (len(cols) + 1),
+    rows = [
+        {
+            "server": r["server"],
+            "method": method,
+            **{label: float(r[k]) for k, label in cols},
+            "segs detected": f"{r['n_detected_segments']}/{r['n_labelled_segments']}",
+        }
+        for method in methods or list(results)
+        for r in results[method]["servers"]
     ]
-    for method in methods or list(results):
-        for r in results[method]["servers"]:
-            vals = " | ".join("–" if math.isnan(r[k]) else f"{r[k]:.3f}" for k, _ in cols)
-            lines.append(
-                f"| {r['server']} | {method} | {vals} | "
-                f"{r['n_detected_segments']}/{r['n_labelled_segments']} |"
-            )
-    return "\n".join(lines)
+    schema = {"server": pl.String, "method": pl.String} | {label: pl.Float64 for _, label in cols}
+    df = pl.DataFrame(rows, schema=schema | {"segs detected": pl.String})
+    return markdown_table(df, float_format="{:.3f}", nan="–", right=[*df.columns[2:]])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -96,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
     dets = []
+    frames_by_run: dict[str, object] = {}  # for the report's raw traces
+    episodes = []
     frames_by_host: dict[str, object] = {}
     repeated: set[str] = set()
     for path in args.runs:
@@ -120,6 +122,8 @@ def _run(args: argparse.Namespace) -> int:
             )
         )
         dets.append(det)
+        frames_by_run[run.run_id] = run.frame
+        episodes.append(_episodes_near(path, run.run_id))
     crosshost = None
     if args.cross_host:
         from reveal_lab.crosshost import deviation
@@ -136,6 +140,31 @@ def _run(args: argparse.Namespace) -> int:
             crosshost = deviation(frames_by_host, align="elapsed")
             n = int(crosshost["persistent"].sum())
             print(f"cross-host: {len(frames_by_host)} hosts, {n} persistent deviation(s)")
-    paths = write_report(dets, args.out, crosshost=crosshost)
+    import polars as pl
+
+    known = [e for e in episodes if e is not None and e.height]
+    paths = write_report(
+        dets,
+        args.out,
+        crosshost=crosshost,
+        runs=frames_by_run,
+        episodes=pl.concat(known, how="vertical") if known else None,
+    )
     print(f"report: {paths['report.md'].parent} ({', '.join(paths)})")
     return 0
+
+
+def _episodes_near(path: str, run_id: str):  # noqa: ANN202 - a polars frame or None
+    """Labelled fault episodes of ``run_id`` from a ``labels.csv`` beside the run file or in
+    one of the two folders above it (the lab dataset's layout), else ``None``."""
+    from pathlib import Path
+
+    from reveal_lab.lab import read_labels
+    from reveal_lab.studies import labelled_episodes
+
+    p = Path(str(path).split("::", 1)[0]).resolve()
+    for d in [p.parent, *list(p.parents)[1:3]]:
+        f = d / "labels.csv"
+        if f.is_file():
+            return labelled_episodes(read_labels(f), [run_id])
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,6 +46,15 @@ def expected_outputs(entry: NotebookEntry, out: Path) -> list[Path]:
     files = [out / "figures" / f"{f}.{ext}" for f in entry.figures for ext in ("png", "pdf")]
     files += [out / "tables" / f"{t}.{ext}" for t in entry.tables for ext in ("csv", "md")]
     return files
+
+
+def _ipc_config(folder: Path) -> object:
+    """Kernel channels over UNIX sockets in ``folder`` (a private temporary folder) instead
+    of TCP on localhost: the kernel is local, and over TCP without CurveZMQ keys ipykernel
+    prints "Kernel is running over TCP without encryption" for every notebook."""
+    from traitlets.config import Config
+
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / "kernel")}})
 
 
 def _describe_failure(nb: str, exc: Exception, executed: Path) -> NotebookFailed:
@@ -89,6 +99,7 @@ def run_notebook(
     params.update({"data": data, "out_dir": str(out), "smoke": preset == "smoke"})
     executed = out / "notebooks" / entry.notebook
     executed.parent.mkdir(parents=True, exist_ok=True)
+    sockets = tempfile.TemporaryDirectory(prefix="reveal-lab-kernel-ipc-")
     try:
         pm.execute_notebook(
             str(manifest.root / entry.notebook),
@@ -99,9 +110,12 @@ def run_notebook(
             progress_bar=progress_bar,
             log_output=False,
             report_mode=False,
+            config=_ipc_config(Path(sockets.name)),
         )
     except Exception as exc:  # noqa: BLE001 - reported with the failing cell
         raise _describe_failure(entry.notebook, exc, executed) from exc
+    finally:
+        sockets.cleanup()
     missing = [p for p in expected_outputs(entry, out) if not p.exists()]
     if missing:
         raise NotebookFailed(
@@ -128,7 +142,7 @@ def run_manifest(
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
-    from reveal_lab.studies import resolve_data
+    from reveal_lab.studies import resolve_data, write_paper_vs_reproduced
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
@@ -165,6 +179,15 @@ def run_manifest(
                     f"(total {time.perf_counter() - t_all:.1f} s)"
                 )
     finally:
-        index = write_index(out, results, preset=preset, data=data_s, started=started)
+        claims, claims_error = None, None
+        try:
+            claims_csv, claims = write_paper_vs_reproduced(out, data=data_s)
+            counts = ", ".join(f"{n} {s}" for s, n in claims.group_by("status").len().sort("status").rows())
+            log(f"paper vs reproduced: {claims_csv} ({claims.height} claims: {counts})")
+        except Exception as exc:  # noqa: BLE001 - raised again once the index is written
+            claims_error = exc
+        index = write_index(out, results, preset=preset, data=data_s, started=started, claims=claims)
         log(f"index: {index}")
+        if claims_error is not None:
+            raise claims_error
     return results

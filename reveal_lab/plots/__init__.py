@@ -11,10 +11,17 @@ from reveal_lab.plots._figures import (
     plot_dtw_distances,
     plot_granularity_timelines,
     plot_message,
+    plot_overhead_comparison,
     plot_projection,
     plot_pruning_curve,
     plot_raw_traces,
     plot_usage_cdfs,
+)
+from reveal_lab.plots._timelines import (
+    EPISODE_COLOR,
+    plot_evidence_traces,
+    plot_flag_timelines,
+    plot_score_timeline,
 )
 from reveal_lab.plots._style import (
     METHOD_COLORS,
@@ -46,4 +53,9 @@ __all__ = [
     "plot_dtw_distances",
     "plot_message",
     "plot_comparison",
+    "plot_overhead_comparison",
+    "plot_flag_timelines",
+    "plot_score_timeline",
+    "plot_evidence_traces",
+    "EPISODE_COLOR",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "plot_projection",
     "plot_dtw_distances",
     "plot_message",
+    "plot_overhead_comparison",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,52 +46,90 @@ def _empty(ax, text: str = "no data") -> None:  # noqa: ANN001
     ax.set_yticks([])
 
 
+def _integer_ticks():  # noqa: ANN202 - a matplotlib locator for counts
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
 def _short(name: str, n: int = 28) -> str:
     return name if len(name) <= n else name[: n - 1] + "…"
+
+
+def _workload_labels(names: Sequence[str]) -> dict[str, str]:
+    """Short legend names: a workload's first ``__`` part (``CNN__ImageClassification__x``
+    -> ``CNN``) when those stay distinct, else the name cut to 28 characters.
+
+    >>> _workload_labels(["CNN__Img__s", "MLP__Img__s"])
+    {'CNN__Img__s': 'CNN', 'MLP__Img__s': 'MLP'}
+    """
+    short = {n: str(n).split("__")[0] for n in names}
+    if len(set(short.values())) == len(short):
+        return short
+    return {n: _short(str(n)) for n in names}
+
+
+def _wrap(text: str, width: int = 26) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
 
 
 @_styled
 def plot_usage_cdfs(
     samples: pl.DataFrame, labels: dict[str, str] | None = None, *, by: str = "workload", max_groups: int = 8
 ):
-    """CDFs of key resource usage (one panel per quantity, one line per ``by`` group)
-    from :func:`reveal_lab.studies.usage_samples`."""
-    from reveal_lab.studies import USAGE_QUANTITIES, ecdf
+    """CDFs of key resource usage (one panel per quantity, one line per ``by`` group and
+    the pooled ``all`` in black; seaborn's ECDF) from :func:`reveal_lab.studies.usage_samples`."""
+    import seaborn as sns
+    from matplotlib.ticker import MaxNLocator, NullFormatter
+
+    from reveal_lab.studies import USAGE_QUANTITIES
 
     labels = labels or {q: str(s["label"]) for q, s in USAGE_QUANTITIES.items()}
     quantities = [q for q in USAGE_QUANTITIES if samples.height and q in set(samples["quantity"].to_list())]
     n = max(len(quantities), 1)
-    fig, axes = new_figure(1, n, width=3.0 * n, height=2.8)
+    fig, axes = new_figure(1, n, width=2.9 * n, height=3.1)
     if not quantities:
         _empty(axes[0, 0], "no usage metrics found")
         return fig
+    groups = samples.get_column(by).unique(maintain_order=True).to_list()[:max_groups]
+    names = _workload_labels([str(g) for g in groups]) if by == "workload" else {str(g): _short(str(g), 22) for g in groups}
     for ax, q in zip(axes[0], quantities, strict=False):
         part = samples.filter(pl.col("quantity") == q)
-        groups = part.get_column(by).unique(maintain_order=True).to_list()
-        for i, g in enumerate(groups[:max_groups]):
-            x, p = ecdf(part.filter(pl.col(by) == g).get_column("value").to_numpy())
-            ax.step(x, p, where="post", color=color_for("", i), label=_short(str(g), 22), alpha=0.8)
-        x, p = ecdf(part.get_column("value").to_numpy())
-        ax.step(x, p, where="post", color="k", lw=2, label="all")
-        ax.set_xlabel(labels.get(q, q))
-        if q == "network_bytes" and x.size and x.max() > 0 and (x > 0).any():
+        for i, g in enumerate(groups):
+            v = part.filter(pl.col(by) == g).get_column("value").drop_nulls().to_numpy()
+            if v.size:
+                sns.ecdfplot(x=v, ax=ax, color=color_for("", i), label=names[str(g)], alpha=0.85, gid=f"ecdf:{g}")
+        v = part.get_column("value").drop_nulls().to_numpy()
+        sns.ecdfplot(x=v, ax=ax, color="k", lw=2, label="all", gid="ecdf:all")
+        ax.set_xlabel(_wrap(labels.get(q, q)))
+        ax.set_ylabel("")
+        if q == "network_bytes" and v.size and v.max() > 0:
             ax.set_xscale("symlog")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on a log axis
+            ax.set_xlim(left=0)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_ylim(0, 1.02)
     axes[0, 0].set_ylabel("CDF")
     handles: dict[str, object] = {}
     for ax in axes[0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             handles.setdefault(lab, h)
-    fig.legend(list(handles.values()), list(handles), loc="outside right upper", frameon=False)
+    fig.legend(list(handles.values()), list(handles), loc="outside lower center", ncol=min(len(handles), 5),
+               frameon=False)
     return fig
 
 
 _CURVE_LABELS = {
-    "selected_ratio": "share of metrics kept",
-    "avg_multi_r2": "variance of pruned metrics explained (R²)",
-    "avg_max_abs_r": "max |r| of a pruned metric with a kept one",
+    "selected_ratio": "selected ratio (share of metrics kept)",
+    "avg_multi_r2": "avg multi-R² proxy (pruned metrics explained by kept ones)",
+    "avg_max_abs_r": "avg max |r| (of a pruned metric with a kept one)",
     "n_selected": "metrics kept",
 }
+#: the paper's Fig. 4 colours: multi-R² yellow, max |r| blue, selected ratio green
+_CURVE_COLORS = {"avg_multi_r2": "#e0a800", "avg_max_abs_r": "#1f77b4", "selected_ratio": "#2ca02c"}
 
 
 @_styled
@@ -100,48 +139,47 @@ def plot_pruning_curve(
     ys: Sequence[str] | None = None,
     x: str = "threshold",
     group: str | None = "workload",
-    max_groups: int = 10,
+    marker: float | None = 0.5,
 ):
-    """Fig. 4: correlation pruning against the threshold (from
-    :func:`reveal_lab.pruning.pruning_curve`): one panel per measure in ``ys``
-    (default: the share kept and how well the kept metrics explain the pruned ones),
-    one line per workload, the ``all`` average in black."""
+    """Fig. 4 as in the paper: on one axes, each measure of correlation pruning against
+    the threshold (from :func:`reveal_lab.pruning.pruning_curve`): the ``all`` row (the
+    union over workloads) bold, each workload thin in the same colour, and a marker at
+    |r| = ``marker`` (the paper's threshold)."""
     if ys is None:
-        ys = [c for c in ("selected_ratio", "avg_multi_r2", "avg_max_abs_r") if c in curve.columns] or [
+        ys = [c for c in ("avg_multi_r2", "avg_max_abs_r", "selected_ratio") if c in curve.columns] or [
             "n_selected"
         ]
-    fig, axes = new_figure(1, len(ys), width=3.4 * len(ys), height=3.0)
+    fig, axes = new_figure(width=6.4, height=3.9)
+    ax = axes[0, 0]
     if curve.height == 0:
-        _empty(axes[0, 0])
+        _empty(ax)
         return fig
-    groups = (
-        curve.get_column(group).unique(maintain_order=True).to_list()
-        if group and group in curve.columns
-        else [None]
-    )
-    for ax, y in zip(axes[0], ys, strict=False):
-        for i, g in enumerate(groups[: max_groups + 1]):
+    has_group = bool(group) and group in curve.columns
+    groups = curve.get_column(group).unique(maintain_order=True).to_list() if has_group else [None]
+    main = "all" if "all" in groups else None
+    for j, y in enumerate(ys):
+        c = _CURVE_COLORS.get(y, color_for("", j))
+        for g in groups:
             part = (curve if g is None else curve.filter(pl.col(group) == g)).sort(x)  # type: ignore[arg-type]
-            if g == "all":
-                ax.plot(part[x], part[y], color="k", lw=2.2, marker="o", ms=3, label="all (mean)")
+            if g == main:
+                ax.plot(part[x], part[y], color=c, lw=2.4, marker="o", ms=4, label=_CURVE_LABELS.get(y, y), gid=f"all:{y}")
             else:
-                ax.plot(
-                    part[x],
-                    part[y],
-                    marker="o",
-                    ms=2.5,
-                    lw=1,
-                    alpha=0.75,
-                    color=color_for("", i),
-                    label=_short(str(g)) if g is not None else None,
-                )
-        ax.set_xlabel("correlation threshold |r|")
-        ax.set_ylabel(_CURVE_LABELS.get(y, y))
-        if y != "n_selected":
-            ax.set_ylim(0, 1.02)
-    if groups != [None]:
-        handles, labels = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside right upper", frameon=False)
+                ax.plot(part[x], part[y], color=c, lw=0.8, alpha=0.35, gid=f"workload:{y}:{g}")
+    if marker is not None:
+        ax.axvline(marker, color="0.2", ls="--", lw=1, gid="marker")
+        ax.annotate(f"|r| = {marker:g}", (marker, 0.03), xycoords=("data", "axes fraction"), xytext=(4, 0),
+                    textcoords="offset points", fontsize=8)
+    ax.set_xlabel("correlation threshold |r|")
+    ax.set_ylabel("value" if "n_selected" not in ys else "metrics kept")
+    if "n_selected" not in ys:
+        ax.set_ylim(0, 1.02)
+    handles, labels = ax.get_legend_handles_labels()
+    if has_group and len(groups) > 1:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="0.5", lw=0.8, alpha=0.6))
+        labels.append(f"thin: each of {len([g for g in groups if g != main])} workloads")
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
@@ -170,6 +208,7 @@ def plot_detector_windows(counts: pl.DataFrame):
         )
     ax.set_xticks(xs, hosts, rotation=30, ha="right")
     ax.set_ylabel("anomalous windows")
+    ax.yaxis.set_major_locator(_integer_ticks())
     ax.legend(frameon=False)
     return fig
 
@@ -201,6 +240,7 @@ def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
     ax2.set_xticks(vals)
     ax2.set_xlabel("subsystems per window")
     ax2.set_ylabel("windows")
+    ax2.yaxis.set_major_locator(_integer_ticks())
     return fig
 
 
@@ -397,4 +437,43 @@ def plot_message(text: str, *, title: str | None = None):
         s.set_visible(False)
     if title:
         axes[0, 0].set_title(title)
+    return fig
+
+
+#: Fig. 5's colours: one per source (measured here / stored benchmark), never shared
+_SOURCE_COLORS = ("#4c72b0", "#8c8c8c", "#55a868", "#8172b3")
+
+
+@_styled
+def plot_overhead_comparison(comp: pl.DataFrame, *, perf: str = "perf stat", perf_interval_ms: float = 100.0):
+    """Fig. 5 as in the paper: the collector's CPU at each sampling interval (bars, one
+    colour per source: measured here, stored benchmark) against ``perf stat`` at its
+    interval ``perf_interval_ms`` (the paper's 100 ms; a dashed line per source).
+    ``comp``: ``source, process, interval_ms, pct_of_core``
+    (:func:`reveal_lab.studies.overhead_comparison`)."""
+    fig, axes = new_figure(width=6.0, height=3.3)
+    ax = axes[0, 0]
+    coll = comp.filter(pl.col("process") != perf)
+    if coll.height == 0:
+        _empty(ax, "no collector measurement")
+        return fig
+    xs = sorted(coll["interval_ms"].unique().to_list())
+    sources = comp["source"].unique(maintain_order=True).to_list()
+    width = 0.8 / len(sources)
+    pos = np.arange(len(xs))
+    for i, src in enumerate(sources):
+        c = _SOURCE_COLORS[i % len(_SOURCE_COLORS)]
+        part = dict(coll.filter(pl.col("source") == src).select("interval_ms", "pct_of_core").iter_rows())
+        ax.bar(pos + i * width - 0.4 + width / 2, [part.get(v, np.nan) for v in xs], width, color=c,
+               label=f"collector ({src})", gid=f"collector:{src}")
+        p = comp.filter(
+            (pl.col("source") == src) & (pl.col("process") == perf) & (pl.col("interval_ms") == perf_interval_ms)
+        )
+        for iv, v in p.select("interval_ms", "pct_of_core").iter_rows():
+            ax.axhline(v, color=c, ls="--", lw=1.2, label=f"{perf} at {iv:g} ms ({src})", gid=f"perf:{src}")
+    ax.set_xticks(pos, [f"{v:g} ms" for v in xs])
+    ax.set_xlabel("collector sampling interval")
+    ax.set_ylabel("CPU, % of one core")
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, loc="outside lower center", ncol=2, fontsize=7)
     return fig

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import html
+import base64
+import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA
 from reveal_lab.pipeline import ANOMALIES_COLUMNS, Detection
+from reveal_lab.render import markdown_table, render, table_cells
 
 __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 
@@ -59,33 +61,23 @@ def _table4(det: Detection, max_rows: int) -> pl.DataFrame:
 
 
 def _md_table(df: pl.DataFrame) -> str:
-    if df.height == 0:
-        return ""
-    cols = df.columns
-    out = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.iter_rows():
-        out.append("| " + " | ".join(_cell(v).replace("|", "\\|") for v in row) + " |")
-    return "\n".join(out)
+    return markdown_table(df, digits=3) if df.height else ""
 
 
-def _cell(v: Any) -> str:  # noqa: ANN401
-    if v is None:
-        return ""
-    if isinstance(v, float):
-        return f"{v:.3g}"
-    if hasattr(v, "isoformat"):
-        return v.isoformat(sep=" ", timespec="milliseconds") if hasattr(v, "hour") else v.isoformat()
-    return str(v)
-
-
-def _html_table(df: pl.DataFrame) -> str:
-    if df.height == 0:
-        return ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in df.columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in df.iter_rows()
+def _table4_html(t: pl.DataFrame) -> pl.DataFrame:
+    """The anomalous-window table compacted for a page: time of day, metric · feature."""
+    if t.height == 0:
+        return t
+    return t.select(
+        pl.col("window_id").alias("window"),
+        pl.col("start").dt.strftime("%H:%M:%S%.3f").alias("start"),
+        "host",
+        pl.col("methods").cast(pl.String).str.replace_all(",", "+").alias("detectors"),
+        "agreement",
+        "subsystems",
+        pl.format("{} · {}", "metric", "feature").alias("metric · feature"),
+        "claim",
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _subsystem_table(s: dict[str, Any]) -> pl.DataFrame:
@@ -181,9 +173,66 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     return out
 
 
-_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:80em}
-table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:.25em .5em;
-font-size:.9em;vertical-align:top}th{background:#f3f3f3}.none{color:#2a7a2a;font-weight:bold}"""
+def _png(fig: Any) -> str:  # noqa: ANN401 - a matplotlib Figure
+    """A figure as a base64 PNG ``data:`` URI, so the page carries its images."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figures(
+    det: Detection, frame: pl.DataFrame | None, episodes: pl.DataFrame | None, max_metrics: int
+) -> list[dict[str, str]]:
+    """Per host of ``det``: the score timeline of each detector (threshold, flagged
+    windows, labelled episodes) and, when the run's frame is given, the raw traces of the
+    top evidence metrics with the anomalous windows naming them shaded."""
+    from reveal_lab.plots import plot_evidence_traces, plot_score_timeline
+
+    out = []
+    for host in det.windows["host"].unique(maintain_order=True).to_list():
+        w = det.windows.filter(pl.col("host") == host)
+        ep = None
+        if episodes is not None and episodes.height:
+            ep = episodes.filter((pl.col("run") == det.run_id) & (pl.col("host") == host))
+        fig = plot_score_timeline(w, det.thresholds.get(host, {}), ep, methods=det.methods, title=f"{det.run_id} · {host}")
+        n_ep = 0 if ep is None else ep.height
+        out.append(
+            {
+                "src": _png(fig),
+                "alt": f"detector scores along run {det.run_id} on {host}",
+                "caption": f"{host}: each detector's score per window (line), its threshold (dashed) and the "
+                "windows it flags (dots)"
+                + (f"; {n_ep} labelled fault episode(s) shaded" if n_ep else "; no labelled episode known"),
+            }
+        )
+        ev = det.evidence.filter(pl.col("host") == host) if det.evidence.height else det.evidence
+        if frame is None or ev.height == 0:
+            continue
+        ranked = ev.group_by("metric").agg(pl.col("score").sum()).sort(["score", "metric"], descending=[True, False])
+        metrics = [m for m in ranked["metric"].to_list() if m in frame.columns][:max_metrics]
+        if not metrics:
+            continue
+        fig = plot_evidence_traces(
+            frame.select("timestamp", *metrics),
+            ev.filter(pl.col("metric").is_in(metrics)).select("metric", "start", "end").unique(),
+            max_metrics=max_metrics,
+        )
+        out.append(
+            {
+                "src": _png(fig),
+                "alt": f"raw traces of the top evidence metrics of {det.run_id} on {host}",
+                "caption": f"{host}: raw traces of the metrics with the most evidence ({', '.join(metrics)}), "
+                "the anomalous windows that name each metric shaded",
+            }
+        )
+    return out
+
+
+def _frame_of(runs: Mapping[str, Any] | None, run_id: str) -> pl.DataFrame | None:
+    if not runs or run_id not in runs:
+        return None
+    r = runs[run_id]
+    return r if isinstance(r, pl.DataFrame) else getattr(r, "frame", None)
 
 
 def write_report(
@@ -192,6 +241,10 @@ def write_report(
     *,
     max_rows: int = 50,
     crosshost: pl.DataFrame | None = None,
+    runs: Mapping[str, Any] | None = None,
+    episodes: pl.DataFrame | None = None,
+    figures: bool = True,
+    max_metrics: int = 4,
 ) -> dict[str, Path]:
     """Write the report of one or several detections into ``out_dir``.
 
@@ -199,6 +252,13 @@ def write_report(
     metric–feature evidence; a header only when nothing is anomalous), ``summary.json``
     (per run: windows, anomalous share per detector, per subsystem and per host),
     ``report.md`` and ``report.html`` (Table-4-style table, per-subsystem breakdown).
+
+    ``report.html`` also shows, per run and host, each detector's score along the run with
+    its threshold and flagged windows (``episodes``: labelled fault episodes, columns
+    ``run, host, start, end``, shaded when given), and the raw traces of the top evidence
+    metrics with their anomalous windows shaded (when ``runs`` maps each run id to its
+    :class:`~reveal_lab.telemetry.Run` or frame); images are embedded as PNG.
+    ``figures=False`` leaves them out.
 
     Cross-host deviation (a detection's own, for runs with three or more hosts, or
     ``crosshost`` computed over several runs, see :func:`reveal_lab.crosshost.deviation`)
@@ -209,6 +269,10 @@ def write_report(
     dets = [detections] if isinstance(detections, Detection) else list(detections)
     if not dets:
         raise ValueError("write_report needs at least one detection")
+    if episodes is not None:
+        missing = {"run", "host", "start", "end"} - set(episodes.columns)
+        if missing:
+            raise ValueError(f"episodes: missing columns {sorted(missing)} (expected run, host, start, end)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     frames = [d.anomalies() for d in dets]
@@ -234,7 +298,6 @@ def write_report(
         "evidence_rows": csv.height,
         "files": list(REPORT_FILES),
     }
-    paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
 
     title = "reveal-lab anomaly report"
     headline = (
@@ -243,18 +306,28 @@ def write_report(
         else f"{total_a} anomalous window(s) out of {total_w} in {len(dets)} run(s)."
     )
     md = [f"# {title}", "", headline, ""]
-    body = [f"<h1>{title}</h1>", f"<p class='{'none' if total_a == 0 else ''}'>{html.escape(headline)}</p>"]
+    page_runs = []
     for d in dets:
+        sections = []
         for i, (head, para, table) in enumerate(_sections(d, max_rows)):
             md += [f"{'##' if i == 0 else '###'} {head}", ""]
-            body.append(f"<h{2 if i == 0 else 3}>{html.escape(head)}</h{2 if i == 0 else 3}>")
             if para:
                 md += [para, ""]
-                cls = " class='none'" if "No anomaly" in para else ""
-                body.append(f"<p{cls}>" + html.escape(para).replace("**", "").replace("\n", "<br>") + "</p>")
             if table is not None and table.height:
                 md += [_md_table(table), ""]
-                body.append(_html_table(table))
+            shown = _table4_html(table) if table is not None and "claim" in table.columns else table
+            sections.append(
+                {
+                    "level": 2 if i == 0 else 3,
+                    "heading": head,
+                    "lines": [ln.removeprefix("- ") for ln in para.replace("**", "").splitlines()] if para else [],
+                    "bullets": para.startswith("- "),
+                    "none": "No anomaly" in para,
+                    "table": table_cells(shown, 3) if shown is not None and shown.height else None,
+                }
+            )
+        figs = _figures(d, _frame_of(runs, d.run_id), episodes, max_metrics) if figures else []
+        page_runs.append({"sections": sections, "figures": figs})
     md += [
         "",
         "Columns of `anomalies.csv`: " + ", ".join(f"`{c}`" for c in ANOMALIES_COLUMNS) + ". `score` is "
@@ -264,6 +337,7 @@ def write_report(
     xh = [d.crosshost for d in dets if d.crosshost is not None]
     if crosshost is not None:
         xh.append(crosshost)
+    cross = None
     if xh:
         allx = pl.concat(xh, how="vertical")
         paths["crosshost.csv"] = out / "crosshost.csv"
@@ -279,15 +353,21 @@ def write_report(
             else "No host deviates persistently from the cluster median."
         )
         md += [f"## {head}", "", para, ""]
-        body.append(f"<h2>{head}</h2><p>{html.escape(para)}</p>")
         if flagged.height:
             md += [_md_table(flagged.head(max_rows)), ""]
-            body.append(_html_table(flagged.head(max_rows)))
+        cross = {"heading": head, "text": para, "table": table_cells(flagged.head(max_rows), 3) if flagged.height else None}
         summary["crosshost_persistent"] = flagged.height
-        paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
+    paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
     paths["report.md"].write_text("\n".join(md))
     paths["report.html"].write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{_CSS}</style></head>"
-        f"<body>{''.join(body)}</body></html>\n"
+        render(
+            "report.html.j2",
+            title=title,
+            headline=headline,
+            none=total_a == 0,
+            runs=page_runs,
+            crosshost=cross,
+            columns=list(ANOMALIES_COLUMNS),
+        )
     )
     return paths

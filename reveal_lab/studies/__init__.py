@@ -3,6 +3,8 @@
 * :mod:`~reveal_lab.studies._dtw`: DTW reproducibility (§5.4);
 * :mod:`~reveal_lab.studies._granularity` and ``_intervals``: window granularity (§5.5, Table 2, Fig. 6);
 * :mod:`~reveal_lab.studies._detection`: detector runs (Fig. 2, 3, Table 4) and raw traces (Fig. 7/8);
+* :mod:`~reveal_lab.studies._claims`: the paper's claims beside ours (``paper_vs_reproduced.csv``);
+* :mod:`~reveal_lab.studies._paper_tables`: Table 4 as the paper's, §5.6 evidence shares, Fig. 2's flags;
 * :mod:`~reveal_lab.studies._usage`: CDFs of key resource usage;
 * :mod:`~reveal_lab.studies._projections`: UMAP / t-SNE of window features;
 * :mod:`~reveal_lab.studies._overhead`, ``_pruning``, ``_crosshost``: Fig. 5, Fig. 4, Fig. 9;
@@ -15,6 +17,16 @@ from reveal_lab.studies._case_studies import (
     packet_loss_study,
     packet_loss_summary,
     storage_burst_example,
+)
+from reveal_lab.studies._claims import (
+    CLAIM_COLUMNS,
+    CLAIM_STATUSES,
+    CLAIMS,
+    Claim,
+    Reading,
+    claim_status,
+    paper_vs_reproduced,
+    write_paper_vs_reproduced,
 )
 from reveal_lab.studies._crosshost import crosshost_subsystem
 from reveal_lab.studies._data import (
@@ -67,8 +79,18 @@ from reveal_lab.studies._intervals import (
     total_length,
     union_length,
 )
+from reveal_lab.studies._measure import (
+    OVERHEAD_COLUMNS,
+    RUNTIME_COLUMNS,
+    machine_info,
+    machine_label,
+    measure_collector_overhead,
+    measure_runtimes,
+    overhead_comparison,
+)
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
+from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
 from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
 
@@ -78,6 +100,25 @@ __all__ = [
     "packet_loss_study",
     "packet_loss_summary",
     "storage_burst_example",
+    "CLAIM_COLUMNS",
+    "CLAIM_STATUSES",
+    "CLAIMS",
+    "Claim",
+    "Reading",
+    "claim_status",
+    "paper_vs_reproduced",
+    "write_paper_vs_reproduced",
+    "evidence_by_subsystem",
+    "OVERHEAD_COLUMNS",
+    "RUNTIME_COLUMNS",
+    "machine_info",
+    "machine_label",
+    "measure_collector_overhead",
+    "measure_runtimes",
+    "overhead_comparison",
+    "flag_timelines",
+    "labelled_episodes",
+    "paper_table4",
     "OVERHEAD_RESULTS",
     "collector_bytes_table",
     "collector_overhead_table",

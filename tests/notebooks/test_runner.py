@@ -108,3 +108,15 @@ def test_cli_reproduce_writes_index_and_reports_failure(tmp_path, capsys):
     assert rc == 1
     assert "02-second.ipynb: cell" in capsys.readouterr().err
     assert main(["reproduce", "--list", "--manifest", str(mpath)]) == 0
+
+
+def test_reproduce_output_is_quiet(tmp_path, capfd):
+    """Broken variant: the kernel over TCP (no ``_ipc_config``) prints ipykernel's
+    "running over TCP without encryption" warning for every notebook."""
+    m = load_manifest(_manifest(tmp_path, "z = 1\n"))
+    lines: list[str] = []
+    run_manifest(preset="full", data="synth", out=tmp_path / "q", manifest=m, only=["01-good"], log=lines.append)
+    out, err = capfd.readouterr()
+    assert "without encryption" not in err + out
+    assert not [ln for ln in err.splitlines() if "WARNING" in ln], err
+    assert any("01-good.ipynb: ok" in ln for ln in lines)

@@ -67,7 +67,7 @@ def test_report_files_and_exact_columns(detections, tmp_path):
     assert "| window_id | start | end | host | methods |" in md and "Per-subsystem breakdown" in md
     assert "Network" in md
     html = paths["report.html"].read_text()
-    assert html.startswith("<!doctype html>") and "<table>" in html and "Per-subsystem breakdown" in html
+    assert html.startswith("<!doctype html>") and "<table" in html and "Per-subsystem breakdown" in html
 
 
 def test_no_anomaly_is_reported_clearly(detections, tmp_path):
@@ -110,3 +110,37 @@ def test_multi_host_detection_carries_cross_host_deviation(tmp_path):
     assert flagged.select("metric", "host").rows() == truth.select("column", "host").rows()
     md = paths["report.md"].read_text()
     assert "1 persistent deviation(s)" in md and flagged["claim"][0] in md
+
+
+def test_html_embeds_timelines_and_traces_of_the_top_evidence(detections, tmp_path):
+    """Broken variants: no images, traces of metrics other than the top evidence, episodes ignored."""
+    import re
+
+    det, _ = detections
+    run = make_run(
+        150,
+        120,
+        seed=8,
+        profile_seed=7,
+        anomalies=[Anomaly("network", 60, 68, magnitude=8), Anomaly("cpu", 100, 106, "variance")],
+    )[0]
+    start = det.windows["start"].min()
+    episodes = pl.DataFrame(
+        {"run": [det.run_id], "host": [det.windows["host"][0]], "start": [start], "end": [start]}
+    )
+    paths = write_report(det, tmp_path / "figs", runs={det.run_id: run}, episodes=episodes)
+    page = paths["report.html"].read_text()
+    hosts = det.windows["host"].n_unique()
+    assert page.count('src="data:image/png;base64,') == 2 * hosts
+    assert "1 labelled fault episode(s) shaded" in page
+    ev = pl.read_csv(paths["anomalies.csv"])
+    top = (
+        ev.group_by("metric").agg(pl.col("score").sum()).sort(["score", "metric"], descending=[True, False])
+        .filter(pl.col("metric").is_in(run.frame.columns))["metric"].head(4).to_list()
+    )
+    shown = re.search(r"metrics with the most evidence \(([^)]*)\)", page).group(1).split(", ")
+    assert shown == top
+    bare = write_report(det, tmp_path / "bare", figures=False)["report.html"].read_text()
+    assert "data:image/png" not in bare
+    with pytest.raises(ValueError, match="missing columns"):
+        write_report(det, tmp_path / "bad", episodes=pl.DataFrame({"run": ["x"]}))

@@ -1,0 +1,68 @@
+"""Reproduce's own measurements: run times per window on a real pipeline run, a short
+live collector-overhead run, and the rows that say which machine they ran on."""
+
+from __future__ import annotations
+
+import shutil
+
+import polars as pl
+import pytest
+
+from reveal_lab.features import make_windows
+from reveal_lab.studies import (
+    OVERHEAD_COLUMNS,
+    RUNTIME_COLUMNS,
+    machine_info,
+    machine_label,
+    measure_collector_overhead,
+    measure_runtimes,
+    overhead_comparison,
+)
+from reveal_lab.synth import make_run
+
+
+def test_machine_label_names_model_cores_and_load():
+    before = {"cpu_model": "CPU X", "cores": 2, "loadavg": [1.5, 1.0, 0.5]}
+    after = {**before, "loadavg": [3.25, 1.0, 0.5]}
+    assert machine_label(before, after) == "CPU X, 2 cores, load avg (1 min) 1.5 → 3.25"
+    info = machine_info()
+    assert info["cores"] >= 1 and len(info["loadavg"]) == 3 and info["cpu_model"]
+
+
+def test_runtimes_rows_on_a_real_run():
+    run = make_run(60, 90, seed=3).run
+    n = min(make_windows(run.frame).height, 20)
+    rt = measure_runtimes(run, max_windows=20, tsfresh_channels=4)
+    assert tuple(rt.columns) == RUNTIME_COLUMNS
+    steps = dict(zip(rt["step"], rt["n"], strict=True))
+    assert set(steps) == {
+        "features_per_window", "parquet_per_window", "tsfresh_per_window", "zscore", "mahalanobis", "iforest",
+        "end_to_end_per_window",
+    }
+    assert steps["features_per_window"] == steps["zscore"] == n and steps["tsfresh_per_window"] == 2
+    assert (rt["seconds"] > 0).all()
+    assert rt["machine"].str.contains(" cores, load avg").all()
+
+
+def test_overhead_comparison_keeps_the_collector_and_perf_only():
+    m = pl.DataFrame({"interval_ms": [100.0, 600.0, 100.0], "process": ["collector", "collector", "perf stat"],
+                      "pct_of_core": [0.5, 0.1, None]})
+    s = pl.DataFrame({"interval_ms": [100, 100, 200], "process": ["procfs", "loop", "perf"],
+                      "pct_of_core": [0.4, 0.05, 0.3]})
+    c = overhead_comparison(m, s, stored_label="stored")
+    assert c.filter(pl.col("source") == "measured here")["pct_of_core"].to_list() == [0.5, 0.1]
+    assert c.filter(pl.col("source") == "stored").select("process", "interval_ms").rows() == [
+        ("collector", 100.0), ("perf stat", 200.0)]
+
+
+@pytest.mark.slow
+def test_live_overhead_run_measures_the_collector():
+    df = measure_collector_overhead((100,), seconds=1.0, warmup_s=0.5, perf_interval_ms=100, start_timeout_s=180)
+    assert tuple(df.columns) == OVERHEAD_COLUMNS
+    col = df.filter(pl.col("process") == "collector").row(0, named=True)
+    assert col["pct_of_core"] > 0 and col["channels"] > 100 and col["bytes_per_s"] >= 0
+    perf = df.filter(pl.col("process") == "perf stat").row(0, named=True)
+    if shutil.which("perf") is None:
+        assert perf["pct_of_core"] is None and "not installed" in perf["note"]
+    else:  # measured, or a row saying why perf could not run here
+        assert perf["pct_of_core"] is not None or perf["note"]
