@@ -37,7 +37,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
 
 
 def _export(args: argparse.Namespace) -> int:
-    from reveal_lab.io._hf import export_hf
+    from reveal_lab.io import export_hf
 
     out = export_hf(args.data, args.hf, runs_per_shard=args.runs_per_shard, overwrite=args.overwrite)
     shards = sorted(p.name for p in (out / "data").glob("*.parquet"))
@@ -48,7 +48,7 @@ def _export(args: argparse.Namespace) -> int:
 def _push(args: argparse.Namespace) -> int:
     import sys
 
-    from reveal_lab.io._hf import HubError, push_hf
+    from reveal_lab.io import HubError, push_hf
 
     try:
         url = push_hf(

@@ -8,8 +8,10 @@ the zips are read as they are (never unzipped).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -106,23 +108,30 @@ def pull(
     ``huggingface_hub.snapshot_download`` (with progress bars). Fails within about
     ``timeout`` seconds, with instructions for placing the files by hand, when the hub
     cannot be reached."""
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(int(max(timeout, 1))))
     from huggingface_hub import constants, snapshot_download
+
+    from reveal_lab.io import hub_request_timeouts
 
     endpoint = constants.ENDPOINT
     reason = hub_unreachable(endpoint, timeout)
     if reason is not None:
         raise RuntimeError(manual_instructions(dest, reason, endpoint))
+    made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        snapshot_download(
-            repo_id=repo_id,
-            repo_type="dataset",
-            allow_patterns=patterns or None,
-            local_dir=str(dest),
-            revision=revision,
-        )
+        with hub_request_timeouts(timeout):  # every request, not only the first connect
+            snapshot_download(
+                repo_id=repo_id,
+                repo_type="dataset",
+                allow_patterns=patterns or None,
+                local_dir=str(dest),
+                revision=revision,
+            )
     except Exception as exc:  # noqa: BLE001 - network/HTTP errors of many types end the same way
+        if made:
+            shutil.rmtree(dest / ".cache", ignore_errors=True)  # the hub client's bookkeeping
+            with contextlib.suppress(OSError):
+                dest.rmdir()  # a failed pull leaves no empty folder behind
         raise RuntimeError(manual_instructions(dest, f"{type(exc).__name__}: {exc}", endpoint)) from exc
     return dest
 
