@@ -25,6 +25,12 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         default=None,
         help="reference runs to fit the detectors on (default: each run itself)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="use a --baseline that shares fewer than half of a run's metrics, or never moves "
+        "(refused otherwise); the report warns",
+    )
     p.add_argument("--window", default=None, metavar="DUR", help="window length (default 3s)")
     p.add_argument("--stride", default=None, metavar="DUR", help="window stride (default 1s)")
     p.add_argument(
@@ -104,7 +110,12 @@ def _run(args: argparse.Namespace) -> int:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
         det = detect_run(
-            run, baseline=baseline, preset=preset, selected=selected, min_agreement=args.min_agreement
+            run,
+            baseline=baseline,
+            preset=preset,
+            selected=selected,
+            min_agreement=args.min_agreement,
+            force_baseline=args.force,
         )
         s = det.summary
         subs = ", ".join(

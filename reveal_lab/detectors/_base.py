@@ -48,7 +48,16 @@ class BaseDetector(BaseEstimator, ABC):
             ensure_all_finite=False,
             ensure_min_samples=2 if reset else 1,
         )
-        return np.asarray(X, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        # huge finite values (1e308) would overflow squares, sums and float32: clip them (they
+        # stay the most extreme values by far); counted for the report
+        big = np.abs(X) > VALUE_CLIP
+        n_big = int(big.sum()) - int(np.isinf(X).sum())
+        if reset:
+            self.n_clipped_ = n_big
+        if n_big:
+            X = np.where(big & np.isfinite(X), np.clip(X, -VALUE_CLIP, VALUE_CLIP), X)
+        return X
 
     def _fit_impute(self, X: np.ndarray) -> np.ndarray:
         stats = _shared_fit_stats(X)
@@ -127,10 +136,44 @@ class BaseDetector(BaseEstimator, ABC):
         return self._score(X)
 
     def _fit_threshold(self, scores: np.ndarray) -> float:
-        return float(np.quantile(scores, self._quantile()))
+        """The ``_quantile()`` quantile of the fit scores, capped by the outlier fence
+        (:func:`outlier_fence`): a few extreme windows (a 1e25 spike spread over the three
+        windows that hold it) cannot lift the threshold above themselves.
+        ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped."""
+        thr = float(np.quantile(scores, self._quantile()))
+        fence = outlier_fence(scores)
+        self.n_beyond_fence_ = 0
+        if fence < thr:
+            self.n_beyond_fence_ = int((scores > fence).sum())
+            return fence
+        return thr
 
     def _quantile(self) -> float:
         return 0.99
+
+
+#: fit scores beyond median + OUTLIER_FENCE · 1.4826 · MAD are outliers whatever the quantile
+OUTLIER_FENCE = 100.0
+#: finite inputs are clipped to ±VALUE_CLIP: squares and sums stay finite, and so does
+#: the float32 copy the Isolation Forest makes (float32 ends at 3.4e38)
+VALUE_CLIP = 1e30
+
+
+def outlier_fence(scores: np.ndarray, k: float = OUTLIER_FENCE) -> float:
+    """``median + k · 1.4826 · MAD`` of the finite ``scores`` (``inf`` when the MAD is 0
+    or there are fewer than 2 finite scores: no fence).
+
+    >>> s = np.r_[np.linspace(1.0, 2.0, 57), 1e46, 1e46, 1e46]
+    >>> bool(outlier_fence(s) < 1e3), bool(np.quantile(s, 0.99) == 1e46)
+    (True, True)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if s.size < 2:
+        return float("inf")
+    med = float(np.median(s))
+    mad = 1.4826 * float(np.median(np.abs(s - med)))
+    return med + k * mad if mad > 0 else float("inf")
 
 
 def robust_scale(X: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -199,7 +242,8 @@ def safe_divide(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """``a / scale`` with 0 where ``scale`` is 0 (constant features are neutral)."""
     out = np.zeros_like(a)
     nz = scale > 0
-    np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
+    with np.errstate(over="ignore"):  # a denormal scale: the quotient is +-inf (most extreme), on purpose
+        np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
     return out
 
 
