@@ -137,15 +137,19 @@ class BaseDetector(BaseEstimator, ABC):
 
     def _fit_threshold(self, scores: np.ndarray) -> float:
         """The ``_quantile()`` quantile of the fit scores, capped by the outlier fence
-        (:func:`outlier_fence`): a few extreme windows (a 1e25 spike spread over the three
-        windows that hold it) cannot lift the threshold above themselves.
+        (:func:`outlier_fence`) when at most :data:`OUTLIER_MAX_SHARE` of the fit windows
+        lie beyond it: a few extreme windows (a 1e25 spike spread over the three windows
+        that hold it) cannot lift the threshold above themselves.
         ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped."""
         thr = float(np.quantile(scores, self._quantile()))
         fence = outlier_fence(scores)
         self.n_beyond_fence_ = 0
         if fence < thr:
-            self.n_beyond_fence_ = int((scores > fence).sum())
-            return fence
+            beyond = int((scores > fence).sum())
+            # a few windows (outliers), not a regime: a bimodal run keeps its quantile
+            if beyond <= OUTLIER_MAX_SHARE * scores.size:
+                self.n_beyond_fence_ = beyond
+                return fence
         return thr
 
     def _quantile(self) -> float:
@@ -154,6 +158,8 @@ class BaseDetector(BaseEstimator, ABC):
 
 #: fit scores beyond median + OUTLIER_FENCE · 1.4826 · MAD are outliers whatever the quantile
 OUTLIER_FENCE = 100.0
+#: ... when they are at most this share of the fit windows (more is a regime of the run)
+OUTLIER_MAX_SHARE = 0.10
 #: finite inputs are clipped to ±VALUE_CLIP: squares and sums stay finite, and so does
 #: the float32 copy the Isolation Forest makes (float32 ends at 3.4e38)
 VALUE_CLIP = 1e30
