@@ -157,7 +157,13 @@ def _cmd_pull(args: argparse.Namespace) -> int:
 def _open(root: str | None):  # noqa: ANN202
     from reveal_lab.io import open_dataset
 
-    return open_dataset(Path(root) if root else public_dir())
+    path = Path(root) if root else public_dir()
+    if path.exists() and not path.is_dir() and not (path.is_file() and path.suffix.lower() == ".zip"):
+        raise ValueError(
+            f"ROOT {path} is neither a folder nor a .zip archive; give a dataset folder (zips, "
+            "train_separated/..., meta_*.csv) or one of its zip archives"
+        )
+    return open_dataset(path)
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -197,7 +203,7 @@ def _print_table(header: list[str] | tuple[str, ...], rows: list[tuple]) -> None
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    from reveal_lab.io._describe import describe_dataset
+    from reveal_lab.io import describe_dataset
 
     ds = _open(args.root).filter(**_filters(args))
     d = describe_dataset(ds, headers=not args.no_headers, check_rows=args.check_rows)
@@ -235,6 +241,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 print(f"    multi-host files: {len(multi)}: {', '.join(multi[:5])}")
             if c["unparsed_columns"]:
                 print(f"    columns outside the grammar: {c['unparsed_columns'][:5]}")
+    if "checked_runs" in d:
+        c = d["checked_runs"]
+        print(f"\nevery run loaded as `load` does: {c['loaded']} readable, {c['broken']} broken (listed below)")
     rec = d["reconcile"]
     print(f"\nmeta tables vs files (checked: {', '.join(rec['checked'])}):")
     print("  " + rec["summary"].replace("\n", "\n  "))

@@ -168,8 +168,12 @@ def meta_from_name(name: str, platform: str | None = None) -> RunMeta:
     >>> m.phase, m.mode, m.workload, m.hosts
     ('fine-tuning', 'llm', 'LLAMA__TextClassification__imdb', ('htc-g004',))
     """
-    base = PurePosixPath(str(name).replace("\\", "/").split("::")[-1]).name
-    r = parse_run_filename(base)
+    text = str(name)
+    if "::" in text:  # an archive member: zips made on Windows separate folders with '\\'
+        base = PurePosixPath(text.split("::")[-1].replace("\\", "/")).name
+    else:  # a local path: on POSIX a backslash is part of the file name
+        base = PurePosixPath(text).name
+    r = parse_run_filename(base) if "\\" not in base else None
     stem = base.rsplit(".", 1)[0] if "." in base else base
     if r is None:
         return RunMeta(run_id=stem, platform=platform, source_path=str(name))
@@ -630,7 +634,10 @@ class Dataset:
                         }
                     )
                 if check_cols and r.get("n_cols_meta") is not None:
-                    n = len(self.header(r["run_id"]))
+                    try:
+                        n = len(self.header(r["run_id"]))
+                    except Exception:  # noqa: BLE001 - an unreadable header is listed by describe_dataset
+                        continue
                     if r["n_cols_meta"] not in (n, n - 1):
                         dis.append(
                             {
@@ -642,7 +649,10 @@ class Dataset:
                             }
                         )
                 if check_rows and r.get("n_rows_meta") is not None:
-                    n = self._count_rows(r["run_id"])
+                    try:
+                        n = self._count_rows(r["run_id"])
+                    except Exception:  # noqa: BLE001 - a broken file: describe_dataset lists why
+                        continue
                     if r["n_rows_meta"] not in (n, n + 1):
                         dis.append(
                             {
