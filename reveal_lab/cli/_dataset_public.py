@@ -243,7 +243,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 print(f"    columns outside the grammar: {c['unparsed_columns'][:5]}")
     if "checked_runs" in d:
         c = d["checked_runs"]
-        print(f"\nevery run loaded as `load` does: {c['loaded']} readable, {c['broken']} broken (listed below)")
+        print(
+            f"\nevery run loaded as `load` does: {c['loaded']} readable, {c['broken']} broken "
+            "(listed below)"
+        )
     rec = d["reconcile"]
     print(f"\nmeta tables vs files (checked: {', '.join(rec['checked'])}):")
     print("  " + rec["summary"].replace("\n", "\n  "))

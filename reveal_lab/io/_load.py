@@ -191,7 +191,8 @@ def load_run(path: str | Path, **options: Any) -> Run:
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
             # a bad CRC or corrupt deflate data inside one member: name the member
             raise TelemetryError(
-                f"corrupt archive member ({type(exc).__name__}: {exc}); the archive is damaged: re-download it",
+                f"corrupt archive member ({type(exc).__name__}: {exc}); the archive is damaged: "
+                "re-download it",
                 path=text,
             ) from None
         meta = _meta_for_file(Path(archive).parent / PurePosixPath(member).name)
@@ -213,7 +214,9 @@ def load_run(path: str | Path, **options: Any) -> Run:
             path=str(p),
         )
     if not p.is_file():  # a FIFO or a device would block or never end
-        raise TelemetryError("not a regular file (a FIFO, socket or device?); expected a run file", path=str(p))
+        raise TelemetryError(
+            "not a regular file (a FIFO, socket or device?); expected a run file", path=str(p)
+        )
     suffix = p.suffix.lower()
     if suffix in (".txt", ".tsv"):
         meta = _meta_for_file(p)

@@ -255,7 +255,9 @@ def _follow(
 
 #: what a collector run folder may hold (see collect/FORMAT.md)
 _RUN_FILE = re.compile(
-    r"^(meta\.json|channels\.json)(\.tmp)?$|^(journal-\d{6}\.bin|segment-\d{6}\.parquet(\.tmp)?)$|^\.(lock|reserve)$"
+    r"^(meta\.json|channels\.json)(\.tmp)?$"
+    r"|^(journal-\d{6}\.bin|segment-\d{6}\.parquet(\.tmp)?)$"
+    r"|^\.(lock|reserve)$"
 )
 
 

@@ -64,7 +64,9 @@ def check_baseline(
                 f"{head}; at least {100 * min_overlap:.0f} % are needed: {detail}). Give a baseline "
                 "recorded the same way (same dataset, probes and view), or --force to use it anyway"
             )
-        notes.append(f"{head}; below the {100 * min_overlap:.0f} % needed, used because of --force: {detail})")
+        notes.append(
+            f"{head}; below the {100 * min_overlap:.0f} % needed, used because of --force: {detail})"
+        )
     else:
         notes.append(head + ")")
     # a baseline that never moves: zero spread in every shared column

@@ -55,7 +55,9 @@ class Result:
         return self.out + self.err
 
 
-def cli(*args: str, env: dict[str, str] | None = None, limit: float = CLI_LIMIT_S, cwd=None) -> Result:  # noqa: ANN001
+def cli(
+    *args: str, env: dict[str, str] | None = None, limit: float = CLI_LIMIT_S, cwd: Path | None = None
+) -> Result:
     """``reveal-lab ARGS`` in a subprocess; a hang past ``limit`` fails the test."""
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
     try:
@@ -123,7 +125,9 @@ def small_tmpfs(tmp_path: Path) -> Iterator[callable]:
     def mount(size: str) -> Path:
         d = tmp_path / f"fs{len(mounted)}"
         d.mkdir()
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)], capture_output=True)
+        r = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(d)], capture_output=True
+        )
         if r.returncode:
             pytest.skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
         mounted.append(d)

@@ -91,7 +91,8 @@ def test_collect_into_an_existing_run_is_a_message(tmp_path):
 def test_collect_out_is_a_file(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    assert_clean_error(cli("collect", "--probes", PROBES, "--out", str(f), "--duration", "1s"), str(f), "not a directory")
+    res = cli("collect", "--probes", PROBES, "--out", str(f), "--duration", "1s")
+    assert_clean_error(res, str(f), "not a directory")
 
 
 @pytest.mark.parametrize("spec", ["-all,-self", "-self,-procfs,-cgroup,-perf,-turbostat,-gpu"])

@@ -36,7 +36,12 @@ def test_push_to_a_stalled_hub_ends_with_a_message(stalled_hub, tmp_path):
     t0 = time.monotonic()
     res = cli(
         "dataset", "push", str(folder), "--repo-id", "someone/some-data", "--timeout", "1",
-        env={"HF_ENDPOINT": stalled_hub, "HF_TOKEN": "hf_dummy", "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")},
+        env={
+            "HF_ENDPOINT": stalled_hub,
+            "HF_TOKEN": "hf_dummy",
+            "HF_HUB_OFFLINE": "0",
+            "HF_HOME": str(tmp_path / "hf"),
+        },
         limit=BOUND_S,
     )
     assert time.monotonic() - t0 < BOUND_S
