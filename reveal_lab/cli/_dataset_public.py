@@ -339,6 +339,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
         "--timeout",
         type=float,
         default=10.0,
-        help="seconds to wait for the hub before giving up (default 10)",
+        help="seconds any hub request may go without an answer (connect, each read and write; "
+        "default 10); a hub that never answers ends the pull after a few retries",
     )
     p.set_defaults(func=_cmd_pull)
