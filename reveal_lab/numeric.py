@@ -16,5 +16,6 @@ def safe_divide(a: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """``a / scale`` with 0 where ``scale`` is 0 (constant features are neutral)."""
     out = np.zeros_like(a)
     nz = scale > 0
-    np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
+    with np.errstate(over="ignore"):  # a denormal scale: the quotient is +-inf (most extreme), on purpose
+        np.divide(a, scale, out=out, where=np.broadcast_to(nz, a.shape))
     return out

@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else list(argv)))
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2) if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -60,12 +60,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
-        # Our errors carry file/line/column; show them plainly, not as a traceback.
+    except (ValueError, OSError, RuntimeError) as exc:
+        # Our errors carry file/line/column, OSError its file; show them plainly, not as a
+        # traceback (-vv shows the traceback).
         if args.verbose >= 2:
             raise
         print(f"reveal-lab {args.command}: error: {exc}", file=sys.stderr)
         return 1
+
+
+#: options whose value may start with '-' (``--probes -perf`` removes a probe)
+DASH_VALUE_OPTIONS = ("--probes",)
+
+
+def _join_dash_values(argv: list[str]) -> list[str]:
+    """``--probes -perf`` → ``--probes=-perf``: argparse would take ``-perf`` for a flag.
+
+    >>> _join_dash_values(["collect", "--probes", "-perf,-gpu", "--out", "x"])
+    ['collect', '--probes=-perf,-gpu', '--out', 'x']
+    """
+    out: list[str] = []
+    it = iter(argv)
+    for a in it:
+        if a in DASH_VALUE_OPTIONS:
+            nxt = next(it, None)
+            if nxt is not None and nxt.startswith("-") and nxt != "--" and not nxt.startswith("--"):
+                out.append(f"{a}={nxt}")
+                continue
+            out.append(a)
+            if nxt is not None:
+                out.append(nxt)
+            continue
+        out.append(a)
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+
+#: exit status when the output disk is (or becomes) full; see FORMAT.md
+EXIT_DISK_FULL = 3
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -54,7 +58,23 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if not args.out:
         raise ValueError("--out DIR is required")
-    res = collect(
+    from reveal_lab.collect import DiskFull
+
+    try:
+        res = _collect(args, collect, parse_duration)
+    except DiskFull as exc:
+        print(f"reveal-lab collect: error: {exc}; nothing was recorded", file=sys.stderr)
+        return EXIT_DISK_FULL
+    print(
+        f"{res.out}: {res.samples} samples, {res.missed_ticks} missed ticks, status {res.status}; "
+        f"probes used: {', '.join(res.probes_used)}"
+        + (f"; skipped: {', '.join(res.probes_skipped)}" if res.probes_skipped else "")
+    )
+    return 0 if res.status in ("complete", "interrupted") else EXIT_DISK_FULL
+
+
+def _collect(args: argparse.Namespace, collect, parse_duration):  # noqa: ANN001, ANN202
+    return collect(
         args.out,
         interval_s=parse_duration(args.interval),
         duration_s=parse_duration(args.duration) if args.duration else None,
@@ -67,9 +87,3 @@ def _run(args: argparse.Namespace) -> int:
         flush_s=parse_duration(args.flush),
         segment_s=parse_duration(args.segment),
     )
-    print(
-        f"{res.out}: {res.samples} samples, {res.missed_ticks} missed ticks, status {res.status}; "
-        f"probes used: {', '.join(res.probes_used)}"
-        + (f"; skipped: {', '.join(res.probes_skipped)}" if res.probes_skipped else "")
-    )
-    return 0 if res.status in ("complete", "interrupted") else 3

@@ -32,7 +32,13 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     p.add_argument("--repo-id", required=True, metavar="NAME", help="user/name of the dataset repository")
     p.add_argument("--token", default=None)
     p.add_argument("--private", action="store_true")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the hub to answer")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds any hub request may go without an answer (connect, each read and write; "
+        "default 10); a hub that never answers ends the upload after a few retries",
+    )
     p.set_defaults(func=_push)
 
 

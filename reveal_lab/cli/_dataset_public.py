@@ -8,8 +8,10 @@ the zips are read as they are (never unzipped).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import shutil
 import sys
 import threading
 from pathlib import Path
@@ -106,23 +108,30 @@ def pull(
     ``huggingface_hub.snapshot_download`` (with progress bars). Fails within about
     ``timeout`` seconds, with instructions for placing the files by hand, when the hub
     cannot be reached."""
-    os.environ.setdefault("HF_HUB_ETAG_TIMEOUT", str(int(max(timeout, 1))))
     from huggingface_hub import constants, snapshot_download
+
+    from reveal_lab.lab import hub_request_timeouts
 
     endpoint = constants.ENDPOINT
     reason = hub_unreachable(endpoint, timeout)
     if reason is not None:
         raise RuntimeError(manual_instructions(dest, reason, endpoint))
+    made = not dest.exists()
     dest.mkdir(parents=True, exist_ok=True)
     try:
-        snapshot_download(
-            repo_id=repo_id,
-            repo_type="dataset",
-            allow_patterns=patterns or None,
-            local_dir=str(dest),
-            revision=revision,
-        )
+        with hub_request_timeouts(timeout):  # every request, not only the first connect
+            snapshot_download(
+                repo_id=repo_id,
+                repo_type="dataset",
+                allow_patterns=patterns or None,
+                local_dir=str(dest),
+                revision=revision,
+            )
     except Exception as exc:  # noqa: BLE001 - network/HTTP errors of many types end the same way
+        if made:
+            shutil.rmtree(dest / ".cache", ignore_errors=True)  # the hub client's bookkeeping
+            with contextlib.suppress(OSError):
+                dest.rmdir()  # a failed pull leaves no empty folder behind
         raise RuntimeError(manual_instructions(dest, f"{type(exc).__name__}: {exc}", endpoint)) from exc
     return dest
 
@@ -148,7 +157,13 @@ def _cmd_pull(args: argparse.Namespace) -> int:
 def _open(root: str | None):  # noqa: ANN202
     from reveal_lab.io import open_dataset
 
-    return open_dataset(Path(root) if root else public_dir())
+    path = Path(root) if root else public_dir()
+    if path.exists() and not path.is_dir() and not (path.is_file() and path.suffix.lower() == ".zip"):
+        raise ValueError(
+            f"ROOT {path} is neither a folder nor a .zip archive; give a dataset folder (zips, "
+            "train_separated/..., meta_*.csv) or one of its zip archives"
+        )
+    return open_dataset(path)
 
 
 def _filters(args: argparse.Namespace) -> dict[str, Any]:
@@ -226,6 +241,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 print(f"    multi-host files: {len(multi)}: {', '.join(multi[:5])}")
             if c["unparsed_columns"]:
                 print(f"    columns outside the grammar: {c['unparsed_columns'][:5]}")
+    if "checked_runs" in d:
+        c = d["checked_runs"]
+        print(
+            f"\nevery run loaded as `load` does: {c['loaded']} readable, {c['broken']} broken "
+            "(listed below)"
+        )
     rec = d["reconcile"]
     print(f"\nmeta tables vs files (checked: {', '.join(rec['checked'])}):")
     print("  " + rec["summary"].replace("\n", "\n  "))
@@ -318,6 +339,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
         "--timeout",
         type=float,
         default=10.0,
-        help="seconds to wait for the hub before giving up (default 10)",
+        help="seconds any hub request may go without an answer (connect, each read and write; "
+        "default 10); a hub that never answers ends the pull after a few retries",
     )
     p.set_defaults(func=_cmd_pull)

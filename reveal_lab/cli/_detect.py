@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -24,6 +25,12 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="RUN",
         default=None,
         help="reference runs to fit the detectors on (default: each run itself)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="use a --baseline that shares fewer than half of a run's metrics, or never moves "
+        "(refused otherwise); the report warns",
     )
     p.add_argument("--window", default=None, metavar="DUR", help="window length (default 3s)")
     p.add_argument("--stride", default=None, metavar="DUR", help="window stride (default 1s)")
@@ -83,6 +90,15 @@ def _run(args: argparse.Namespace) -> int:
             changes[fieldname] = d
     if changes:
         preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
+    w = preset.window
+    if w.stride_s > w.window_s:
+        raise ValueError(
+            f"--stride {w.stride_s:g}s is longer than --window {w.window_s:g}s: the samples between "
+            "windows would never be scored; give a stride no longer than the window"
+        )
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out_dir} is a file; give a folder for the report (made if missing)")
     selected = None
     if args.select:
         lines = Path(args.select).read_text().splitlines()
@@ -105,9 +121,19 @@ def _run(args: argparse.Namespace) -> int:
         if args.cross_host:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
+        mismatch = interval_mismatch(run, preset.window.interval_s, given=args.interval is not None)
         det = detect_run(
-            run, baseline=baseline, preset=preset, selected=selected, min_agreement=args.min_agreement
+            run,
+            baseline=baseline,
+            preset=preset,
+            selected=selected,
+            min_agreement=args.min_agreement,
+            force_baseline=args.force,
         )
+        if mismatch:
+            print(f"warning: {mismatch}", file=sys.stderr)
+            det.warnings.append(mismatch)
+            det.summary["warnings"] = list(det.warnings)
         s = det.summary
         subs = ", ".join(
             f"{k} {v['windows']}"
@@ -168,3 +194,28 @@ def _episodes_near(path: str, run_id: str):  # noqa: ANN202 - a polars frame or 
         if f.is_file():
             return labelled_episodes(read_labels(f), [run_id])
     return None
+
+
+#: the data's median sampling interval may differ from --interval by this factor
+INTERVAL_TOLERANCE = 1.5
+
+
+def interval_mismatch(run, interval_s: float, *, given: bool) -> str | None:  # noqa: ANN001 - a Run
+    """A warning when the run's median sampling interval is not ``interval_s`` (within
+    a factor :data:`INTERVAL_TOLERANCE`): windows are sized in samples from it."""
+    ts = run.frame.get_column("timestamp")
+    if ts.len() < 3:
+        return None
+    d = ts.diff().drop_nulls().dt.total_microseconds().median()
+    if d is None or d <= 0:
+        return None
+    actual = float(d) / 1e6
+    ratio = actual / interval_s
+    if 1 / INTERVAL_TOLERANCE <= ratio <= INTERVAL_TOLERANCE:
+        return None
+    flag = f"--interval {interval_s:g}s" if given else f"the preset's interval {interval_s:g}s"
+    return (
+        f"{run.run_id}: {flag} does not match the data, sampled every {actual * 1000:.0f} ms (median); "
+        "window sizes in samples and the minimum samples per window follow the interval: give "
+        f"--interval {actual * 1000:.0f}ms"
+    )

@@ -16,7 +16,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
             "with its attribution (subsystem, metric, feature, claim)."
         ),
     )
-    p.add_argument("dir", help="the collector's --out directory (may not exist yet)")
+    p.add_argument("dir", help="the collector's --out directory (may not exist yet: see --wait)")
     ref = p.add_mutually_exclusive_group()
     ref.add_argument(
         "--baseline",
@@ -45,7 +45,19 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
     p.add_argument("--duration", metavar="DURATION", help="stop after this long")
     p.add_argument("--max-windows", type=int, metavar="N", help="stop after N scored windows")
-    p.add_argument("--idle-exit", metavar="DURATION", help="stop after this long without new data")
+    p.add_argument(
+        "--idle-exit",
+        metavar="DURATION",
+        help="stop after this long without new data (counted from the start before the first data)",
+    )
+    p.add_argument(
+        "--wait",
+        default="30s",
+        metavar="DURATION",
+        help="how long DIR may take to appear and hold a run (default 30s); a file or a folder "
+        "holding something else is an error at once. The watch stops by itself when the collector "
+        "has finished; it exits 1 when it scored no window, saying why",
+    )
     p.set_defaults(func=_run)
 
 
@@ -79,10 +91,11 @@ def _run(args: argparse.Namespace) -> int:
             max_windows=args.max_windows,
             idle_exit_s=parse_duration(args.idle_exit) if args.idle_exit else None,
             from_start=not args.tail,
+            wait_s=parse_duration(args.wait),
             show="all" if args.all else "anomalies",
             echo=lambda s: print(s, flush=True),
         )
     except KeyboardInterrupt:
         return 130
     print("summary: " + json.dumps(summary.as_dict()), file=sys.stderr, flush=True)
-    return 0
+    return 0 if summary.scored else 1

@@ -26,6 +26,8 @@ __all__ = [
     "CHUNK_HEADER",
     "META_FILE",
     "CHANNELS_FILE",
+    "LOCK_FILE",
+    "RESERVE_FILE",
     "TIME_COLUMNS",
     "journal_name",
     "segment_name",
@@ -42,6 +44,10 @@ JOURNAL_HEADER = struct.Struct("<4sHHIIII")
 CHUNK_HEADER = struct.Struct("<4sIII")
 META_FILE = "meta.json"
 CHANNELS_FILE = "channels.json"
+#: held with ``flock`` by the collector writing the run (holds its pid)
+LOCK_FILE = ".lock"
+#: space set aside at start, freed to write the final ``meta.json`` on a full disk
+RESERVE_FILE = ".reserve"
 TIME_COLUMNS = ("seq", "t_wall_ns", "t_mono_ns")
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import gc
+import json
 import logging
 import os
 import platform
@@ -17,7 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from reveal_lab.collect._format import FORMAT_VERSION, META_FILE
+from reveal_lab.collect._format import (
+    CHANNELS_FILE,
+    FORMAT_VERSION,
+    LOCK_FILE,
+    META_FILE,
+    RESERVE_FILE,
+    journal_name,
+)
 from reveal_lab.collect._probe import (
     MISSING_INT,
     OP_FIXED,
@@ -137,14 +146,173 @@ def collect(
     import reveal_lab.collect.probes  # noqa: F401  (registers the probes)
 
     out = Path(out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise RuntimeError(f"cannot create the output directory {out}: {exc.strerror}") from None
-    if (out / META_FILE).exists():
-        raise FileExistsError(f"{out} already holds a collector run ({META_FILE}); choose a new --out")
+    # flags first: a bad --probes must not leave an output folder behind
     names = resolve_probes(probes)
+    if not names:
+        raise ValueError(f"--probes {probes!r} leaves no probe to run")
     divisors = tick_divisors(probe_periods(probes), interval_s)
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"--out {out} is a file, not a directory; choose a new --out")
+    start = _RunStart(out)
+    try:
+        start.lock()
+        if (out / META_FILE).exists():
+            raise FileExistsError(
+                f"{out} already holds a collector run ({META_FILE}); choose a new --out"
+            )
+        start.writing = True
+        result = _collect_locked(
+            out,
+            start,
+            names,
+            divisors,
+            interval_s=interval_s,
+            duration_s=duration_s,
+            probes=probes,
+            host=host,
+            cgroup_root=cgroup_root,
+            max_cgroups=max_cgroups,
+            perf_events=perf_events,
+            gpu_backend=gpu_backend,
+            flush_s=flush_s,
+            segment_s=segment_s,
+            options=options,
+            handle_signals=handle_signals,
+        )
+    except BaseException:
+        start.undo()  # a failed start leaves nothing behind (not even an empty folder)
+        raise
+    finally:
+        start.unlock()
+    return result
+
+
+#: space kept free at start (a file deleted on a full disk) so that ``meta.json`` can
+#: still say ``disk-full`` at the end
+RESERVE_BYTES = 64 * 1024
+
+
+class _RunStart:
+    """What a starting collector created in its run folder, its lock, and its space
+    reserve; :meth:`undo` removes what it created when the start fails.
+
+    The lock is an ``flock`` on ``OUT/.lock`` held for the whole run: a second
+    collector into the same folder is refused and never shares the journal.
+    """
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.created: list[Path] = []  # files and the folder itself, in creation order
+        self.writing = False  # past the checks: the run files are ours
+        self.started = False
+        self.lock_fd: int | None = None
+
+    def lock(self) -> None:
+        import fcntl
+
+        if not self.out.exists():
+            try:
+                self.out.mkdir(parents=True)
+            except FileExistsError:
+                pass  # another collector made it a moment ago: the lock decides
+            except OSError as exc:
+                raise RuntimeError(f"cannot create the output directory {self.out}: {exc.strerror}") from None
+            else:
+                self.created.append(self.out)
+        path = self.out / LOCK_FILE
+        existed = path.exists()
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise RuntimeError(f"cannot create the lock file {path}: {exc.strerror}") from None
+        if not existed:
+            self.created.append(path)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                pid = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            finally:
+                os.close(fd)
+            raise RuntimeError(
+                f"another collector (pid {pid}) is writing into {self.out} (it holds {path}); "
+                "choose another --out"
+            ) from None
+        self.lock_fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid is informative only; the flock is the lock
+
+    def reserve(self, nbytes: int) -> None:
+        path = self.out / RESERVE_FILE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                try:
+                    os.posix_fallocate(fd, 0, nbytes)
+                except OSError as exc:
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                        raise
+                    os.write(fd, b"\0" * nbytes)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(errno.ENOSPC, f"disk full at start: cannot write into {self.out}") from exc
+            raise
+
+    def release_reserve(self) -> None:
+        try:
+            os.unlink(self.out / RESERVE_FILE)
+        except OSError:
+            pass
+
+    def undo(self) -> None:
+        if self.started:
+            return
+        files = [self.out / n for n in (RESERVE_FILE, journal_name(0), CHANNELS_FILE, META_FILE)]
+        files += [f.with_name(f.name + ".tmp") for f in files]
+        for path in (files if self.writing else []) + [p for p in self.created if p != self.out]:
+            if path.name == LOCK_FILE:
+                self.unlock()
+            try:
+                path.unlink()
+            except OSError:
+                pass
+        if self.out in self.created:
+            try:
+                self.out.rmdir()  # only when empty: never removes what someone else wrote
+            except OSError:
+                pass
+
+    def unlock(self) -> None:
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
+
+
+def _collect_locked(
+    out: Path,
+    start: _RunStart,
+    names: list[str],
+    divisors: dict[str, int],
+    *,
+    interval_s: float,
+    duration_s: float | None,
+    probes: str | list[str] | None,
+    host: str | None,
+    cgroup_root: str | None,
+    max_cgroups: int,
+    perf_events: tuple[str, ...] | None,
+    gpu_backend: str,
+    flush_s: float,
+    segment_s: float,
+    options: dict[str, Any] | None,
+    handle_signals: bool,
+) -> CollectResult:
     info = host_info()
     host_name = sanitize_host(host or info["hostname"])
     ctx = ProbeContext(
@@ -161,7 +329,8 @@ def collect(
     old_handlers = {}
     try:
         if not used:
-            raise RuntimeError(f"no probe could be opened: {skipped}")
+            why = "; ".join(f"{k}: {v}" for k, v in skipped.items())
+            raise RuntimeError(f"no probe could be opened ({why})")
         channels: list[dict[str, Any]] = []
         for dtype in ("i", "f"):
             for p in used:
@@ -230,8 +399,10 @@ def collect(
             "argv": sys.argv,
             "pid": os.getpid(),
         }
+        start.reserve(RESERVE_BYTES + 2 * len(json.dumps(meta, indent=1, default=str)))
         write_json_atomic(out / META_FILE, meta)
         writer = RunWriter(out, channels, flush_s=flush_s, segment_s=segment_s)
+        start.started = True  # from here on, what is written is a (readable) run
         log.info(
             "collecting %d channels from %d probes every %g ms into %s (host %s)",
             len(channels),
@@ -291,12 +462,15 @@ def collect(
             hot_loop=loop_stats,
             relayouts={p.name: sum(t.relayouts for t in p.own_tables()) for p in used if p.own_tables()},
         )
-        if status != "disk-full":
-            try:
-                write_json_atomic(out / META_FILE, meta)
-            except DiskFull as exc:
-                status = "disk-full"
-                log.error("%s", exc)
+        if status == "disk-full":
+            meta.update(status="disk-full")
+        # the space kept at start makes room for the final meta.json even on a full disk
+        start.release_reserve()
+        try:
+            write_json_atomic(out / META_FILE, meta)
+        except DiskFull as exc:
+            status = "disk-full"
+            log.error("%s (meta.json still says 'running')", exc)
         if status == "disk-full":
             log.error(
                 "output disk full: collector stopped after %d samples; everything up to the last "

@@ -25,7 +25,7 @@ from reveal_lab.collect._format import (
 )
 from reveal_lab.collect._probe import MISSING_INT
 
-__all__ = ["RunWriter", "DiskFull", "write_json_atomic", "write_segment"]
+__all__ = ["RunWriter", "DiskFull", "write_json_atomic", "write_bytes_atomic", "write_segment"]
 
 log = logging.getLogger("reveal_lab.collect")
 
@@ -48,8 +48,14 @@ def _fsync_dir(path: Path) -> None:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write JSON to ``path`` via a temporary file, fsync and rename."""
+    write_bytes_atomic(path, json.dumps(obj, indent=1, default=str).encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temporary file, fsync and rename: ``path`` holds
+    either its old content or all of ``data``, never a truncated file. Raises
+    :class:`DiskFull` when the filesystem is full."""
     tmp = path.with_name(path.name + ".tmp")
-    data = json.dumps(obj, indent=1, default=str).encode()
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -105,15 +111,7 @@ class RunWriter:
         # the current segment, as numpy blocks (one per flushed chunk)
         self._seg: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._unwritten = b""
-        try:
-            with open(self.out / CHANNELS_FILE, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as exc:
-            if _is_enospc(exc):
-                raise DiskFull(errno.ENOSPC, f"disk full writing {self.out / CHANNELS_FILE}") from exc
-            raise
+        write_bytes_atomic(self.out / CHANNELS_FILE, blob)  # never a truncated channels.json
         self._open_journal(0)
 
     @property
@@ -123,7 +121,12 @@ class RunWriter:
     # -- journal ---------------------------------------------------------------------------
     def _open_journal(self, mono_ns: int) -> None:
         path = self.out / journal_name(self.segment)
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if _is_enospc(exc):
+                raise DiskFull(errno.ENOSPC, f"disk full creating {path}") from exc
+            raise
         self._unwritten = JOURNAL_HEADER.pack(
             JOURNAL_MAGIC, FORMAT_VERSION, 0, self.ni, self.nf, self.channels_crc, self.segment
         )

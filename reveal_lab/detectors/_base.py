@@ -50,7 +50,16 @@ class BaseDetector(BaseEstimator, ABC):
             ensure_all_finite=False,
             ensure_min_samples=2 if reset else 1,
         )
-        return np.asarray(X, dtype=np.float64)
+        X = np.asarray(X, dtype=np.float64)
+        # huge finite values (1e308) would overflow squares, sums and float32: clip them (they
+        # stay the most extreme values by far); counted for the report
+        big = np.abs(X) > VALUE_CLIP
+        n_big = int(big.sum()) - int(np.isinf(X).sum())
+        if reset:
+            self.n_clipped_ = n_big
+        if n_big:
+            X = np.where(big & np.isfinite(X), np.clip(X, -VALUE_CLIP, VALUE_CLIP), X)
+        return X
 
     def _fit_impute(self, X: np.ndarray, stats: FitStats | None = None) -> np.ndarray:
         if stats is None:
@@ -134,10 +143,50 @@ class BaseDetector(BaseEstimator, ABC):
         return self._score(X)
 
     def _fit_threshold(self, scores: np.ndarray) -> float:
-        return float(np.quantile(scores, self._quantile()))
+        """The ``_quantile()`` quantile of the fit scores, capped by the outlier fence
+        (:func:`outlier_fence`) when at most :data:`OUTLIER_MAX_SHARE` of the fit windows
+        lie beyond it: a few extreme windows (a 1e25 spike spread over the three windows
+        that hold it) cannot lift the threshold above themselves.
+        ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped."""
+        thr = float(np.quantile(scores, self._quantile()))
+        fence = outlier_fence(scores)
+        self.n_beyond_fence_ = 0
+        if fence < thr:
+            beyond = int((scores > fence).sum())
+            # a few windows (outliers), not a regime: a bimodal run keeps its quantile
+            if beyond <= OUTLIER_MAX_SHARE * scores.size:
+                self.n_beyond_fence_ = beyond
+                return fence
+        return thr
 
     def _quantile(self) -> float:
         return 0.99
+
+
+#: fit scores beyond median + OUTLIER_FENCE · 1.4826 · MAD are outliers whatever the quantile
+OUTLIER_FENCE = 100.0
+#: ... when they are at most this share of the fit windows (more is a regime of the run)
+OUTLIER_MAX_SHARE = 0.10
+#: finite inputs are clipped to ±VALUE_CLIP: squares and sums stay finite, and so does
+#: the float32 copy the Isolation Forest makes (float32 ends at 3.4e38)
+VALUE_CLIP = 1e30
+
+
+def outlier_fence(scores: np.ndarray, k: float = OUTLIER_FENCE) -> float:
+    """``median + k · 1.4826 · MAD`` of the finite ``scores`` (``inf`` when the MAD is 0
+    or there are fewer than 2 finite scores: no fence).
+
+    >>> s = np.r_[np.linspace(1.0, 2.0, 57), 1e46, 1e46, 1e46]
+    >>> bool(outlier_fence(s) < 1e3), bool(np.quantile(s, 0.99) == 1e46)
+    (True, True)
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if s.size < 2:
+        return float("inf")
+    med = float(np.median(s))
+    mad = 1.4826 * float(np.median(np.abs(s - med)))
+    return med + k * mad if mad > 0 else float("inf")
 
 
 def robust_scale(X: np.ndarray, robust: bool) -> tuple[np.ndarray, np.ndarray]:

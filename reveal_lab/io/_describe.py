@@ -21,8 +21,11 @@ def describe_dataset(ds: Dataset, *, headers: bool = True, check_rows: bool = Fa
     """Counts per platform/phase/model/task/host, columns per platform, meta mismatches.
 
     ``headers`` reads each run's header line (streamed; no data rows) to count columns,
-    hosts per file and metrics per subsystem; ``check_rows`` also reads every file whole
-    to compare ``n_rows`` with the meta tables (slow on the full archives).
+    hosts per file and metrics per subsystem; ``check_rows`` also loads every file and
+    member whole with the validation :meth:`Dataset.load` does (ragged rows, non-numeric
+    values, duplicate columns, timestamps going backwards, corrupt members or Parquet
+    pages), lists every broken one with its reason under ``unreadable`` and goes on, and
+    compares ``n_rows`` with the meta tables (slow on the full archives).
 
     >>> from reveal_lab.io import open_dataset
     >>> from reveal_lab.io._sample import sample_dir
@@ -62,6 +65,9 @@ def describe_dataset(ds: Dataset, *, headers: bool = True, check_rows: bool = Fa
                 except TelemetryError as exc:
                     out["unreadable"].append(str(exc))
                     continue
+                except Exception as exc:  # noqa: BLE001 - e.g. a corrupt Parquet footer: name the file
+                    out["unreadable"].append(f"{ds._label(ds.row(run_id))}: {type(exc).__name__}: {exc}")
+                    continue
                 metrics = [c for c in header[1:] if c != "timestamp"]
                 n_cols[len(header)] += 1
                 hosts = set()
@@ -95,6 +101,11 @@ def describe_dataset(ds: Dataset, *, headers: bool = True, check_rows: bool = Fa
                 "multi_host_files": multi,
                 "unparsed_columns": sorted(unparsed),
             }
+    if check_rows:
+        out["checked_runs"] = _check_every_run(ds, out["unreadable"])
+        # one line per file: the full load's reason replaces the header's
+        last = {m.split(": ", 1)[0]: m for m in out["unreadable"]}
+        out["unreadable"] = list(last.values())
     rec = ds.reconcile(check_cols=headers, check_rows=check_rows)
     out["reconcile"] = {
         "checked": list(rec.checked),
@@ -106,3 +117,26 @@ def describe_dataset(ds: Dataset, *, headers: bool = True, check_rows: bool = Fa
         "disagreements": rec.disagreements.to_dicts(),
     }
     return out
+
+
+def _check_every_run(ds: Dataset, unreadable: list[str]) -> dict[str, int]:
+    """Load every run as :meth:`Dataset.load` does; each failure becomes one line of
+    ``unreadable`` naming the file or member and the reason. Returns the counts."""
+    import warnings
+
+    ok = bad = 0
+    for run_id in ds.run_ids:
+        label = ds._label(ds.row(run_id))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the load's notes are not failures
+                ds.load(run_id)
+        except TelemetryError as exc:
+            unreadable.append(str(exc) if label in str(exc) else f"{label}: {exc}")
+            bad += 1
+        except Exception as exc:  # noqa: BLE001 - pyarrow/polars/zipfile raise many types: name the file
+            unreadable.append(f"{label}: {type(exc).__name__}: {exc}")
+            bad += 1
+        else:
+            ok += 1
+    return {"loaded": ok, "broken": bad}

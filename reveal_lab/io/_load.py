@@ -11,6 +11,7 @@ import io
 import json
 import warnings
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
@@ -184,8 +185,13 @@ def load_run(path: str | Path, **options: Any) -> Run:
                 data = z.read(member)
         except KeyError:
             raise TelemetryError(f"no member {member!r} in the archive", path=archive) from None
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
-            raise TelemetryError(f"cannot read the archive ({exc})", path=archive) from None
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError) as exc:
+            # a bad CRC or corrupt deflate data inside one member: name the member
+            raise TelemetryError(
+                f"corrupt archive member ({type(exc).__name__}: {exc}); the archive is damaged: "
+                "re-download it",
+                path=text,
+            ) from None
         meta = _meta_for_file(Path(archive).parent / PurePosixPath(member).name)
         meta.source_path = text
         if member.lower().endswith(".parquet"):
@@ -201,6 +207,10 @@ def load_run(path: str | Path, **options: Any) -> Run:
             "a folder without meta.json is not a collector run; for a dataset folder use "
             "reveal_lab.io.open_dataset(path)",
             path=str(p),
+        )
+    if not p.is_file():  # a FIFO or a device would block or never end
+        raise TelemetryError(
+            "not a regular file (a FIFO, socket or device?); expected a run file", path=str(p)
         )
     suffix = p.suffix.lower()
     if suffix in (".txt", ".tsv"):

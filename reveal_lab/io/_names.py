@@ -112,8 +112,12 @@ def meta_from_name(name: str, platform: str | None = None) -> RunMeta:
     >>> m.phase, m.mode, m.workload, m.hosts
     ('fine-tuning', 'llm', 'LLAMA__TextClassification__imdb', ('htc-g004',))
     """
-    base = PurePosixPath(str(name).replace("\\", "/").split("::")[-1]).name
-    r = parse_run_filename(base)
+    text = str(name)
+    if "::" in text:  # an archive member: zips made on Windows separate folders with '\\'
+        base = PurePosixPath(text.split("::")[-1].replace("\\", "/")).name
+    else:  # a local path: on POSIX a backslash is part of the file name
+        base = PurePosixPath(text).name
+    r = parse_run_filename(base) if "\\" not in base else None
     stem = base.rsplit(".", 1)[0] if "." in base else base
     if r is None:
         return RunMeta(run_id=stem, platform=platform, source_path=str(name))

@@ -258,6 +258,17 @@ def read_public_tsv(
 
 def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label: str, exc: Exception) -> None:
     """Find the first cell that is not a number and raise an error naming it."""
+    try:
+        buf.decode("utf-8")
+    except UnicodeDecodeError as bad:  # polars' own error would name neither line nor column
+        start = buf.rfind(b"\n", 0, bad.start) + 1
+        field = buf.count(b"\t", start, bad.start)
+        raise TelemetryError(
+            f"bytes that are not UTF-8 text ({bad.reason}); expected a number",
+            path=label,
+            line=buf.count(b"\n", 0, bad.start) + 2,
+            column=names[field] if field < len(names) else None,
+        ) from None
     text = pl.read_csv(
         io.BytesIO(buf),
         separator="\t",

@@ -16,7 +16,7 @@ Recording needs root; reading labels and plans does not. torch is imported lazil
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
 from reveal_lab.lab._hf import ID_COLUMNS as HF_ID_COLUMNS
-from reveal_lab.lab._hf import HubError, export_hf, hf_column_name, push_hf
+from reveal_lab.lab._hf import HubError, export_hf, hf_column_name, hub_request_timeouts, push_hf
 from reveal_lab.lab._gate import (
     GATE_EXIT_CODE,
     GateRefused,
@@ -82,6 +82,7 @@ __all__ = [
     "export_hf",
     "hf_column_name",
     "push_hf",
+    "hub_request_timeouts",
     "GATE_EXIT_CODE",
     "GateRefused",
     "LoadGate",

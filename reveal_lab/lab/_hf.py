@@ -20,10 +20,11 @@ fails fast with a clear message otherwise).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -33,7 +34,7 @@ from reveal_lab.config import data_dir
 from reveal_lab.lab._labels import LABEL_COLUMNS, read_labels, read_meta
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, metric_columns, parse_metric_name
 
-__all__ = ["export_hf", "push_hf", "hf_column_name", "HubError", "ID_COLUMNS"]
+__all__ = ["export_hf", "push_hf", "hf_column_name", "HubError", "ID_COLUMNS", "hub_request_timeouts"]
 
 #: leading columns of every shard
 ID_COLUMNS = ("run_id", "run", "host", "workload", "phase", "fault", TIMESTAMP)
@@ -242,6 +243,49 @@ def export_hf(
     return out
 
 
+@contextlib.contextmanager
+def hub_request_timeouts(timeout_s: float) -> Iterator[None]:
+    """Every request ``huggingface_hub`` makes inside the block times out after
+    ``timeout_s`` seconds without progress (connect, each read, each write).
+
+    huggingface_hub's shared HTTP client has no timeout of its own (``timeout=None``):
+    a hub that accepts the connection and never answers would hold ``repo_info``,
+    ``create_repo`` or an upload forever. Its download/etag timeouts are set too. The
+    hub client still retries a timed-out request a few times with backoff, so a stalled
+    hub ends the call after a bounded number of ``timeout_s`` periods. Restored on exit.
+    """
+    import huggingface_hub as hh
+    from huggingface_hub import constants
+
+    hh.close_session()  # the next get_session() is a fresh client from the default factory
+    client = hh.get_session()
+    limit = float(timeout_s)
+
+    def cap_timeouts(request) -> None:  # noqa: ANN001 - an httpx request
+        # hub calls pass timeout=None explicitly (no limit), which beats the client's
+        # default: cap the request's own timeouts instead, just before it is sent
+        t = dict(request.extensions.get("timeout") or {})
+        request.extensions["timeout"] = {
+            k: limit if t.get(k) is None else min(float(t[k]), limit)
+            for k in ("connect", "read", "write", "pool")
+        }
+
+    hooks = client.event_hooks
+    hooks["request"] = [*hooks.get("request", []), cap_timeouts]
+    client.event_hooks = hooks
+    saved = {k: getattr(constants, k) for k in ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")}
+    for k in saved:
+        setattr(constants, k, max(1, int(timeout_s + 0.999)))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            setattr(constants, k, v)
+        hooks = client.event_hooks
+        hooks["request"] = [h for h in hooks.get("request", []) if h is not cap_timeouts]
+        client.event_hooks = hooks
+
+
 def _reachable(url: str, timeout: float) -> str | None:
     """``None`` when a TCP connection to ``url``'s host opens within ``timeout`` s, else why not."""
     u = urlparse(url)
@@ -291,14 +335,15 @@ def push_hf(
         raise HubError(f"cannot reach the Hugging Face hub: {why}")
     api = hh.HfApi(endpoint=endpoint, token=token)
     try:
-        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-        api.upload_folder(
-            folder_path=str(folder),
-            repo_id=repo_id,
-            repo_type="dataset",
-            commit_message=commit_message,
-            allow_patterns=list(allow_patterns) if allow_patterns else None,
-        )
+        with hub_request_timeouts(timeout_s):
+            api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+            api.upload_folder(
+                folder_path=str(folder),
+                repo_id=repo_id,
+                repo_type="dataset",
+                commit_message=commit_message,
+                allow_patterns=list(allow_patterns) if allow_patterns else None,
+            )
     except Exception as exc:  # noqa: BLE001 - the hub client raises many types; say what failed
         raise HubError(f"upload to {repo_id} failed: {type(exc).__name__}: {exc}") from exc
     return f"{endpoint.rstrip('/')}/datasets/{repo_id}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,10 @@ class WatchSummary:
     push_ms: list[float] = field(default_factory=list)
     follow: dict[str, int] = field(default_factory=dict)
     fitted_on: str | None = None
+    #: why the watch ended (finished run, idle, duration, max windows, interrupted)
+    stopped: str | None = None
+    #: when no window was scored: why not
+    nothing_scored: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         import numpy as np
@@ -52,6 +57,8 @@ class WatchSummary:
             "seconds": round(self.seconds, 3),
             "fitted_on": self.fitted_on,
             "follow": self.follow,
+            "stopped": self.stopped,
+            "nothing_scored": self.nothing_scored,
             "compute_ms_median": float(np.median(c)) if c is not None else None,
             "compute_ms_p95": float(np.percentile(c, 95)) if c is not None else None,
         }
@@ -81,6 +88,7 @@ def watch(
     max_windows: int | None = None,
     idle_exit_s: float | None = None,
     poll_s: float = 0.1,
+    wait_s: float = 30.0,
     from_start: bool = True,
     show: str = "anomalies",
     echo: Callable[[str], None] | None = print,
@@ -95,14 +103,21 @@ def watch(
     window : windowing (default: the preset's, 3 s windows every 1 s).
     jsonl : append one JSON object per scored window (and per warm-up fit) to this file.
     duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
-        this long without new data (after some data was seen). Without any, runs
-        until interrupted.
+        this long without new data (counted from the start while the run has not
+        appeared yet, too). The watch also stops by itself once the collector has
+        finished (its ``meta.json`` status is no longer ``running``) and everything it
+        wrote was read. Without any, runs until interrupted or the run finishes.
+    wait_s : how long ``directory`` may take to appear (or, existing but empty, to
+        hold a run) before :class:`FileNotFoundError`; a path that is a file, or a folder
+        holding something else than a collector run, raises at once.
     show : what ``echo`` prints: ``"anomalies"`` (default), ``"all"`` (every
         window) or ``"none"``.
     on_verdict : called with every :class:`Verdict` (warm-up ones included).
     """
     if show not in ("anomalies", "all", "none"):
         raise ValueError(f"show must be 'anomalies', 'all' or 'none', got {show!r}")
+    directory = Path(directory)
+    check_run_folder(directory)
     p = get_preset(preset)
     cfg = window or p.window
     det = LiveDetector(
@@ -138,10 +153,16 @@ def watch(
                     idle_exit_s,
                     max_windows,
                     poll_s,
+                    directory,
+                    wait_s,
                 )
             except KeyboardInterrupt:
+                summary.stopped = "interrupted"
                 say("interrupted")
             summary.follow = follower.stats.as_dict()
+        if summary.scored == 0:
+            summary.nothing_scored = _why_nothing(summary, det, warmup_s, directory)
+            say(f"scored no window: {summary.nothing_scored}")
     finally:
         if out is not None:
             out.close()
@@ -162,20 +183,37 @@ def _follow(
     idle_exit_s: float | None,
     max_windows: int | None,
     poll_s: float,
+    directory: Path,
+    wait_s: float,
 ) -> None:
-    last_data = None
+    last_data = t_begin  # --idle-exit holds in every state, before the first data too
     announced = det.fitted
+    seen_run = False
+    finished_polls = 0
     while True:
         now = time.monotonic()
         if duration_s is not None and now - t_begin >= duration_s:
+            summary.stopped = f"--duration {duration_s:g} s reached"
             return
-        if idle_exit_s is not None and last_data is not None and now - last_data >= idle_exit_s:
+        if idle_exit_s is not None and now - last_data >= idle_exit_s:
+            summary.stopped = f"no new data for {idle_exit_s:g} s (--idle-exit)"
             return
+        if not seen_run:
+            seen_run = _run_started(directory, now - t_begin, wait_s)
         t_poll = time.perf_counter()
         rows = follower.poll()
         if rows is None:
+            status = _run_status(directory) if seen_run else None
+            if status is not None and status != "running":
+                # the collector has stopped: stop once a further poll finds nothing new
+                finished_polls += 1
+                if finished_polls >= 2:
+                    summary.stopped = f"the collector finished (status {status})"
+                    say(f"{directory}: {summary.stopped}; everything it wrote was read")
+                    return
             time.sleep(poll_s)
             continue
+        finished_polls = 0
         t_push = time.perf_counter()
         summary.poll_ms.append((t_push - t_poll) * 1e3)
         last_data = time.monotonic()
@@ -211,4 +249,66 @@ def _follow(
                     )
         last_data = time.monotonic()  # idle time counts from when this data was handled
         if max_windows is not None and summary.scored >= max_windows:
+            summary.stopped = f"--max-windows {max_windows} reached"
             return
+
+
+#: what a collector run folder may hold (see collect/FORMAT.md)
+_RUN_FILE = re.compile(
+    r"^(meta\.json|channels\.json)(\.tmp)?$"
+    r"|^(journal-\d{6}\.bin|segment-\d{6}\.parquet(\.tmp)?)$"
+    r"|^\.(lock|reserve)$"
+)
+
+
+def check_run_folder(directory: Path) -> None:
+    """Raise at once when ``directory`` cannot become a collector run: a file, or a
+    folder holding other things than a run's files (e.g. a dataset folder)."""
+    if directory.exists() and not directory.is_dir():
+        raise NotADirectoryError(
+            f"{directory} is a file; watch needs a collector run folder (reveal-lab collect --out DIR)"
+        )
+    if directory.is_dir():
+        names = [p.name for p in directory.iterdir()]
+        other = [n for n in names if not _RUN_FILE.match(n)]
+        if other and "meta.json" not in names:
+            raise ValueError(
+                f"{directory} is not a collector run folder: no meta.json, and it holds "
+                f"{len(other)} other entries (e.g. {', '.join(sorted(other)[:3])})"
+            )
+
+
+def _run_started(directory: Path, waited_s: float, wait_s: float) -> bool:
+    """Whether the run's ``meta.json`` exists; raises once ``wait_s`` passed without it."""
+    if (directory / "meta.json").exists():
+        return True
+    if waited_s >= wait_s:
+        if not directory.exists():
+            raise FileNotFoundError(
+                f"{directory} does not exist: no collector started writing into it within {wait_s:g} s "
+                "(start `reveal-lab collect --out DIR` first, or wait longer with --wait)"
+            )
+        raise FileNotFoundError(
+            f"{directory} holds no collector run (no meta.json) after {wait_s:g} s "
+            "(is a collector writing into it? --wait waits longer)"
+        )
+    return False
+
+
+def _run_status(directory: Path) -> str | None:
+    try:
+        return json.loads((directory / "meta.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _why_nothing(summary: WatchSummary, det: LiveDetector, warmup_s: float, directory: Path) -> str:
+    if summary.rows == 0:
+        return f"no data arrived from {directory} ({summary.stopped or 'stopped'})"
+    if not det.fitted:
+        return (
+            f"the stream ended during the {warmup_s:g} s warm-up ({summary.warmup_windows} warm-up "
+            f"window(s), {summary.rows} samples; {summary.stopped or 'stopped'}): give a shorter --warmup "
+            "or fit on a --baseline run"
+        )
+    return f"no window completed after the fit ({summary.rows} samples; {summary.stopped or 'stopped'})"

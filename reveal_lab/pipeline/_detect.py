@@ -21,6 +21,7 @@ import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
 from reveal_lab.config import Preset, get_preset
+from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.telemetry import (
     SUBSYSTEMS,
@@ -313,6 +314,7 @@ def _score_host(
     derive: bool,
     timings: dict[str, float],
     false_alarm_rate: float | None = None,
+    force_baseline: bool = False,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
@@ -339,6 +341,8 @@ def _score_host(
         Xfit = _baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
             raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
+        base_keys = {kf[0] for col, *_ in baseline for kf in col}
+        notes += check_baseline(pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=force_baseline)
         ens.fit(Xfit)
         if false_alarm_rate is not None:  # out-of-sample thresholds instead of in-sample ones
             for m, thr in _cross_fit_thresholds(baseline, pairs, preset, false_alarm_rate).items():
@@ -352,6 +356,7 @@ def _score_host(
             )
         ens.fit(wf.X)
         result = ens.result_
+    notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
     att = attribute(ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host)
@@ -376,6 +381,7 @@ def detect_run(
     derive: bool = True,
     blas_threads: int | None = None,
     false_alarm_rate: float | None = None,
+    force_baseline: bool = False,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
@@ -394,6 +400,10 @@ def detect_run(
         :func:`_cross_fit_thresholds`) so that at most this share of fault-free windows is
         flagged by any detector (union bound: each detector gets ``rate / 3``).
         ``None`` (default): the in-sample quantiles of the preset.
+    force_baseline : use a ``baseline`` that shares fewer than
+        :data:`MIN_BASELINE_OVERLAP` of the run's metrics, or never moves; without it such
+        a baseline raises :class:`BaselineMismatch`. Either way the report's warnings say
+        how many metrics run and baseline share.
     blas_threads : BLAS threads for the detectors' linear algebra (default
         ``$REVEAL_LAB_BLAS_THREADS`` or 1). One thread per run is the safe default: on a
         busy machine (or under Dask, one run per worker) OpenBLAS's spinning threads
@@ -409,7 +419,9 @@ def detect_run(
     if blas_threads is None:
         blas_threads = int(os.environ.get("REVEAL_LAB_BLAS_THREADS", "1"))
     with threadpool_limits(limits=blas_threads, user_api="blas"):
-        return _detect_run(run, baseline, preset, selected, min_agreement, derive, false_alarm_rate)
+        return _detect_run(
+            run, baseline, preset, selected, min_agreement, derive, false_alarm_rate, force_baseline
+        )
 
 
 def _detect_run(
@@ -420,6 +432,7 @@ def _detect_run(
     min_agreement: int,
     derive: bool,
     false_alarm_rate: float | None = None,
+    force_baseline: bool = False,
 ) -> Detection:
     preset = preset or get_preset("paper")
     if false_alarm_rate is not None:
@@ -444,7 +457,7 @@ def _detect_run(
     for host, part in parts.items():
         try:
             w, att, thr, excl, n, res = _score_host(
-                part, host, preset, base_feats, selected, derive, timings, false_alarm_rate
+                part, host, preset, base_feats, selected, derive, timings, false_alarm_rate, force_baseline
             )
         except TelemetryError as exc:
             if len(parts) == 1:
@@ -492,6 +505,7 @@ def _detect_run(
         "interval_s": preset.window.interval_s,
         **{k: getattr(preset.detect, k) for k in preset.detect.__dataclass_fields__},
         "false_alarm_rate": false_alarm_rate,
+        "force_baseline": force_baseline,
     }
     det = Detection(
         run_id=run.run_id,

@@ -1,0 +1,113 @@
+"""Is a baseline fit to judge a run? How many of the run's metrics it shares, and
+whether it moves at all.
+
+A baseline that shares few of the run's metrics leaves most feature columns unknown
+(NaN: neutral for the detectors), so the detectors judge the run on a sliver of it; an
+all-constant baseline has zero spread, so every standardised deviation is infinite and
+every window is flagged. Both are refused below the documented limits unless forced,
+and a forced fit carries the warning into the report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+__all__ = ["MIN_BASELINE_OVERLAP", "BaselineMismatch", "check_baseline", "outlier_notes"]
+
+#: the share of the run's metrics (host-free keys) the baseline must also hold
+MIN_BASELINE_OVERLAP = 0.5
+
+
+class BaselineMismatch(ValueError):
+    """The baseline shares too few of the run's metrics, or never moves."""
+
+
+def check_baseline(
+    pairs: pl.DataFrame,
+    Xfit: np.ndarray,
+    baseline_keys: set[str],
+    *,
+    where: str,
+    force: bool = False,
+    min_overlap: float = MIN_BASELINE_OVERLAP,
+) -> list[str]:
+    """Notes for the report about the baseline of one host of a run; raises
+    :class:`BaselineMismatch` when the baseline is unfit and ``force`` is off.
+
+    Parameters
+    ----------
+    pairs : the run's metric–feature pairs (a ``key`` column: host-free metric keys).
+    Xfit : the baseline's windows aligned to ``pairs`` (NaN where the baseline lacks a pair).
+    baseline_keys : every host-free metric key the baseline holds.
+    where : names the run and host in messages.
+
+    >>> p = pl.DataFrame({"key": ["a", "a", "b", "c"], "feature": ["mean", "std", "mean", "mean"]})
+    >>> X = np.array([[1.0, 0.1, np.nan, np.nan], [2.0, 0.3, np.nan, np.nan]])
+    >>> note = check_baseline(p, X, {"a", "z"}, where="r", force=True)[0]
+    >>> "shares 1 of the run's 3 metrics (33 %; below the 50 % needed, used because of --force" in note
+    True
+    """
+    run_keys = list(dict.fromkeys(pairs["key"].to_list()))
+    shared = [k for k in run_keys if k in baseline_keys]
+    missing = [k for k in run_keys if k not in baseline_keys]
+    n, k = len(run_keys), len(shared)
+    share = k / n if n else 0.0
+    notes: list[str] = []
+    head = f"{where}: the baseline shares {k} of the run's {n} metrics ({100 * share:.0f} %"
+    if share < min_overlap:
+        detail = (
+            f"{len(missing)} metrics are unknown to the detectors, e.g. {', '.join(missing[:3])}"
+        )
+        if not force:
+            raise BaselineMismatch(
+                f"{head}; at least {100 * min_overlap:.0f} % are needed: {detail}). Give a baseline "
+                "recorded the same way (same dataset, probes and view), or --force to use it anyway"
+            )
+        notes.append(
+            f"{head}; below the {100 * min_overlap:.0f} % needed, used because of --force: {detail})"
+        )
+    else:
+        notes.append(head + ")")
+    # a baseline that never moves: zero spread in every shared column
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(Xfit)
+        cols = finite.sum(axis=0) >= 2
+        if cols.any():
+            lo = np.where(finite, Xfit, np.inf).min(axis=0)
+            hi = np.where(finite, Xfit, -np.inf).max(axis=0)
+            moving = cols & (hi > lo)
+        else:
+            moving = cols
+    if not moving.any():
+        msg = (
+            f"{where}: the baseline is degenerate: none of the {int(cols.sum())} feature columns it "
+            f"shares with the run varies over its {Xfit.shape[0]} windows (all constant), so any "
+            "movement would be flagged"
+        )
+        if not force:
+            raise BaselineMismatch(msg + "; give a baseline that moves, or --force to use it anyway")
+        notes.append(msg + "; used because of --force")
+    return notes
+
+
+def outlier_notes(detectors: dict, *, where: str) -> list[str]:
+    """What the detectors' outlier policy did, for the report: inputs clipped to
+    ±``VALUE_CLIP`` and thresholds capped at the outlier fence (see
+    ``outlier_fence`` in the detectors' base)."""
+    notes = []
+    clipped = max((getattr(d, "n_clipped_", 0) for d in detectors.values()), default=0)
+    if clipped:
+        notes.append(
+            f"{where}: {clipped} feature value(s) beyond ±1e30 were clipped to it before fitting "
+            "(extreme values: they stay the most extreme)"
+        )
+    for name, d in detectors.items():
+        n = getattr(d, "n_beyond_fence_", 0)
+        if n:
+            notes.append(
+                f"{where}: {name}: {n} fit window(s) score beyond the outlier fence (median + 100 robust "
+                f"spreads); the threshold was capped there ({d.threshold_:.4g}) so extreme windows "
+                "cannot hide themselves"
+            )
+    return notes
