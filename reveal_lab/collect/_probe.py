@@ -62,7 +62,7 @@ MISSING_INT = -(2**63)
 GROUPS: dict[str, str] = {
     "procfs": "/proc and /sys readers (no privileges needed)",
     "cgroup": "cgroup v2 per-container cpu.stat / memory.current / io.stat",
-    "perf": "one long-lived `perf stat -I` child",
+    "perf": "per-core perf counters (perf_event_open, or one long-lived `perf stat -I` child)",
     "turbostat": "one long-lived `turbostat` child",
     "gpu": "NVML (nvidia-ml-py) or a long-lived `nvidia-smi -lms` child",
     "self": "the collector's own timing (lag, missed ticks, CPU time)",
