@@ -99,6 +99,15 @@ def drop_stale_cache(module_file: str, *deps: str) -> None:
             for d, _, files in os.walk(numba.config.CACHE_DIR)
             if any(f.startswith(stem + ".") for f in files)
         ]
+        try:  # the folder numba will cache into: stamped now, so its first files count as fresh
+            from numba.core.caching import _CacheLocator
+
+            own = os.path.join(numba.config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(module_file))
+            os.makedirs(own, exist_ok=True)
+            if own not in dirs:
+                dirs.append(own)
+        except (ImportError, AttributeError, OSError):
+            pass
     for d in dirs:
         stamp = os.path.join(d, f"{stem}.deps-sha256")
         try:
