@@ -61,7 +61,7 @@ MISSING_INT = -(2**63)
 #: probe groups a user can name in ``--probes`` (besides single probe names)
 GROUPS: dict[str, str] = {
     "procfs": "/proc and /sys readers (no privileges needed)",
-    "cgroup": "cgroup v2 per-container cpu.stat / memory.current / io.stat",
+    "cgroup": "per-container cpu, throttling, memory, I/O (cgroup v2, or the v1 controllers)",
     "perf": "per-core perf counters (perf_event_open, or one long-lived `perf stat -I` child)",
     "turbostat": "one long-lived `turbostat` child",
     "gpu": "NVML (nvidia-ml-py) or a long-lived `nvidia-smi -lms` child",
