@@ -10,6 +10,7 @@ import errno
 import json
 import os
 import shutil
+import subprocess
 import time
 
 import numpy as np
@@ -17,7 +18,7 @@ import pytest
 
 from reveal_lab.collect import collect
 from reveal_lab.collect._probe import ProbeContext
-from reveal_lab.collect.probes._perf import Perf, PerfEvents, PerfStat, online_cpus
+from reveal_lab.collect.probes._perf import Perf, PerfEvents, PerfStat, online_cpus, parse_perf_csv_line
 from reveal_lab.collect.probes._perfevent import PerfEventError, open_counters, perf_event_open
 from reveal_lab.io import read_collector_run
 
@@ -184,3 +185,30 @@ def test_forcing_a_bad_backend_is_a_clear_error():
 def test_online_cpus_matches_the_kernel():
     cpus = online_cpus()
     assert len(cpus) == len(set(cpus)) and len(cpus) <= (os.cpu_count() or 1)
+
+
+@needs_perf_events
+@pytest.mark.skipif(shutil.which("perf") is None, reason="perf is not installed")
+def test_in_process_task_clock_agrees_with_perf_stat_over_the_same_interval():
+    """``perf stat -a -A`` runs inside the window between two reads of our counters: per
+    CPU, our task-clock covers perf's interval plus its start and exit, never less."""
+    cpus = online_cpus()
+    groups, _, _ = open_counters(("task-clock",), cpus)
+    try:
+        before = {g.cpu: g.read()[0] / 1e6 for g in groups}
+        res = subprocess.run(["perf", "stat", "-x,", "-a", "-A", "-e", "task-clock", "--", "sleep", "0.5"],
+                             capture_output=True, timeout=60)  # fmt: skip
+        after = {g.cpu: g.read()[0] / 1e6 for g in groups}
+    finally:
+        for g in groups:
+            g.close()
+    theirs = {}
+    for line in res.stderr.splitlines():
+        p = parse_perf_csv_line(line, interval=False)
+        if p is not None and p[2] is not None:
+            theirs[int(p[0])] = p[2]
+    if not theirs:
+        pytest.skip(f"perf stat counted nothing here: {res.stderr[-200:]!r}")
+    for c, ms in theirs.items():
+        ours = after[c] - before[c]
+        assert ms * 0.95 <= ours <= ms + 2000, (c, ours, ms)  # ours spans perf's whole run
