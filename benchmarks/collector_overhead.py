@@ -486,18 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     # compile (or load numba's on-disk cache) once before anything is timed: a cold cache
     # costs each collector seconds of CPU at start
     subprocess.run(
-        [
-            *CLI,
-            "collect",
-            "--out",
-            str(work / "warm"),
-            "--interval",
-            "100ms",
-            "--duration",
-            "1s",
-            "--probes",
-            "procfs",
-        ],
+        [sys.executable, "-m", "reveal_lab.collect.warm"],  # what scripts/bootstrap.sh runs
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -14,6 +14,7 @@ cache). It prints the dispatchers' cache hits and misses (a miss: compiled now).
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -50,9 +51,17 @@ def warm_cache(probes: str = "procfs") -> dict[str, Any]:
     return :func:`compiled_stats` and the run's ``hot_loop`` counts."""
     from reveal_lab.collect._loop import collect
 
-    with tempfile.TemporaryDirectory(prefix="reveal-lab-warm-") as d:
-        res = collect(Path(d) / "run", interval_s=0.05, duration_s=0.3, probes=probes, handle_signals=False)
-        hot = res.meta.get("hot_loop", {})
+    old = os.environ.get("REVEAL_LAB_COLLECT_DEFER")
+    os.environ["REVEAL_LAB_COLLECT_DEFER"] = "0"  # compile before the first tick, as a test run
+    try:
+        with tempfile.TemporaryDirectory(prefix="reveal-lab-warm-") as d:
+            res = collect(Path(d) / "run", interval_s=0.05, duration_s=0.3, probes=probes, handle_signals=False)
+            hot = res.meta.get("hot_loop", {})
+    finally:
+        if old is None:
+            os.environ.pop("REVEAL_LAB_COLLECT_DEFER", None)
+        else:
+            os.environ["REVEAL_LAB_COLLECT_DEFER"] = old
     return {"compiled": compiled_stats(), "hot_loop": hot, "samples": res.samples}
 
 

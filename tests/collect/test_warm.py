@@ -24,7 +24,7 @@ print(json.dumps({"stats": compiled_stats(), "hot": res.meta.get("hot_loop", {})
 
 
 def _run(args: list[str], cache: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache, "REVEAL_LAB_COLLECT_DEFER": "0"}
     env.pop("REVEAL_LAB_COLLECT_BURST", None)
     env.pop("REVEAL_LAB_COLLECT_BATCH", None)
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env=env)
