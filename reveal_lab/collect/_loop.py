@@ -292,8 +292,7 @@ def collect(
             hot,
             upgrade,
         )
-        if upgrade is not None:
-            upgrade.join()
+        if upgrade is not None:  # (a stop before the switch leaves the thread to finish alone)
             if upgrade.result is not None and upgrade.result[0] is not None:
                 meta["batch_read_tables"] = len(upgrade.result[0].tables)
         samples = writer.n_records
@@ -527,10 +526,6 @@ class _Upgrade:
 
     def ready(self) -> bool:
         return self.thread is not None and not self.thread.is_alive()
-
-    def join(self, timeout: float = 60.0) -> None:
-        if self.thread is not None:
-            self.thread.join(timeout)
 
     def take(self) -> tuple[Any, Any, Any, Any]:
         from reveal_lab.collect.probes import _scan
