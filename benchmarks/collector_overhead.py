@@ -595,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
             if "probes" in vals[0]:
                 s[k]["probes"] = vals[0]["probes"]
             if vals[0].get("perf_backend") or vals[0].get("perf_skipped"):
-                s[k]["perf_backend"] = vals[0].get("perf_backend") or f"skipped: {vals[0].get('perf_skipped')}"
+                backend = vals[0].get("perf_backend")
+                s[k]["perf_backend"] = backend or f"skipped: {vals[0].get('perf_skipped')}"
             # each repeat's ratio to the process beside it in the same window, then the median
             refs = ("procfs", "perf") + ((k + "_interpreted",) if k in ("paper", "procfs") else ())
             refs += ("full_perf_child",) if k == "full" else ()
@@ -657,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
             "procfs_pct_of_core_at_100ms": 0.3,
             "full_bytes_per_s_at_100ms": 5000,
             "full_pct_of_core_at_100ms": 0.6,
-            "full_at_100ms_met": summary.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9) <= 0.6,
+            "full_at_100ms_met": summary.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
+            <= 0.6,
             "first_sample_s": 1.0,
             "first_sample_met": startup["met"],
             **{
@@ -685,7 +687,8 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(
         json.dumps(
-            {"median_by_interval_ms": summary, "bytes_on_disk": size, "time_to_first_sample": startup}, indent=1
+            {"median_by_interval_ms": summary, "bytes_on_disk": size, "time_to_first_sample": startup},
+            indent=1,
         )
     )
     return 0

@@ -55,7 +55,9 @@ def warm_cache(probes: str = "procfs") -> dict[str, Any]:
     os.environ["REVEAL_LAB_COLLECT_DEFER"] = "0"  # compile before the first tick, as a test run
     try:
         with tempfile.TemporaryDirectory(prefix="reveal-lab-warm-") as d:
-            res = collect(Path(d) / "run", interval_s=0.05, duration_s=0.3, probes=probes, handle_signals=False)
+            res = collect(
+                Path(d) / "run", interval_s=0.05, duration_s=0.3, probes=probes, handle_signals=False
+            )
             hot = res.meta.get("hot_loop", {})
     finally:
         if old is None:
@@ -80,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         print("[warm] numba is not installed: the collector runs interpreted, nothing to warm")
         return 0
     out = warm_cache()
-    parts = ", ".join(f"{k} {v['misses']} compiled / {v['hits']} from cache" for k, v in out["compiled"].items())
+    parts = ", ".join(
+        f"{k} {v['misses']} compiled / {v['hits']} from cache" for k, v in out["compiled"].items()
+    )
     print(f"[warm] collector compiled code cached ({parts}; {out['samples']} samples in the test run)")
     return 0
 

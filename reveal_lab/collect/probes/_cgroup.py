@@ -116,7 +116,7 @@ def parse_blkio(data: bytes) -> tuple[int, int]:
     """(Read, Write) summed over devices from a v1 ``blkio.*io_service_bytes`` /
     ``io_serviced`` file (``Total`` lines and the file's last ``Total`` left out).
 
-    >>> parse_blkio(b"8:0 Read 4096\\n8:0 Write 512\\n8:0 Sync 0\\n8:0 Total 4608\\n8:16 Read 1\\nTotal 4609\\n")
+    >>> parse_blkio(b"8:0 Read 4096\\n8:0 Write 512\\n8:0 Total 4608\\n8:16 Read 1\\nTotal 4609\\n")
     (4097, 512)
     """
     r = w = 0
@@ -234,14 +234,15 @@ class _Group:
             user, system = st.get(b"user"), st.get(b"system")
             out += [usage, miss if user is None else user * us, miss if system is None else system * us]
         if self.thr2 is not None:
-            out += [kv.get(b"nr_periods", miss), kv.get(b"nr_throttled", miss), kv.get(b"throttled_usec", miss)]
+            out += [kv.get(k, miss) for k in (b"nr_periods", b"nr_throttled", b"throttled_usec")]
         else:
             try:
                 t = _kv(os.pread(self.thr1, 1024, 0)) if self.thr1 is not None else {}
             except OSError:
                 t = {}
             ns = t.get(b"throttled_time")
-            out += [t.get(b"nr_periods", miss), t.get(b"nr_throttled", miss), miss if ns is None else ns // 1000]
+            out += [t.get(b"nr_periods", miss), t.get(b"nr_throttled", miss)]
+            out.append(miss if ns is None else ns // 1000)
         mem = self.mem2 if self.mem2 is not None else self.mem1
         try:
             out.append(int(os.pread(mem, 64, 0)) if mem is not None else miss)
@@ -291,7 +292,8 @@ class Cgroups(Probe):
         rels: dict[str, None] = {}
         if scope.v2 is not None:
             rels.update(dict.fromkeys(discover(scope.v2, ctx.max_cgroups)))
-        for ctrl, marker in (("cpu", "cpu.stat"), ("cpuacct", "cpuacct.usage"), ("memory", "memory.usage_in_bytes")):
+        markers = (("cpu", "cpu.stat"), ("cpuacct", "cpuacct.usage"), ("memory", "memory.usage_in_bytes"))
+        for ctrl, marker in markers:
             if ctrl in scope.v1 and len(rels) < ctx.max_cgroups:
                 rels.update(dict.fromkeys(discover(scope.v1[ctrl], ctx.max_cgroups, marker=marker)))
         self.groups: list[_Group] = []
@@ -304,9 +306,8 @@ class Cgroups(Probe):
             self.groups.append(g)
             names.append(rel)
         if not self.groups:
-            raise ProbeUnavailable(
-                f"no child cgroups under {scope.v2 or '-'} (v2) or {', '.join(sorted(set(scope.v1.values()))) or '-'} (v1)"
-            )
+            v1_roots = ", ".join(sorted(set(scope.v1.values()))) or "-"
+            raise ProbeUnavailable(f"no child cgroups under {scope.v2 or '-'} (v2) or {v1_roots} (v1)")
         self.channels = []
         for rel in names:
             inst = sanitize_instance(rel)
@@ -319,9 +320,8 @@ class Cgroups(Probe):
                 Channel("Cgroup", f"io_{k}", inst, "Bytes" if k.endswith("bytes") else "count", counter=True)
                 for k in IO_KEYS
             ]
-        self.info.update(
-            root=scope.v2, v1_roots=scope.v1, cgroups=names, sources={n: g.src for n, g in zip(names, self.groups)}
-        )  # fmt: skip
+        sources = {n: g.src for n, g in zip(names, self.groups, strict=True)}
+        self.info.update(root=scope.v2, v1_roots=scope.v1, cgroups=names, sources=sources)
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         ints[:] = self._collect()

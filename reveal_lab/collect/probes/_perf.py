@@ -28,7 +28,13 @@ import numpy as np
 
 from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, log, register_probe
 from reveal_lab.collect.probes._child import ChildLines
-from reveal_lab.collect.probes._perfevent import EVENTS, NS_EVENTS, PerfEventError, open_counters, perf_event_open
+from reveal_lab.collect.probes._perfevent import (
+    EVENTS,
+    NS_EVENTS,
+    PerfEventError,
+    open_counters,
+    perf_event_open,
+)
 
 BACKENDS = ("auto", "events", "child")
 
@@ -165,7 +171,9 @@ class PerfEvents(Probe):
         # then one vectorised pass: value * enabled / running (multiplexing) * unit factor
         width = 3 + max(len(g.events) for g in self.groups)
         self.mat = np.zeros((len(self.groups), width), dtype=np.uint64)
-        self.views = [memoryview(self.mat[r])[: 8 * (3 + len(g.events))].cast("B") for r, g in enumerate(self.groups)]
+        self.views = [
+            memoryview(self.mat[r]).cast("B")[: 8 * (3 + len(g.events))] for r, g in enumerate(self.groups)
+        ]
         self.fds = [g.fds[0] for g in self.groups]
         self.sizes = [8 * (3 + len(g.events)) for g in self.groups]
         src, dst, mult = [], [], []
@@ -215,7 +223,10 @@ class Perf(Probe):
                 impl.open(ctx)
             except PerfEventError as exc:
                 impl.close()
-                why_not = f"perf_event_open: {exc.strerror or exc} (uid {os.getuid()}, perf_event_paranoid={_paranoid()})"
+                why_not = (
+                    f"perf_event_open: {exc.strerror or exc} "
+                    f"(uid {os.getuid()}, perf_event_paranoid={_paranoid()})"
+                )
                 if backend == "events":
                     raise ProbeUnavailable(why_not) from None
                 log.info("perf: %s; using a perf stat child instead", why_not)
