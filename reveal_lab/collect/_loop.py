@@ -457,6 +457,27 @@ class _Burst:
                 self.pbi[t] = (oi, oi + vi.size)
                 self.pbf[t] = (of, of + vf.size)
             self.compiled.append(j)
+        # probes whose counters the compiled loop reads itself (perf_event_open groups)
+        cfd, cn, cdst, cmult = [], [], [], []
+        for j, (p, _, _, d) in enumerate(plan):
+            if direct[j] or p.name == "self" or j in self.compiled or d != 1:
+                continue
+            groups = p.compiled_counters()
+            if not groups:
+                continue
+            of = self.offsets[j][1]
+            for fd, n, dsts in groups:
+                cfd.append(fd)
+                cn.append(n)
+                cdst += [of + dst for dst, _ in dsts]
+                cmult += [m for _, m in dsts]
+            self.compiled.append(j)
+        self.cfd = np.array(cfd, dtype=np.int64)
+        self.cn = np.array(cn, dtype=np.int64)
+        self.coff = np.concatenate([[0], np.cumsum(self.cn)]).astype(np.int64)
+        self.cdst = np.array(cdst, dtype=np.int64)
+        self.cmult = np.array(cmult, dtype=np.float64)
+        self.cbuf = np.zeros(3 + max(cn, default=0), dtype=np.uint64)
         ops.sort(key=lambda o: o[0])  # stable: each table's ops keep their order
         cols = np.array(ops, dtype=np.int64).reshape(-1, 6)
         self.poff = np.searchsorted(cols[:, 0], np.arange(nt + 1)).astype(np.int64)
@@ -496,6 +517,7 @@ class _Burst:
             row_i, row_f, bt, bi, bf,
             self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale,
             self.pbi, self.pbf,
+            self.cfd, self.cn, self.coff, self.cdst, self.cmult, self.cbuf,
         )  # fmt: skip
 
 

@@ -200,6 +200,15 @@ class Probe:
         :meth:`sample` gives from the same file contents."""
         return None
 
+    def compiled_counters(self) -> list[tuple[int, int, list[tuple[int, float]]]] | None:
+        """Counter groups the compiled hot loop reads itself, or ``None`` (the probe samples
+        in Python). Each group is ``(fd, n, [(dst, mult)] * n)``: one ``read`` of ``fd``
+        gives ``nr, time_enabled, time_running, value[n]`` (``perf_event_open`` with
+        ``PERF_FORMAT_GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING``); value ``i``
+        scaled by ``enabled / running`` and ``mult`` goes to float column ``dst`` of the
+        probe's slice. Must give exactly what :meth:`sample` gives."""
+        return None
+
     def __init__(self) -> None:
         self.channels: list[Channel] = []
         self.info: dict[str, Any] = {}

@@ -212,3 +212,24 @@ def test_in_process_task_clock_agrees_with_perf_stat_over_the_same_interval():
     for c, ms in theirs.items():
         ours = after[c] - before[c]
         assert ms * 0.95 <= ours <= ms + 2000, (c, ours, ms)  # ours spans perf's whole run
+
+
+@needs_perf_events
+def test_compiled_loop_reads_the_counters_itself(tmp_path):
+    """With perf_event_open the perf probe needs no Python on its ticks: every tick runs in
+    the compiled loop (no partial ticks), and each CPU's task-clock advances with the
+    monotonic clock (a CPU's system-wide task-clock counts all of its time)."""
+    pytest.importorskip("numba")
+    res = collect(tmp_path / "r", interval_s=0.05, duration_s=1.0, probes="cpu,perf", perf_events=SW,
+                  host="h", handle_signals=False)  # fmt: skip
+    hot = res.meta["hot_loop"]
+    if hot.get("burst_calls", 0) == 0:
+        pytest.skip(f"the compiled loop did not run here: {hot}")
+    assert hot["partial_ticks"] == 0 and hot["compiled_ticks"] >= 10, hot
+    raw = read_collector_run(tmp_path / "r", view="raw").frame
+    ts = raw["timestamp"]
+    span_ms = (ts[-1] - ts[0]).total_seconds() * 1000  # sample times (ms resolution)
+    for c in online_cpus():
+        tc = raw[f"Perf:Task_Clock.{c}.h[ms]"].to_numpy()
+        assert not np.isnan(tc).any() and np.all(np.diff(tc) >= 0)
+        assert abs((tc[-1] - tc[0]) - span_ms) < 0.1 * span_ms + 20, (tc[-1] - tc[0], span_ms)

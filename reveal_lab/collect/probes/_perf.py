@@ -187,6 +187,13 @@ class PerfEvents(Probe):
         self.mult = np.array(mult)
         self.row_of = self.src // width
 
+    def compiled_counters(self) -> list[tuple[int, int, list[tuple[int, float]]]]:
+        out = []
+        for r, g in enumerate(self.groups):
+            pick = self.row_of == r
+            out.append((g.fds[0], len(g.events), list(zip(self.dst[pick].tolist(), self.mult[pick].tolist()))))
+        return out
+
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         readv, views, sizes = os.readv, self.views, self.sizes
         for r, fd in enumerate(self.fds):
@@ -248,6 +255,9 @@ class Perf(Probe):
         self.impl = impl
         self.channels = impl.channels
         self.info = impl.info
+
+    def compiled_counters(self) -> list[tuple[int, int, list[tuple[int, float]]]] | None:
+        return self.impl.compiled_counters()
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         self.impl.sample(ints, floats)
