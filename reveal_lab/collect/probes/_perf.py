@@ -191,7 +191,8 @@ class PerfEvents(Probe):
         out = []
         for r, g in enumerate(self.groups):
             pick = self.row_of == r
-            out.append((g.fds[0], len(g.events), list(zip(self.dst[pick].tolist(), self.mult[pick].tolist()))))
+            dsts = list(zip(self.dst[pick].tolist(), self.mult[pick].tolist(), strict=True))
+            out.append((g.fds[0], len(g.events), dsts))
         return out
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
