@@ -16,13 +16,24 @@ same window:
   sampled about once a second (``SLOW``: loadavg, psi, vmstat, interrupts,
   softirqs, unix, with the period rounded up to a whole number of intervals); the
   others at the interval;
-* ``full``   -- the collector with every probe that is available here (procfs, perf,
-  cgroup, turbostat, gpu), its ``perf stat`` / ``nvidia-smi`` children included;
+* ``full``   -- the collector with every probe that is available here (the default
+  ``--probes all``: procfs, perf, cgroup, turbostat, gpu), the perf counters read in the
+  collector with ``perf_event_open`` (``REVEAL_LAB_PERF_BACKEND=events``; where the kernel
+  refuses, the run records the fall-back it took);
+* ``full_perf_child`` -- the same probes with the perf counters from a ``perf stat -I``
+  child (``REVEAL_LAB_PERF_BACKEND=child``, the collector before ``perf_event_open``), side
+  by side with ``full`` in the same window;
 * ``perf``   -- a bare ``perf stat -I <interval> -x, -a -A`` on the events the
   collector's perf probe counts here (the paper's style of collection, for comparison);
 * ``reads``  -- a process that only ``pread``s, at the same deadlines, every file the
   procfs probes keep open, and parses nothing: the kernel's share, a floor no parser
   can go under (``reads_paper``: the same for the paper's set).
+
+Time to first sample: a collector with the default probes is started ``--repeats`` times
+with numba's cache warm (as after ``scripts/bootstrap.sh``, which runs
+``python -m reveal_lab.collect.warm``) and once with an empty cache (``NUMBA_CACHE_DIR``
+pointing at a new folder: a fresh install without the warm step); the time from just
+before ``Popen`` to the first sample's ``t_wall_ns`` is reported (``time_to_first_sample``).
 
 Before the sweep, one process opens each procfs probe and measures, per probe, the
 thread CPU time of ``sample()`` and of the bare ``pread``s of its files, both in a
@@ -176,13 +187,16 @@ def configs(interval_ms: int) -> dict[str, str]:
         "paper_interpreted": paper_spec(interval_ms),
         "procfs_slow": slow_spec(interval_ms),
         "full": "all",
+        "full_perf_child": "all",
     }
 
 
 def config_env(name: str) -> dict[str, str]:
     """``*_interpreted``: the compiled hot loop off (every tick in Python);
     ``procfs_unbatched``: batched reads off as well (each probe reads its own files)."""
+    perf = {"full": "events", "full_perf_child": "child"}.get(name, "auto")
     return {
+        "REVEAL_LAB_PERF_BACKEND": perf,
         "REVEAL_LAB_COLLECT_BATCH": "0" if name == "procfs_unbatched" else "1",
         "REVEAL_LAB_COLLECT_BURST": "0"
         if name.endswith("_interpreted") or name == "procfs_unbatched"
@@ -412,6 +426,8 @@ def measure_interval(
                 samples=meta.get("samples"),
                 missed_ticks=meta.get("missed_ticks"),
                 hot_loop=meta.get("hot_loop"),
+                perf_backend=meta.get("probe_info", {}).get("perf", {}).get("backend"),
+                perf_skipped=meta.get("probes_skipped", {}).get("perf"),
             )
         except (OSError, ValueError):
             pass
@@ -419,6 +435,29 @@ def measure_interval(
     for name, n in n_reads.items():
         res[name]["files"] = n
     return res
+
+
+def time_to_first_sample(work: Path, env: dict | None = None, probes: str = "all") -> dict:
+    """Seconds from just before starting ``reveal-lab collect`` (100 ms) to its first
+    sample's wall-clock timestamp."""
+    out = work / f"ttfs-{time.monotonic_ns()}"
+    t0 = time.time_ns()
+    p = start_collector(out, probes, 100, ["--duration", "1.5s"], env=env)
+    try:
+        p.wait(600)
+    finally:
+        stop(p)
+    import polars as pl
+
+    segs = sorted(out.glob("segment-*.parquet"))
+    first = min(pl.read_parquet(f, columns=["t_wall_ns"])["t_wall_ns"].min() for f in segs) if segs else None
+    meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
+    shutil.rmtree(out, ignore_errors=True)
+    return {
+        "seconds": None if first is None else (first - t0) / 1e9,
+        "exit": p.returncode,
+        "probes_used": meta.get("probes_used"),
+    }
 
 
 def dir_bytes(d: Path) -> int:
@@ -447,18 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     # compile (or load numba's on-disk cache) once before anything is timed: a cold cache
     # costs each collector seconds of CPU at start
     subprocess.run(
-        [
-            *CLI,
-            "collect",
-            "--out",
-            str(work / "warm"),
-            "--interval",
-            "100ms",
-            "--duration",
-            "1s",
-            "--probes",
-            "procfs",
-        ],
+        [sys.executable, "-m", "reveal_lab.collect.warm"],  # what scripts/bootstrap.sh runs
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -473,6 +501,25 @@ def main(argv: list[str] | None = None) -> int:
                 f"  (warm {r['warm_sample_us']:.1f} / {r['warm_read_us']:.1f})",
                 flush=True,
             )
+
+    warm_starts = [time_to_first_sample(work) for _ in range(args.repeats)]
+    cold_dir = work / "numba-cold"
+    cold_start = time_to_first_sample(work, env={"NUMBA_CACHE_DIR": str(cold_dir)})
+    shutil.rmtree(cold_dir, ignore_errors=True)
+    ok = [r["seconds"] for r in warm_starts if r["seconds"] is not None]
+    startup = {
+        "warm_cache_s_median": statistics.median(ok) if ok else None,
+        "warm_cache_runs": warm_starts,
+        "cold_cache_s": cold_start["seconds"],
+        "cold_cache_run": cold_start,
+        "target_s": 1.0,
+        "met": bool(ok) and statistics.median(ok) <= 1.0,
+    }
+    print(
+        f"time to first sample: warm cache {startup['warm_cache_s_median']} s (median of {len(ok)}), "
+        f"cold cache {startup['cold_cache_s']} s",
+        flush=True,
+    )
 
     size_dir = work / "size-run"
     size_proc = start_collector(
@@ -532,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
             "paper_interpreted",
             "procfs_slow",
             "full",
+            "full_perf_child",
             "perf",
         ):
             vals = [r[k] for r in rows if k in r]
@@ -546,8 +594,12 @@ def main(argv: list[str] | None = None) -> int:
                 s[k]["hot_loop"] = vals[0]["hot_loop"]
             if "probes" in vals[0]:
                 s[k]["probes"] = vals[0]["probes"]
+            if vals[0].get("perf_backend") or vals[0].get("perf_skipped"):
+                backend = vals[0].get("perf_backend")
+                s[k]["perf_backend"] = backend or f"skipped: {vals[0].get('perf_skipped')}"
             # each repeat's ratio to the process beside it in the same window, then the median
             refs = ("procfs", "perf") + ((k + "_interpreted",) if k in ("paper", "procfs") else ())
+            refs += ("full_perf_child",) if k == "full" else ()
             for ref in refs:
                 if k != ref and all(ref in r for r in rows):
                     rat = [
@@ -558,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
                     if rat:
                         s[k][f"median_ratio_to_{ref}"] = statistics.median(rat)
         if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
-            for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow", "full"):
+            for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow", "full", "full_perf_child"):
                 if k not in s:
                     continue
                 s[k]["ratio_to_perf_stat"] = (
@@ -592,15 +644,24 @@ def main(argv: list[str] | None = None) -> int:
             "reads / reads_paper": "a Python loop of bare preads of the files of procfs / "
             f"{PAPER_FILES}, no parsing",
             "loop": "the hot loop with the self probe only",
-            "full": "every probe available here (perf child included)",
+            "full": "every probe available here (--probes all), perf counters via perf_event_open "
+            "(REVEAL_LAB_PERF_BACKEND=events)",
+            "full_perf_child": "the same with the perf counters from a perf stat -I child "
+            "(REVEAL_LAB_PERF_BACKEND=child), in the same window",
             "perf": "bare perf stat -I on the same events",
         },
         "per_probe_cost": per_probe,
+        "time_to_first_sample": startup,
         "median_by_interval_ms": summary,
         "bytes_on_disk": size,
         "targets": {
             "procfs_pct_of_core_at_100ms": 0.3,
             "full_bytes_per_s_at_100ms": 5000,
+            "full_pct_of_core_at_100ms": 0.6,
+            "full_at_100ms_met": summary.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
+            <= 0.6,
+            "first_sample_s": 1.0,
+            "first_sample_met": startup["met"],
             **{
                 f"{k}_at_100ms_met": summary.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9) <= 0.3
                 for k in (
@@ -624,7 +685,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1))
-    print(json.dumps({"median_by_interval_ms": summary, "bytes_on_disk": size}, indent=1))
+    print(
+        json.dumps(
+            {"median_by_interval_ms": summary, "bytes_on_disk": size, "time_to_first_sample": startup},
+            indent=1,
+        )
+    )
     return 0
 
 

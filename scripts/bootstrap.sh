@@ -19,6 +19,7 @@ if [ ! -f "$stamp" ] || ! grep -qxF "$want" "$stamp"; then
   .venv/bin/python -m pip install -q -e ".[$EXTRAS]"
   echo "$want" > "$stamp"
 fi
+.venv/bin/python -m reveal_lab.collect.warm || echo "[bootstrap] warning: could not warm the collector's compiled cache (its first start compiles)"
 # System tools the lab harness and its tests use (root only; skipped otherwise).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v iptables >/dev/null; then
   echo "[bootstrap] installing iptables (lab fault injection)"

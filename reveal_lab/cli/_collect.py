@@ -34,7 +34,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "null on skipped ticks); `reveal-lab collect --list-probes` shows them",
     )
     p.add_argument("--host", default=None, help="host name used in column names (default: this machine's)")
-    p.add_argument("--cgroup-root", default=None, help="cgroup v2 root to discover containers under")
+    p.add_argument(
+        "--cgroup-root",
+        default=None,
+        help="cgroup subtree to discover containers under, in the v2 tree or any v1 controller's (default: all)",
+    )
     p.add_argument(
         "--max-cgroups", type=int, default=16, help="follow at most this many cgroups (default 16)"
     )

@@ -4,15 +4,18 @@ When every probe due on a tick is a *direct* table probe (its values are read an
 scanned into the sample row by :func:`~reveal_lab.collect.probes._batch.batch_read`),
 a probe whose row the batched values give through its
 :meth:`~reveal_lab.collect._probe.Probe.compiled_ops` (copies, per-core sums,
-fixed-point decimals: ``loadavg``, ``psi``, ``interrupts``) or the ``self`` probe,
-nothing in a tick needs Python: :func:`burst` sleeps to each
+fixed-point decimals: ``loadavg``, ``psi``, ``interrupts``), a probe whose counters it
+reads itself (:meth:`~reveal_lab.collect._probe.Probe.compiled_counters`: ``perf`` with
+``perf_event_open``) or the ``self`` probe, nothing in a tick needs Python: :func:`burst` sleeps to each
 absolute deadline with ``clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)``, takes the
 timestamps, reads and scans the files, fills the ``self`` channels and appends the
 row to the writer's buffers, for as many ticks as it may. It returns to Python
 
 * when a journal flush is due (once per ``flush_s``; the flush and fsync are Python's),
-* on a tick on which a probe that samples in Python is due (cgroup, perf, turbostat,
-  gpu): after the compiled part of the tick (sleep, timestamps, reads, ops, ``self``),
+* on a tick on which a probe that samples in Python is due (cgroup, turbostat, gpu,
+  perf through its ``perf stat`` child; ``perf_event_open`` counter groups are read here,
+  :func:`read_counters`): after the compiled part of the tick (sleep, timestamps, reads,
+  ops, counters, ``self``),
   with the row not yet appended; the interpreter samples only those probes, appends the
   row and calls again,
 * when a file's layout changed (a device or IRQ appeared: the tick is redone by the
@@ -79,6 +82,7 @@ _nanosleep = types.ExternalFunction(
     "clock_nanosleep", types.int32(types.int32, types.int32, types.voidptr, types.voidptr)
 )
 _gettime = types.ExternalFunction("clock_gettime", types.int32(types.int32, types.voidptr))
+_read = types.ExternalFunction("read", types.intp(types.int32, types.voidptr, types.uintp))
 _MISSING = np.int64(MISSING_INT)
 
 
@@ -103,6 +107,27 @@ def apply_ops(t, base, poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, 
         else:
             sc = op_scale[o]
             row_f[op_dst[o]] = (out[base + op_a[o]] * sc + out[base + op_b[o]]) / sc
+
+
+@_jit
+def read_counters(cfd, cn, coff, cdst, cmult, cbuf, row_f):  # noqa: ANN001, ANN201
+    """Counter groups (:meth:`Probe.compiled_counters`, ``dst`` made absolute): one
+    ``read`` each into ``cbuf``, values scaled by enabled / running and ``cmult`` into
+    ``row_f``; a failed read or a group never scheduled gives NaN."""
+    for g in range(cfd.shape[0]):
+        need = 8 * (3 + cn[g])
+        got = _read(np.int32(cfd[g]), cbuf.ctypes.data, need)
+        scale = np.nan
+        if got == need:
+            en = cbuf[1]
+            ru = cbuf[2]
+            if ru > 0:
+                scale = float(en) / float(ru)
+            elif en == 0:
+                scale = 1.0
+        for i in range(cn[g]):
+            o = coff[g] + i
+            row_f[cdst[o]] = float(cbuf[3 + i]) * scale * cmult[o] if got == need else np.nan
 
 
 @_jit
@@ -144,6 +169,12 @@ def burst(  # noqa: ANN201, PLR0913
     op_scale,
     pbi,
     pbf,
+    cfd,
+    cn,
+    coff,
+    cdst,
+    cmult,
+    cbuf,
 ):  # noqa: ANN001
     """Run ticks from ``st[S_K]`` until one of the ``R_*`` reasons; see the module.
 
@@ -156,6 +187,7 @@ def burst(  # noqa: ANN201, PLR0913
     from row ``st[S_ROWS]`` on. ``post[t]``: table ``t`` belongs to a probe whose row
     slice the ops ``poff[t]:poff[t+1]`` compute (:func:`apply_ops`); ``pbi``/``pbf``
     hold that probe's int and float slices, missing on the ticks it skips.
+    ``cfd``...``cbuf``: the counter groups read on every tick (:func:`read_counters`).
     """
     nt = fds.shape[0]
     half = interval_ns // 2
@@ -203,6 +235,8 @@ def burst(  # noqa: ANN201, PLR0913
                     row_f[pbf[t, 0] : pbf[t, 1]] = np.nan
             if post[t] and active[t]:
                 apply_ops(t, ooff[t, 0], poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, row_f)
+        if cfd.shape[0]:
+            read_counters(cfd, cn, coff, cdst, cmult, cbuf, row_f)
         if self_off >= 0:
             row_i[self_off] = (t_mono - deadline) // 1000
             row_i[self_off + 1] = st[S_MISSED]

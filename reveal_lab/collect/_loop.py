@@ -12,6 +12,7 @@ import platform
 import signal
 import socket
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -324,7 +325,17 @@ def _collect_locked(
         gpu_backend=gpu_backend,
         options=dict(options or {}),
     )
-    used, skipped = _open_probes(names, ctx)
+    from reveal_lab.collect.probes import _scan
+
+    # numba's import and start-up (most of a second) off the way to the first sample: the
+    # first ticks scan in Python while a thread loads the compiled code (see _Upgrade)
+    defer = os.environ.get("REVEAL_LAB_COLLECT_DEFER", "1") != "0" and _scan._FAST is None
+    _scan.DEFER = defer
+    try:
+        used, skipped = _open_probes(names, ctx)
+    except BaseException:
+        _scan.DEFER = False
+        raise
     stop = {"flag": False, "signal": None}
     old_handlers = {}
     try:
@@ -360,10 +371,20 @@ def _collect_locked(
             a += p.n_int
             b += p.n_float
         self_probe = next((p for p in used if p.name == "self"), None)
-        batch, batch_of, direct = _make_batch(plan, row_big, int_off, ni)
-        hot = _make_burst(
-            plan, list(zip(int_off, float_off, strict=True)), batch, batch_of, direct, row_i, row_f
-        )
+
+        def build_hot() -> tuple[Any, Any, Any, Any]:
+            batch, batch_of, direct = _make_batch(plan, row_big, int_off, ni)
+            hot = _make_burst(
+                plan, list(zip(int_off, float_off, strict=True)), batch, batch_of, direct, row_i, row_f
+            )
+            return batch, batch_of, direct, hot
+
+        upgrade = None
+        if defer:
+            batch = batch_of = direct = hot = None
+            upgrade = _Upgrade(build_hot)
+        else:
+            batch, batch_of, direct, hot = build_hot()
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
         tz = dt.datetime.now().astimezone().utcoffset()
@@ -440,7 +461,11 @@ def _collect_locked(
             direct,
             loop_stats,
             hot,
+            upgrade,
         )
+        if upgrade is not None:  # (a stop before the switch leaves the thread to finish alone)
+            if upgrade.result is not None and upgrade.result[0] is not None:
+                meta["batch_read_tables"] = len(upgrade.result[0].tables)
         samples = writer.n_records
         end_wall = time.time_ns()
         try:
@@ -489,6 +514,7 @@ def _collect_locked(
             meta,
         )
     finally:
+        _scan.DEFER = False
         for s, h in old_handlers.items():
             signal.signal(s, h)
         for p in used:
@@ -605,6 +631,27 @@ class _Burst:
                 self.pbi[t] = (oi, oi + vi.size)
                 self.pbf[t] = (of, of + vf.size)
             self.compiled.append(j)
+        # probes whose counters the compiled loop reads itself (perf_event_open groups)
+        cfd, cn, cdst, cmult = [], [], [], []
+        for j, (p, _, _, d) in enumerate(plan):
+            if direct[j] or p.name == "self" or j in self.compiled or d != 1:
+                continue
+            groups = p.compiled_counters()
+            if not groups:
+                continue
+            of = self.offsets[j][1]
+            for fd, n, dsts in groups:
+                cfd.append(fd)
+                cn.append(n)
+                cdst += [of + dst for dst, _ in dsts]
+                cmult += [m for _, m in dsts]
+            self.compiled.append(j)
+        self.cfd = np.array(cfd, dtype=np.int64)
+        self.cn = np.array(cn, dtype=np.int64)
+        self.coff = np.concatenate([[0], np.cumsum(self.cn)]).astype(np.int64)
+        self.cdst = np.array(cdst, dtype=np.int64)
+        self.cmult = np.array(cmult, dtype=np.float64)
+        self.cbuf = np.zeros(3 + max(cn, default=0), dtype=np.uint64)
         ops.sort(key=lambda o: o[0])  # stable: each table's ops keep their order
         cols = np.array(ops, dtype=np.int64).reshape(-1, 6)
         self.poff = np.searchsorted(cols[:, 0], np.arange(nt + 1)).astype(np.int64)
@@ -644,7 +691,48 @@ class _Burst:
             row_i, row_f, bt, bi, bf,
             self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale,
             self.pbi, self.pbf,
+            self.cfd, self.cn, self.coff, self.cdst, self.cmult, self.cbuf,
         )  # fmt: skip
+
+
+class _Upgrade:
+    """Load numba and the compiled scanner, batch reader and hot loop in a thread
+    (:meth:`start`, after the first sample), then build the batch and the hot loop in
+    the sampling thread at a tick boundary (:meth:`take`)."""
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+        self.result: tuple[Any, Any, Any, Any] | None = None
+
+    def _load(self) -> None:
+        try:
+            from reveal_lab.collect.probes import _scan
+
+            _scan.load()
+            _burst_mod()  # imports the batch reader too
+        except BaseException as exc:  # noqa: BLE001 - no numba: stay interpreted
+            self.error = exc
+
+    def start(self) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._load, name="reveal-lab-compile", daemon=True)
+            self.thread.start()
+
+    def ready(self) -> bool:
+        return self.thread is not None and not self.thread.is_alive()
+
+    def take(self) -> tuple[Any, Any, Any, Any]:
+        from reveal_lab.collect.probes import _scan
+
+        _scan.DEFER = False
+        if self.error is not None:
+            log.info("compiled code unavailable (%s); ticks run in Python", self.error)
+            self.result = (None, None, None, None)
+        else:
+            self.result = self.build()
+        return self.result
 
 
 def _burst_mod() -> Any:
@@ -710,6 +798,7 @@ def _run_loop(
     direct: list[bool] | None = None,
     stats: dict[str, int] | None = None,
     hot: Any = None,
+    upgrade: _Upgrade | None = None,
 ) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
     closer than half an interval to the previous sample. A probe with divisor ``d > 1``
@@ -718,7 +807,9 @@ def _run_loop(
 
     Runs of ticks on which only direct table probes (and ``self``) are due go to the
     compiled :func:`~reveal_lab.collect._burst.burst`, with the same rules; the other
-    ticks run here. ``stats`` (if given) receives the number of ticks of each kind."""
+    ticks run here. ``stats`` (if given) receives the number of ticks of each kind.
+    ``upgrade`` (an :class:`_Upgrade`, started after the first sample): until it is
+    ready the ticks run here without batch or compiled loop, then they switch to them."""
     interval_ns = int(round(interval_s * 1e9))
     n_ticks = None if duration_s is None else max(1, int(round(duration_s / interval_s)))
     mono, wall, sleep = time.monotonic_ns, time.time_ns, time.sleep
@@ -737,8 +828,19 @@ def _run_loop(
     python_set = bu.python_set if bu is not None else set()
     if stats is not None:
         stats.update(python_ticks=0, compiled_ticks=0, partial_ticks=0, burst_calls=0)
+        if upgrade is not None:
+            stats["ticks_before_compiled"] = 0
     preset: tuple[int, int] | None = None  # timestamps of a tick the compiled loop began
     while not stop["flag"]:
+        if upgrade is not None and upgrade.ready():
+            batch, batch_of, direct, bu = upgrade.take()
+            upgrade = None
+            python_set = bu.python_set if bu is not None else set()
+            slow_batched = [
+                (j, d, batch_of[j])
+                for j, (_, _, _, d) in enumerate(plan)
+                if batch_of and d > 1 and batch_of[j] is not None
+            ]
         deadline = mono0 + k * interval_ns
         partial = False  # the compiled loop did all of this tick but its Python probes
         if bu is not None and preset is None and bu.batch is batch:
@@ -813,6 +915,10 @@ def _run_loop(
                 vf[:] = np.nan
         try:
             writer.append(seq, t_wall, t_mono, row_i, row_f)
+            if upgrade is not None:
+                upgrade.start()  # after the first sample (no-op once started)
+                if stats is not None:
+                    stats["ticks_before_compiled"] += 1
             writer.tick(mono())
         except DiskFull as exc:
             log.error("%s", exc)

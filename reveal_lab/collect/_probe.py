@@ -61,8 +61,8 @@ MISSING_INT = -(2**63)
 #: probe groups a user can name in ``--probes`` (besides single probe names)
 GROUPS: dict[str, str] = {
     "procfs": "/proc and /sys readers (no privileges needed)",
-    "cgroup": "cgroup v2 per-container cpu.stat / memory.current / io.stat",
-    "perf": "one long-lived `perf stat -I` child",
+    "cgroup": "per-container cpu, throttling, memory, I/O (cgroup v2, or the v1 controllers)",
+    "perf": "per-core perf counters (perf_event_open, or one long-lived `perf stat -I` child)",
     "turbostat": "one long-lived `turbostat` child",
     "gpu": "NVML (nvidia-ml-py) or a long-lived `nvidia-smi -lms` child",
     "self": "the collector's own timing (lag, missed ticks, CPU time)",
@@ -198,6 +198,15 @@ class Probe:
         (:data:`OP_FIXED`: ``(a * scale + b) / scale``, a ``%lu.%02lu`` value split at
         its point). The ops must write every channel and give exactly what
         :meth:`sample` gives from the same file contents."""
+        return None
+
+    def compiled_counters(self) -> list[tuple[int, int, list[tuple[int, float]]]] | None:
+        """Counter groups the compiled hot loop reads itself, or ``None`` (the probe samples
+        in Python). Each group is ``(fd, n, [(dst, mult)] * n)``: one ``read`` of ``fd``
+        gives ``nr, time_enabled, time_running, value[n]`` (``perf_event_open`` with
+        ``PERF_FORMAT_GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING``); value ``i``
+        scaled by ``enabled / running`` and ``mult`` goes to float column ``dst`` of the
+        probe's slice. Must give exactly what :meth:`sample` gives."""
         return None
 
     def __init__(self) -> None:

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from reveal_lab.collect import ProbeContext, ProbeUnavailable, collect
@@ -63,3 +64,147 @@ def test_cpu_burnt_in_a_child_cgroup_is_attributed_to_it(tmp_path):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+# -- cgroup v1 / hybrid hosts ---------------------------------------------------------
+
+
+def _v1_tree(tmp_path: Path) -> Path:
+    """A v1 layout as the kernel writes it (files recorded from a 6.x host), cpu and
+    cpuacct mounted apart, with one container ``ctr``; an empty v2 tree beside it."""
+    files = {
+        "cpu/ctr/cpu.stat": "nr_periods 120\nnr_throttled 37\nthrottled_time 2500000000\nnr_bursts 0\nburst_time 0\n",
+        "cpuacct/ctr/cpuacct.usage": "3456789012\n",
+        "cpuacct/ctr/cpuacct.stat": "user 250\nsystem 40\n",
+        "memory/ctr/memory.usage_in_bytes": "52428800\n",
+        "blkio/ctr/blkio.throttle.io_service_bytes": (
+            "8:0 Read 4096\n8:0 Write 8192\n8:0 Sync 12288\n8:0 Async 0\n8:0 Discard 0\n8:0 Total 12288\n"
+            "8:16 Read 1024\n8:16 Write 0\n8:16 Total 1024\nTotal 13312\n"
+        ),
+        "blkio/ctr/blkio.throttle.io_serviced": "8:0 Read 2\n8:0 Write 3\n8:0 Total 5\nTotal 5\n",
+        "unified/cgroup.controllers": "\n",
+    }
+    for rel, text in files.items():
+        f = tmp_path / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "".join(f"cgroup {tmp_path / c} cgroup rw,nosuid,relatime,{c} 0 0\n" for c in ("cpu", "cpuacct", "memory", "blkio"))
+        + f"cgroup2 {tmp_path / 'unified'} cgroup2 rw,relatime 0 0\nproc /proc proc rw 0 0\n"
+    )
+    return mounts
+
+
+def test_v1_files_give_the_v2_channel_names_and_values(tmp_path):
+    mounts = _v1_tree(tmp_path)
+    p = Cgroups()
+    p.open(ProbeContext(host="h", interval_s=0.1, options={"cgroup_mounts": str(mounts)}))
+    try:
+        assert p.info["cgroups"] == ["ctr"]
+        assert p.info["sources"]["ctr"] == {"cpu": "v1", "throttling": "v1", "memory": "v1", "io": "v1"}
+        ints = np.zeros(p.n_int, dtype=np.int64)
+        p.sample(ints, np.zeros(0))
+        got = {c.name("h"): int(v) for c, v in zip(p.channels, ints, strict=True)}
+    finally:
+        p.close()
+    hz = os.sysconf("SC_CLK_TCK")
+    assert got == {
+        "Cgroup:cpu_usage_usec.ctr.h[us]": 3456789,
+        "Cgroup:cpu_user_usec.ctr.h[us]": 250 * (1_000_000 // hz),
+        "Cgroup:cpu_system_usec.ctr.h[us]": 40 * (1_000_000 // hz),
+        "Cgroup:cpu_nr_periods.ctr.h[count]": 120,
+        "Cgroup:cpu_nr_throttled.ctr.h[count]": 37,
+        "Cgroup:cpu_throttled_usec.ctr.h[us]": 2500000,
+        "Cgroup:memory_current.ctr.h[Bytes]": 52428800,
+        "Cgroup:io_rbytes.ctr.h[Bytes]": 5120,
+        "Cgroup:io_wbytes.ctr.h[Bytes]": 8192,
+        "Cgroup:io_rios.ctr.h[count]": 2,
+        "Cgroup:io_wios.ctr.h[count]": 3,
+    }
+
+
+def test_v2_files_win_where_they_have_the_values(tmp_path):
+    mounts = _v1_tree(tmp_path)
+    v2 = tmp_path / "unified" / "ctr"
+    v2.mkdir()
+    (v2 / "cpu.stat").write_text("usage_usec 100\nuser_usec 60\nsystem_usec 40\n")  # no cpu controller
+    (v2 / "memory.current").write_text("4096\n")
+    p = Cgroups()
+    p.open(ProbeContext(host="h", interval_s=0.1, options={"cgroup_mounts": str(mounts)}))
+    try:
+        assert p.info["sources"]["ctr"] == {"cpu": "v2", "throttling": "v1", "memory": "v2", "io": "v1"}
+        ints = np.zeros(p.n_int, dtype=np.int64)
+        p.sample(ints, np.zeros(0))
+    finally:
+        p.close()
+    assert list(ints[:7]) == [100, 60, 40, 120, 37, 2500000, 4096]
+
+
+def test_cgroup_root_in_a_v1_hierarchy_narrows_every_hierarchy(tmp_path):
+    mounts = _v1_tree(tmp_path)
+    (tmp_path / "cpu" / "other").mkdir()
+    (tmp_path / "cpu" / "other" / "cpu.stat").write_text("nr_periods 1\n")
+    p = Cgroups()
+    p.open(ProbeContext(host="h", interval_s=0.1, cgroup_root=str(tmp_path / "memory"),
+                        options={"cgroup_mounts": str(mounts)}))  # fmt: skip
+    p.close()
+    assert p.info["cgroups"] == ["ctr", "other"]
+    with pytest.raises(ProbeUnavailable, match="no cgroup v2 hierarchy or v1 controller at"):
+        Cgroups().open(ProbeContext(host="h", interval_s=0.1, cgroup_root=str(tmp_path / "elsewhere"),
+                                    options={"cgroup_mounts": str(mounts)}))  # fmt: skip
+
+
+@pytest.mark.root
+def test_v1_cpu_quota_throttles_a_busy_child_and_it_shows(tmp_path):
+    from reveal_lab.collect.probes._cgroup import cgroup_mounts
+
+    _, v1 = cgroup_mounts()
+    if os.geteuid() != 0 or "cpu" not in v1:
+        pytest.skip("needs root and the v1 cpu controller mounted")
+    name = f"rvl-test-{os.getpid()}"
+    made: list[Path] = []
+    busy = None
+    try:
+        for ctrl in dict.fromkeys(v1[c] for c in ("cpu", "cpuacct", "memory") if c in v1):
+            d = Path(ctrl) / name / "work"
+            try:
+                d.mkdir(parents=True)
+            except OSError as exc:
+                pytest.skip(f"cannot create v1 cgroups here: {exc}")
+            made.append(d)
+        cpu_dir = Path(v1["cpu"]) / name / "work"
+        (cpu_dir / "cpu.cfs_period_us").write_text("100000")
+        (cpu_dir / "cpu.cfs_quota_us").write_text("10000")  # 10 % of a core: a busy loop is throttled
+        spin = "import time\nt=time.time()+6\nwhile time.time()<t: pass"
+        busy = subprocess.Popen([sys.executable, "-c", spin])
+        for d in made:
+            (d / "cgroup.procs").write_text(str(busy.pid))
+        out = tmp_path / "cg1"
+        res = collect(out, interval_s=0.1, duration_s=1.5, probes="cgroup", cgroup_root=str(Path(v1["cpu"]) / name),
+                      host="c", handle_signals=False)  # fmt: skip
+        assert res.probes_used == ["self", "cgroup"], res.probes_skipped
+        info = res.meta["probe_info"]["cgroup"]
+        assert info["cgroups"] == ["work"]
+        assert info["sources"]["work"]["throttling"] == "v1"
+        raw = read_collector_run(out, view="raw").frame
+        thr = raw.get_column("Cgroup:cpu_nr_throttled.work.c[count]").drop_nulls()
+        assert thr.max() > 0 and thr.max() >= thr.min()
+        assert raw.get_column("Cgroup:cpu_throttled_usec.work.c[us]").drop_nulls().max() > 0
+        if "cpuacct" in v1:
+            used = raw.get_column("Cgroup:cpu_usage_usec.work.c[us]").drop_nulls()
+            assert used.max() > used.min()  # it ran, a little
+        if "memory" in v1:
+            assert raw.get_column("Cgroup:memory_current.work.c[Bytes]").drop_nulls().max() > 0
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+        for d in made:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    d.parent.rmdir()
+                    break
+                except OSError:
+                    time.sleep(0.1)

@@ -13,14 +13,17 @@ changes whenever the layout does (a device, IRQ or counter appeared, vanished or
 moved), which sends the caller back to its slow, label-based path.
 
 Compiled with numba when available (``cache=True``); a pure-Python version with
-the same results is used otherwise.
+the same results is used otherwise. numba is imported on first use of ``scan`` (see
+:func:`load`), not when this module is imported.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-__all__ = ["scan", "scan_py", "COMPILED", "DECIMALS", "split_blanks", "drop_stale_cache"]
+__all__ = ["scan", "scan_py", "scan_now", "load", "COMPILED", "DECIMALS", "split_blanks", "drop_stale_cache"]
 
 #: the ``colons`` mode that also splits numbers at ``.``, ``/`` and ``=`` (fixed-point
 #: values such as ``/proc/loadavg``'s ``0.42`` and PSI's ``avg10=0.00``, printed by the
@@ -99,6 +102,15 @@ def drop_stale_cache(module_file: str, *deps: str) -> None:
             for d, _, files in os.walk(numba.config.CACHE_DIR)
             if any(f.startswith(stem + ".") for f in files)
         ]
+        try:  # the folder numba will cache into: stamped now, so its first files count as fresh
+            from numba.core.caching import _CacheLocator
+
+            own = os.path.join(numba.config.CACHE_DIR, _CacheLocator.get_suitable_cache_subpath(module_file))
+            os.makedirs(own, exist_ok=True)
+            if own not in dirs:
+                dirs.append(own)
+        except (ImportError, AttributeError, OSError):
+            pass
     for d in dirs:
         stamp = os.path.join(d, f"{stem}.deps-sha256")
         try:
@@ -188,9 +200,48 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
     return scan_nb
 
 
-try:
-    scan = _make_compiled()
-    COMPILED = True
-except ImportError:  # pragma: no cover - numba is a core dependency, but stay usable without it
-    scan = scan_py
-    COMPILED = False
+#: set by the collector while it starts: :func:`scan_now` then scans in Python until
+#: another thread has loaded the compiled scanner (:func:`load`), so that numba's import
+#: and start-up (most of a second) are not on the way to the first sample
+DEFER = False
+_FAST = None  # the compiled scanner, loaded and called once (or scan_py without numba)
+_LOCK = threading.Lock()
+
+
+def load():  # noqa: ANN201
+    """Import numba and load (or compile) the scanner, try it once on both kinds of
+    ``colons``, then publish it as ``scan``/``COMPILED`` and to :func:`scan_now`."""
+    global _FAST  # noqa: PLW0603
+    with _LOCK:
+        if _FAST is not None:
+            return _FAST
+        try:
+            fn = _make_compiled()
+            ok = True
+        except ImportError:  # pragma: no cover - numba is a core dependency, but stay usable without it
+            fn, ok = scan_py, False
+        one = np.frombuffer(b"a 1", np.uint8)
+        want, dest, out = np.array([1], np.int64), np.array([0], np.int64), np.zeros(1, np.int64)
+        for colons in (False, 0):  # the tables pass a bool or a mode
+            fn(one, want, dest, out, colons)
+        globals().update(scan=fn, COMPILED=ok)
+        _FAST = fn
+        return fn
+
+
+def scan_now(buf, want, dest, out, colons):  # noqa: ANN001, ANN201
+    """:func:`scan` where it is loaded (loading it here unless :data:`DEFER`), else
+    :func:`scan_py` (same results)."""
+    fn = _FAST
+    if fn is None:
+        if DEFER:
+            return scan_py(buf, want, dest, out, colons)
+        fn = load()
+    return fn(buf, want, dest, out, colons)
+
+
+def __getattr__(name: str):  # noqa: ANN202 - ``scan`` and ``COMPILED`` load numba on first use
+    if name in ("scan", "COMPILED"):
+        load()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

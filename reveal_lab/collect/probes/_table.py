@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from reveal_lab.collect._probe import MISSING_INT, ProbeContext, read_all
-from reveal_lab.collect.probes._scan import scan, split_blanks
+from reveal_lab.collect.probes._scan import scan_now, split_blanks
 
 __all__ = ["Table", "LineCount", "TableBatch", "Layout"]
 
@@ -106,7 +106,7 @@ class Table:
         self._dest = np.array([j for _, j in flat], dtype=np.int64)
         self._missing = np.setdiff1d(np.arange(self.n), self._dest)
         self._scratch = np.full(self.n, MISSING_INT, dtype=np.int64)
-        self._sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.mode)
+        self._sig = scan_now(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.mode)
         # does one read return the whole file (not a record-by-record file past one page)?
         self.single = len(os.pread(self.fd, max(self.hint, len(data) + 1), 0)) == len(data)
         if self.batch is not None:
@@ -138,7 +138,7 @@ class Table:
         if self._took_batched(out):
             return
         data = self._read()
-        sig = scan(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.mode)
+        sig = scan_now(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.mode)
         if sig == self._sig and not self._missing.size:
             return
         self.relayouts += 1
