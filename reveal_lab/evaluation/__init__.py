@@ -7,12 +7,15 @@ windows and labels.
 """
 
 from reveal_lab.evaluation._evaluate import (
+    COMPARISON_COLUMNS,
     FIT_MODES,
     Evaluation,
+    compare_spaces,
     crosshost_episodes,
     detection_windows,
     evaluate_dataset,
     table_markdown,
+    write_comparison,
 )
 from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
@@ -24,6 +27,9 @@ from reveal_lab.evaluation._score import (
 )
 
 __all__ = [
+    "COMPARISON_COLUMNS",
+    "compare_spaces",
+    "write_comparison",
     "EPISODE_COLUMNS",
     "FIT_MODES",
     "TABLE_COLUMNS",
