@@ -21,7 +21,10 @@ from reveal_lab.studies._data import (
     synthetic_runs,
 )
 from reveal_lab.studies._detection import (
+    baseline_runs,
     causes_per_window,
+    is_fault_free,
+    study_pruning,
     detection_summary,
     detector_window_counts,
     method_list,
@@ -80,6 +83,9 @@ __all__ = [
     "synthetic_runs",
     "parse_list",
     "run_detection",
+    "baseline_runs",
+    "is_fault_free",
+    "study_pruning",
     "method_list",
     "detector_window_counts",
     "causes_per_window",
