@@ -24,6 +24,7 @@ from reveal_lab.studies._detection import (
     baseline_runs,
     causes_per_window,
     is_fault_free,
+    labelled_episodes,
     study_pruning,
     detection_summary,
     detector_window_counts,
@@ -31,6 +32,7 @@ from reveal_lab.studies._detection import (
     run_detection,
     top_windows,
     traces_around,
+    window_flags,
 )
 from reveal_lab.studies._dtw import (
     DTWStudy,
@@ -86,6 +88,8 @@ __all__ = [
     "baseline_runs",
     "is_fault_free",
     "study_pruning",
+    "window_flags",
+    "labelled_episodes",
     "method_list",
     "detector_window_counts",
     "causes_per_window",

@@ -24,6 +24,8 @@ __all__ = [
     "study_pruning",
     "baseline_runs",
     "is_fault_free",
+    "window_flags",
+    "labelled_episodes",
     "method_list",
     "detector_window_counts",
     "causes_per_window",
@@ -384,3 +386,40 @@ def traces_around(
         "value",
         pl.col(TIMESTAMP).is_between(start, end).alias("in_window"),
     )
+
+
+def window_flags(windows: pl.DataFrame) -> pl.DataFrame:
+    """Per-window flags for per-host timelines (Fig. 2 as the paper): ``run_id, workload, host,
+    window_id, start, end``, then ``flag_<detector>`` (bool) and ``score_<detector>`` per
+    detector, from :func:`run_detection`'s windows."""
+    dets = [c.removeprefix("label_") for c in windows.columns if c.startswith("label_")]
+    ids = [c for c in ("run_id", "workload", "host", "window_id", "start", "end") if c in windows.columns]
+    return windows.select(
+        *ids,
+        *[pl.col(f"label_{d}").cast(pl.Boolean).alias(f"flag_{d}") for d in dets],
+        *[pl.col(f"score_{d}") for d in dets],
+    )
+
+
+def labelled_episodes(data: str | Path | None = None) -> pl.DataFrame:
+    """The labelled fault episodes of a dataset (``labels.csv`` of the lab dataset: ``run, host,
+    fault_type, start, end, expected_subsystem, scope``); empty with these columns when the
+    dataset has none. ``run`` plus ``_`` plus ``host`` is the run id of a per-host file."""
+    from reveal_lab.studies._data import SYNTH, resolve_data
+
+    schema = {
+        "run": pl.String,
+        "host": pl.String,
+        "fault_type": pl.String,
+        "start": pl.Datetime("ms"),
+        "end": pl.Datetime("ms"),
+        "expected_subsystem": pl.String,
+        "scope": pl.String,
+    }
+    root = resolve_data(data)
+    if root == SYNTH or not (Path(root) / "labels.csv").exists():
+        return pl.DataFrame(schema=schema)
+    from reveal_lab.lab import read_labels
+
+    lab = read_labels(Path(root) / "labels.csv")
+    return lab.select([pl.col(c).cast(t) for c, t in schema.items()])

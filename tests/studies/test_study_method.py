@@ -42,3 +42,17 @@ def test_baselines_are_the_other_fault_free_runs_of_the_workload():
     windows, _ = studies.run_detection(runs[:3], preset="smoke", pruning=None)
     # one fault-free sibling is not enough for calibrated thresholds: robust on the run itself
     assert windows.filter(pl.col("run_id") == runs[0].meta.run_id)["fit_mode"][0] == "robust"
+
+
+def test_window_flags_and_labelled_episodes_for_per_host_timelines():
+    runs = studies.synthetic_runs(n_workloads=1, runs_per_workload=3, n_seconds=20.0, n_channels=40)
+    windows, _ = studies.run_detection(runs, preset="smoke", pruning=None)
+    flags = studies.window_flags(windows)
+    dets = [c.removeprefix("flag_") for c in flags.columns if c.startswith("flag_")]
+    assert len(dets) >= 3 and all(flags.schema[f"flag_{d}"] == pl.Boolean for d in dets)
+    assert flags.columns[:6] == ["run_id", "workload", "host", "window_id", "start", "end"]
+    for d in dets:  # a flag is a score above the detector's threshold, as the windows say
+        assert (flags[f"flag_{d}"] == windows[f"label_{d}"].cast(pl.Boolean)).all()
+    eps = studies.labelled_episodes()
+    assert eps.height == 34 and set(eps["scope"]) == {"episode", "run"}
+    assert studies.labelled_episodes("synth").height == 0
