@@ -14,6 +14,7 @@ from reveal_lab.evaluation._evaluate import (
     crosshost_episodes,
     detection_windows,
     evaluate_dataset,
+    recall_at_false_alarms,
     table_markdown,
     write_comparison,
 )
@@ -29,6 +30,7 @@ from reveal_lab.evaluation._score import (
 __all__ = [
     "COMPARISON_COLUMNS",
     "compare_spaces",
+    "recall_at_false_alarms",
     "write_comparison",
     "EPISODE_COLUMNS",
     "FIT_MODES",

@@ -74,6 +74,11 @@ def test_evaluate_cli_writes_tables(tmp_path, capsys):
     saved = json.loads((tmp_path / "pruning.json").read_text())
     assert n == len(saved["selected"]) > 0 and saved["params"]["threshold"] == 0.5
     assert (tmp_path / "evaluation_self_all.csv").exists()
+    summ = json.loads((tmp_path / "pruned_vs_all.json").read_text())
+    for space in ("pruned", "all"):  # matched false-alarm share: needs scored fault-free runs
+        at = summ[space]["recall_at_1pct_false_alarms"]
+        assert at == {"threshold": None, "false_alarm_share": None, "recall": None, "episodes": 0}
+    assert pl.read_parquet(tmp_path / "windows_self.parquet").height > 0
     # --no-prune: every metric only
     assert main(["evaluate", "--mode", "self", "--runs", run, "--no-prune", "--out", str(tmp_path / "np")]) == 0
     assert not (tmp_path / "np" / "pruned_vs_all.csv").exists()
