@@ -19,7 +19,11 @@ For each workload ``w`` and metric ``m``:
    and ``run_x_workload`` elsewhere (the ``pairing`` column says which).
 
 A workload–metric pair counts as *reproducible* when ``p < alpha``; the study
-reports the share of such pairs (the paper reports 99.75 %). With ``pairing="run"``
+reports the share of such pairs (the paper reports 99.75 %). Beside it, the hypothesis
+tested in its own direction (:func:`one_sided_test`): a one-sided Wilcoxon test that runs
+are closer to their own workload, on one value per run (``within`` vs the mean over the
+other workloads), with the rank-biserial effect size, per pair and per metric over the
+runs of all workloads (``DTWStudy.by_metric``). With ``pairing="run"``
 an exact two-sided test needs at least 6 runs to reach ``p < 0.05``; pairs with
 fewer usable runs are reported with ``p = NaN`` and ``reason`` filled, never
 silently dropped. When all paired differences are 0 the test is undefined; we
