@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.stats import norm
 
 from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
 
@@ -282,6 +281,8 @@ def robust_threshold(scores: Sequence[float] | np.ndarray, rate: float, n_detect
     >>> int((s > robust_threshold(s, 0.01)).sum())
     10
     """
+    from scipy.stats import norm
+
     s = np.asarray(scores, dtype=np.float64)
     s = s[np.isfinite(s)]
     if s.size == 0:
