@@ -292,6 +292,7 @@ def evaluate_dataset(
     elif prune:
         base_runs = [load(s) for s in base_rows["source_file"].to_list()]
         pruning = fit_pruning(base_runs, pre.prune.threshold, trim=False)
+        pruning.params["trim"] = trim  # the runs were trimmed on loading
     if pruning is not None:
         prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
         prune_info.pop("fitted_on", None)
