@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -61,3 +68,12 @@ kept = (result.clusters.filter(pl.col("is_representative"))
         .sort("subsystem", "n_workloads", "key", descending=[False, True, False]))
 studies.save_table(kept, out_dir, "pruning_selected")
 f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space"
+
+# %% [markdown]
+# The diagnostic space every later study scores (03-09): pruned at `threshold` on the
+# fault-free runs only, each trimmed to its workload span and with its derived metrics,
+# saved as `pruning.json` in the output folder with its parameters.
+
+# %%
+space = studies.study_pruning(runs, out_dir, refit=True, threshold=threshold)
+f"pruning.json: {len(space.selected)} metrics, fitted on {len(space.params['fitted_on'])} fault-free runs"

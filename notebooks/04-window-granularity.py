@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -28,6 +35,8 @@ preset = "full"
 granularities = "3/1,1.5/0.5,5/2"  # window/stride pairs in seconds; the first is the reference
 min_agreement = 1
 timeline_runs = 4  # runs shown in Fig. 6
+pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
+trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
 
 # %%
 import warnings
@@ -40,8 +49,9 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 grans = [tuple(float(x) for x in g.split("/")) for g in studies.parse_list(granularities)]
 runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                                max_runs=max_runs, max_seconds=max_seconds)
+space = studies.study_pruning(runs, out_dir, prune=pruning)
 intervals = studies.granularity_intervals(
-    runs, grans, detect=lambda run, wc: studies.detect_windows(run, wc, preset, min_agreement))
+    runs, grans, detect=lambda run, wc: studies.detect_windows(run, wc, preset, min_agreement, space, trim))
 comparison = studies.granularity_comparison(intervals)
 studies.save_table(comparison, out_dir, "granularity_per_run")
 

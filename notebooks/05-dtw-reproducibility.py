@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -50,9 +57,25 @@ traces = studies.collect_traces(runs, by_phase=by_phase, metrics=studies.parse_l
                                 max_metrics=max_metrics or None)
 result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing)
 studies.save_table(result.pairs, out_dir, "dtw_pairs")
+studies.save_table(result.by_metric, out_dir, "dtw_by_metric")
 summary = result.summary()
 studies.save_table(summary, out_dir, "dtw_summary")
 summary
+
+# %% [markdown]
+# **Two-sided vs one-sided.** `share_significant_pct` is the paper's measure: the share of
+# workload–metric pairs whose two-sided test gives p < `alpha`. A two-sided test also counts
+# pairs whose runs are *farther* from their own workload than from the others
+# (`significant_wrong_direction`), and with `pairing="auto"` most pairs pool every
+# (run, other workload) pair, which are not independent (each run enters once per other
+# workload). The hypothesis is one-sided (closer to its own workload), so
+# `share_one_sided_pct` tests it on one value per run (`p_one_sided`, exact Wilcoxon, with
+# the rank-biserial `effect_size`: +1 when every run is closer to its own workload). With 4
+# runs per workload the smallest possible one-sided p is 1/16 > 0.05, so no single
+# workload–metric pair can reach significance: `share_metrics_one_sided_pct` pools, per
+# metric, one value per run over all workloads (`dtw_by_metric`), independent units in the
+# hypothesised direction. Distances are exact and finite (a constant trace, z-normalized to
+# zeros, used to come back as `inf` from dtaidistance's default pruning).
 
 # %%
 fig = plots.plot_dtw_distances(result.distances, result.pairs, alpha=alpha)

@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -29,6 +36,9 @@ preset = "full"
 pad_s = 15.0  # seconds of context before and after a flagged window
 min_agreement = 2  # pick windows flagged by at least this many detectors when there are any
 lab_cases = True  # run the lab dataset's case studies when the data has meta_lab.csv and labels.csv
+pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
+thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
+trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
 
 # %%
 import warnings
@@ -44,7 +54,9 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                                max_runs=max_runs, max_seconds=max_seconds)
 by_id = {r.meta.run_id: r for r in runs}
-windows, evidence = studies.run_detection(runs, preset=preset)
+space = studies.study_pruning(runs, out_dir, prune=pruning)
+windows, evidence = studies.run_detection(runs, preset=preset, pruning=space, trim=trim,
+                                          thresholds=thresholds)
 top = studies.top_windows(evidence, 2, min_agreement=min_agreement)
 top
 

@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -26,6 +33,9 @@ max_seconds = 0.0
 preset = "full"
 max_windows_per_run = 80  # windows per run entering the projections (evenly spaced)
 seed = 0
+pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
+thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
+trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
 
 # %%
 import warnings
@@ -38,7 +48,8 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                                max_runs=max_runs, max_seconds=max_seconds)
-windows, _ = studies.run_detection(runs, preset=preset)
+space = studies.study_pruning(runs, out_dir, prune=pruning)
+windows, _ = studies.run_detection(runs, preset=preset, pruning=space, trim=trim, thresholds=thresholds)
 anom = windows.filter("anomalous").select("run_id", "window_id")
 flagged = {(r, int(w)): True for r, w in anom.iter_rows()}
 X, rows = studies.window_feature_table(runs, get_preset(preset).window, anomalous=flagged,

@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -21,7 +28,11 @@
 data = ""  # dataset folder; empty: the bundled data/lab
 out_dir = "../out/lab"
 smoke = False
-mode = "baseline"  # baseline: fit on the workload's fault-free runs; self: fit on the run itself
+# mode: as `reveal-lab evaluate`, fit on the workload's other fault-free runs with out-of-sample
+# thresholds; baseline: in-sample thresholds; self: the paper's fit on the run itself
+mode = "calibrated"
+false_alarm_rate = 0.01  # calibrated mode: share of fault-free windows any detector may flag
+pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 preset = "paper"
 min_agreement = 1
 max_runs = 0  # evaluate only the first runs of meta_lab.csv (baselines still from all); 0: all
@@ -42,8 +53,10 @@ if labelled:
 
     subset = read_meta(root / "meta_lab.csv")["run"].unique(maintain_order=True).to_list()[:max_runs] \
         if max_runs else None
+    saved = bool(pruning) and (Path(out_dir) / pruning).exists()  # 02's space, else fitted here
+    space = studies.study_pruning([], out_dir, prune=pruning) if saved else bool(pruning)
     ev = evaluate_dataset(root, mode=mode, preset=preset, min_agreement=min_agreement, runs=subset,
-                          crosshost=crosshost)
+                          crosshost=crosshost, false_alarm_rate=false_alarm_rate, prune=space)
     table, episodes, alarms = ev.table, ev.episodes, ev.baseline_by_workload
 else:
     note = f"{root} has no meta_lab.csv/labels.csv: not a labelled dataset"

@@ -52,6 +52,36 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="a text file of metric keys (one per line): the diagnostic space to score",
     )
     p.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="score every metric (default: the pruned space of paper §4.1, fitted on the --baseline "
+        "runs, or on each run itself when it comes alone, and saved as pruning.json in --out)",
+    )
+    p.add_argument(
+        "--pruning", metavar="FILE", default=None, help="reuse a saved pruning.json as the metric space"
+    )
+    p.add_argument(
+        "--no-trim",
+        action="store_true",
+        help="score the whole recording (default: the workload's span: the recorded span of lab runs, "
+        "else the active span from utilisation less a 3 s margin at each end)",
+    )
+    p.add_argument(
+        "--thresholds",
+        choices=("auto", "calibrated", "baseline", "robust", "self"),
+        default="auto",
+        help="auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
+        "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
+        "(fit on the run, the top 1%% per detector flagged)",
+    )
+    p.add_argument(
+        "--false-alarm-rate",
+        type=float,
+        default=None,
+        metavar="RATE",
+        help="share of fault-free windows any detector may flag (calibrated and robust; default 0.01)",
+    )
+    p.add_argument(
         "--view",
         choices=("dataset", "raw"),
         default=None,
@@ -75,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.io import load_run
-    from reveal_lab.pipeline import detect_run
+    from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
     from reveal_lab.report import write_report
 
     preset = get_preset(args.preset)
@@ -111,6 +141,16 @@ def _run(args: argparse.Namespace) -> int:
         return load_run(path, **opts)
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
+    if args.false_alarm_rate is not None and not 0 < args.false_alarm_rate < 1:
+        raise ValueError(f"--false-alarm-rate must be between 0 and 1, got {args.false_alarm_rate}")
+    out = Path(args.out)
+    pruning = None
+    if selected is None and not args.no_prune:
+        if args.pruning:
+            pruning = load_pruning(args.pruning)
+        elif baseline:  # fitted once on the baseline runs, saved beside the report
+            pruning = fit_pruning(baseline, preset.prune.threshold, trim=not args.no_trim)
+            save_pruning(pruning, out / "pruning.json")
     dets = []
     frames_by_run: dict[str, object] = {}  # for the report's raw traces
     episodes = []
@@ -122,25 +162,42 @@ def _run(args: argparse.Namespace) -> int:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
         mismatch = interval_mismatch(run, preset.window.interval_s, given=args.interval is not None)
+        run_pruning = pruning
+        if selected is None and not args.no_prune and run_pruning is None:  # the run alone: its own space
+            run_pruning = fit_pruning([run], preset.prune.threshold, trim=not args.no_trim)
+            name = "pruning.json" if len(args.runs) == 1 else f"pruning_{run.run_id}.json"
+            save_pruning(run_pruning, out / name)
         det = detect_run(
             run,
             baseline=baseline,
             preset=preset,
             selected=selected,
             min_agreement=args.min_agreement,
+            prune=run_pruning if run_pruning is not None else False,
+            trim=not args.no_trim,
+            thresholds=args.thresholds,
+            false_alarm_rate=args.false_alarm_rate,
             force_baseline=args.force,
         )
         if mismatch:
             print(f"warning: {mismatch}", file=sys.stderr)
             det.warnings.append(mismatch)
             det.summary["warnings"] = list(det.warnings)
+        if det.config["trim"].get("run"):
+            tr = det.config["trim"]["run"]
+            print(f"{run.run_id}: trimmed {tr['cut_start_s']:.1f} s + {tr['cut_end_s']:.1f} s ({tr['how']})")
         s = det.summary
         subs = ", ".join(
             f"{k} {v['windows']}"
             for k, v in sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])
         )
         print(
-            f"{run.run_id}: {s['windows']} windows, "
+            f"{run.run_id}: {s['windows']} windows ({det.fit_mode} thresholds, "
+            + (
+                f"{det.config['pruning']['n_selected']} pruned metrics), "
+                if det.config["pruning"]["applied"]
+                else "all metrics), "
+            )
             + (
                 "no anomaly"
                 if s["no_anomaly"]

@@ -76,7 +76,20 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="FILE",
         help="also write a JSON object: overall, per fault type and per magnitude (episodes, "
         "episode_recall, window_precision, false_alarm_share, top1/top3_accuracy, score_auc) and the "
-        "settings; with --mode all, one file per mode (FILE's stem + _<mode>)",
+        "settings; with --mode all, one file per mode (FILE's stem + _<mode>); the every-metric "
+        "evaluation beside the pruned one goes to FILE's stem + _all",
+    )
+    p.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="score every metric only (default: the pruned space, fitted on the dataset's fault-free "
+        "runs, and every metric beside it; pruned_vs_all.csv/.json compare them)",
+    )
+    p.add_argument(
+        "--pruning",
+        default=None,
+        metavar="FILE",
+        help="a pruning.json to reuse (default: fit on the dataset's fault-free runs)",
     )
     p.set_defaults(func=_run)
 
@@ -85,28 +98,47 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from reveal_lab.config import parse_duration
-    from reveal_lab.evaluation import evaluate_dataset, write_evaluation_json
+    from reveal_lab.evaluation import evaluate_dataset, write_comparison, write_evaluation_json
 
     modes = ("calibrated", "baseline", "self") if args.mode == "all" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
+    if args.pruning and not Path(args.pruning).is_file():
+        print(f"reveal-lab evaluate: --pruning {args.pruning}: no such file (expected a pruning.json)")
+        return 2
+    spaces = {"all": False} if args.no_prune else {"pruned": args.pruning or True, "all": False}
     for mode in modes:
-        ev = evaluate_dataset(
-            args.data,
-            mode=mode,
-            preset=args.preset,
-            min_agreement=args.min_agreement,
-            grace_s=parse_duration(args.grace),
-            runs=runs,
-            trim=not args.no_trim,
-            false_alarm_rate=args.false_alarm_rate,
-            persist=args.persist,
-        )
-        paths = ev.write(Path(args.out))
-        if args.json:
-            j = Path(args.json)
-            if len(modes) > 1:
-                j = j.with_name(f"{j.stem}_{mode}{j.suffix or '.json'}")
-            paths["json"] = write_evaluation_json(ev, j)
-        print(paths["table_md"].read_text())
-        print(f"[{mode}] tables in {args.out}: " + ", ".join(p.name for p in paths.values()))
+        evs = {}
+        for space, prune in spaces.items():
+            ev = evaluate_dataset(
+                args.data,
+                mode=mode,
+                preset=args.preset,
+                min_agreement=args.min_agreement,
+                grace_s=parse_duration(args.grace),
+                runs=runs,
+                trim=not args.no_trim,
+                false_alarm_rate=args.false_alarm_rate,
+                persist=args.persist,
+                prune=prune,
+            )
+            if space == "pruned" and ev.pruning is not None:
+                spaces["pruned"] = ev.pruning  # fitted once, reused by the next modes
+            if space == "all" and len(spaces) > 1:
+                ev.mode = f"{mode}_all"  # evaluation_<mode>_all.csv beside the pruned tables
+            paths = ev.write(Path(args.out))
+            ev.mode = mode
+            if args.json:
+                j = Path(args.json)
+                tag = (f"_{mode}" if len(modes) > 1 else "") + ("_all" if space == "all" and len(spaces) > 1 else "")
+                if tag:
+                    j = j.with_name(f"{j.stem}{tag}{j.suffix or '.json'}")
+                paths["json"] = write_evaluation_json(ev, j)
+            evs[space] = ev
+            print(paths["table_md"].read_text())
+            names = ", ".join(p.name for p in paths.values())
+            print(f"[{mode}, {space} metrics] tables in {args.out}: {names}")
+        if len(evs) > 1:
+            out = Path(args.out) / (mode if len(modes) > 1 else "")
+            cmp = write_comparison(evs, out)
+            print(f"[{mode}] pruned vs all: " + ", ".join(str(p) for p in cmp.values()))
     return 0

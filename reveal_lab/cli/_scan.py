@@ -37,6 +37,13 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--preset", default="paper", help="detection preset (paper, smoke, full)")
     p.add_argument(
+        "--no-prune",
+        action="store_true",
+        help="score every metric (default: the pruned space, each run's own or --pruning's)",
+    )
+    p.add_argument("--pruning", metavar="FILE", help="one pruning.json for every run")
+    p.add_argument("--no-trim", action="store_true", help="score whole recordings (default: workload span)")
+    p.add_argument(
         "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"
     )
     p.add_argument("--run-id", action="append", metavar="ID", help="only this run (repeatable)")
@@ -70,6 +77,11 @@ def _run(args: argparse.Namespace) -> int:
     unknown = sorted(set(studies) - set(STUDIES))
     if unknown:
         raise ValueError(f"unknown studies {unknown}; expected some of {list(STUDIES)}")
+    prune: object = not args.no_prune
+    if args.pruning and not args.no_prune:
+        from reveal_lab.pipeline import load_pruning
+
+        prune = load_pruning(args.pruning)  # a small dataclass: pickled to the workers
     filters = {f: getattr(args, f) for f in FILTERS if getattr(args, f)}
     refs = run_refs(args.data, filters, args.run_id)
     if args.limit is not None:
@@ -79,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
     res = scan(
         args.data,
         refs=refs,
-        task_kwargs={"preset": args.preset},
+        task_kwargs={"preset": args.preset, "prune": prune, "trim": not args.no_trim},
         scheduler=INPROCESS if args.inprocess else args.scheduler,
         n_workers=args.workers,
         memory_limit=args.memory_limit,

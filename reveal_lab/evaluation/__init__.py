@@ -7,12 +7,16 @@ windows and labels.
 """
 
 from reveal_lab.evaluation._evaluate import (
+    COMPARISON_COLUMNS,
     FIT_MODES,
     Evaluation,
+    compare_spaces,
     crosshost_episodes,
     detection_windows,
     evaluate_dataset,
+    recall_at_false_alarms,
     table_markdown,
+    write_comparison,
 )
 from reveal_lab.evaluation._json import JSON_FIELDS, evaluation_json, write_evaluation_json
 from reveal_lab.evaluation._score import (
@@ -25,6 +29,10 @@ from reveal_lab.evaluation._score import (
 )
 
 __all__ = [
+    "COMPARISON_COLUMNS",
+    "compare_spaces",
+    "recall_at_false_alarms",
+    "write_comparison",
     "EPISODE_COLUMNS",
     "JSON_FIELDS",
     "evaluation_json",

@@ -44,9 +44,19 @@ from reveal_lab.evaluation._score import (
     score_episodes,
     summarize,
 )
-from reveal_lab.telemetry import SUBSYSTEMS, TIMESTAMP, Run, TelemetryError
+from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 
-__all__ = ["Evaluation", "evaluate_dataset", "detection_windows", "FIT_MODES", "table_markdown"]
+__all__ = [
+    "Evaluation",
+    "evaluate_dataset",
+    "detection_windows",
+    "FIT_MODES",
+    "table_markdown",
+    "compare_spaces",
+    "recall_at_false_alarms",
+    "write_comparison",
+    "COMPARISON_COLUMNS",
+]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +74,8 @@ class Evaluation:
     baseline_by_workload: pl.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    #: the pruned space the runs were scored in (``None``: every metric)
+    pruning: Any = None
 
     def write(self, out: str | Path) -> dict[str, Path]:
         """``evaluation_<mode>.csv/.md``, ``episodes_<mode>.csv``, ``false_alarms_<mode>.csv``."""
@@ -74,6 +86,7 @@ class Evaluation:
             "table_md": out / f"evaluation_{self.mode}.md",
             "episodes": out / f"episodes_{self.mode}.csv",
             "false_alarms": out / f"false_alarms_{self.mode}.csv",
+            "windows": out / f"windows_{self.mode}.parquet",
         }
         self.table.write_csv(paths["table_csv"])
         paths["table_md"].write_text(
@@ -83,6 +96,7 @@ class Evaluation:
         )
         self.episodes.write_csv(paths["episodes"])
         self.baseline_by_workload.write_csv(paths["false_alarms"])
+        self.windows.write_parquet(paths["windows"])  # scored windows: other operating points later
         return paths
 
 
@@ -206,14 +220,21 @@ def evaluate_dataset(
     crosshost: bool = True,
     false_alarm_rate: float = 0.01,
     persist: int = 1,
+    prune: bool | str | Path | Any = True,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
     ``runs`` restricts the evaluation to these run stems (baselines still come from the
-    whole dataset). ``trim`` (default) keeps only the workload's active span of each run
-    (``workload_start``..``workload_end`` of ``meta_lab.csv``: from the first step to the
-    last progress line), for the run and its baseline runs alike; the collector's start,
-    the calm seconds and the interpreter start-up are left out.
+    whole dataset). ``trim`` (default) keeps only the workload's span of each run
+    (:func:`reveal_lab.pipeline.trim_run`: ``workload_start``..``workload_end`` of
+    ``meta_lab.csv``, from the first step to the last progress line), for the run and its
+    baseline runs alike; the collector's start, the calm seconds, the interpreter start-up
+    and the teardown are left out.
+
+    ``prune`` (default ``True``): detect in the pruned metric space (paper §4.1), fitted
+    once (:func:`reveal_lab.pipeline.fit_pruning`) on all fault-free runs of the dataset,
+    trimmed; a :class:`~reveal_lab.pipeline.Pruning` or a ``pruning.json`` path reuses a
+    saved one; ``False`` scores every metric. ``config["pruning"]`` says which.
 
     Whole-run labels (``scope="run"``, a configuration difference) are also scored with
     cross-host deviation when ``crosshost`` (see :func:`crosshost_episodes`); those rows
@@ -229,7 +250,7 @@ def evaluate_dataset(
     from reveal_lab.config import data_dir, get_preset
     from reveal_lab.io import load_run
     from reveal_lab.lab import read_labels, read_meta
-    from reveal_lab.pipeline import detect_run
+    from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_run
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
@@ -247,6 +268,7 @@ def evaluate_dataset(
         for r in meta.iter_rows(named=True):
             if r["workload_start"] and r["workload_end"]:
                 spans[r["source_file"]] = (_parse(r["workload_start"]), _parse(r["workload_end"]))
+    trimmed_s: list[float] = []
 
     def load(source_file: str):  # noqa: ANN202
         if source_file not in cache:
@@ -254,13 +276,27 @@ def evaluate_dataset(
             if not path.exists():
                 raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
             run = load_run(path)
-            if source_file in spans:  # the workload's steady state: no start-up (imports) or tail
-                a, b = spans[source_file]
-                run = Run(run.meta, run.frame.filter(pl.col(TIMESTAMP).is_between(a, b)), list(run.warnings))
+            if trim:  # the workload's steady state: no start-up (imports) or teardown
+                run, tr = trim_run(run, span=spans.get(source_file))
+                trimmed_s.append(tr.cut_start_s + tr.cut_end_s)
             cache[source_file] = run
         return cache[source_file]
 
     base_rows = meta.filter(pl.col("fault") == "none")
+    prune_info: dict[str, Any] = {"applied": False}
+    pruning = None
+    if isinstance(prune, Pruning):
+        pruning = prune
+    elif isinstance(prune, str | Path):
+        pruning = load_pruning(prune)
+    elif prune:
+        base_runs = [load(s) for s in base_rows["source_file"].to_list()]
+        pruning = fit_pruning(base_runs, pre.prune.threshold, trim=False)
+        pruning.params["trim"] = trim  # the runs were trimmed on loading
+    if pruning is not None:
+        prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
+        prune_info.pop("fitted_on", None)
+    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self"}[mode]
     todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
     parts: list[pl.DataFrame] = []
     failures: list[str] = []
@@ -290,6 +326,9 @@ def evaluate_dataset(
                 preset=pre,
                 min_agreement=min_agreement,
                 false_alarm_rate=false_alarm_rate if mode == "calibrated" else None,
+                prune=pruning if pruning is not None else False,
+                trim=False,  # trimmed once, on loading
+                thresholds=thr_mode,
             )
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
@@ -338,9 +377,127 @@ def evaluate_dataset(
         "run_min_share": run_min_share,
         "persist": persist,
         "trim": trim,
+        "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
+        "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
         "crosshost": crosshost,
         **({"false_alarm_rate": false_alarm_rate} if mode == "calibrated" else {}),
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    return Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)
+    ev = Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)
+    ev.pruning = pruning
+    return ev
+
+
+#: the columns of ``pruned_vs_all.csv``
+COMPARISON_COLUMNS = (
+    "space",
+    "mode",
+    "n_metrics",
+    "fault_type",
+    "episodes",
+    "detected",
+    "episode_recall",
+    "window_precision",
+    "top1_accuracy",
+    "false_alarm_share",
+    "score_auc",
+)
+
+
+def recall_at_false_alarms(
+    windows: pl.DataFrame, episodes: pl.DataFrame, rate: float = 0.01
+) -> dict[str, Any]:
+    """Episode recall at a matched false-alarm share: the threshold on the ``combined``
+    score is the ``1 − rate`` quantile (``method="higher"``) of the fault-free (``baseline``)
+    windows' scores, so at most ``rate`` of them exceed it whatever the space; an episode
+    (``scope="episode"``, scored by windows) is found when a window of its run and host
+    overlapping it exceeds the threshold. Compares metric spaces at one operating point.
+
+    >>> import datetime as dt
+    >>> t = [dt.datetime(2025, 1, 1, 0, 0, i) for i in range(6)]
+    >>> w = pl.DataFrame({"run": ["b"] * 4 + ["f"] * 2, "host": "h", "start": t, "end": t,
+    ...                   "baseline": [True] * 4 + [False] * 2,
+    ...                   "combined": [0.1, 0.2, 0.3, 0.4, 0.35, 0.9]})
+    >>> ep = pl.DataFrame({"run": ["f", "f"], "host": "h", "scope": "episode",
+    ...                    "start": [t[4], t[5]], "end": [t[4], t[5]], "method": "windows"})
+    >>> recall_at_false_alarms(w, ep, 0.25)["recall"]
+    0.5
+    """
+    base = windows.filter(pl.col("baseline"))["combined"].drop_nulls().to_numpy()
+    if base.size == 0:
+        return {"threshold": None, "false_alarm_share": None, "recall": None, "episodes": 0}
+    import numpy as np
+
+    thr = float(np.quantile(base, 1.0 - rate, method="higher"))
+    ep = episodes.filter(pl.col("scope").fill_null("episode") == "episode")
+    if "method" in ep.columns:
+        ep = ep.filter(pl.col("method") == "windows")
+    found = 0
+    for r in ep.iter_rows(named=True):
+        hit = windows.filter(
+            (pl.col("run") == r["run"])
+            & (pl.col("host") == r["host"])
+            & (pl.col("start") <= r["end"])
+            & (pl.col("end") >= r["start"])
+            & (pl.col("combined") > thr)
+        )
+        found += hit.height > 0
+    return {
+        "threshold": thr,
+        "false_alarm_share": float((base > thr).mean()),
+        "recall": found / ep.height if ep.height else None,
+        "episodes": ep.height,
+    }
+
+
+def compare_spaces(evaluations: dict[str, Evaluation]) -> pl.DataFrame:
+    """The evaluation tables of several metric spaces (``{"pruned": ev, "all": ev}``) stacked,
+    one row per space and fault type (columns :data:`COMPARISON_COLUMNS`): the paper's claim
+    that pruning sharpens detection, tested."""
+    parts = []
+    for space, ev in evaluations.items():
+        n = len(ev.pruning.selected) if ev.pruning is not None else None
+        parts.append(
+            ev.table.with_columns(
+                space=pl.lit(space), mode=pl.lit(ev.mode), n_metrics=pl.lit(n, dtype=pl.Int64)
+            ).select(COMPARISON_COLUMNS)
+        )
+    return pl.concat(parts, how="vertical")
+
+
+def write_comparison(evaluations: dict[str, Evaluation], out: str | Path) -> dict[str, Path]:
+    """``pruned_vs_all.csv`` (:func:`compare_spaces`) and ``pruned_vs_all.json`` (the overall
+    rows and the settings of each space), and ``pruning.json`` of the pruned space."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = compare_spaces(evaluations)
+    paths = {"csv": out / "pruned_vs_all.csv", "json": out / "pruned_vs_all.json"}
+    table.write_csv(paths["csv"])
+    import json
+
+    summary = {
+        space: {
+            "overall": table.filter((pl.col("space") == space) & (pl.col("fault_type") == "overall"))
+            .drop("space")
+            .to_dicts(),
+            "by_fault": {
+                r["fault_type"]: {"episode_recall": r["episode_recall"], "score_auc": r["score_auc"]}
+                for r in table.filter(
+                    (pl.col("space") == space) & (pl.col("fault_type") != "overall")
+                ).to_dicts()
+            },
+            "config": ev.config,
+        }
+        for space, ev in evaluations.items()
+    }
+    for space, ev in evaluations.items():
+        summary[space]["recall_at_1pct_false_alarms"] = recall_at_false_alarms(ev.windows, ev.episodes, 0.01)
+    paths["json"].write_text(json.dumps(summary, indent=1, default=str))
+    for ev in evaluations.values():
+        if ev.pruning is not None:
+            from reveal_lab.pipeline import save_pruning
+
+            paths["pruning"] = save_pruning(ev.pruning, out / "pruning.json")
+            break
+    return paths

@@ -1,7 +1,26 @@
-"""The detection pipeline: a run's telemetry in, scored and explained windows out."""
+"""The detection pipeline: a run's telemetry in, scored and explained windows out.
+
+Around the detectors, the paper's method (:mod:`reveal_lab.pipeline._method`): the
+trimming rule (:func:`trim_run`), the pruned metric space fitted on fault-free runs and
+saved for reuse (:func:`fit_pruning`, :func:`save_pruning`, :func:`load_pruning`) and the
+threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`).
+"""
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
 from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection, detect_many, detect_run, detection_view
+from reveal_lab.pipeline._method import (
+    THRESHOLD_MODES,
+    Pruning,
+    Trim,
+    TrimRule,
+    active_span,
+    fit_pruning,
+    load_pruning,
+    recorded_span,
+    robust_threshold,
+    save_pruning,
+    trim_run,
+)
 
 __all__ = [
     "Detection",
@@ -12,4 +31,15 @@ __all__ = [
     "BaselineMismatch",
     "MIN_BASELINE_OVERLAP",
     "check_baseline",
+    "THRESHOLD_MODES",
+    "Pruning",
+    "Trim",
+    "TrimRule",
+    "active_span",
+    "fit_pruning",
+    "load_pruning",
+    "recorded_span",
+    "robust_threshold",
+    "save_pruning",
+    "trim_run",
 ]

@@ -23,6 +23,15 @@ from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, 
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.pipeline._method import (
+    THRESHOLD_MODES,
+    Pruning,
+    TrimRule,
+    fit_pruning,
+    load_pruning,
+    robust_threshold,
+    trim_run,
+)
 from reveal_lab.telemetry import (
     SUBSYSTEMS,
     TIMESTAMP,
@@ -315,6 +324,7 @@ def _score_host(
     timings: dict[str, float],
     false_alarm_rate: float | None = None,
     force_baseline: bool = False,
+    robust_rate: float | None = None,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
@@ -356,6 +366,11 @@ def _score_host(
             )
         ens.fit(wf.X)
         result = ens.result_
+        if robust_rate is not None:  # against the run's calm majority, not a fixed top share
+            n_det = len(result.methods)
+            for m in result.methods:
+                ens.detectors_[m].threshold_ = robust_threshold(result.scores[m], robust_rate, n_det)
+            result = ens.score(wf.X)
     notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
@@ -382,6 +397,9 @@ def detect_run(
     blas_threads: int | None = None,
     false_alarm_rate: float | None = None,
     force_baseline: bool = False,
+    prune: bool | str | os.PathLike | Pruning = True,
+    trim: bool | TrimRule = True,
+    thresholds: str = "auto",
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
@@ -392,14 +410,28 @@ def detect_run(
         (the paper's setting: the top 1 % of windows per detector are flagged).
     preset : windows and detector settings (default ``get_preset("paper")``).
     selected : the diagnostic space (metric names, host-free keys, or a pruning result
-        with ``.selected``); default: every metric.
+        with ``.selected``); overrides ``prune``.
+    prune : the pruned metric space (paper §4.1) when ``selected`` is not given:
+        ``True`` (default) fits it (:func:`fit_pruning`) on the baseline runs, or on the
+        run itself when it comes alone; a :class:`Pruning` or the path of a
+        ``pruning.json`` reuses a saved one; ``False`` scores every metric.
+    trim : keep only the workload's span of the run and of the baseline runs
+        (:func:`trim_run`: the recorded span of lab runs, the active span from utilisation
+        with a margin otherwise); ``False`` scores the whole recording. What was cut is in
+        ``config["trim"]``.
+    thresholds : one of :data:`THRESHOLD_MODES`. ``auto`` (default): ``calibrated`` with
+        2+ baseline runs, ``baseline`` with one, ``robust`` with none. ``self`` is the
+        paper's setting (fit on the run, the top 1 % per detector flagged); ``robust``
+        fits on the run too but thresholds each detector at ``median + k·1.4826·MAD`` of the
+        run's own scores (:func:`robust_threshold`), so a fault covering a minority of the
+        run is flagged over its length and a fault-free run stays near ``false_alarm_rate``.
     min_agreement : how many detectors must flag a window for it to count as anomalous
         (evidence rows and the report's table); 1 = any detector.
-    false_alarm_rate : with ``baseline`` runs (at least 2): set each detector's threshold
-        from out-of-sample scores of the baseline runs (leave one baseline run out, see
-        :func:`_cross_fit_thresholds`) so that at most this share of fault-free windows is
-        flagged by any detector (union bound: each detector gets ``rate / 3``).
-        ``None`` (default): the in-sample quantiles of the preset.
+    false_alarm_rate : the share of fault-free windows any detector may flag (union
+        bound: each detector gets ``rate / 3``), default 0.01. ``calibrated``: each
+        detector's threshold from out-of-sample scores of the baseline runs (leave one
+        baseline run out, see :func:`_cross_fit_thresholds`); ``robust``: the ``k`` of the
+        robust threshold. Given with 2+ baseline runs and ``thresholds="auto"``: calibrated.
     force_baseline : use a ``baseline`` that shares fewer than
         :data:`MIN_BASELINE_OVERLAP` of the run's metrics, or never moves; without it such
         a baseline raises :class:`BaselineMismatch`. Either way the report's warnings say
@@ -420,7 +452,8 @@ def detect_run(
         blas_threads = int(os.environ.get("REVEAL_LAB_BLAS_THREADS", "1"))
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         return _detect_run(
-            run, baseline, preset, selected, min_agreement, derive, false_alarm_rate, force_baseline
+            run, baseline, preset, selected, min_agreement, derive, false_alarm_rate,
+            force_baseline=force_baseline, prune=prune, trim=trim, thresholds=thresholds,
         )
 
 
@@ -433,18 +466,61 @@ def _detect_run(
     derive: bool,
     false_alarm_rate: float | None = None,
     force_baseline: bool = False,
+    prune: Any = True,
+    trim: Any = True,
+    thresholds: str = "auto",
 ) -> Detection:
     preset = preset or get_preset("paper")
+    if thresholds not in THRESHOLD_MODES:
+        raise ValueError(f"thresholds must be one of {THRESHOLD_MODES}, got {thresholds!r}")
+    n_base = len(baseline) if baseline else 0
+    mode = thresholds
+    if mode == "auto":
+        mode = "calibrated" if n_base >= 2 else "baseline" if n_base == 1 else "robust"
+    if mode in ("calibrated", "baseline") and not n_base:
+        raise ValueError(f"thresholds={mode!r} needs baseline runs")
+    if mode in ("robust", "self"):
+        baseline = None
     if false_alarm_rate is not None:
         if not 0.0 < false_alarm_rate < 1.0:
             raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
-        if not baseline or len(baseline) < 2:
+        if mode == "baseline" and thresholds == "auto":
             raise ValueError("false_alarm_rate needs at least 2 baseline runs (leave-one-run-out thresholds)")
+    if mode == "calibrated" and n_base < 2:
+        raise ValueError("calibrated thresholds need at least 2 baseline runs (leave-one-run-out thresholds)")
+    rate = 0.01 if false_alarm_rate is None else false_alarm_rate
     n_det = len(default_detectors(preset.detect))
     if not 1 <= min_agreement <= n_det:
         raise ValueError(f"min_agreement must be in 1..{n_det}, got {min_agreement}")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    trim_info: dict[str, Any] = {"applied": bool(trim)}
+    if trim:
+        rule = trim if isinstance(trim, TrimRule) else None
+        run, tr = trim_run(run, rule)
+        trim_info["run"] = tr.to_dict()
+        if baseline:
+            trimmed = [trim_run(b, rule) for b in baseline]
+            baseline = [b for b, _ in trimmed]
+            trim_info["baseline"] = [t.to_dict() for _, t in trimmed]
+    prune_info: dict[str, Any] = {"applied": False}
+    if selected is None and prune is not False and prune is not None:
+        t = time.perf_counter()
+        if isinstance(prune, Pruning):
+            pr, src = prune, "given"
+        elif isinstance(prune, str | os.PathLike):
+            pr, src = load_pruning(prune), str(prune)
+        else:
+            fit_on = list(baseline) if baseline else [run]
+            pr = fit_pruning(fit_on, preset.prune.threshold, trim=False)
+            src = "fitted on the baseline runs" if baseline else "fitted on the run itself"
+        selected = pr.selected
+        prune_info = {"applied": True, "source": src, "n_selected": len(pr.selected), **pr.params}
+        prune_info.pop("fitted_on", None)
+        timings["pruning"] = time.perf_counter() - t
+    elif selected is not None:
+        n_sel = len(set(getattr(selected, "selected", selected)))
+        prune_info = {"applied": True, "source": "selected", "n_selected": n_sel}
     parts = run.split_hosts()
     win_frames, evid, wattr, excluded, notes = [], [], [], [], list(run.warnings)
     thresholds: dict[str, dict[str, float]] = {}
@@ -457,7 +533,10 @@ def _detect_run(
     for host, part in parts.items():
         try:
             w, att, thr, excl, n, res = _score_host(
-                part, host, preset, base_feats, selected, derive, timings, false_alarm_rate, force_baseline
+                part, host, preset, base_feats, selected, derive, timings,
+                rate if mode == "calibrated" else None,
+                force_baseline=force_baseline,
+                robust_rate=rate if mode == "robust" else None,
             )
         except TelemetryError as exc:
             if len(parts) == 1:
@@ -504,7 +583,10 @@ def _detect_run(
         "stride_s": preset.window.stride_s,
         "interval_s": preset.window.interval_s,
         **{k: getattr(preset.detect, k) for k in preset.detect.__dataclass_fields__},
-        "false_alarm_rate": false_alarm_rate,
+        "false_alarm_rate": rate if mode in ("calibrated", "robust") else None,
+        "thresholds": mode,
+        "trim": trim_info,
+        "pruning": prune_info,
         "force_baseline": force_baseline,
     }
     det = Detection(
@@ -514,7 +596,7 @@ def _detect_run(
         evidence=evidence,
         methods=methods,
         thresholds=thresholds,
-        fit_mode="baseline" if baseline else "self",
+        fit_mode=mode,
         min_agreement=min_agreement,
         config=cfg,
         excluded=pl.concat(excluded, how="vertical") if excluded else pl.DataFrame(),

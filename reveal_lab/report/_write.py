@@ -111,16 +111,31 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     """(heading, paragraph, table) per section of one run."""
     s = det.summary
     hosts = ", ".join(s["hosts"])
-    fit = (
-        "fit on the run itself (the paper's setting: each detector flags about the top "
-        f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)"
-        if det.fit_mode == "self"
-        else "fit on baseline runs (thresholds from the baseline's scores)"
-    )
+    fit = {
+        "self": "fit on the run itself (the paper's setting: each detector flags about the top "
+        f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)",
+        "robust": "fit on the run itself, thresholds at median + k·MAD of the run's own scores "
+        f"(false-alarm budget {det.config.get('false_alarm_rate')})",
+        "calibrated": "fit on baseline runs, thresholds from their out-of-sample scores "
+        f"(false-alarm budget {det.config.get('false_alarm_rate')})",
+    }.get(det.fit_mode, "fit on baseline runs (thresholds from the baseline's scores)")
+    trim = det.config.get("trim", {}).get("run")
+    prune = det.config.get("pruning", {})
     intro = (
         f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
         f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
         f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it."
+        + (
+            f" Trimmed: {trim['cut_start_s']:g} s at the start, {trim['cut_end_s']:g} s at the end "
+            f"({trim['how']})."
+            if trim
+            else ""
+        )
+        + (
+            f" Metric space: {prune['n_selected']} pruned metrics ({prune.get('source', '')})."
+            if prune.get("applied")
+            else " Metric space: every metric."
+        )
     )
     out: list[tuple[str, str, pl.DataFrame | None]] = [(f"Run {det.run_id}", intro, None)]
     if s["no_anomaly"]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import polars as pl
 
@@ -20,6 +21,11 @@ from reveal_lab.telemetry import TIMESTAMP, Run
 
 __all__ = [
     "run_detection",
+    "study_pruning",
+    "baseline_runs",
+    "is_fault_free",
+    "window_flags",
+    "labelled_episodes",
     "method_list",
     "detector_window_counts",
     "causes_per_window",
@@ -57,6 +63,64 @@ def _conform(ev: pl.DataFrame) -> pl.DataFrame:
     return ev.select(cols)
 
 
+def is_fault_free(run: Run) -> bool:
+    """No injected fault recorded for the run (the lab dataset's ``fault``; public runs have none)."""
+    return str((run.meta.extra or {}).get("fault") or "none") in ("", "none")
+
+
+def baseline_runs(run: Run, runs: Sequence[Run]) -> list[Run]:
+    """The *other* fault-free runs of the run's workload, phase and hosts among ``runs``:
+    the reference the calibrated mode fits on (the run itself never enters its own fit)."""
+    m = run.meta
+    return [
+        r
+        for r in runs
+        if r is not run
+        and r.meta.run_id != m.run_id
+        and is_fault_free(r)
+        and r.meta.workload == m.workload
+        and r.meta.phase == m.phase
+        and tuple(r.meta.hosts) == tuple(m.hosts)
+    ]
+
+
+def study_pruning(
+    runs: Sequence[Run],
+    out_dir: str | Path | None = None,
+    *,
+    prune: bool | str | Path = True,
+    name: str = "pruning.json",
+    refit: bool = False,
+    threshold: float = 0.5,
+) -> object | None:
+    """The pruned metric space of one reproduction, fitted once and reused by every study.
+
+    ``prune=False``/``""``: ``None`` (every metric). A path: read it. ``True``: read
+    ``out_dir/name`` when it exists (written by the pruning notebook, 02) unless ``refit``;
+    otherwise fit it (:func:`reveal_lab.pipeline.fit_pruning`) on the fault-free runs
+    among ``runs`` (all of them when none is labelled fault-free) and save it there.
+    """
+    from reveal_lab.pipeline import fit_pruning, load_pruning, save_pruning
+
+    if prune is False or prune == "" or prune is None:
+        return None
+    if not isinstance(prune, bool):
+        path = Path(prune)
+        if not path.is_absolute() and out_dir is not None and not path.exists():
+            path = Path(out_dir) / path
+        if path.exists() and not refit:
+            return load_pruning(path)
+        name = path.name
+    path = Path(out_dir) / name if out_dir is not None else None
+    if path is not None and path.exists() and not refit:
+        return load_pruning(path)
+    free = [r for r in runs if is_fault_free(r)] or list(runs)
+    pr = fit_pruning(free, threshold)
+    if path is not None:
+        save_pruning(pr, path)
+    return pr
+
+
 def run_detection(
     runs: Iterable[Run],
     *,
@@ -65,18 +129,27 @@ def run_detection(
     stride_s: float | None = None,
     min_agreement: int = 1,
     selected: object | None = None,
+    pruning: object | None = None,
+    trim: bool = True,
+    thresholds: str = "auto",
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Detect every run with :func:`reveal_lab.pipeline.detect_run`; return
     ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
 
     ``windows`` has one row per scored window and host (``window_id, start, end, host,
     label_<detector>, score_<detector>, agreement, combined, anomalous``); ``evidence``
-    the pipeline's evidence rows. ``selected`` restricts the diagnostic space (a
-    pruning result or metric keys).
+    the pipeline's evidence rows. ``pruning``: the metric space
+    (:func:`study_pruning`; ``None``: every metric); ``selected`` (metric keys) overrides it.
+    ``trim``: the pipeline's trimming rule. ``thresholds``: ``auto`` (default) fits each
+    run on the other fault-free runs of its workload (:func:`baseline_runs`) with
+    calibrated thresholds where there are 2 or more, robust thresholds on the run itself
+    where not; ``self`` is the paper's setting (top 1 % per detector of each run).
     """
     from dataclasses import replace
 
     from reveal_lab.pipeline import detect_run
+
+    runs = list(runs)
 
     pr = get_preset(preset)
     if window_s or stride_s:
@@ -90,12 +163,27 @@ def run_detection(
         )
     wins, evs = [], []
     for run in runs:
-        det = detect_run(run, preset=pr, selected=selected, min_agreement=min_agreement)
+        base = baseline_runs(run, runs) if thresholds in ("auto", "calibrated", "baseline") else []
+        mode = thresholds
+        if thresholds == "auto" and len(base) < 2:
+            mode, base = "robust", []
+        det = detect_run(
+            run,
+            baseline=base or None,
+            preset=pr,
+            selected=selected,
+            min_agreement=min_agreement,
+            prune=pruning if pruning is not None else False,
+            trim=trim,
+            thresholds=mode,
+        )
         ids = [
             pl.lit(run.meta.run_id).alias("run_id"),
             pl.lit(run.meta.workload, pl.String).alias("workload"),
         ]
-        w = det.windows.with_columns((pl.col("agreement") >= det.min_agreement).alias("anomalous"))
+        w = det.windows.with_columns(
+            (pl.col("agreement") >= det.min_agreement).alias("anomalous"), fit_mode=pl.lit(det.fit_mode)
+        )
         wins.append(w.select(*ids, pl.all()))
         evs.append(_conform(det.evidence.with_columns(*ids)))
     windows = (
@@ -298,3 +386,40 @@ def traces_around(
         "value",
         pl.col(TIMESTAMP).is_between(start, end).alias("in_window"),
     )
+
+
+def window_flags(windows: pl.DataFrame) -> pl.DataFrame:
+    """Per-window flags for per-host timelines (Fig. 2 as the paper): ``run_id, workload, host,
+    window_id, start, end``, then ``flag_<detector>`` (bool) and ``score_<detector>`` per
+    detector, from :func:`run_detection`'s windows."""
+    dets = [c.removeprefix("label_") for c in windows.columns if c.startswith("label_")]
+    ids = [c for c in ("run_id", "workload", "host", "window_id", "start", "end") if c in windows.columns]
+    return windows.select(
+        *ids,
+        *[pl.col(f"label_{d}").cast(pl.Boolean).alias(f"flag_{d}") for d in dets],
+        *[pl.col(f"score_{d}") for d in dets],
+    )
+
+
+def labelled_episodes(data: str | Path | None = None) -> pl.DataFrame:
+    """The labelled fault episodes of a dataset (``labels.csv`` of the lab dataset: ``run, host,
+    fault_type, start, end, expected_subsystem, scope``); empty with these columns when the
+    dataset has none. ``run`` plus ``_`` plus ``host`` is the run id of a per-host file."""
+    from reveal_lab.studies._data import SYNTH, resolve_data
+
+    schema = {
+        "run": pl.String,
+        "host": pl.String,
+        "fault_type": pl.String,
+        "start": pl.Datetime("ms"),
+        "end": pl.Datetime("ms"),
+        "expected_subsystem": pl.String,
+        "scope": pl.String,
+    }
+    root = resolve_data(data)
+    if root == SYNTH or not (Path(root) / "labels.csv").exists():
+        return pl.DataFrame(schema=schema)
+    from reveal_lab.lab import read_labels
+
+    lab = read_labels(Path(root) / "labels.csv")
+    return lab.select([pl.col(c).cast(t) for c, t in schema.items()])

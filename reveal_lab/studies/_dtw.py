@@ -19,7 +19,11 @@ For each workload ``w`` and metric ``m``:
    and ``run_x_workload`` elsewhere (the ``pairing`` column says which).
 
 A workload–metric pair counts as *reproducible* when ``p < alpha``; the study
-reports the share of such pairs (the paper reports 99.75 %). With ``pairing="run"``
+reports the share of such pairs (the paper reports 99.75 %). Beside it, the hypothesis
+tested in its own direction (:func:`one_sided_test`): a one-sided Wilcoxon test that runs
+are closer to their own workload, on one value per run (``within`` vs the mean over the
+other workloads), with the rank-biserial effect size, per pair and per metric over the
+runs of all workloads (``DTWStudy.by_metric``). With ``pairing="run"``
 an exact two-sided test needs at least 6 runs to reach ``p < 0.05``; pairs with
 fewer usable runs are reported with ``p = NaN`` and ``reason`` filled, never
 silently dropped. When all paired differences are 0 the test is undefined; we
@@ -47,6 +51,7 @@ __all__ = [
     "dtw_distance",
     "dtw_to_median",
     "signed_rank_test",
+    "one_sided_test",
     "dtw_reproducibility",
     "DTWStudy",
     "collect_traces",
@@ -127,7 +132,10 @@ def dtw_distance(a: np.ndarray, b: np.ndarray, window: int | None = None) -> flo
     if window is not None and window < 0:
         raise ValueError(f"Sakoe-Chiba radius must be >= 0, got {window}")
     kw = {} if window is None else {"window": int(window) + 1}
-    return float(dtw.distance_fast(a, b, **kw))
+    # use_pruning=False: dtaidistance 2.5 prunes by default with the Euclidean distance as
+    # an upper bound and a strict comparison, so a pair whose DTW distance *equals* that bound
+    # (any pair with a constant, z-normalized-to-zero trace) came back as inf
+    return float(dtw.distance_fast(a, b, use_pruning=False, **kw))
 
 
 def dtw_to_median(
@@ -171,20 +179,61 @@ def signed_rank_test(x: np.ndarray, y: np.ndarray, *, min_pairs: int = 6) -> tup
     return float(res.statistic), float(res.pvalue), ""
 
 
+def one_sided_test(
+    within: np.ndarray, between: np.ndarray, *, min_pairs: int = 1
+) -> tuple[float, float, str]:
+    """One-sided Wilcoxon signed-rank test of the hypothesis that runs are *closer* to their
+    own workload (``within < between``), on one pair per independent unit (a run):
+    ``(p, effect, reason)``. ``effect`` is the matched-pairs rank-biserial correlation,
+    ``(R+ − R−) / (R+ + R−)`` of the ranks of ``|between − within|`` signed by
+    ``between − within``: +1 when every run is closer to its own workload, −1 when every run
+    is farther. The exact null distribution is used for small samples (a permutation test of
+    the signs); with 4 runs the smallest possible p is 1/16.
+
+    >>> one_sided_test(np.arange(6.0), np.arange(6.0) + 1)
+    (0.015625, 1.0, '')
+    >>> p, e, _ = one_sided_test(np.arange(6.0) + 1, np.arange(6.0)); (p, e)
+    (1.0, -1.0)
+    """
+    from scipy.stats import wilcoxon
+
+    x = np.asarray(within, float)
+    y = np.asarray(between, float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples differ in shape: {x.shape} vs {y.shape}")
+    ok = np.isfinite(x) & np.isfinite(y)
+    d = (y - x)[ok]
+    if d.size < max(min_pairs, 1):
+        return float("nan"), float("nan"), "too few runs"
+    nz = d[d != 0]
+    if nz.size == 0:
+        return 1.0, 0.0, "identical"
+    from scipy.stats import rankdata
+
+    r = rankdata(np.abs(nz))
+    effect = float((r[nz > 0].sum() - r[nz < 0].sum()) / r.sum())
+    res = wilcoxon(x[ok], y[ok], alternative="less")
+    return float(res.pvalue), effect, ""
+
+
 @dataclass
 class DTWStudy:
     """Result of :func:`dtw_reproducibility`.
 
     ``pairs``: one row per workload–metric pair (``workload, metric, n_runs,
     n_pairs, median_within, median_between, statistic, pvalue, significant,
-    closer_within, reason, pairing``); ``distances``: one row per run, metric and reference
+    closer_within, reason, pairing``: the paper's two-sided test; then
+    ``p_one_sided, significant_one_sided, effect_size``: the one-sided test on one value
+    per run, :func:`one_sided_test`); ``distances``: one row per run, metric and reference
     (``workload, metric, run, reference, distance`` with reference ``"own"`` or the
-    other workload's name).
+    other workload's name); ``by_metric``: per metric, the one-sided test over every run of
+    every workload (each run once: independent units, enough of them to reach p < alpha).
     """
 
     pairs: pl.DataFrame
     distances: pl.DataFrame
     alpha: float
+    by_metric: pl.DataFrame | None = None
 
     @property
     def tested(self) -> pl.DataFrame:
@@ -197,15 +246,39 @@ class DTWStudy:
         return float(t["significant"].mean()) if t.height else float("nan")
 
     def summary(self) -> pl.DataFrame:
+        """The paper's two-sided share beside the one-sided tests.
+
+        ``share_significant_pct``: two-sided p < alpha (the paper's 99.75 %), in either
+        direction; ``significant_wrong_direction``: of those, runs *farther* from their own
+        workload; ``share_one_sided_pct``: one-sided p < alpha per workload–metric pair (one
+        value per run); ``share_metrics_one_sided_pct``: per metric over all runs
+        (``by_metric``); ``median_effect_size``: median rank-biserial effect of the pairs.
+        """
         t = self.tested
+        nan = float("nan")
+        wrong = int((t["significant"] & ~t["closer_within"]).sum()) if t.height else 0
+        one = self.pairs.filter(pl.col("p_one_sided").is_not_nan())
+        bm = (
+            self.by_metric.filter(pl.col("p_one_sided").is_not_nan()) if self.by_metric is not None else None
+        )
         return pl.DataFrame(
             {
                 "workload_metric_pairs": [self.pairs.height],
                 "tested": [t.height],
                 "significant": [int(t["significant"].sum()) if t.height else 0],
                 "share_significant_pct": [100 * self.share_significant],
+                "significant_wrong_direction": [wrong],
                 "share_closer_within_pct": [
-                    100 * float(t["closer_within"].mean()) if t.height else float("nan")
+                    100 * float(t["closer_within"].mean()) if t.height else nan
+                ],
+                "tested_one_sided": [one.height],
+                "share_one_sided_pct": [
+                    100 * float(one["significant_one_sided"].mean()) if one.height else nan
+                ],
+                "median_effect_size": [float(one["effect_size"].median()) if one.height else nan],
+                "metrics_tested_one_sided": [bm.height if bm is not None else 0],
+                "share_metrics_one_sided_pct": [
+                    100 * float(bm["significant_one_sided"].mean()) if bm is not None and bm.height else nan
                 ],
                 "alpha": [self.alpha],
             }
@@ -252,6 +325,7 @@ def dtw_reproducibility(
 
     pair_rows: list[dict[str, object]] = []
     dist_rows: list[dict[str, object]] = []
+    units: list[dict[str, object]] = []
     for w, by_metric in prep.items():
         for m, runs in by_metric.items():
             others = [w2 for w2 in prep if w2 != w and m in medians[w2]]
@@ -291,6 +365,14 @@ def dtw_reproducibility(
                 stat, p, reason = signed_rank_test(x, y, min_pairs=min_pairs)
                 n_pairs = int(np.isfinite(x - y).sum())
                 bw = B.mean(axis=1)
+            bw_run = (
+                np.asarray(between, dtype=float).reshape(n, len(others)).mean(axis=1)
+                if others
+                else np.full(n, np.nan)
+            )
+            p1, eff, _r1 = one_sided_test(wi, bw_run)
+            for i in range(n):
+                units.append({"metric": m, "workload": w, "run": i, "within": wi[i], "between": bw_run[i]})
             pair_rows.append(
                 {
                     "workload": w,
@@ -309,6 +391,9 @@ def dtw_reproducibility(
                         and np.nanmedian(wi) < np.nanmedian(bw)
                     ),
                     "reason": reason,
+                    "p_one_sided": p1,
+                    "significant_one_sided": bool(np.isfinite(p1) and p1 < alpha),
+                    "effect_size": eff,
                 }
             )
     pairs_schema = {
@@ -324,6 +409,9 @@ def dtw_reproducibility(
         "closer_within": pl.Boolean,
         "reason": pl.String,
         "pairing": pl.String,
+        "p_one_sided": pl.Float64,
+        "significant_one_sided": pl.Boolean,
+        "effect_size": pl.Float64,
     }
     dist_schema = {
         "workload": pl.String,
@@ -332,8 +420,49 @@ def dtw_reproducibility(
         "reference": pl.String,
         "distance": pl.Float64,
     }
+    by_metric = []
+    u = pl.DataFrame(
+        units,
+        schema={
+            "metric": pl.String,
+            "workload": pl.String,
+            "run": pl.Int64,
+            "within": pl.Float64,
+            "between": pl.Float64,
+        },
+    )
+    for (m,), g in u.group_by(["metric"], maintain_order=True):
+        p1, eff, reason = one_sided_test(g["within"].to_numpy(), g["between"].to_numpy(), min_pairs=min_pairs)
+        ok = g.filter(pl.col("within").is_finite() & pl.col("between").is_finite())
+        by_metric.append(
+            {
+                "metric": m,
+                "n_runs": ok.height,
+                "n_workloads": ok["workload"].n_unique(),
+                "median_within": float(ok["within"].median()) if ok.height else float("nan"),
+                "median_between": float(ok["between"].median()) if ok.height else float("nan"),
+                "p_one_sided": p1,
+                "significant_one_sided": bool(np.isfinite(p1) and p1 < alpha),
+                "effect_size": eff,
+                "reason": reason,
+            }
+        )
+    bm = pl.DataFrame(
+        by_metric,
+        schema={
+            "metric": pl.String,
+            "n_runs": pl.Int64,
+            "n_workloads": pl.Int64,
+            "median_within": pl.Float64,
+            "median_between": pl.Float64,
+            "p_one_sided": pl.Float64,
+            "significant_one_sided": pl.Boolean,
+            "effect_size": pl.Float64,
+            "reason": pl.String,
+        },
+    )
     return DTWStudy(
-        pl.DataFrame(pair_rows, schema=pairs_schema), pl.DataFrame(dist_rows, schema=dist_schema), alpha
+        pl.DataFrame(pair_rows, schema=pairs_schema), pl.DataFrame(dist_rows, schema=dist_schema), alpha, bm
     )
 
 

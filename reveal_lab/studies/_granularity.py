@@ -82,13 +82,25 @@ def detection_windows(det: object, run: object) -> pl.DataFrame:
 
 
 def detect_windows(
-    run: object, window: WindowConfig, preset: str = "full", min_agreement: int = 1
+    run: object,
+    window: WindowConfig,
+    preset: str = "full",
+    min_agreement: int = 1,
+    pruning: object | None = None,
+    trim: bool = True,
 ) -> pl.DataFrame:
     """Default detection for the study: :func:`reveal_lab.pipeline.detect_run` with
-    ``window`` replacing the preset's window settings."""
+    ``window`` replacing the preset's window settings, in the ``pruning`` space (``None``:
+    every metric), trimmed, thresholds as the pipeline's default for a run alone."""
     from reveal_lab.pipeline import detect_run
 
-    det = detect_run(run, preset=get_preset(preset, window=window), min_agreement=min_agreement)
+    det = detect_run(
+        run,
+        preset=get_preset(preset, window=window),
+        min_agreement=min_agreement,
+        prune=pruning if pruning is not None else False,
+        trim=trim,
+    )
     return detection_windows(det, run)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import polars as pl
 import pytest
 
@@ -65,6 +67,22 @@ def test_evaluate_cli_writes_tables(tmp_path, capsys):
     assert "episode_recall" in out and (tmp_path / "evaluation_self.csv").exists()
     tab = pl.read_csv(tmp_path / "evaluation_self.csv")
     assert tab["fault_type"].to_list() == ["storage_read", "overall"]
+    # the pruned space (default) and every metric beside it, compared
+    cmp = pl.read_csv(tmp_path / "pruned_vs_all.csv")
+    assert cmp["space"].to_list() == ["pruned", "pruned", "all", "all"]
+    n = cmp.filter(pl.col("space") == "pruned")["n_metrics"][0]
+    saved = json.loads((tmp_path / "pruning.json").read_text())
+    assert n == len(saved["selected"]) > 0 and saved["params"]["threshold"] == 0.5
+    assert (tmp_path / "evaluation_self_all.csv").exists()
+    summ = json.loads((tmp_path / "pruned_vs_all.json").read_text())
+    for space in ("pruned", "all"):  # matched false-alarm share: needs scored fault-free runs
+        at = summ[space]["recall_at_1pct_false_alarms"]
+        assert at == {"threshold": None, "false_alarm_share": None, "recall": None, "episodes": 0}
+    assert pl.read_parquet(tmp_path / "windows_self.parquet").height > 0
+    # --no-prune: every metric only
+    assert main(["evaluate", "--mode", "self", "--runs", run, "--no-prune", "--out", str(tmp_path / "np")]) == 0
+    assert not (tmp_path / "np" / "pruned_vs_all.csv").exists()
+    assert "pruned_metrics=all" in (tmp_path / "np" / "evaluation_self.md").read_text()
 
 
 def test_evaluate_cli_persist_and_false_alarm_rate_reach_the_evaluation(tmp_path, capsys):

@@ -215,3 +215,37 @@ def test_persistent_keeps_only_runs_of_k_consecutive_flagged_windows():
     assert persistent(w, 3)["flagged"].sum() == 0
     with pytest.raises(ValueError, match="at least 1"):
         persistent(w, 0)
+
+
+def test_recall_at_matched_false_alarms_known_answer():
+    """100 fault-free windows scored 0..99 and a fault run: at 1 % the threshold is the
+    99th of them (98.01 → higher: 99), so only windows above 99 are flagged."""
+    from reveal_lab.evaluation import recall_at_false_alarms
+
+    t0 = dt.datetime(2025, 1, 1)
+    ts = [t0 + dt.timedelta(seconds=i) for i in range(103)]
+    w = pl.DataFrame(
+        {
+            "run": ["base"] * 100 + ["fault"] * 3,
+            "host": "h",
+            "start": ts,
+            "end": ts,
+            "baseline": [True] * 100 + [False] * 3,
+            "combined": [float(i) for i in range(100)] + [50.0, 99.0, 150.0],
+        }
+    )
+    ep = pl.DataFrame(
+        {
+            "run": ["fault"] * 3,
+            "host": "h",
+            "scope": "episode",
+            "start": ts[100:],
+            "end": ts[100:],
+            "method": "windows",
+        }
+    )
+    at = recall_at_false_alarms(w, ep, 0.01)
+    assert at["threshold"] == 99.0 and at["false_alarm_share"] == 0.0
+    assert at["recall"] == pytest.approx(1 / 3) and at["episodes"] == 3
+    assert recall_at_false_alarms(w, ep, 0.6)["threshold"] == 40.0  # 60 % may be flagged: all found
+    assert recall_at_false_alarms(w, ep, 0.6)["recall"] == 1.0

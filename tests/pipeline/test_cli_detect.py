@@ -129,3 +129,29 @@ def test_detect_cross_host_over_runs_of_three_hosts(tmp_path, capsys):
     assert "## Cross-host deviation" in (out / "report.md").read_text()
     s = json.loads((out / "summary.json").read_text())
     assert s["crosshost_persistent"] == int(xh["persistent"].sum())
+
+
+@pytest.mark.integration
+def test_detect_defaults_prune_trim_and_robust_thresholds_and_no_prune(tmp_path, capsys):
+    run = f"{CPU_ZIP}::{TWO_HOSTS}"
+    out = tmp_path / "rep"
+    assert main(["detect", run, "--out", str(out), "--preset", "smoke"]) == 0
+    saved = json.loads((out / "pruning.json").read_text())
+    s = _check_report(out)["runs"][0]
+    cfg = s["config"]
+    assert cfg["pruning"]["applied"] and cfg["pruning"]["n_selected"] == len(saved["selected"])
+    assert cfg["thresholds"] == "robust" and cfg["trim"]["applied"] and "how" in cfg["trim"]["run"]
+    printed = capsys.readouterr().out
+    assert "robust thresholds" in printed and "trimmed" in printed
+    assert "Trimmed:" in (out / "report.md").read_text()
+    out2 = tmp_path / "all"
+    args = ["--preset", "smoke", "--no-prune", "--thresholds", "self"]
+    assert main(["detect", run, "--out", str(out2), *args]) == 0
+    s2 = _check_report(out2)["runs"][0]
+    assert not s2["config"]["pruning"]["applied"] and s2["fit_mode"] == "self"
+    assert not (out2 / "pruning.json").exists()
+    # the report's evidence names only metrics of the saved pruned space
+    from reveal_lab.telemetry import parse_metric_name
+
+    keys = {parse_metric_name(m).key() for m in pl.read_csv(out / "anomalies.csv")["metric"]}
+    assert keys <= set(saved["selected"])

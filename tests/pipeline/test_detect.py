@@ -17,6 +17,8 @@ from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 SUBS = ("cpu", "memory", "network", "storage", "gpu")
 KINDS = ("level", "variance", "trend", "oscillation", "level")
 FAST = get_preset("paper", detect=get_preset("smoke").detect)  # 50 trees: the tests stay fast
+#: the detector core on every metric of the whole run (the defaults prune and trim; see test_method.py)
+RAW = {"prune": False, "trim": False}
 
 
 def _episodes(seed: int, length: float, dur: float) -> list[Anomaly]:
@@ -63,7 +65,8 @@ def test_quality_floor_baseline_mode():
         anomalies = _episodes(seed, 400, 8)
         run, truth = make_run(400, 150, seed=seed, anomalies=anomalies)
         base = make_run(200, 150, seed=1000 + seed, profile_seed=seed).run
-        det = detect_run(run, baseline=[base], preset=FAST)
+        # the floors were measured on every metric of the whole synthetic run
+        det = detect_run(run, baseline=[base], preset=FAST, prune=False, trim=False)
         f, a, false_alarms = _score(det, run, anomalies)
         found, attributed = found + f, attributed + a
         assert det.fit_mode == "baseline"
@@ -78,7 +81,8 @@ def test_quality_floor_self_fit_as_the_paper():
     Measured when written: 4/5 found and attributed; floor 3/5."""
     anomalies = _episodes(0, 1200, 4)
     run, _ = make_run(1200, 100, seed=0, anomalies=anomalies)
-    det = detect_run(run, preset=FAST)
+    det = detect_run(run, preset=FAST, thresholds="self", prune=False, trim=False)
+    assert det.fit_mode == "self"
     f, a, _ = _score(det, run, anomalies)
     assert f >= 3 and a >= 3, (f, a)
     # each detector flags about 1 % of the windows on its own
@@ -90,7 +94,7 @@ def test_detection_object_and_evidence():
     anomalies = [Anomaly("storage", 40, 48, "level", magnitude=8)]
     run, truth = make_run(120, 100, seed=4, anomalies=anomalies)
     base = make_run(120, 100, seed=44, profile_seed=4).run
-    det = detect_run(run, baseline=[base], preset=FAST)
+    det = detect_run(run, baseline=[base], preset=FAST, **RAW)
     w = det.windows
     assert w.height == 118 and set(det.methods) == {"zscore", "mahalanobis", "iforest"}
     for m in det.methods:
@@ -118,7 +122,7 @@ def test_multi_host_runs_are_scored_per_host_and_localized():
     hosts = ["h1", "h2", "h3"]
     run, _ = make_run(150, 120, hosts=hosts, seed=3, anomalies=[Anomaly("network", 60, 70, host="h2")])
     base = make_run(150, 120, hosts=hosts, seed=33, profile_seed=3).run
-    det = detect_run(run, baseline=[base], preset=FAST)
+    det = detect_run(run, baseline=[base], preset=FAST, **RAW)
     w = det.windows.with_columns(s=(pl.col("start") - pl.col("start").min()).dt.total_seconds())
     assert sorted(w["host"].unique()) == hosts and w.height == 3 * 148
     during = w.filter((pl.col("s") > 57) & (pl.col("s") < 70))
@@ -140,7 +144,7 @@ def test_constant_all_nan_columns_and_gaps():
     cols = [c for c in run.frame.columns if c.startswith("Turbostat:")]
     frame = run.frame.with_columns(pl.lit(None, dtype=pl.Float64).alias(cols[0]), pl.lit(3.0).alias(cols[1]))
     run.frame = frame
-    det = detect_run(run, preset=FAST)
+    det = detect_run(run, preset=FAST, thresholds="self", **RAW)
     for m in det.methods:
         assert np.isfinite(det.scores[m]).all()
     # windows inside the gap are under-filled and dropped (make_windows reports them)
@@ -168,17 +172,17 @@ def test_fit_on_the_run_needs_two_windows_and_options_are_checked():
 def test_selected_metrics_restrict_the_detection_view():
     run, _ = make_run(60, 80, seed=6)
     keys = ["GPU:utilization.gpu.0", "Turbostat:Busy%.-", "NetworkInterStat_diff:rx_bytes.ib0"]
-    det = detect_run(run, selected=keys, preset=FAST)
+    det = detect_run(run, selected=keys, preset=FAST, **RAW)
     assert det.summary["windows"] == 58
     assert any("3 selected metrics kept" in n for n in det.warnings)
     with pytest.raises(TelemetryError, match="none of the 1 selected"):
-        detect_run(run, selected=["Nope:nothing"], preset=FAST)
+        detect_run(run, selected=["Nope:nothing"], preset=FAST, **RAW)
 
 
 def test_detect_many_and_window_config():
     runs = [make_run(40, 40, seed=s).run for s in (1, 2)]
     wide = get_preset("paper", window=type(FAST.window)(window_s=5.0, stride_s=2.5))
-    dets = detect_many(runs, preset=wide)
+    dets = detect_many(runs, preset=wide, **RAW)
     assert [d.run_id for d in dets] == ["synth_seed1", "synth_seed2"]
     w = dets[0].windows
     assert w.height == 15
@@ -193,7 +197,7 @@ def test_counter_silent_in_the_baseline_is_found_and_worded():
     t = np.arange(run.frame.height) * 0.1
     burst = np.where((t >= 60) & (t < 63), 4.0, 0.0)
     run.frame = run.frame.with_columns(pl.Series(col, burst))
-    det = detect_run(run, baseline=[base], preset=FAST)
+    det = detect_run(run, baseline=[base], preset=FAST, **RAW)
     ev = det.evidence.filter((pl.col("metric") == col) & (pl.col("feature") == "sum"))
     assert ev.height >= 3
     assert set(ev["window_id"]) <= set(range(57, 63))
@@ -214,11 +218,11 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
     so the same feature space)."""
     base = [_small(s) for s in (11, 12, 13)]
     target = _small(14, [Anomaly("storage", 30, 38, "level", magnitude=8)])
-    det = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.01)
+    det = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.01, **RAW)
     (host,) = det.thresholds
     pooled = {m: [] for m in det.methods}
     for i, b in enumerate(base):
-        d = detect_run(b, baseline=[o for j, o in enumerate(base) if j != i], preset=FAST)
+        d = detect_run(b, baseline=[o for j, o in enumerate(base) if j != i], preset=FAST, thresholds="baseline", **RAW)
         for m in det.methods:
             pooled[m].append(d.windows[f"score_{m}"].to_numpy())
     for m in det.methods:
@@ -236,7 +240,7 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
     )
     assert hit.height > 0 and "storage" in hit["top_subsystem"].to_list()
     # a larger rate gives a lower quantile: thresholds can only go down
-    looser = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.3)
+    looser = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.3, **RAW)
     for m in det.methods:
         assert looser.thresholds[host][m] <= det.thresholds[host][m], m
     assert any(looser.thresholds[host][m] < det.thresholds[host][m] for m in det.methods)
@@ -250,8 +254,8 @@ def test_false_alarm_rate_bounds_flags_on_new_fault_free_runs():
     insample = crossfit = total = 0
     for s in range(30, 35):
         run = _small(s)
-        a = detect_run(run, baseline=base, preset=FAST)
-        b = detect_run(run, baseline=base, preset=FAST, false_alarm_rate=0.01)
+        a = detect_run(run, baseline=base, preset=FAST, thresholds="baseline", **RAW)
+        b = detect_run(run, baseline=base, preset=FAST, false_alarm_rate=0.01, **RAW)
         insample += int((a.windows["agreement"] > 0).sum())
         crossfit += int((b.windows["agreement"] > 0).sum())
         total += a.windows.height
@@ -262,6 +266,6 @@ def test_false_alarm_rate_bounds_flags_on_new_fault_free_runs():
 def test_false_alarm_rate_needs_two_baseline_runs():
     base = _small(11)
     with pytest.raises(ValueError, match="at least 2 baseline runs"):
-        detect_run(_small(12), baseline=[base], preset=FAST, false_alarm_rate=0.01)
+        detect_run(_small(12), baseline=[base], preset=FAST, false_alarm_rate=0.01, **RAW)
     with pytest.raises(ValueError, match="false_alarm_rate must be in"):
-        detect_run(_small(12), baseline=[base, _small(13)], preset=FAST, false_alarm_rate=1.5)
+        detect_run(_small(12), baseline=[base, _small(13)], preset=FAST, false_alarm_rate=1.5, **RAW)

@@ -7,6 +7,7 @@ from reveal_lab.studies import (
     dtw_reproducibility,
     dtw_to_median,
     median_trace,
+    one_sided_test,
     signed_rank_test,
     znormalize,
 )
@@ -125,3 +126,63 @@ def test_auto_pairing_uses_run_pairs_only_where_enough_runs():
     assert used["sine/m1"] == "run" and used["few/m1"] == "run_x_workload"
     few = s.pairs.filter((s.pairs["workload"] == "few") & (s.pairs["metric"] == "m1")).row(0, named=True)
     assert few["n_pairs"] == 9 and few["pvalue"] < 0.05
+
+
+def test_constant_trace_distance_is_finite_and_exact():
+    """A constant trace z-normalizes to zeros; its DTW distance to any trace equals the
+    Euclidean bound, which dtaidistance's default pruning (strict ``<`` bound) turned into inf."""
+    rng = np.random.default_rng(3)
+    other = 0.05 * rng.normal(size=256)
+    d = dtw_distance(np.zeros(256), other)
+    assert np.isfinite(d)
+    assert d == pytest.approx(tslearn_dtw(np.zeros(256), other), rel=1e-9)
+    assert d == pytest.approx(np.sqrt((other**2).sum()), rel=1e-9)  # the diagonal is optimal
+    data = _workloads(6)
+    data["flat"] = {"m1": [np.full(160, 7.0) for _ in range(6)], "m2": [np.full(160, 1.0)] * 6}
+    s = dtw_reproducibility(data, length=40)
+    assert s.distances["distance"].is_finite().all()
+    assert s.pairs["median_between"].is_finite().all()
+
+
+def test_one_sided_test_known_answers():
+    """Exact one-sided Wilcoxon: all n runs closer to their own workload gives p = 2^-n
+    and effect +1; all farther gives p = 1 and effect -1 (the two-sided test calls both
+    significant alike)."""
+    within, between = np.arange(1.0, 7.0), np.arange(1.0, 7.0) + np.arange(1.0, 7.0)
+    p, eff, reason = one_sided_test(within, between)
+    assert (p, eff, reason) == (pytest.approx(1 / 64), 1.0, "")
+    p, eff, _ = one_sided_test(between, within)
+    assert p == 1.0 and eff == -1.0
+    assert signed_rank_test(between, within)[1] == pytest.approx(2 / 64)  # two-sided: "significant"
+    # effect: rank-biserial; ranks 1..6 of |d|, the largest farther: (15 - 6) / 21
+    d = np.array([1.0, 2, 3, 4, 5, -6])
+    p, eff, _ = one_sided_test(np.zeros(6), d)
+    assert eff == pytest.approx((15 - 6) / 21)
+    assert 1 / 64 < p < 0.5
+    assert np.isnan(one_sided_test(np.zeros(3), np.ones(3), min_pairs=6)[0])
+
+
+def test_study_reports_one_sided_and_wrong_direction():
+    data = _workloads(8)
+    s = dtw_reproducibility(data, length=60, window=10)
+    assert s.pairs["significant_one_sided"].all() and (s.pairs["effect_size"] == 1.0).all()
+    summ = s.summary()
+    assert summ["share_one_sided_pct"][0] == 100.0 and summ["significant_wrong_direction"][0] == 0
+    # per metric, one value per run over all workloads: 3 x 8 = 24 independent units
+    assert s.by_metric["n_runs"].to_list() == [24, 24] and s.by_metric["significant_one_sided"].all()
+    # workload a: runs alternate a rising and a falling ramp, so each run's leave-one-out
+    # median is the other shape: every run is farther from its own workload than from b's.
+    # Two-sided: significant (p = 2/256); one-sided: p = 1, effect -1.
+    rng = np.random.default_rng(1)
+    t = np.linspace(0, 1, 160)
+    far = {
+        "a": {"m": [(1 if i % 2 else -1) * t + 0.01 * rng.normal(size=t.size) for i in range(8)]},
+        "b": {"m": [np.sin(20 * t) + 0.05 * rng.normal(size=t.size) for _ in range(8)]},
+    }
+    s = dtw_reproducibility(far, length=60)
+    row = s.pairs.filter(s.pairs["workload"] == "a").row(0, named=True)
+    assert row["significant"] and not row["closer_within"]
+    assert row["p_one_sided"] == 1.0 and row["effect_size"] == -1.0 and not row["significant_one_sided"]
+    summ = s.summary()
+    assert summ["share_significant_pct"][0] == 100.0 and summ["significant_wrong_direction"][0] == 1
+    assert summ["share_one_sided_pct"][0] == 50.0

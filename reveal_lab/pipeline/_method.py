@@ -1,0 +1,294 @@
+"""The paper's method around the detectors: which span of a run is scored (trimming),
+which metrics (pruning fitted on fault-free runs, saved and reused), and which
+thresholds (calibrated on fault-free runs, or robust against the run's own calm
+majority when a run comes alone).
+
+Trimming rule (:func:`trim_run`), the same for ``detect``, ``evaluate`` and every study:
+
+* **lab runs** (``meta_lab.csv`` with ``workload_start``/``workload_end`` beside the run
+  file, or these keys in the run's metadata): the recorded workload span, from the
+  workload's first step to its last progress line; the collector's start, the
+  interpreter start-up and the process teardown are left out.
+* **other runs** (the public dataset, collector folders): the *active span* found from
+  utilisation (GPU utilisation where some varies, else ``CPU:Busy%.-``), smoothed by a
+  1 s rolling median: from the first to the last sample above the midpoint between its
+  5th and 95th percentiles, when that spread is at least ``min_spread`` points (else the
+  run has no idle phase and the whole run is the active span); then ``margin_s``
+  seconds (default 3 s, one window) are cut inside both ends of the span, for warm-up
+  and teardown.
+* nothing is trimmed when the trimmed span would be shorter than ``min_keep_s``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
+
+__all__ = [
+    "THRESHOLD_MODES",
+    "TrimRule",
+    "Trim",
+    "trim_run",
+    "recorded_span",
+    "active_span",
+    "fit_pruning",
+    "save_pruning",
+    "load_pruning",
+    "Pruning",
+    "robust_threshold",
+]
+
+#: ``calibrated``: fitted on baseline runs, thresholds cross-fitted on them (out-of-sample);
+#: ``baseline``: fitted on baseline runs, in-sample quantile thresholds;
+#: ``robust``: fitted on the run itself, threshold ``median + k·1.4826·MAD`` of the run's own
+#: scores (its calm majority), so no fixed share is flagged;
+#: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
+#: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
+THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
+
+
+# ----------------------------------------------------------------------------- trimming
+@dataclass(frozen=True)
+class TrimRule:
+    """Parameters of the trimming rule (see the module doc)."""
+
+    margin_s: float = 3.0
+    min_spread: float = 10.0
+    smooth_s: float = 1.0
+    min_keep_s: float = 6.0
+
+
+@dataclass(frozen=True)
+class Trim:
+    """What :func:`trim_run` did: the kept span, how it was found, seconds cut at each end."""
+
+    start: dt.datetime | None
+    end: dt.datetime | None
+    how: str
+    cut_start_s: float
+    cut_end_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "start": None if self.start is None else str(self.start),
+            "end": None if self.end is None else str(self.end),
+            "how": self.how,
+            "cut_start_s": round(self.cut_start_s, 3),
+            "cut_end_s": round(self.cut_end_s, 3),
+        }
+
+
+@functools.lru_cache(maxsize=16)
+def _lab_spans(meta_csv: str, mtime: float) -> dict[str, tuple[dt.datetime, dt.datetime]]:
+    del mtime  # part of the cache key only
+    meta = pl.read_csv(meta_csv, infer_schema_length=0)
+    if not {"source_file", "workload_start", "workload_end"} <= set(meta.columns):
+        return {}
+    out = {}
+    for r in meta.iter_rows(named=True):
+        a, b = r["workload_start"], r["workload_end"]
+        if a and b:
+            out[Path(r["source_file"]).stem] = (_parse_stamp(a), _parse_stamp(b))
+    return out
+
+
+def _parse_stamp(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.strip()).replace(tzinfo=None)
+
+
+def recorded_span(run: Run) -> tuple[dt.datetime, dt.datetime] | None:
+    """The recorded workload span of a lab run: ``workload_start``/``workload_end`` from
+    the run's metadata or from a ``meta_lab.csv`` in the run file's folder or its parent."""
+    ex = run.meta.extra or {}
+    if ex.get("workload_start") and ex.get("workload_end"):
+        return _parse_stamp(str(ex["workload_start"])), _parse_stamp(str(ex["workload_end"]))
+    src = run.meta.source_path
+    if not src or "::" in src:
+        return None
+    p = Path(src)
+    for folder in (p.parent, p.parent.parent):
+        csv = folder / "meta_lab.csv"
+        if csv.is_file():
+            span = _lab_spans(str(csv), csv.stat().st_mtime).get(p.stem)
+            if span is not None:
+                return span
+    return None
+
+
+def _utilisation(frame: pl.DataFrame) -> pl.Series | None:
+    gpu, cpu = [], []
+    for c in metric_columns(frame):
+        m = parse_metric_name(c)
+        if m is None:
+            continue
+        f = m.field.lower()
+        if m.source.upper().startswith("GPU") and "util" in f and "mem" not in f:
+            gpu.append(c)
+        elif m.source == "CPU" and m.field == "Busy%" and m.instance in ("-", None):
+            cpu.append(c)
+    for cols in (gpu, cpu):
+        cols = [c for c in cols if (frame[c].drop_nulls().std() or 0.0) > 0]
+        if cols:
+            return frame.select(pl.mean_horizontal(cols)).to_series()
+    return None
+
+
+def active_span(frame: pl.DataFrame, rule: TrimRule | None = None) -> tuple[int, int, str]:
+    """Row range ``[i, j)`` of the active span from utilisation (module doc), and how it was found."""
+    rule = rule or TrimRule()
+    n = frame.height
+    u = _utilisation(frame)
+    if u is None or n < 3:
+        return 0, n, "no utilisation metric: whole run"
+    ts = frame[TIMESTAMP]
+    step = ts.diff().dt.total_milliseconds().median() or 100.0
+    k = max(1, round(rule.smooth_s * 1000.0 / float(step)))
+    s = u.fill_null(strategy="forward").fill_null(strategy="backward")
+    s = s.rolling_median(k, min_samples=1, center=True).to_numpy()
+    lo, hi = np.nanpercentile(s, [5, 95])
+    if not hi - lo >= rule.min_spread:
+        return 0, n, f"utilisation spread {hi - lo:.1f} < {rule.min_spread}: no idle phase, whole run"
+    on = np.flatnonzero(s > (lo + hi) / 2)
+    return int(on[0]), int(on[-1]) + 1, f"utilisation above {(lo + hi) / 2:.1f}"
+
+
+def trim_run(run: Run, rule: TrimRule | None = None, *, span: tuple | None = None) -> tuple[Run, Trim]:
+    """The run restricted to its workload span (module doc), and what was cut.
+
+    ``span`` (start, end) overrides the rule (e.g. a span read elsewhere).
+
+    Examples
+    --------
+    >>> from reveal_lab.synth import make_run
+    >>> run = make_run(30, n_channels=20, seed=1).run
+    >>> kept, trim = trim_run(run)
+    >>> trim.how.startswith("active span"), trim.cut_start_s >= 3.0, trim.cut_end_s >= 3.0
+    (True, True, True)
+    """
+    rule = rule or TrimRule()
+    f = run.frame
+    if f.height < 2:
+        return run, Trim(None, None, "too short to trim", 0.0, 0.0)
+    ts = f[TIMESTAMP]
+    t0, t1 = ts.min(), ts.max()
+    if span is None:
+        span = recorded_span(run)
+        how = "recorded workload span"
+    else:
+        how = "given span"
+    if span is not None:
+        a, b = span
+        if getattr(t0, "tzinfo", None) is None:
+            a, b = a.replace(tzinfo=None), b.replace(tzinfo=None)
+    else:
+        i, j, how = active_span(f, rule)
+        a = ts[i] + dt.timedelta(seconds=rule.margin_s)
+        b = ts[j - 1] - dt.timedelta(seconds=rule.margin_s)
+        how = f"active span ({how}), {rule.margin_s:g} s margin"
+    a, b = max(a, t0), min(b, t1)
+    if (b - a).total_seconds() < rule.min_keep_s:
+        return run, Trim(t0, t1, f"not trimmed: {how} keeps < {rule.min_keep_s:g} s", 0.0, 0.0)
+    kept = f.filter(pl.col(TIMESTAMP).is_between(a, b))
+    trim = Trim(a, b, how, (a - t0).total_seconds(), (t1 - b).total_seconds())
+    return Run(run.meta, kept, list(run.warnings)), trim
+
+
+# ----------------------------------------------------------------------------- pruning
+@dataclass
+class Pruning:
+    """A saved diagnostic space: the union of the selected metric keys and how it was fitted."""
+
+    selected: list[str]
+    params: dict[str, Any]
+    by_workload: dict[str, list[str]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"selected": self.selected, "params": self.params, "by_workload": self.by_workload}
+
+
+def fit_pruning(
+    runs: Iterable[Run],
+    threshold: float = 0.5,
+    *,
+    method: str = "complete",
+    trim: bool = True,
+    rule: TrimRule | None = None,
+) -> Pruning:
+    """Prune (paper §4.1, :func:`reveal_lab.pruning.prune`) on ``runs`` (fault-free runs of
+    the dataset, the baseline runs, or the run itself), grouped by workload; each run is
+    trimmed (:func:`trim_run`) and gets its derived metrics first, so the space holds the
+    metrics the detectors see."""
+    from reveal_lab.derive import add_derived
+    from reveal_lab.pruning import prune
+
+    frames: dict[str, list[pl.DataFrame]] = {}
+    ids = []
+    for r in runs:
+        if trim:
+            r, _ = trim_run(r, rule)
+        frames.setdefault(r.meta.workload or "unknown", []).append(add_derived(r.frame))
+        ids.append(r.run_id)
+    if not frames:
+        raise ValueError("fit_pruning needs at least one run")
+    res = prune(frames, threshold, method=method)
+    params = {
+        "threshold": threshold,
+        "method": method,
+        "trim": trim,
+        "fitted_on": ids,
+        "n_selected": len(res.union),
+        "n_metrics": int(sum(len(sp.keys) for sp in res.spaces.values()) / max(len(res.spaces), 1)),
+    }
+    return Pruning(res.union, params, res.selected)
+
+
+def save_pruning(p: Pruning, path: str | Path) -> Path:
+    """Write ``pruning.json`` (selected keys, parameters, per-workload selections)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(p.to_dict(), indent=1))
+    return path
+
+
+def load_pruning(path: str | Path) -> Pruning:
+    """Read a file written by :func:`save_pruning`."""
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+        return Pruning(list(d["selected"]), dict(d.get("params", {})), dict(d.get("by_workload", {})))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path}: not a pruning file (expected JSON with 'selected'): {exc}") from exc
+
+
+# ----------------------------------------------------------------------------- thresholds
+def robust_threshold(scores: Sequence[float] | np.ndarray, rate: float, n_detectors: int = 3) -> float:
+    """``median + k · 1.4826 · MAD`` of a run's own scores, ``k`` the normal quantile at
+    ``1 − rate / n_detectors``: the calm majority of the run sets the scale, so a fault that
+    covers a minority of the run stands out over its whole length while a fault-free run
+    flags about ``rate`` of its windows (any detector), instead of a fixed top share.
+
+    >>> s = np.r_[np.random.default_rng(0).normal(size=90), np.full(10, 8.0)]
+    >>> int((s > robust_threshold(s, 0.01)).sum())
+    10
+    """
+    from scipy.stats import norm
+
+    s = np.asarray(scores, dtype=np.float64)
+    s = s[np.isfinite(s)]
+    if s.size == 0:
+        return float("inf")
+    med = float(np.median(s))
+    mad = 1.4826 * float(np.median(np.abs(s - med)))
+    if mad <= 0:
+        mad = float(np.std(s)) or 1e-12
+    return med + float(norm.ppf(1.0 - rate / n_detectors)) * mad

@@ -1,0 +1,23 @@
+"""scan's per-run task scores the pruned space by default; --no-prune / prune=False every metric."""
+
+from __future__ import annotations
+
+from reveal_lab.pipeline import fit_pruning
+from reveal_lab.scale._tasks import detect_task
+from reveal_lab.synth import Anomaly, make_run
+from reveal_lab.telemetry import parse_metric_name
+
+
+def test_detect_task_scores_the_pruned_space_unless_told_not_to():
+    run = make_run(60, 80, seed=4, anomalies=[Anomaly("storage", 30, 38, "level", magnitude=8)]).run
+    space = fit_pruning([run])
+
+    def keys(res):  # noqa: ANN001, ANN202
+        return {parse_metric_name(m).key() for m in res.evidence["metric"].unique()}
+
+    pruned = detect_task(run, preset="smoke")
+    assert keys(pruned) and keys(pruned) <= set(space.selected)
+    given = detect_task(run, preset="smoke", prune=space)
+    assert keys(given) <= set(space.selected)
+    every = detect_task(run, preset="smoke", prune=False)
+    assert not keys(every) <= set(space.selected)
