@@ -10,10 +10,12 @@ and a forced fit carries the warning into the report.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import polars as pl
 
-__all__ = ["MIN_BASELINE_OVERLAP", "BaselineMismatch", "check_baseline", "outlier_notes"]
+__all__ = ["MIN_BASELINE_OVERLAP", "BaselineMismatch", "check_baseline", "check_metric_overlap", "outlier_notes"]
 
 #: the share of the run's metrics (host-free keys) the baseline must also hold
 MIN_BASELINE_OVERLAP = 0.5
@@ -21,6 +23,36 @@ MIN_BASELINE_OVERLAP = 0.5
 
 class BaselineMismatch(ValueError):
     """The baseline shares too few of the run's metrics, or never moves."""
+
+
+def check_metric_overlap(
+    run_keys: Iterable[str],
+    baseline_keys: set[str],
+    *,
+    where: str,
+    force: bool = False,
+    min_overlap: float = MIN_BASELINE_OVERLAP,
+) -> list[str]:
+    """The overlap rule of :func:`check_baseline` on the raw metrics, before any pruning:
+    a pruned space fitted on the baseline holds only the baseline's metrics, so the
+    per-host check after pruning would always find full overlap.
+
+    >>> print(check_metric_overlap(["a", "b"], {"a", "b", "c"}, where="r")[0])
+    r: the baseline holds 2 of the run's 2 metrics (100 %) before pruning
+    >>> check_metric_overlap(["a", "b", "c"], {"a"}, where="r")
+    Traceback (most recent call last):
+    ...
+    reveal_lab.pipeline._baseline_check.BaselineMismatch: r: the baseline shares 1 of the run's 3 metrics (33 %; at least 50 % are needed: 2 metrics are unknown to the detectors, e.g. b, c). Give a baseline recorded the same way (same dataset, probes and view), or --force to use it anyway
+    """
+    keys = list(dict.fromkeys(run_keys))
+    pairs = pl.DataFrame({"key": keys}, schema={"key": pl.String})
+    shared = sum(k in baseline_keys for k in keys)
+    if keys and shared / len(keys) >= min_overlap:
+        return [f"{where}: the baseline holds {shared} of the run's {len(keys)} metrics "
+                f"({100 * shared / len(keys):.0f} %) before pruning"]
+    # below the limit: the same message and rule as the per-host check (no windows needed)
+    return [n for n in check_baseline(pairs, np.full((2, len(keys)), np.nan), baseline_keys, where=where,
+                                      force=force, min_overlap=min_overlap, check_moving=False)]
 
 
 def check_baseline(
@@ -31,6 +63,7 @@ def check_baseline(
     where: str,
     force: bool = False,
     min_overlap: float = MIN_BASELINE_OVERLAP,
+    check_moving: bool = True,
 ) -> list[str]:
     """Notes for the report about the baseline of one host of a run; raises
     :class:`BaselineMismatch` when the baseline is unfit and ``force`` is off.
@@ -69,6 +102,8 @@ def check_baseline(
         )
     else:
         notes.append(head + ")")
+    if not check_moving:
+        return notes
     # a baseline that never moves: zero spread in every shared column
     with np.errstate(invalid="ignore"):
         finite = np.isfinite(Xfit)

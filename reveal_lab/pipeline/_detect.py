@@ -21,7 +21,12 @@ import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
 from reveal_lab.config import Preset, get_preset
-from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
+from reveal_lab.pipeline._baseline_check import (
+    BaselineMismatch,
+    check_baseline,
+    check_metric_overlap,
+    outlier_notes,
+)
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.pipeline._method import (
     THRESHOLD_MODES,
@@ -503,6 +508,22 @@ def _detect_run(
             trimmed = [trim_run(b, rule) for b in baseline]
             baseline = [b for b, _ in trimmed]
             trim_info["baseline"] = [t.to_dict() for _, t in trimmed]
+    pre_notes: list[str] = []
+    if baseline:  # before pruning: a space fitted on the baseline would hide what it lacks
+        base_keys = {_key(c) for b in baseline for c in metric_columns(b.frame)}
+        pre_notes = check_metric_overlap(
+            (_key(c) for c in metric_columns(run.frame)), base_keys, where=run.run_id, force=force_baseline
+        )
+        moving = any(
+            b.frame.get_column(c).drop_nulls().n_unique() > 1 for b in baseline for c in metric_columns(b.frame)
+        )
+        if not moving:  # nothing to prune on or fit to: the per-host check's rule, before pruning
+            msg = f"{run.run_id}: the baseline is degenerate: none of its metrics varies (all constant)"
+            if not force_baseline:
+                raise BaselineMismatch(msg + "; give a baseline that moves, or --force to use it anyway")
+            pre_notes.append(msg + "; used because of --force")
+            if prune is True:
+                prune = False  # a pruned space fitted on constants would be empty
     prune_info: dict[str, Any] = {"applied": False}
     if selected is None and prune is not False and prune is not None:
         t = time.perf_counter()
@@ -522,7 +543,7 @@ def _detect_run(
         n_sel = len(set(getattr(selected, "selected", selected)))
         prune_info = {"applied": True, "source": "selected", "n_selected": n_sel}
     parts = run.split_hosts()
-    win_frames, evid, wattr, excluded, notes = [], [], [], [], list(run.warnings)
+    win_frames, evid, wattr, excluded, notes = [], [], [], [], list(run.warnings) + pre_notes
     thresholds: dict[str, dict[str, float]] = {}
     methods: list[str] = []
     base_feats = None

@@ -50,6 +50,11 @@ def correlation_matrix(X: np.ndarray, min_periods: int = 3) -> np.ndarray:
     M = ~np.isnan(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        # correlation is scale-free: dividing each column by its largest magnitude keeps
+        # sums of squares finite however extreme a value is (e.g. a 1e308 spike)
+        scale = np.nanmax(np.abs(X), axis=0) if X.size else np.ones(X.shape[1])
+        scale = np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+        X = X / scale
         mu = np.nanmean(X, axis=0)
     Xc = np.where(M, X - np.where(np.isnan(mu), 0.0, mu), 0.0)
     if M.all():
