@@ -42,8 +42,8 @@ from reveal_lab.studies._data import (
 from reveal_lab.studies._detection import (
     baseline_runs,
     causes_per_window,
+    dataset_episodes,
     is_fault_free,
-    labelled_episodes,
     study_pruning,
     detection_summary,
     detector_window_counts,
@@ -142,7 +142,7 @@ __all__ = [
     "is_fault_free",
     "study_pruning",
     "window_flags",
-    "labelled_episodes",
+    "dataset_episodes",
     "method_list",
     "detector_window_counts",
     "causes_per_window",

@@ -25,7 +25,7 @@ __all__ = [
     "baseline_runs",
     "is_fault_free",
     "window_flags",
-    "labelled_episodes",
+    "dataset_episodes",
     "method_list",
     "detector_window_counts",
     "causes_per_window",
@@ -401,7 +401,7 @@ def window_flags(windows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def labelled_episodes(data: str | Path | None = None) -> pl.DataFrame:
+def dataset_episodes(data: str | Path | None = None) -> pl.DataFrame:
     """The labelled fault episodes of a dataset (``labels.csv`` of the lab dataset: ``run, host,
     fault_type, start, end, expected_subsystem, scope``); empty with these columns when the
     dataset has none. ``run`` plus ``_`` plus ``host`` is the run id of a per-host file."""

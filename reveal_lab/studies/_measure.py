@@ -75,17 +75,26 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _stat_ticks(path: str) -> int:
+    f = Path(path).read_text().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])  # utime + stime
+
+
 def _cpu_seconds(pid: int) -> float:
-    """On-CPU seconds of ``pid`` and its children (scheduler ns, else utime+stime)."""
+    """On-CPU seconds of ``pid`` and its children: the live threads' scheduler
+    nanoseconds, plus (in clock ticks) what threads that have already exited used, since
+    the process's own utime+stime keeps them and a per-thread sum would lose them (the
+    collector's start-up thread exits after handing over to the compiled loop)."""
     total = 0.0
     for p in _tree(pid):
         try:
-            ns = sum(int(Path(t).read_text().split()[0]) for t in glob.glob(f"/proc/{p}/task/*/schedstat"))
-            if ns:
-                total += ns / 1e9
+            tasks = glob.glob(f"/proc/{p}/task/*")
+            ns = sum(int(Path(t, "schedstat").read_text().split()[0]) for t in tasks)
+            if not ns:
+                total += _stat_ticks(f"/proc/{p}/stat") / _TICK
                 continue
-            f = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(f[11]) + int(f[12])) / _TICK
+            live_ticks = sum(_stat_ticks(f"{t}/stat") for t in tasks)
+            total += ns / 1e9 + max(_stat_ticks(f"/proc/{p}/stat") - live_ticks, 0) / _TICK
         except (OSError, IndexError, ValueError):
             continue
     return total

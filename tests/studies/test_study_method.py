@@ -44,7 +44,7 @@ def test_baselines_are_the_other_fault_free_runs_of_the_workload():
     assert windows.filter(pl.col("run_id") == runs[0].meta.run_id)["fit_mode"][0] == "robust"
 
 
-def test_window_flags_and_labelled_episodes_for_per_host_timelines():
+def test_window_flags_and_dataset_episodes_for_per_host_timelines():
     runs = studies.synthetic_runs(n_workloads=1, runs_per_workload=3, n_seconds=20.0, n_channels=40)
     windows, _ = studies.run_detection(runs, preset="smoke", pruning=None)
     flags = studies.window_flags(windows)
@@ -53,6 +53,6 @@ def test_window_flags_and_labelled_episodes_for_per_host_timelines():
     assert flags.columns[:6] == ["run_id", "workload", "host", "window_id", "start", "end"]
     for d in dets:  # a flag is a score above the detector's threshold, as the windows say
         assert (flags[f"flag_{d}"] == windows[f"label_{d}"].cast(pl.Boolean)).all()
-    eps = studies.labelled_episodes()
+    eps = studies.dataset_episodes()
     assert eps.height == 34 and set(eps["scope"]) == {"episode", "run"}
-    assert studies.labelled_episodes("synth").height == 0
+    assert studies.dataset_episodes("synth").height == 0
