@@ -45,8 +45,8 @@ def _data(seed=0, n=400, p=12):
     ids=lambda d: d.name,
 )
 def test_contract_threshold_and_labels(det):
-    """Broken variants: a threshold at another quantile, or ``>=`` for ``>``, changes
-    the exact count (a ``1 <= flagged <= 8`` range here passed them)."""
+    """Broken variant: a threshold at another quantile (e.g. 0.98: 8 flagged) changes the
+    exact count; the ``1 <= flagged <= 8`` range that stood here passed it."""
     X = _data()
     det.fit(X)
     assert det.decision_scores_.shape == (400,)
