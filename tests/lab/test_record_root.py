@@ -1,7 +1,9 @@
 """Re-record a tiny labelled run for real (root): namespaces, collectors, DDP over gloo, packet loss.
 
-Uses host names ``rltA``/``rltB`` (not the dataset's ``labA``/``labB``) so it can run beside
-a recording. Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
+Uses host names ``rt<pid>A``/``rt<pid>B`` (not the dataset's ``labA``/``labB``, and unique to
+this test process) so it can run beside a recording or another checkout's test run: with fixed
+names, two runs on one machine tore down each other's namespaces ("Invalid netns value").
+Skipped when not root or when ``ip``/``nsenter``/``iptables`` are missing.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from reveal_lab.lab import (
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
-NAMES = ("rltA", "rltB")
+_TAG = f"rt{os.getpid() % 100000}"
+NAMES = (f"{_TAG}A", f"{_TAG}B")
 
 
 def _need_root():
@@ -67,7 +70,7 @@ def test_hosts_are_torn_down_when_the_body_fails():
 def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     _need_root()
     raw, out = tmp_path / "raw", tmp_path / "lab"
-    plan = RunPlan("MLP", "train", NAMES, 6.0, (FaultPlan("packet_loss", "rltB", 0.05, 2.0, 2.0),))
+    plan = RunPlan("MLP", "train", NAMES, 6.0, (FaultPlan("packet_loss", NAMES[1], 0.05, 2.0, 2.0),))
     try:
         prov = record_plans(
             [[plan]], raw, host_names=NAMES, subnet="10.78.0", calm_before_s=1.0, calm_after_s=1.0
@@ -81,7 +84,7 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     meta, labels = read_meta(out / "meta_lab.csv"), read_labels(out / "labels.csv")
     assert sorted(meta["host"].to_list()) == list(NAMES) and meta["world_size"].to_list() == [2, 2]
     assert meta["model"][0] == "DDPMLP" and meta["run"].n_unique() == 1
-    assert labels.height == 1 and labels["host"][0] == "rltB" and labels["fault_type"][0] == "packet_loss"
+    assert labels.height == 1 and labels["host"][0] == NAMES[1] and labels["fault_type"][0] == "packet_loss"
     start, end = labels["start"][0], labels["end"][0]
     assert 1.5 <= (end - start).total_seconds() <= 5.0
     for row in meta.iter_rows(named=True):
