@@ -25,8 +25,11 @@ def net_interfaces() -> list[str]:
     return [n for n in (ln.split(":", 1)[0].strip() for ln in lines) if n and n != "lo"]
 
 
-def wait_for(path: Path, timeout: float = 20) -> None:
-    """Wait until ``path`` exists (e.g. a run's ``channels.json``: the collector started)."""
+def wait_for(path: Path, timeout: float = 180) -> None:
+    """Wait until ``path`` exists (e.g. a run's ``channels.json``: the collector started).
+
+    The timeout only ends a hung wait: a collector's start-up includes compiling its numba
+    loop when the cache is cold, which took over 20 s on a loaded 2-core machine."""
     t = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > t:
