@@ -235,7 +235,7 @@ def test_ordinary_user_gets_reduced_probes(request):
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,  # ends a hang only: as nobody numba cannot use the cache, and compiles under load
     )
     if res.returncode != 0 and "Permission denied" in res.stderr and "reveal_lab" not in res.stderr:
         pytest.skip(f"nobody cannot run this Python: {res.stderr[-300:]}")
@@ -248,7 +248,10 @@ def test_ordinary_user_gets_reduced_probes(request):
     if paranoid >= 1 and shutil.which("perf"):
         assert "perf" in meta["probes_skipped"]
         assert "perf_event_paranoid" in meta["probes_skipped"]["perf"]
-    assert read_collector_run(out).frame.height >= 8
+    # every tick of the 1 s run is either a sample or counted missed (a loaded machine misses
+    # some): the count, not a wall-clock share, is what the collector guarantees
+    assert read_collector_run(out).frame.height == meta["samples"] > 0
+    assert meta["samples"] + meta["missed_ticks"] >= 8, (meta["samples"], meta["missed_ticks"])
 
 
 @needs_root
