@@ -35,3 +35,16 @@ def wait_for(path: Path, timeout: float = 180) -> None:
         if time.monotonic() > t:
             raise TimeoutError(f"{path} did not appear")
         time.sleep(0.05)
+
+
+def journal_chunk_sizes(path: Path) -> list[int]:
+    """Samples per chunk, read by the layout FORMAT.md documents (independently of the
+    reader): a 24-byte header, then ``RVLC``, crc32 (u32), n (u32), len (u32), payload."""
+    data = path.read_bytes()
+    pos, sizes = 24, []
+    while pos + 16 <= len(data) and data[pos : pos + 4] == b"RVLC":
+        n, length = int.from_bytes(data[pos + 8 : pos + 12], "little"), int.from_bytes(data[pos + 12 : pos + 16], "little")
+        sizes.append(n)
+        pos += 16 + length
+    assert pos == len(data), f"{len(data) - pos} bytes after the last whole chunk"
+    return sizes

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd, net_interfaces, wait_for
+from collect_helpers import collect_cmd, journal_chunk_sizes, net_interfaces, wait_for
 
 from reveal_lab.io._collector import read_collector_run
 from reveal_lab.telemetry import TelemetryError, TelemetryWarning, validate_frame
@@ -70,19 +70,6 @@ def test_kill9_leaves_every_synced_sample_readable(killed_run):
     assert raw.height + missed >= (kill_ms - start_ms - 1500) / 100
 
 
-def _journal_chunk_sizes(path: Path) -> list[int]:
-    """Samples per chunk, read by the layout FORMAT.md documents (independently of the
-    reader): a 24-byte header, then ``RVLC``, crc32 (u32), n (u32), len (u32), payload."""
-    data = path.read_bytes()
-    pos, sizes = 24, []
-    while pos + 16 <= len(data) and data[pos : pos + 4] == b"RVLC":
-        n, length = int.from_bytes(data[pos + 8 : pos + 12], "little"), int.from_bytes(data[pos + 12 : pos + 16], "little")
-        sizes.append(n)
-        pos += 16 + length
-    assert pos == len(data), f"{len(data) - pos} bytes after the last whole chunk"
-    return sizes
-
-
 def test_kill9_loses_at_most_one_flush_period(killed_run):
     """A kill -9 loses only the samples queued since the last flush: the journal holds one
     chunk per flush period (default 1 s), each with at most ``flush/interval + 1`` samples
@@ -92,7 +79,7 @@ def test_kill9_loses_at_most_one_flush_period(killed_run):
     out, _ = killed_run
     meta = json.loads((out / "meta.json").read_text())
     assert meta["flush_s"] == 1.0 and meta["interval_ms"] == 100.0
-    sizes = _journal_chunk_sizes(next(out.glob("journal-*.bin")))
+    sizes = journal_chunk_sizes(next(out.glob("journal-*.bin")))
     assert len(sizes) >= 2, sizes  # 3.3 s of collecting: at least two flushes
     assert max(sizes) <= 1.0 / 0.1 + 1, sizes
     with pytest.warns(TelemetryWarning, match="killed"):
