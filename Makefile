@@ -15,8 +15,7 @@ reproduce: setup  ## the main job: reproduce the studies on the bundled dataset 
 test: setup  ## run the whole test suite
 	.venv/bin/python -m pytest
 
-lab: setup  ## open the notebooks in JupyterLab
-	@scripts/bootstrap.sh all,workloads,lab
+lab: setup  ## open the notebooks in JupyterLab (the default environment has it)
 	.venv/bin/reveal-lab lab
 
 bench: setup  ## run the performance benchmarks (results in benchmarks/results/)

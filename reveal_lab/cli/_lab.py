@@ -22,6 +22,29 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.set_defaults(func=_run)
 
 
+def jupyterlab_command(root: str, *, port: int | None, no_browser: bool, euid: int) -> list[str]:
+    """The JupyterLab command line; ``--allow-root`` when the effective uid is 0
+    (JupyterLab exits at once as root otherwise: "Running as root is not recommended").
+
+    Examples
+    --------
+    >>> jupyterlab_command("nb", port=None, no_browser=True, euid=0)[3:]
+    ['--notebook-dir=nb', '--no-browser', '--allow-root']
+    >>> "--allow-root" in jupyterlab_command("nb", port=8888, no_browser=False, euid=1000)
+    False
+    """
+    import sys
+
+    cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={root}"]
+    if port:
+        cmd.append(f"--port={port}")
+    if no_browser:
+        cmd.append("--no-browser")
+    if euid == 0:
+        cmd.append("--allow-root")
+    return cmd
+
+
 def _run(args: argparse.Namespace) -> int:
     import importlib.util
     import os
@@ -43,10 +66,12 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 1
     root = args.notebooks or str(notebooks_dir())
-    cmd = [sys.executable, "-m", "jupyterlab", f"--notebook-dir={root}"]
-    if args.port:
-        cmd.append(f"--port={args.port}")
-    if args.no_browser:
-        cmd.append("--no-browser")
+    cmd = jupyterlab_command(root, port=args.port, no_browser=args.no_browser, euid=os.geteuid())
+    if "--allow-root" in cmd:
+        print(
+            "running as root (containers and lab VMs do): passing --allow-root to JupyterLab, "
+            "which otherwise refuses to start",
+            file=sys.stderr,
+        )
     print("starting:", " ".join(cmd))
     return subprocess.call(cmd, env=os.environ.copy())

@@ -76,17 +76,29 @@ def plan_local_cluster(n_workers: int | None = None, memory_limit: int | str | N
     return ClusterPlan(n_workers, 1, mem)
 
 
+def _serves_dashboard(dask_scheduler: Any) -> bool:
+    """Run on the scheduler: whether a Bokeh dashboard is attached to its HTTP server."""
+    apps = getattr(getattr(dask_scheduler, "http_application", None), "applications", None) or []
+    return any("Bokeh" in type(a).__name__ for a in apps)
+
+
 def dashboard_note(client: Any) -> str:
-    """One line for the user: the dashboard link, or why there is none."""
-    if importlib.util.find_spec("bokeh") is None:
-        return (
-            "Dask dashboard unavailable: bokeh is not installed "
-            "(pip install 'reveal-lab[scale]' or pip install 'bokeh>=3.1')"
-        )
-    link = getattr(client, "dashboard_link", None)
-    if not link:
-        return "Dask dashboard unavailable: the scheduler serves no dashboard"
-    return f"Dask dashboard: {link}"
+    """One line for the user: the dashboard link, or why there is none.
+
+    The link is printed only when the scheduler serves a dashboard (asked on the
+    scheduler itself): ``Client.dashboard_link`` is formatted from the local dask config
+    and points at the scheduler's HTTP port whether or not a dashboard is attached there.
+    """
+    try:
+        serves = bool(client.run_on_scheduler(_serves_dashboard))
+    except Exception as exc:  # noqa: BLE001 - a note for the user, never fatal
+        return f"Dask dashboard unknown: the scheduler did not answer ({exc})"
+    if not serves:
+        why = "the scheduler serves no dashboard"
+        if importlib.util.find_spec("bokeh") is None:
+            why += " (bokeh is not installed here: pip install 'reveal-lab[scale]' or 'bokeh>=3.1')"
+        return f"Dask dashboard unavailable: {why}"
+    return f"Dask dashboard: {client.dashboard_link}"
 
 
 @contextlib.contextmanager

@@ -228,3 +228,35 @@ def test_readable_names_fall_back_to_registry_words():
     assert readable_metric("Disk_diff:sectors_read.sda.h[sectors]") == "Disk sectors read (sda)"
     assert readable_metric("Habana:util.0.h[%]") == "System Habana util (core 0)"
     assert readable_metric("not a metric") == "not a metric"
+
+
+def test_evidence_is_each_detectors_top_k_ordered_by_score():
+    """Within every anomalous window the evidence is exactly the union of each flagging
+    detector's ``top_k`` pairs by its own explanation (positive contributions only),
+    computed here from ``detector.explain`` on that window, ranked by score, largest
+    first. Broken variants: unsorted evidence (ranks not following the scores), the
+    top-k cut removed (more pairs than the detectors' top k)."""
+    rng = np.random.default_rng(5)
+    pairs = _pairs()
+    X = rng.normal(size=(400, pairs.height))
+    X[100:104, _cols(pairs, "network")[:4]] += 12
+    X[250:252, _cols(pairs, "gpu")[:2]] += 9
+    ens = _fit(X)
+    res = ens.result_
+    top_k = 3
+    att = attribute(ens.detectors_, X, pairs, _windows(400), res, top_k=top_k, host="h1")
+    anomalous = np.flatnonzero(res.agreement > 0)
+    assert anomalous.size >= 6
+    metric_feature = list(zip(pairs["metric"], pairs["feature"], strict=True))
+    for i in anomalous:
+        ev = att.evidence.filter(pl.col("window_id") == int(i))
+        want: set[int] = set()
+        for n, det in ens.detectors_.items():
+            if res.labels[n][i] == 1:
+                c = det.explain(X[[i]])[0]
+                want |= {int(j) for j in np.argsort(-c, kind="stable")[:top_k] if c[j] > 0}
+        got = {metric_feature.index(mf) for mf in zip(ev["metric"], ev["feature"], strict=True)}
+        assert got == want, (i, got, want)
+        scores = ev["score"].to_list()
+        assert scores == sorted(scores, reverse=True), (i, scores)
+        assert ev["rank"].to_list() == list(range(1, ev.height + 1))

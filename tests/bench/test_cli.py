@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reveal_lab.bench import load_server
+from reveal_lab.bench import average_precision, best_f1, load_server, read_point_labels
 from reveal_lab.bench._score import ATTRIBUTION_KEYS, SCORES_HEADER, score_folder
 from reveal_lab.cli import main
 
@@ -45,6 +45,8 @@ def test_files_follow_the_contract(bench_out: Path):
 
 
 def test_separate_scorer_loads_the_outputs_and_agrees_with_summary(bench_out: Path):
+    """Broken variants: random scores (the detectors' output replaced by uniform noise)
+    fail the chance comparisons; a random metric ranking fails the hit@100 one."""
     summary = json.loads((bench_out / "summary.json").read_text())
     res = score_folder(bench_out, MINI)
     row = res["servers"][0]
@@ -57,14 +59,23 @@ def test_separate_scorer_loads_the_outputs_and_agrees_with_summary(bench_out: Pa
         "iforest",
         "pca_recon (reference)",
     }
-    # a real signal on real data: better than chance (a constant score's AUC-PR is the base
-    # rate, flagging every row gives F1 = 2p / (1 + p)); measured: AUC-PR .26, F1 .33, PA .99
-    base = row["n_anomalous_rows"] / row["n_rows"]
-    assert row["auc_pr"] > 1.4 * base
-    assert row["best_f1"] > 2 * base / (1 + base)
-    assert row["best_f1_pa"] > 0.9 and row["best_f1_pa"] >= row["best_f1"]
-    assert row["n_detected_segments"] >= 1
-    assert 0 <= row["hit@150"] <= 1
+    # a real signal on real data: better than chance, where chance is measured on the same
+    # labels: 200 seeded uniform-random score vectors (so the comparison is the same on
+    # every run). The old floors admitted chance: best_f1_pa > 0.9 held for 200 of 200
+    # random trials, best_f1 above flag-everything for 94 %. Measured on this fixture:
+    # random AUC-PR <= 0.19 and best F1 <= 0.29, ours 0.24 and 0.36.
+    truth = read_point_labels(MINI / "omi-1_test_label.csv.gz")
+    rng = np.random.default_rng(20251026)
+    chance = [rng.random(truth.size) for _ in range(200)]
+    assert row["auc_pr"] > max(average_precision(s, truth) for s in chance)
+    assert row["best_f1"] > max(best_f1(s, truth)["f1"] for s in chance)
+    # point adjustment with 2 long segments cannot tell a detector from chance here (random
+    # scores reach 0.91-0.99), so only its defining property is checked: adjusting never lowers F1
+    assert row["best_f1_pa"] >= row["best_f1"]
+    assert row["n_detected_segments"] == row["n_labelled_segments"] == 2
+    # attribution: better than a random ranking at the tighter cut (hit@150 is 1.0 for any
+    # ranking with this few metrics, so it proves nothing here)
+    assert row["hit@100"] > row["random_hit@100"], (row["hit@100"], row["random_hit@100"])
 
 
 def test_scorer_runs_as_its_own_process(bench_out: Path, tmp_path: Path):

@@ -25,10 +25,26 @@ def net_interfaces() -> list[str]:
     return [n for n in (ln.split(":", 1)[0].strip() for ln in lines) if n and n != "lo"]
 
 
-def wait_for(path: Path, timeout: float = 20) -> None:
-    """Wait until ``path`` exists (e.g. a run's ``channels.json``: the collector started)."""
+def wait_for(path: Path, timeout: float = 180) -> None:
+    """Wait until ``path`` exists (e.g. a run's ``channels.json``: the collector started).
+
+    The timeout only ends a hung wait: a collector's start-up includes compiling its numba
+    loop when the cache is cold, which took over 20 s on a loaded 2-core machine."""
     t = time.monotonic() + timeout
     while not path.exists():
         if time.monotonic() > t:
             raise TimeoutError(f"{path} did not appear")
         time.sleep(0.05)
+
+
+def journal_chunk_sizes(path: Path) -> list[int]:
+    """Samples per chunk, read by the layout FORMAT.md documents (independently of the
+    reader): a 24-byte header, then ``RVLC``, crc32 (u32), n (u32), len (u32), payload."""
+    data = path.read_bytes()
+    pos, sizes = 24, []
+    while pos + 16 <= len(data) and data[pos : pos + 4] == b"RVLC":
+        n, length = int.from_bytes(data[pos + 8 : pos + 12], "little"), int.from_bytes(data[pos + 12 : pos + 16], "little")
+        sizes.append(n)
+        pos += 16 + length
+    assert pos == len(data), f"{len(data) - pos} bytes after the last whole chunk"
+    return sizes

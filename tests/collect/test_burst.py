@@ -18,7 +18,7 @@ import uuid
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd, wait_for
+from collect_helpers import collect_cmd, journal_chunk_sizes, wait_for
 
 from reveal_lab.collect._probe import ProbeContext, read_all
 from reveal_lab.collect.probes._table import LineCount, Table, TableBatch
@@ -89,7 +89,8 @@ def test_a_python_probe_every_tick_runs_partial_ticks(tmp_path, python_probe):
     out = tmp_path / "partial"
     meta, hot = _collect_in_process(out, f"cpu,netdev,loadavg@300ms,{python_probe}", "q", 2)
     assert hot["compiled_ticks"] == 0
-    assert hot["partial_ticks"] + hot["python_ticks"] == meta["samples"] >= 10
+    assert hot["partial_ticks"] + hot["python_ticks"] == meta["samples"] > 0
+    assert meta["samples"] + meta["missed_ticks"] == 20  # 2 s at 100 ms, whatever the load
     assert hot["python_ticks"] <= sum(meta["relayouts"].values())
     rawf = read_raw_frame(out)[0]
     k = _k(out, rawf)
@@ -272,9 +273,12 @@ def test_sigterm_stops_the_compiled_loop_promptly(tmp_path):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     meta = _meta(out)
-    assert meta["status"] == "interrupted" and meta["hot_loop"]["compiled_ticks"] >= 5
+    assert meta["status"] == "interrupted" and meta["hot_loop"]["compiled_ticks"] >= 1
     run = read_collector_run(out)
-    assert run.frame.height == meta["samples"] >= 10
+    # >= 1.5 s ran before the signal: 15 deadlines, each a sample or a counted miss (load
+    # decides the split, so only the sum is checked)
+    assert run.frame.height == meta["samples"] > 0
+    assert meta["samples"] + meta["missed_ticks"] >= 10, (meta["samples"], meta["missed_ticks"])
     # the loop stops at its next wake-up (the signal interrupts the sleep; one arriving
     # while files are read is seen by the next flush at the latest): no sample is taken
     # more than one flush period plus one tick after the signal, on the collector's clock
@@ -312,9 +316,14 @@ def test_kill9_in_the_compiled_loop_leaves_the_synced_samples(tmp_path):
         raw = read_collector_run(out, view="raw").frame
     last_ms = raw.get_column("timestamp").dt.epoch("ms")[-1]  # naive UTC, not local time
     lost_ms = kill_ns // 1_000_000 - last_ms
-    # at most the flush period (1 s) plus one interval and scheduling slack
-    assert 0 <= lost_ms <= 1500, lost_ms
-    assert raw.height >= 15
+    # how much is lost is pinned by the journal's chunks (at most one flush period of
+    # samples each, all read back), not by wall time, which load stretches
+    assert 0 <= lost_ms, lost_ms
+    sizes = [n for p in sorted(out.glob("journal-*.bin")) for n in journal_chunk_sizes(p)]
+    assert len(sizes) >= 2 and max(sizes) <= 1.0 / 0.1 + 1, sizes
+    assert raw.height == sum(sizes)
+    missed = int(raw.get_column("Collector:missed_ticks.k[count]")[-1])
+    assert raw.height + missed >= 15  # 3.3 s ran: each deadline a sample or a counted miss
 
 
 def test_proc_files_longer_than_a_page_are_read_to_the_end():

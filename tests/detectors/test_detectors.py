@@ -45,11 +45,17 @@ def _data(seed=0, n=400, p=12):
     ids=lambda d: d.name,
 )
 def test_contract_threshold_and_labels(det):
+    """Broken variant: a threshold at another quantile (e.g. 0.98: 8 flagged) changes the
+    exact count; the ``1 <= flagged <= 8`` range that stood here passed it."""
     X = _data()
     det.fit(X)
     assert det.decision_scores_.shape == (400,)
-    # 99th percentile of the fit scores: about 1 % flagged
-    assert 1 <= det.labels_.sum() <= 8
+    # the threshold is the 99th percentile of the fit scores (linear interpolation:
+    # position 0.99 * 399 = 395.01), so exactly the 4 scores above position 395 are flagged
+    assert det.threshold_ == pytest.approx(np.quantile(det.decision_scores_, 0.99), rel=1e-12)
+    assert np.unique(det.decision_scores_).size == 400
+    assert det.labels_.sum() == 4
+    np.testing.assert_array_equal(np.sort(np.argsort(det.decision_scores_)[-4:]), np.flatnonzero(det.labels_))
     assert set(np.unique(det.labels_)) <= {0, 1}
     np.testing.assert_allclose(det.decision_function(X), det.decision_scores_, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(det.predict(X), det.labels_)

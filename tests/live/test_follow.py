@@ -54,7 +54,7 @@ def test_follows_a_real_collector_through_segment_rollover(tmp_path):
     polls_with_data = 0
     try:
         with CollectorFollower(out) as f:
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 180  # a hang guard: a cold numba compile under load is slow
             while proc.poll() is None and time.monotonic() < deadline:
                 rows = f.poll()
                 if rows is not None:

@@ -37,3 +37,14 @@ def test_lab_kernel_only(tmp_path, capsys):
     assert main(["lab", "--kernel-only", "--prefix", str(tmp_path)]) == 0
     assert "kernel 'reveal-lab'" in capsys.readouterr().out
     assert (tmp_path / "share" / "jupyter" / "kernels" / "reveal-lab" / "kernel.json").exists()
+
+
+def test_jupyterlab_gets_allow_root_only_as_root():
+    """JupyterLab exits at once as root unless told --allow-root (containers and lab
+    VMs run as root). Broken variant: never adding the flag fails the first assert;
+    adding it always fails the second."""
+    from reveal_lab.cli._lab import jupyterlab_command
+
+    as_root = jupyterlab_command("nb", port=8899, no_browser=True, euid=0)
+    assert as_root[1:] == ["-m", "jupyterlab", "--notebook-dir=nb", "--port=8899", "--no-browser", "--allow-root"]
+    assert "--allow-root" not in jupyterlab_command("nb", port=None, no_browser=False, euid=1000)

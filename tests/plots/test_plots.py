@@ -18,9 +18,21 @@ def synth_detection():
     return runs, windows, evidence
 
 
-def _check(fig, tmp_path, name):
+def _drawn(ax) -> bool:
+    """Whether an Axes shows data: a bar of non-zero height, a line with points, or a
+    scatter/fill collection (text-only "no data" panels are not data)."""
+    bars = any(getattr(p, "get_height", lambda: 0)() != 0 for p in ax.patches)
+    lines = any(len(ln.get_xdata()) > 0 for ln in ax.get_lines())
+    colls = any(len(c.get_offsets()) > 0 or len(c.get_paths()) > 0 for c in ax.collections)
+    return bars or lines or colls or bool(ax.images)
+
+
+def _check(fig, tmp_path, name, *, empty: bool = False):
+    """Broken variant: an empty chart (axes but nothing drawn) fails ``_drawn``; the old
+    check (axes exist, files > 1,000 bytes) passed it."""
     assert isinstance(fig, Figure)
     assert fig.axes
+    assert any(_drawn(ax) for ax in fig.axes) != empty, name
     paths = plots.save_figure(fig, tmp_path, name)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
 
@@ -31,7 +43,22 @@ def test_detection_figures(synth_detection, tmp_path):
     # Fig. 2 counts equal the detectors' own labels
     for m in ("zscore", "mahalanobis", "iforest"):
         assert counts.filter(pl.col("method") == m)["n_windows"].sum() == windows[f"label_{m}"].sum()
-    _check(plots.plot_detector_windows(counts), tmp_path, "fig2")
+    fig2 = plots.plot_detector_windows(counts)
+    _check(fig2, tmp_path, "fig2")
+    # the bars show the labels' counts per host and method, counted here from the windows
+    # (broken variant: every bar at zero, or bars of another method)
+    ax = fig2.axes[0]
+    hosts = [t.get_text() for t in ax.get_xticklabels()]
+    handles, methods = ax.get_legend_handles_labels()
+    assert {"zscore", "mahalanobis", "iforest"} <= set(methods)
+    for container, m in zip(ax.containers, methods, strict=True):
+        if m.startswith("agreement>="):
+            flag = (pl.col("agreement") >= int(m.removeprefix("agreement>="))).cast(pl.Int64)
+        else:
+            flag = pl.col(f"label_{m}")
+        want = windows.group_by("host").agg(flag.sum())
+        want = dict(want.iter_rows())
+        assert [b.get_height() for b in container] == [want.get(h, 0) for h in hosts], m
     causes = studies.causes_per_window(windows)
     assert causes.height == windows["anomalous"].sum()
     _check(plots.plot_causes_per_window(causes), tmp_path, "fig3")
@@ -127,9 +154,9 @@ def test_other_figures_and_empty_inputs(tmp_path):
         {"host": ["h1", "h2", "h3"], "z": [0.1, 5.0, -0.2], "key": ["Memory:HugePages_Total"] * 3}
     )
     _check(plots.plot_crosshost_deviation(dev, y="z", group="key"), tmp_path, "fig9")
-    _check(plots.plot_message("nothing here"), tmp_path, "msg")
+    _check(plots.plot_message("nothing here"), tmp_path, "msg", empty=True)
     empty_ev = studies.detector_window_counts(pl.DataFrame({"host": [], "agreement": []}))
-    _check(plots.plot_detector_windows(empty_ev), tmp_path, "e2")
+    _check(plots.plot_detector_windows(empty_ev), tmp_path, "e2", empty=True)
     _check(
         plots.plot_raw_traces(
             pl.DataFrame(
@@ -138,8 +165,9 @@ def test_other_figures_and_empty_inputs(tmp_path):
         ),
         tmp_path,
         "e7",
+        empty=True,
     )
-    _check(plots.plot_usage_cdfs(studies.usage_samples([])), tmp_path, "e1")
+    _check(plots.plot_usage_cdfs(studies.usage_samples([])), tmp_path, "e1", empty=True)
 
 
 def test_style_is_applied():

@@ -176,3 +176,22 @@ def test_cluster_plan_is_bounded_by_cores_and_memory():
     assert p.n_workers >= 1 and p.threads_per_worker == 1 and p.memory_limit > 0
     with pytest.raises(ValueError):
         plan_local_cluster(0)
+
+
+def test_no_dashboard_link_when_the_scheduler_serves_none():
+    """A scheduler started without a dashboard: ``scan --scheduler`` used to print
+    ``Client.dashboard_link`` anyway (it is formatted from the local config and exists
+    for every client); now it says there is none. Broken variant: returning
+    ``client.dashboard_link`` unconditionally fails here."""
+    pytest.importorskip("distributed")
+    from distributed import Client, LocalCluster
+
+    from reveal_lab.scale import dashboard_note
+
+    with (
+        LocalCluster(n_workers=0, processes=False, scheduler_kwargs={"dashboard": False}) as cluster,
+        Client(cluster, timeout=30) as client,
+    ):
+        note = dashboard_note(client)
+    assert note.startswith("Dask dashboard unavailable: the scheduler serves no dashboard"), note
+    assert "http" not in note
