@@ -80,6 +80,11 @@ class DetectConfig:
     seed: int = 0
     #: metric-feature pairs kept as evidence per anomalous window and detector
     top_k: int = 5
+    #: a fourth detector, PCA reconstruction error (QuoVadis' strongest simple baseline),
+    #: in agreement and the combined score when True (off by default: the paper's three
+    #: detectors, and ``min_agreement=3`` keeps meaning "all of them"); its threshold quantile
+    pcarecon: bool = False
+    pcarecon_quantile: float = 0.99
 
 
 @dataclass(frozen=True)
