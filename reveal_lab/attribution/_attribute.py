@@ -19,8 +19,8 @@ Two rules rank the pairs of a window (``rule``):
 
 Either way the positive scores are kept and the window's ``agg_k`` largest are
 normalized to shares that sum to 1; a subsystem's (or host's) score is the sum of its
-pairs' shares. Evidence rows: the ``top_k`` pairs of the rule and the ``top_k`` pairs
-of every flagging detector's own ``explain`` (``evidence_of`` names those detectors:
+pairs' shares. Evidence rows: the ``top_k`` metrics of the rule (each with its
+strongest feature) and the ``top_k`` pairs of every flagging detector's own ``explain`` (``evidence_of`` names those detectors:
 the per-detector rankings stay visible), ordered by the rule's shares, each with a
 claim in words; every subsystem whose score is at least ``joint_fraction`` of the top
 one is named (joint attribution).
@@ -43,6 +43,8 @@ __all__ = ["Attribution", "attribute", "metric_deviation", "RULES", "EVIDENCE_SC
 
 #: the pair-ranking rules of :func:`attribute`
 RULES = ("deviation", "shares")
+#: largest ``|z|`` a pair counts with in the ``"deviation"`` rule (see :func:`metric_deviation`)
+DEVIATION_CAP = 100.0
 
 EVIDENCE_SCHEMA: dict[str, pl.DataType] = {
     "window_id": pl.Int64,
@@ -101,20 +103,30 @@ def _shares(contrib: np.ndarray, agg_k: int) -> np.ndarray:
     return safe_divide(c, np.where(tot > 0, tot, 0.0)) if n else c
 
 
-def metric_deviation(absz: np.ndarray, pair_metric: np.ndarray, n_metrics: int) -> np.ndarray:
-    """Per row and metric, the largest ``|z|`` over the metric's features.
+def metric_deviation(
+    absz: np.ndarray, pair_metric: np.ndarray, n_metrics: int, *, cap: float = DEVIATION_CAP
+) -> np.ndarray:
+    """Per row and metric, the largest ``|z|`` over the metric's features, capped at ``cap``.
 
     ``absz``: ``rows × pairs`` (non-finite values count as 0); ``pair_metric``: the
     0-based metric of each pair. Returns ``rows × n_metrics``; rank a run of rows by
-    its column maxima.
+    its column maxima. The cap keeps a numerically degenerate feature (the ADF statistic
+    of a counter that fired once: ``|z| ≈ 1e11``) from outranking a metric that really
+    moved; metrics at the cap are told apart by the mean of their capped ``|z|`` over
+    their features (added as ``mean / (cap + 1)``, below 1: it orders only metrics
+    whose largest ``|z|`` ties), so one that moved in several features at once leads.
 
-    >>> metric_deviation(np.array([[1.0, 5.0, 2.0]]), np.array([0, 0, 1]), 2)
+    >>> metric_deviation(np.array([[1.0, 5.0, 2.0]]), np.array([0, 0, 1]), 2, cap=1e9)
     array([[5., 2.]])
+    >>> m = metric_deviation(np.array([[1e11, 0.0, 150.0, 120.0]]), np.array([0, 0, 1, 1]), 2)
+    >>> bool(m[0, 1] > m[0, 0] > 100)
+    True
     """
-    a = np.where(np.isfinite(absz), np.abs(absz), 0.0)
+    a = np.minimum(np.where(np.isfinite(absz), np.abs(absz), 0.0), cap)
     out = np.zeros((a.shape[0], n_metrics))
     for m in np.unique(pair_metric):
-        out[:, m] = a[:, pair_metric == m].max(axis=1)
+        block = a[:, pair_metric == m]
+        out[:, m] = block.max(axis=1) + block.mean(axis=1) / (cap + 1.0)
     return out
 
 
@@ -194,7 +206,13 @@ def attribute(
             sh[flagged] = _shares(co[flagged], agg_k)
         shares[n], contribs[n] = sh, co
 
-    dev_shares = _shares(np.abs(z_all), agg_k) if rule == "deviation" else None
+    dev_shares = dev_metric = None
+    if rule == "deviation":
+        codes = {m: i for i, m in enumerate(dict.fromkeys(metric))}
+        pair_metric = np.array([codes[m] for m in metric], dtype=np.int64)
+        absz = np.where(np.isfinite(z_all), np.abs(z_all), 0.0)
+        dev_shares = _shares(np.minimum(absz, DEVIATION_CAP), agg_k)
+        dev_metric = metric_deviation(absz, pair_metric, len(codes))  # windows × metrics
     for r, i in enumerate(anom):
         methods = [n for n in names if result.labels[n][i] == 1]
         if dev_shares is not None:
@@ -232,18 +250,22 @@ def attribute(
         )
         # evidence: the top_k pairs of each flagging detector (deduplicated)
         evidence_of: dict[int, list[str]] = {}
-        if dev_shares is not None:
-            absz = np.where(np.isfinite(z_all[r]), np.abs(z_all[r]), -np.inf)
-            for j in np.argsort(-absz, kind="stable")[:top_k]:
-                if absz[j] > 0:
-                    evidence_of.setdefault(int(j), [])
+        if dev_metric is not None:
+            # the top_k metrics by metric_deviation, each with its strongest feature
+            for m in np.argsort(-dev_metric[r], kind="stable")[:top_k]:
+                if dev_metric[r, m] > 0:
+                    cols = np.flatnonzero(pair_metric == m)
+                    evidence_of.setdefault(int(cols[np.argmax(absz[r, cols])]), [])
         for n in methods:
             c = contribs[n][r]
             order = np.argsort(-np.where(np.isfinite(c), c, -np.inf), kind="stable")[:top_k]
             for j in order:
                 if c[j] > 0:
                     evidence_of.setdefault(int(j), []).append(n)
-        ranked = sorted(evidence_of, key=lambda j: -pair_score[j])
+        if dev_metric is not None:  # metrics in the rule's order, then the pair's share
+            ranked = sorted(evidence_of, key=lambda j: (-dev_metric[r, pair_metric[j]], -pair_score[j]))
+        else:
+            ranked = sorted(evidence_of, key=lambda j: -pair_score[j])
         for rank, j in enumerate(ranked, start=1):
             value, base, z = float(imputed[r, j]), float(center[j]), float(z_all[r, j])
             ev_rows.append(

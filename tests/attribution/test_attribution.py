@@ -127,7 +127,8 @@ def test_each_flagging_detector_contributes_its_own_evidence():
     methods = ev["methods"][0].split("+")
     assert len(methods) == int(res.agreement[51]) >= 2
     named = set("+".join(ev["evidence_of"]).split("+"))
-    assert named == set(methods)
+    # rows only the deviation ranking names say so; every flagging detector names its own
+    assert named - {"deviation"} == set(methods)
 
 
 def test_no_anomalous_window_gives_empty_frames():
@@ -228,3 +229,26 @@ def test_readable_names_fall_back_to_registry_words():
     assert readable_metric("Disk_diff:sectors_read.sda.h[sectors]") == "Disk sectors read (sda)"
     assert readable_metric("Habana:util.0.h[%]") == "System Habana util (core 0)"
     assert readable_metric("not a metric") == "not a metric"
+
+
+def test_deviation_rule_ranks_the_planted_metrics_and_caps_degenerate_features():
+    rng = np.random.default_rng(5)
+    pairs = _pairs()
+    X = rng.normal(size=(500, pairs.height))
+    sto = _cols(pairs, "storage")  # 2 metrics x 3 features
+    X[250, sto] += 150  # both storage metrics move in every feature, beyond the cap
+    cpu = _cols(pairs, "cpu")
+    X[250, cpu[2]] = 1e9  # one degenerate feature (acf1 of the first CPU metric)
+    ens = _fit(X[:240])
+    res = ens.score(X[240:260])
+    att = attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, top_k=3, host="h1")
+    ev = att.evidence.filter(pl.col("window_id") == 10).sort("rank")
+    top = list(dict.fromkeys(ev["metric"].to_list()))
+    assert set(top[:2]) == set(pairs["metric"][sto.tolist()].to_list())
+    win = att.windows.filter(pl.col("window_id") == 10)
+    assert win["top_subsystem"][0] == "storage"
+    # the detectors' own ranking ("shares") is still available
+    old = attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, top_k=3, host="h1", rule="shares")
+    assert old.evidence.height > 0 and "deviation" not in set(old.evidence["evidence_of"])
+    with pytest.raises(ValueError, match="rule must be"):
+        attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, rule="nope")
