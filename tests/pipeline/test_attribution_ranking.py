@@ -45,6 +45,24 @@ def test_synthetic_planted_metrics_rank_first(seed):
     assert sub == "memory"
 
 
+def test_fourth_detector_joins_agreement_in_detect():
+    from dataclasses import replace
+
+    preset = replace(FAST, detect=replace(FAST.detect, pcarecon=True))
+    an = Anomaly("network", 40.0, 46.0, "level", magnitude=8.0, n_columns=3)
+    run, truth = make_run(90, 160, seed=6, anomalies=[an])
+    base = make_run(90, 160, seed=56, profile_seed=6).run
+    det = detect_run(run, baseline=[base], preset=preset)
+    assert det.methods == ["zscore", "mahalanobis", "iforest", "pcarecon"]
+    w = det.windows
+    np.testing.assert_array_equal(
+        w["agreement"].to_numpy(), sum(w[f"label_{m}"].to_numpy() for m in det.methods)
+    )
+    assert w["agreement"].max() <= 4 and w["label_pcarecon"].sum() > 0
+    top, sub = _top_metrics(det, an.start_s, an.end_s, run.frame["timestamp"][0])
+    assert set(top[:3]) == set(truth["column"].to_list()) and sub == "network"
+
+
 def _robust_sd(x: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(x - np.median(x))))
 
