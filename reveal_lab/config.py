@@ -84,6 +84,11 @@ class DetectConfig:
     #: arithmetic of the PCA-Mahalanobis fit: "float64" (exact), "mixed" or "float32"
     #: (see :class:`~reveal_lab.detectors.PCAMahalanobisDetector`)
     pca_precision: str = "float64"
+    #: a fourth detector, PCA reconstruction error (QuoVadis' strongest simple baseline),
+    #: in agreement and the combined score when True (off by default: the paper's three
+    #: detectors, and ``min_agreement=3`` keeps meaning "all of them"); its threshold quantile
+    pcarecon: bool = False
+    pcarecon_quantile: float = 0.99
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,21 @@
 """Attribution (paper §4.4): metric–feature pairs behind each detector's decision,
 (joint) subsystems, the host, and a claim in words."""
 
-from reveal_lab.attribution._attribute import EVIDENCE_SCHEMA, WINDOW_SCHEMA, Attribution, attribute
+from reveal_lab.attribution._attribute import (
+    EVIDENCE_SCHEMA,
+    RULES,
+    WINDOW_SCHEMA,
+    Attribution,
+    attribute,
+    metric_deviation,
+)
 from reveal_lab.attribution._words import FEATURE_WORDS, READABLE, claim, format_value, readable_metric
 
 __all__ = [
     "Attribution",
     "attribute",
+    "metric_deviation",
+    "RULES",
     "claim",
     "readable_metric",
     "format_value",

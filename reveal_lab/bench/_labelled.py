@@ -22,15 +22,27 @@ Choices (the same for every server; nothing is tuned per server):
   anomaly ``W - 1`` rows to both sides instead of one. The last ``W - 1`` training rows
   are prepended to the test rows (the test half follows the training half in time), so
   the first test rows get full windows too.
-* **Decisions:** each detector flags a window above its own ``threshold_`` (a quantile of
-  its training scores). The combined score is the mean of the three scores in units of
-  their thresholds (:class:`~reveal_lab.detectors.DetectorEnsemble`); its threshold is the
-  same quantile of the combined training scores.
-* **Attribution.** Each detector alone ranks a flagged run by its ``explain``
-  contributions (negative parts clipped to 0; per window the top ``agg_k`` pairs as
-  shares, as :mod:`reveal_lab.attribution` does), summed over each metric's features and
-  over the run's windows. The **combined** ranking (default ``attribution="deviation"``)
-  ranks the metrics by their largest robust deviation from the training split over the
+* **Detectors:** Z-score, PCA-Mahalanobis, Isolation Forest and PCA reconstruction
+  error, fitted on the first ``1 - calibration`` of the training windows.
+* **Decisions** (``threshold="pot"``, default): each detector flags a window above the
+  peaks-over-threshold level (:func:`~reveal_lab.detectors.pot_threshold`, risk
+  ``pot_risk``) of its scores on the last ``calibration`` share of the training windows,
+  which it did not fit on (a gap of ``W`` windows keeps them apart). The combined score
+  is the mean of the detectors' scores in units of their in-sample thresholds, as
+  :class:`~reveal_lab.detectors.DetectorEnsemble` (Mahalanobis and the reconstruction
+  error as distances); its threshold is the same POT level of the combined calibration
+  scores. ``threshold="quantile"``: fit on all training windows, ``quantile`` of the
+  in-sample scores (the paper's rule; measured in benchmarks/README).
+* **Attribution** (``attribution="window_z"``, default; the same rule for the combined
+  score and every detector, and the rule of ``reveal-lab detect``:
+  :func:`reveal_lab.attribution.metric_deviation`): a flagged run's metrics rank by their
+  largest ``|z|`` over their window features and over the run's windows, ``z`` against
+  the Z-score detector's fit (median, 1.4826·MAD). ``attribution="windows"``: each
+  method by its ``explain`` contributions (negative parts clipped to 0; per window the
+  top ``agg_k`` pairs as shares), summed over each metric's features and over the run's
+  windows (the combined score: averaged over the detectors flagging each window);
+  ``"sum"``: contributions summed over the run. ``attribution="deviation"`` ranks the
+  metrics by their largest robust deviation from the training split over the
   run's own rows: ``max_t |x[t, m] - median_train(m)| / scale(m)``, with ``scale`` the
   training MAD (times 1.4826; the standard deviation where the MAD is 0) floored at
   ``deviation_floor`` (data units) so that a metric constant in training gets a finite
@@ -40,8 +52,7 @@ Choices (the same for every server; nothing is tuned per server):
   points): window features spread one metric's deviation over several features and
   over the ``W`` windows that hold it, and the detectors' contributions then credit
   correlated neighbours. Ties are broken by how far the run's mean lies from the
-  metric's training median. ``attribution="windows"`` / ``"sum"`` keep the combined
-  ranking on the detectors' contributions (measured in benchmarks/README).
+  metric's training median. All rules are measured in benchmarks/README.
 """
 
 from __future__ import annotations
@@ -78,7 +89,7 @@ DEFAULT_WINDOW_ROWS = 10
 FULL_FEATURE_MIN_ROWS = 30
 #: features of shorter windows
 SHORT_WINDOW_FEATURES = ("mean", "std", "min", "max", "slope")
-DETECTOR_NAMES = ("zscore", "mahalanobis", "iforest")
+DETECTOR_NAMES = ("zscore", "mahalanobis", "iforest", "pcarecon")
 COMBINED = "combined"
 #: the reference baseline (the anchor's method, not reveal-lab) and where its files go
 BASELINE = "pca_recon (reference)"
@@ -94,17 +105,28 @@ class LabelledConfig:
 
     window_rows: int = DEFAULT_WINDOW_ROWS
     quantile: float = 0.99
+    #: decisions: "pot" (each detector, and the combined score, flags above the
+    #: peaks-over-threshold level of its scores on a calibration split that the detectors
+    #: did not fit on, see :func:`reveal_lab.detectors.pot_threshold`) or "quantile" (the
+    #: ``quantile`` of the in-sample training scores, fitted on all training windows)
+    threshold: str = "pot"
+    #: share of the training windows (the last ones, after a gap of one window) held out
+    #: for calibration when ``threshold="pot"``
+    calibration: float = 0.2
+    pot_risk: float = 3e-3
+    pot_init_quantile: float = 0.98
     pca_variance: float = 0.95
     iforest_estimators: int = 200
     seed: int = 0
     backend: str = "numba"
-    #: combined attribution rule: "deviation" (largest robust z of each metric against the
+    #: attribution rule, for the combined score and every detector alike: "window_z"
+    #: (largest |z| of each metric's window features over the run, reveal_lab.attribution's
+    #: "deviation" rule), "deviation" (largest robust z of each metric's raw rows against the
     #: training split over the run's rows, see the module docstring), "windows" (per-window
-    #: shares of the top ``agg_k`` pairs, averaged over the detectors that flag the window,
-    #: summed over the run: reveal_lab.attribution's rule) or "sum" (contributions summed
-    #: over the run, shares per detector, averaged). The detectors' own rankings always use
-    #: their contributions (the "windows" rule unless "sum").
-    attribution: str = "deviation"
+    #: shares of the top ``agg_k`` explain() pairs, for the combined score averaged over the
+    #: detectors that flag the window, summed over the run: reveal_lab.attribution's
+    #: "shares" rule) or "sum" (contributions summed over the run).
+    attribution: str = "window_z"
     #: smallest per-metric scale of the "deviation" rule, in data units (0.01: 1 % of the
     #: full range of the min-max normalised SMD/ASD metrics)
     deviation_floor: float = 0.01
@@ -186,7 +208,12 @@ def server_features(
 
 
 def _fit_detectors(X: np.ndarray, cfg: LabelledConfig):
-    from reveal_lab.detectors import IsolationForestDetector, PCAMahalanobisDetector, ZScoreDetector
+    from reveal_lab.detectors import (
+        IsolationForestDetector,
+        PCAMahalanobisDetector,
+        PCAReconstructionDetector,
+        ZScoreDetector,
+    )
 
     dets = {
         "zscore": ZScoreDetector(quantile=cfg.quantile),
@@ -194,13 +221,9 @@ def _fit_detectors(X: np.ndarray, cfg: LabelledConfig):
         "iforest": IsolationForestDetector(
             contamination=1.0 - cfg.quantile, n_estimators=cfg.iforest_estimators, random_state=cfg.seed
         ),
+        "pcarecon": PCAReconstructionDetector(variance=cfg.pca_variance, quantile=cfg.quantile),
     }
     return {k: d.fit(X) for k, d in dets.items()}
-
-
-def _normalised(score: np.ndarray, thr: float) -> np.ndarray:
-    # same rule as DetectorEnsemble / BaseDetector.normalized_scores
-    return score / thr if thr > 0 else score - thr + 1.0
 
 
 def _metric_shares(contrib: np.ndarray, pair_metric: np.ndarray, n_metrics: int) -> np.ndarray:
@@ -277,6 +300,17 @@ def bench_server(
         raise ValueError(f"{server.name}: {server.train.shape[0]} training rows; need more than {W + 1}")
     tr = featurize(server.train, server.name, cfg, interval_s=interval)
     Xtr = tr.X
+    Xcal = None
+    if cfg.threshold == "pot":
+        # the last ``calibration`` share of the training windows, after a gap of W windows
+        # (no row shared with a fit window), scores the fitted detectors out of sample
+        cut = int(round(Xtr.shape[0] * (1.0 - cfg.calibration)))
+        if cut < 2 or Xtr.shape[0] - cut - W < 10:
+            raise ValueError(
+                f"{server.name}: {Xtr.shape[0]} training windows are too few for a calibration split "
+                f"of {cfg.calibration}"
+            )
+        Xtr, Xcal = Xtr[:cut], Xtr[cut + W :]
     if cfg.max_train_windows and Xtr.shape[0] > cfg.max_train_windows:
         idx = np.linspace(0, Xtr.shape[0] - 1, cfg.max_train_windows).round().astype(int)
         Xtr = Xtr[idx]
@@ -309,12 +343,23 @@ def bench_server(
     norm_test, norm_train, scores = {}, {}, {}
     for k, d in dets.items():
         scores[k] = d.decision_function(Xte)
-        norm_test[k] = _normalised(scores[k], float(d.threshold_))
-        norm_train[k] = _normalised(d.decision_scores_, float(d.threshold_))
+        # in units of each detector's in-sample threshold, as DetectorEnsemble's combined score
+        # (Mahalanobis and the reconstruction error as distances)
+        norm_test[k] = d.normalize(scores[k])
+        norm_train[k] = d.normalize(d.decision_scores_)
     comb_train = np.mean(list(norm_train.values()), axis=0)
     comb_test = np.mean(list(norm_test.values()), axis=0)
-    comb_thr = float(np.quantile(comb_train, cfg.quantile))
-    decisions = {k: (scores[k] > float(d.threshold_)).astype(np.int8) for k, d in dets.items()}
+    if Xcal is None:
+        thresholds = {k: float(d.threshold_) for k, d in dets.items()}
+        comb_thr = float(np.quantile(comb_train, cfg.quantile))
+    else:
+        from reveal_lab.detectors import pot_threshold
+
+        cal = {k: d.decision_function(Xcal) for k, d in dets.items()}
+        thresholds = {k: pot_threshold(c, cfg.pot_risk, cfg.pot_init_quantile) for k, c in cal.items()}
+        comb_cal = np.mean([d.normalize(cal[k]) for k, d in dets.items()], axis=0)
+        comb_thr = pot_threshold(comb_cal, cfg.pot_risk, cfg.pot_init_quantile)
+    decisions = {k: (scores[k] > thresholds[k]).astype(np.int8) for k in dets}
     decisions[COMBINED] = (comb_test > comb_thr).astype(np.int8)
     scores[COMBINED] = comb_test
     t_score = time.perf_counter() - t1
@@ -330,23 +375,29 @@ def bench_server(
     rows_needed = np.flatnonzero(flagged_any)
     contrib = {k: np.zeros((0, Xte.shape[1])) for k in dets}
     pos = np.full(n_test, -1, dtype=np.int64)
+    explained = cfg.attribution in ("windows", "sum")  # the other rules need no explain()
     if rows_needed.size:
         pos[rows_needed] = np.arange(rows_needed.size)
         for k, d in dets.items():
-            contrib[k] = d.explain(Xte[rows_needed])
+            if explained:
+                contrib[k] = d.explain(Xte[rows_needed])
     pm = te.pair_metric
+    if cfg.attribution == "window_z":
+        from reveal_lab.attribution import metric_deviation
+
+        wz = metric_deviation(np.abs(dets["zscore"].zscores(Xte)), pm, n_metrics)
     det_flags = {k: decisions[k][rows_needed].astype(bool) for k in dets}
-    window_pairs = (
-        {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution != "sum" else None
-    )
+    window_pairs = {k: _window_shares(contrib[k], cfg) for k in dets} if cfg.attribution == "windows" else None
     for method, dec in decisions.items():
         rankings = []
         for a, b in label_runs(dec):
             sel = pos[a:b]
             dev = np.abs(server.test[a:b].mean(axis=0) - med)
-            if cfg.attribution == "deviation" and method == COMBINED:
+            if cfg.attribution == "window_z":
+                shares = wz[a:b].max(axis=0)
+            elif cfg.attribution == "deviation":
                 shares = deviation_scores(server.test[a:b], dev_med, dev_scale)
-            elif cfg.attribution != "sum":
+            elif cfg.attribution == "windows":
                 if method == COMBINED:
                     # as reveal_lab.attribution: a window's pair scores are the mean share over
                     # the detectors that flag it (all three when only the combined score does)
@@ -443,10 +494,16 @@ def run_labelled(
     from reveal_lab.bench._score import json_safe, score_folder
 
     cfg = config or LabelledConfig()
-    if cfg.attribution not in ("deviation", "windows", "sum"):
-        raise ValueError(f"attribution must be 'deviation', 'windows' or 'sum', got {cfg.attribution!r}")
+    if cfg.attribution not in ("window_z", "deviation", "windows", "sum"):
+        raise ValueError(
+            f"attribution must be 'window_z', 'deviation', 'windows' or 'sum', got {cfg.attribution!r}"
+        )
     if cfg.deviation_floor <= 0:
         raise ValueError(f"deviation_floor must be > 0, got {cfg.deviation_floor}")
+    if cfg.threshold not in ("pot", "quantile"):
+        raise ValueError(f"threshold must be 'pot' or 'quantile', got {cfg.threshold!r}")
+    if not 0 < cfg.calibration < 1:
+        raise ValueError(f"calibration must be in (0, 1), got {cfg.calibration}")
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     names = list(servers) if servers else list_servers(data_dir)
     missing = sorted(set(names) - set(list_servers(data_dir)))
@@ -480,11 +537,19 @@ def run_labelled(
             "windows": f"{cfg.window_rows} rows, stride 1 row, "
             f"last {cfg.window_rows - 1} train rows prepended",
             "features": list(cfg.feature_names()),
-            "decision": f"score > threshold_ ({cfg.quantile} quantile of the training scores)",
+            "decision": (
+                f"score > peaks-over-threshold level (risk {cfg.pot_risk}, initial quantile "
+                f"{cfg.pot_init_quantile}) of the scores of the last {cfg.calibration} of the training "
+                "windows, held out from fitting"
+                if cfg.threshold == "pot"
+                else f"score > threshold_ ({cfg.quantile} quantile of the training scores)"
+            ),
             "attribution": (
-                "combined: per metric, the largest |x - train median| / max(train 1.4826*MAD "
-                f"(std where 0), {cfg.deviation_floor}) over the flagged run's rows; each detector: "
-                f"per-window shares of the top {cfg.agg_k} explain() pairs, summed per metric over the run"
+                "every method: per metric, the largest |z| of its window features over the flagged "
+                "run's windows, z against the Z-score detector's fit (median, 1.4826*MAD)"
+                if cfg.attribution == "window_z"
+                else "every method: per metric, the largest |x - train median| / max(train 1.4826*MAD "
+                f"(std where 0), {cfg.deviation_floor}) over the flagged run's rows"
                 if cfg.attribution == "deviation"
                 else "per window, the positive explain() contributions of the top "
                 f"{cfg.agg_k} pairs as shares, averaged over the detectors flagging it, summed "

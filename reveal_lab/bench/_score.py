@@ -317,6 +317,8 @@ SUMMARY_KEYS = (
     "best_f1_pa",
     "auc_pr",
     "decision_f1",
+    "decision_precision",
+    "decision_recall",
     "hit@100",
     "hit@150",
     "ndcg@100",
@@ -359,17 +361,20 @@ def score_folder(out_dir: str | Path, data_dir: str | Path, servers: Sequence[st
 
 def format_table(results: dict[str, dict], *, families: Sequence[str] = ("SMD", "ASD", "all")) -> str:
     """A Markdown table: one row per method and family (``results``: method -> score_folder)."""
+    # point-wise and own-decision numbers first; point-adjusted F1 (inflated) last
     cols = [
-        ("best_f1", "F1 (pw)"),
-        ("best_f1_pa", "F1 (PA)"),
-        ("auc_pr", "AUC-PR"),
+        ("best_f1", "F1 (pw, best thr)"),
+        ("decision_precision", "P (own)"),
+        ("decision_recall", "R (own)"),
         ("decision_f1", "F1 (own thr)"),
+        ("auc_pr", "AUC-PR"),
         ("hit@100", "Hit@100"),
         ("hit@150", "Hit@150"),
         ("ndcg@100", "NDCG@100"),
         ("ndcg@150", "NDCG@150"),
         ("random_hit@150", "rand Hit@150"),
         ("detected_segment_share", "segs detected"),
+        ("best_f1_pa", "F1 (PA, inflated)"),
     ]
     rows = [
         {"set": f"{fam} ({agg['n_servers']})", "method": method, **{label: float(agg[k]) for k, label in cols}}
@@ -397,14 +402,16 @@ def json_safe(obj):  # noqa: ANN001, ANN202
 def format_server_table(results: dict[str, dict], methods: Sequence[str] | None = None) -> str:
     """A Markdown table with one row per server (``results``: method -> score_folder)."""
     cols = [
-        ("best_f1", "F1 (pw)"),
-        ("best_f1_pa", "F1 (PA)"),
-        ("auc_pr", "AUC-PR"),
+        ("best_f1", "F1 (pw, best thr)"),
+        ("decision_precision", "P (own)"),
+        ("decision_recall", "R (own)"),
         ("decision_f1", "F1 (own thr)"),
+        ("auc_pr", "AUC-PR"),
         ("hit@100", "Hit@100"),
         ("hit@150", "Hit@150"),
         ("ndcg@150", "NDCG@150"),
         ("random_hit@150", "rand Hit@150"),
+        ("best_f1_pa", "F1 (PA, inflated)"),
     ]
     rows = [
         {

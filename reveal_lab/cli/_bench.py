@@ -51,6 +51,19 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         choices=("numba", "numpy", "tsfresh"),
         help="window-feature backend (default numba)",
     )
+    lab.add_argument(
+        "--threshold",
+        default=None,
+        choices=("pot", "quantile"),
+        help="decisions: peaks-over-threshold on a held-out calibration split of the training "
+        "windows (default) or the 0.99 quantile of the in-sample training scores",
+    )
+    lab.add_argument(
+        "--attribution",
+        default=None,
+        choices=("window_z", "deviation", "windows", "sum"),
+        help="metric ranking of each flagged run (default window_z, the rule of reveal-lab detect)",
+    )
     lab.add_argument("--json", default=None, help="also copy summary.json here")
     lab.set_defaults(func=_labelled)
 
@@ -88,6 +101,10 @@ def _labelled(args) -> int:  # noqa: ANN001
         cfg = replace(cfg, iforest_estimators=args.estimators)
     if args.backend is not None:
         cfg = replace(cfg, backend=args.backend)
+    if args.threshold is not None:
+        cfg = replace(cfg, threshold=args.threshold)
+    if args.attribution is not None:
+        cfg = replace(cfg, attribution=args.attribution)
     summary = run_labelled(args.data, args.out, servers=_servers(args.servers), config=cfg)
     print(format_table(summary["results"]))
     print()

@@ -1,9 +1,11 @@
 """Anomaly detectors over window features (paper §4.3), PyOD/scikit-learn style.
 
-``ZScoreDetector``, ``PCAMahalanobisDetector`` and ``IsolationForestDetector`` share
+``ZScoreDetector``, ``PCAMahalanobisDetector``, ``IsolationForestDetector`` and
+``PCAReconstructionDetector`` share
 :class:`BaseDetector` (``fit``, ``decision_function``, ``predict``, ``fit_predict``,
 ``decision_scores_``, ``threshold_``, ``labels_`` and ``explain``);
-:class:`DetectorEnsemble` runs them together (agreement 0–3 and a combined score).
+:class:`DetectorEnsemble` runs them together (agreement and a combined score);
+:func:`pot_threshold` sets a threshold from calibration scores without labels.
 """
 
 from reveal_lab.detectors._base import BaseDetector, FitStats, fit_stats
@@ -11,6 +13,8 @@ from reveal_lab.detectors._ensemble import DetectorEnsemble, EnsembleResult, def
 from reveal_lab.detectors._fitted import FastForestScorer, FittedDetectors, FlatForest, WindowScorer
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
+from reveal_lab.detectors._pcarecon import PCAReconstructionDetector
+from reveal_lab.detectors._thresholds import pot_threshold
 from reveal_lab.detectors._zscore import ZScoreDetector
 
 __all__ = [
@@ -24,6 +28,8 @@ __all__ = [
     "ZScoreDetector",
     "PCAMahalanobisDetector",
     "IsolationForestDetector",
+    "PCAReconstructionDetector",
+    "pot_threshold",
     "DetectorEnsemble",
     "EnsembleResult",
     "default_detectors",

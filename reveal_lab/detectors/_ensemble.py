@@ -12,15 +12,17 @@ from reveal_lab.config import DetectConfig
 from reveal_lab.detectors._base import BaseDetector, fit_stats
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
+from reveal_lab.detectors._pcarecon import PCAReconstructionDetector
 from reveal_lab.detectors._zscore import ZScoreDetector
 
 __all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors"]
 
 
 def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
-    """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`."""
+    """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`,
+    and PCA reconstruction error when ``config.pcarecon`` is True."""
     c = config or DetectConfig()
-    return [
+    dets: list[BaseDetector] = [
         ZScoreDetector(quantile=c.zscore_quantile),
         PCAMahalanobisDetector(
             variance=c.pca_variance,
@@ -31,6 +33,11 @@ def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
             contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed
         ),
     ]
+    if c.pcarecon:
+        dets.append(
+            PCAReconstructionDetector(variance=c.pca_variance, quantile=c.pcarecon_quantile)
+        )
+    return dets
 
 
 @dataclass

@@ -127,7 +127,8 @@ def test_each_flagging_detector_contributes_its_own_evidence():
     methods = ev["methods"][0].split("+")
     assert len(methods) == int(res.agreement[51]) >= 2
     named = set("+".join(ev["evidence_of"]).split("+"))
-    assert named == set(methods)
+    # rows only the deviation ranking names say so; every flagging detector names its own
+    assert named - {"deviation"} == set(methods)
 
 
 def test_no_anomalous_window_gives_empty_frames():
@@ -231,8 +232,8 @@ def test_readable_names_fall_back_to_registry_words():
 
 
 def test_evidence_is_each_detectors_top_k_ordered_by_score():
-    """Within every anomalous window the evidence is exactly the union of each flagging
-    detector's ``top_k`` pairs by its own explanation (positive contributions only),
+    """With ``rule="shares"`` (the detectors' own rankings), within every anomalous window
+    the evidence is exactly the union of each flagging detector's ``top_k`` pairs by its own explanation (positive contributions only),
     computed here from ``detector.explain`` on that window, ranked by score, largest
     first. Broken variants: unsorted evidence (ranks not following the scores), the
     top-k cut removed (more pairs than the detectors' top k)."""
@@ -244,7 +245,7 @@ def test_evidence_is_each_detectors_top_k_ordered_by_score():
     ens = _fit(X)
     res = ens.result_
     top_k = 3
-    att = attribute(ens.detectors_, X, pairs, _windows(400), res, top_k=top_k, host="h1")
+    att = attribute(ens.detectors_, X, pairs, _windows(400), res, top_k=top_k, host="h1", rule="shares")
     anomalous = np.flatnonzero(res.agreement > 0)
     assert anomalous.size >= 6
     metric_feature = list(zip(pairs["metric"], pairs["feature"], strict=True))
@@ -260,3 +261,32 @@ def test_evidence_is_each_detectors_top_k_ordered_by_score():
         scores = ev["score"].to_list()
         assert scores == sorted(scores, reverse=True), (i, scores)
         assert ev["rank"].to_list() == list(range(1, ev.height + 1))
+    # the default ranking (deviation) keeps the same order contract
+    dev = attribute(ens.detectors_, X, pairs, _windows(400), res, top_k=top_k, host="h1")
+    for i in anomalous:
+        ev = dev.evidence.filter(pl.col("window_id") == int(i))
+        assert ev["score"].to_list() == sorted(ev["score"].to_list(), reverse=True), i
+        assert ev["rank"].to_list() == list(range(1, ev.height + 1))
+
+
+def test_deviation_rule_ranks_the_planted_metrics_and_caps_degenerate_features():
+    rng = np.random.default_rng(5)
+    pairs = _pairs()
+    X = rng.normal(size=(500, pairs.height))
+    sto = _cols(pairs, "storage")  # 2 metrics x 3 features
+    X[250, sto] += 150  # both storage metrics move in every feature, beyond the cap
+    cpu = _cols(pairs, "cpu")
+    X[250, cpu[2]] = 1e9  # one degenerate feature (acf1 of the first CPU metric)
+    ens = _fit(X[:240])
+    res = ens.score(X[240:260])
+    att = attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, top_k=3, host="h1")
+    ev = att.evidence.filter(pl.col("window_id") == 10).sort("rank")
+    top = list(dict.fromkeys(ev["metric"].to_list()))
+    assert set(top[:2]) == set(pairs["metric"][sto.tolist()].to_list())
+    win = att.windows.filter(pl.col("window_id") == 10)
+    assert win["top_subsystem"][0] == "storage"
+    # the detectors' own ranking ("shares") is still available
+    old = attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, top_k=3, host="h1", rule="shares")
+    assert old.evidence.height > 0 and "deviation" not in set(old.evidence["evidence_of"])
+    with pytest.raises(ValueError, match="rule must be"):
+        attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, rule="nope")

@@ -69,6 +69,8 @@ def test_summary_renders_the_labelled_table(tmp_path: Path):
         "best_f1_pa": 0.9,
         "auc_pr": 0.4,
         "decision_f1": 0.3,
+        "decision_precision": 0.35,
+        "decision_recall": 0.25,
         "hit@100": 0.6,
         "hit@150": 0.7,
         "ndcg@100": 0.6,
@@ -80,7 +82,8 @@ def test_summary_renders_the_labelled_table(tmp_path: Path):
         json.dumps({"results": {"combined": {"mean": {"SMD": agg, "all": agg}}}})
     )
     text = _summarize(tmp_path)
-    assert "| SMD (3) | combined | 0.5 | 0.9 | 0.4 | 0.3 | 0.6 | 0.7 | 0.6 | 0.65 | 0.3 | – |" in text
+    # own-decision precision/recall/F1 beside the best-threshold F1; point-adjusted F1 last
+    assert "| SMD (3) | combined | 0.5 | 0.35 | 0.25 | 0.3 | 0.4 | 0.6 | 0.7 | 0.6 | 0.65 | 0.3 | – | 0.9 |" in text
     assert "`labelled_servers` (detection + attribution on labelled SMD/ASD servers): ok" in text
 
 

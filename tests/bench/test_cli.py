@@ -29,7 +29,8 @@ def bench_out(tmp_path_factory) -> Path:
 
 def test_files_follow_the_contract(bench_out: Path):
     srv = load_server(MINI, "omi-1")
-    for folder in (bench_out, *(bench_out / "detectors" / d for d in ("zscore", "mahalanobis", "iforest"))):
+    dets = ("zscore", "mahalanobis", "iforest", "pcarecon")
+    for folder in (bench_out, *(bench_out / "detectors" / d for d in dets)):
         with (folder / "omi-1.scores.csv").open() as fh:
             rows = list(csv.reader(fh))
         assert tuple(rows[0]) == SCORES_HEADER
@@ -57,6 +58,7 @@ def test_separate_scorer_loads_the_outputs_and_agrees_with_summary(bench_out: Pa
         "zscore",
         "mahalanobis",
         "iforest",
+        "pcarecon",
         "pca_recon (reference)",
     }
     # a real signal on real data: better than chance, where chance is measured on the same

@@ -93,9 +93,9 @@ def test_deviation_ranks_by_deviation_in_training_units_not_raw_size():
     assert deviation_scores(rows[:0], med, scale).tolist() == [0.0, 0.0, 0.0]
 
 
-def test_combined_ranking_follows_the_rule_and_detectors_keep_their_own(tmp_path: Path):
+def _tight_and_noisy_server() -> LabelledServer:
     # a tight metric (2) and a noisy one (5) shift together by the same raw amount: in
-    # training units the tight one moved far more, so the deviation rule ranks it first
+    # training units the tight one moved far more
     rng = np.random.default_rng(7)
     train = rng.normal(0.5, 0.02, size=(1200, 6))
     train[:, 4] = rng.normal(0.5, 0.2, 1200)
@@ -105,24 +105,80 @@ def test_combined_ranking_follows_the_rule_and_detectors_keep_their_own(tmp_path
     test[300:306, 4] += 0.3
     labels = np.zeros(600, dtype=np.int8)
     labels[300:306] = 1
-    srv = LabelledServer("synth-2", train, test, labels, (InterpretationSegment(300, 305, (2,), 1),))
-    bench_server(srv, tmp_path / "dev", CFG)
-    attr = read_attribution(tmp_path / "dev" / "synth-2.attribution.jsonl", n_metrics=6)
-    hit = [a for a in attr if a["start"] <= 305 and a["end"] > 300]
-    assert hit and hit[0]["ranking"][0] == 2
-    a, b = hit[0]["start"], hit[0]["end"]
-    from reveal_lab.bench._labelled import deviation_scores, robust_scale
+    return LabelledServer("synth-2", train, test, labels, (InterpretationSegment(300, 305, (2,), 1),))
 
-    med, scale = robust_scale(train, CFG.deviation_floor)
-    dev = deviation_scores(test[a:b], med, scale)
-    assert hit[0]["ranking"][:2] == [int(i) + 1 for i in np.argsort(-dev)[:2]]
-    # the per-detector files are the same under either combined rule
+
+METHODS = ("combined", "zscore", "mahalanobis", "iforest", "pcarecon")
+
+
+def _files(root: Path, name: str) -> dict[str, Path]:
+    return {
+        m: root / (f"{name}.attribution.jsonl" if m == "combined" else f"detectors/{m}/{name}.attribution.jsonl")
+        for m in METHODS
+    }
+
+
+def test_every_method_ranks_by_the_rule(tmp_path: Path):
     from dataclasses import replace
 
+    from reveal_lab.bench._labelled import deviation_scores, robust_scale
+
+    srv = _tight_and_noisy_server()
+    for rule in ("window_z", "deviation"):
+        bench_server(srv, tmp_path / rule, replace(CFG, attribution=rule))
+        for m, f in _files(tmp_path / rule, "synth-2").items():
+            attr = read_attribution(f, n_metrics=6)
+            hit = [a for a in attr if a["start"] <= 305 and a["end"] > 300]
+            assert hit and hit[0]["ranking"][0] == 2, (rule, m)
+            if rule == "deviation":
+                a, b = hit[0]["start"], hit[0]["end"]
+                med, scale = robust_scale(srv.train, CFG.deviation_floor)
+                dev = deviation_scores(srv.test[a:b], med, scale)
+                assert hit[0]["ranking"][:2] == [int(i) + 1 for i in np.argsort(-dev)[:2]]
+    # the detectors' own contributions stay available as a rule ("windows")
     bench_server(srv, tmp_path / "win", replace(CFG, attribution="windows"))
-    for det in ("zscore", "mahalanobis", "iforest"):
-        f = Path("detectors") / det / "synth-2.attribution.jsonl"
-        assert (tmp_path / "dev" / f).read_bytes() == (tmp_path / "win" / f).read_bytes()
+    assert (tmp_path / "win" / "detectors" / "pcarecon" / "synth-2.attribution.jsonl").stat().st_size > 0
+
+
+def test_window_z_is_the_pipelines_metric_deviation(tmp_path: Path):
+    """The bench's default ranking is reveal_lab.attribution.metric_deviation of the Z-score
+    detector's |z|, the rule reveal-lab detect's evidence uses."""
+    from reveal_lab.attribution import metric_deviation
+
+    srv = _tight_and_noisy_server()
+    absz = np.abs(np.random.default_rng(0).normal(size=(3, 10)))
+    pm = np.repeat(np.arange(2), 5)
+    m = metric_deviation(absz, pm, 2, cap=1e12)  # far from the cap: the largest |z|
+    np.testing.assert_allclose(m, np.column_stack([absz[:, :5].max(1), absz[:, 5:].max(1)]))
+    bench_server(srv, tmp_path, CFG)
+    assert CFG.attribution == "window_z"
+    attr = read_attribution(tmp_path / "synth-2.attribution.jsonl", n_metrics=6)
+    assert attr and all(sorted(a["ranking"]) == list(range(1, 7)) for a in attr)
+
+
+def test_pot_thresholds_flag_less_noise_than_in_sample_quantiles(tmp_path: Path):
+    from dataclasses import replace
+
+    srv = _server(metric=4, shift=10.0)
+    bench_server(srv, tmp_path / "pot", CFG)
+    bench_server(srv, tmp_path / "q", replace(CFG, threshold="quantile"))
+    for root in ("pot", "q"):
+        _, dec = read_scores(tmp_path / root / "synth-1.scores.csv")
+        assert dec[300:305].any(), root  # the planted shift is found either way
+    _, pot = read_scores(tmp_path / "pot" / "synth-1.scores.csv")
+    _, q = read_scores(tmp_path / "q" / "synth-1.scores.csv")
+    noise = np.r_[0:290, 330:600]
+    assert pot[noise].mean() <= q[noise].mean()
+    assert pot[noise].mean() < 0.01
+
+
+def test_too_few_windows_for_calibration_is_a_clear_error(tmp_path: Path):
+    from dataclasses import replace
+
+    s = _server()
+    short = LabelledServer(s.name, s.train[:40], s.test, s.labels, s.segments)
+    with pytest.raises(ValueError, match="calibration"):
+        bench_server(short, tmp_path, replace(CFG, calibration=0.2))
 
 
 def test_unknown_attribution_rule_is_refused(tmp_path: Path):
@@ -132,3 +188,7 @@ def test_unknown_attribution_rule_is_refused(tmp_path: Path):
 
     with pytest.raises(ValueError, match="attribution must be"):
         run_labelled(tmp_path, tmp_path / "out", config=replace(CFG, attribution="nope"))
+    with pytest.raises(ValueError, match="threshold must be"):
+        run_labelled(tmp_path, tmp_path / "out", config=replace(CFG, threshold="nope"))
+    with pytest.raises(ValueError, match="calibration must be"):
+        run_labelled(tmp_path, tmp_path / "out", config=replace(CFG, calibration=1.0))
