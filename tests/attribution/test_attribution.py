@@ -261,11 +261,10 @@ def test_evidence_is_each_detectors_top_k_ordered_by_score():
         scores = ev["score"].to_list()
         assert scores == sorted(scores, reverse=True), (i, scores)
         assert ev["rank"].to_list() == list(range(1, ev.height + 1))
-    # the default ranking (deviation) keeps the same order contract
+    # the default ranking (deviation) ranks by metric deviation: ranks stay contiguous
     dev = attribute(ens.detectors_, X, pairs, _windows(400), res, top_k=top_k, host="h1")
     for i in anomalous:
         ev = dev.evidence.filter(pl.col("window_id") == int(i))
-        assert ev["score"].to_list() == sorted(ev["score"].to_list(), reverse=True), i
         assert ev["rank"].to_list() == list(range(1, ev.height + 1))
 
 

@@ -11,6 +11,10 @@ import pytest
 
 from reveal_lab.config import get_preset
 from reveal_lab.pipeline import detect_run
+
+#: the ranking on every metric: pruning keeps one metric of a correlated group (the planted
+#: metrics move together) and trimming would cut the synthetic runs' edges
+RANKING_ONLY = {"prune": False, "trim": False}
 from reveal_lab.synth import Anomaly, make_run
 
 FAST = get_preset("paper", detect=get_preset("smoke").detect)
@@ -38,7 +42,7 @@ def test_synthetic_planted_metrics_rank_first(seed):
     an = Anomaly("memory", 40.0, 46.0, "level", magnitude=8.0, n_columns=4)
     run, truth = make_run(90, 160, seed=seed, anomalies=[an])
     base = make_run(90, 160, seed=seed + 50, profile_seed=seed).run
-    det = detect_run(run, baseline=[base], preset=FAST)
+    det = detect_run(run, baseline=[base], preset=FAST, **RANKING_ONLY)
     planted = set(truth["column"].to_list())
     top, sub = _top_metrics(det, an.start_s, an.end_s, run.frame["timestamp"][0])
     assert set(top[: len(planted)]) == planted
@@ -52,7 +56,7 @@ def test_fourth_detector_joins_agreement_in_detect():
     an = Anomaly("network", 40.0, 46.0, "level", magnitude=8.0, n_columns=3)
     run, truth = make_run(90, 160, seed=6, anomalies=[an])
     base = make_run(90, 160, seed=56, profile_seed=6).run
-    det = detect_run(run, baseline=[base], preset=preset)
+    det = detect_run(run, baseline=[base], preset=preset, **RANKING_ONLY)
     assert det.methods == ["zscore", "mahalanobis", "iforest", "pcarecon"]
     w = det.windows
     np.testing.assert_array_equal(
@@ -72,7 +76,7 @@ def test_recorded_run_planted_metrics_rank_first():
     from reveal_lab.io import load_run
 
     run, base = load_run(LAB_RUN), load_run(LAB_BASE)
-    clean = detect_run(run, preset=FAST)
+    clean = detect_run(run, preset=FAST, thresholds="self", **RANKING_ONLY)
     quiet = set(clean.evidence["metric"].to_list())
     # three metrics of different sources that move in both recordings and that the clean
     # run's evidence does not already name
@@ -105,7 +109,7 @@ def test_recorded_run_planted_metrics_rank_first():
     planted = run.__class__(run.meta, run.frame.with_columns(shifted), run.warnings)
     # fitted on the clean recording itself: the planted shift is the only difference, and the
     # ranking must name its three metrics first among the ~600 real ones
-    det = detect_run(planted, baseline=[run], preset=FAST)
+    det = detect_run(planted, baseline=[run], preset=FAST, **RANKING_ONLY)
     top, _ = _top_metrics(det, lo, hi, t0)
     ev = det.evidence.sort("z", descending=True).select("window_id", "metric", "feature", "z")
     assert set(top[:3]) == set(chosen), (chosen, top[:6], ev.head(12).rows())
