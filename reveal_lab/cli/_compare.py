@@ -10,25 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return v
-
-
-def _share(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
-    if not 0 < v < 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (exclusive), got {text!r}")
-    return v
+from reveal_lab.cli._types import positive_int as _positive_int
+from reveal_lab.cli._types import share as _share
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type

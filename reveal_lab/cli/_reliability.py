@@ -7,6 +7,8 @@ import argparse
 import json
 import math
 
+from reveal_lab.cli._types import positive_int as _positive_int
+
 
 def _gpus(text: str) -> int:
     try:
@@ -15,16 +17,6 @@ def _gpus(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {text!r}") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of GPUs >= 1, got {text!r}")
-    return n
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
     return n
 
 

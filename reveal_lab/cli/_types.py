@@ -1,0 +1,37 @@
+"""argparse value types shared by the commands: each names what it expected.
+
+>>> positive_int("3"), share("0.01")
+(3, 0.01)
+>>> share("1")
+Traceback (most recent call last):
+...
+argparse.ArgumentTypeError: expected a share between 0 and 1 (exclusive), got '1'
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["positive_int", "share"]
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return v
+
+
+def share(text: str) -> float:
+    """A share strictly between 0 and 1 (a rate or a fraction)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (exclusive), got {text!r}")
+    return v
