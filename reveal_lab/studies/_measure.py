@@ -75,29 +75,23 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _stat_ticks(path: str) -> int:
-    f = Path(path).read_text().rsplit(")", 1)[1].split()
-    return int(f[11]) + int(f[12])  # utime + stime
-
-
-def _cpu_seconds(pid: int) -> float:
-    """On-CPU seconds of ``pid`` and its children: the live threads' scheduler
-    nanoseconds, plus (in clock ticks) what threads that have already exited used, since
-    the process's own utime+stime keeps them and a per-thread sum would lose them (the
+def _cpu_seconds(pid: int, seen: dict[str, float]) -> float:
+    """On-CPU seconds of ``pid`` and its children: each thread's scheduler time, remembered
+    in ``seen`` (thread -> last value) across calls, so a thread that exits between two
+    readings keeps what it had used and the difference never goes negative (the
     collector's start-up thread exits after handing over to the compiled loop)."""
-    total = 0.0
     for p in _tree(pid):
-        try:
-            tasks = glob.glob(f"/proc/{p}/task/*")
-            ns = sum(int(Path(t, "schedstat").read_text().split()[0]) for t in tasks)
-            if not ns:
-                total += _stat_ticks(f"/proc/{p}/stat") / _TICK
-                continue
-            live_ticks = sum(_stat_ticks(f"{t}/stat") for t in tasks)
-            total += ns / 1e9 + max(_stat_ticks(f"/proc/{p}/stat") - live_ticks, 0) / _TICK
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
+        for t in glob.glob(f"/proc/{p}/task/*"):
+            try:
+                ns = int(Path(t, "schedstat").read_text().split()[0])
+            except (OSError, IndexError, ValueError):
+                try:
+                    f = Path(t, "stat").read_text().rsplit(")", 1)[1].split()
+                    ns = int((int(f[11]) + int(f[12])) / _TICK * 1e9)
+                except (OSError, IndexError, ValueError):
+                    continue
+            seen[t] = max(seen.get(t, 0.0), ns / 1e9)
+    return sum(seen.values())
 
 
 def _stop(p: subprocess.Popen, timeout_s: float = 20.0) -> None:
@@ -181,10 +175,11 @@ def measure_collector_overhead(
             if k not in live and k not in notes:
                 err = p.stderr.read()[-300:].decode(errors="replace").strip() if p.stderr else ""
                 notes[k] = f"exited with {p.returncode}: {err}"
-        c0 = {k: _cpu_seconds(p.pid) for k, p in live.items()}
+        seen: dict[tuple[float, str], dict[str, float]] = {k: {} for k in live}
+        c0 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
         b0, t0 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
         time.sleep(seconds)
-        c1 = {k: _cpu_seconds(p.pid) for k, p in live.items()}
+        c1 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
         b1, t1 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
         for (iv, name) in live:
             channels = None
