@@ -38,15 +38,22 @@ def fixtures_dir() -> Path:
 
 
 def parse_duration(text: str | float | int) -> float:
-    """Seconds from ``"3s"``, ``"500ms"``, ``"2m"`` or a number of seconds.
+    """Seconds from ``"3s"``, ``"500ms"``, ``"2m"``, ``"10min"``, ``"1h"`` or a number of seconds.
 
-    >>> parse_duration("1.5s"), parse_duration("100ms"), parse_duration(2)
-    (1.5, 0.1, 2.0)
+    >>> parse_duration("1.5s"), parse_duration("100ms"), parse_duration(2), parse_duration("10min")
+    (1.5, 0.1, 2.0, 600.0)
     """
     if isinstance(text, (int, float)):
         return float(text)
     t = text.strip().lower()
-    for suffix, scale in (("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)):
+    for suffix, scale in (
+        ("ms", 1e-3),
+        ("sec", 1.0),
+        ("s", 1.0),
+        ("min", 60.0),
+        ("m", 60.0),
+        ("h", 3600.0),
+    ):
         if t.endswith(suffix):
             try:
                 return float(t[: -len(suffix)]) * scale
@@ -55,7 +62,7 @@ def parse_duration(text: str | float | int) -> float:
     try:
         return float(t)
     except ValueError:
-        raise ValueError(f"cannot read duration {text!r}; expected e.g. '3s', '500ms', '2m'") from None
+        raise ValueError(f"cannot read duration {text!r}; expected e.g. '3s', '500ms', '2m', '10min'") from None
 
 
 @dataclass(frozen=True)

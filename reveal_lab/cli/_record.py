@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reveal_lab.cli._types import duration
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
@@ -54,11 +56,12 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--gate-wait",
+        type=duration,
         default="10min",
         help="longest wait for the machine to calm down before a slot; then refuse with exit status "
         "75 (EX_TEMPFAIL; default 10min)",
     )
-    p.add_argument("--gate-poll", default="10s", help="how often to re-check a busy machine (default 10s)")
+    p.add_argument("--gate-poll", type=duration, default="10s", help="how often to re-check a busy machine (default 10s)")
     p.set_defaults(func=_run)
 
 
@@ -155,8 +158,8 @@ def _run(args: argparse.Namespace) -> int:
         require_root(("ip", "nsenter", "iptables"))
         gate = LoadGate(
             gate=args.load_gate,
-            max_wait_s=parse_duration(args.gate_wait),
-            poll_s=parse_duration(args.gate_poll),
+            max_wait_s=args.gate_wait,
+            poll_s=args.gate_poll,
         )
         try:
             record_plans(

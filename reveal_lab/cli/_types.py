@@ -1,7 +1,7 @@
 """argparse value types shared by the commands: each names what it expected.
 
->>> positive_int("3"), share("0.01")
-(3, 0.01)
+>>> positive_int("3"), share("0.01"), duration("10min")
+(3, 0.01, 600.0)
 >>> share("1")
 Traceback (most recent call last):
 ...
@@ -12,7 +12,20 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["positive_int", "share"]
+from reveal_lab.config import parse_duration
+
+__all__ = ["duration", "positive_int", "share"]
+
+
+def duration(text: str) -> float:
+    """A length of time > 0 in seconds, from ``"10min"``, ``"2m"``, ``"3s"``, ``"500ms"`` or seconds."""
+    try:
+        v = parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a duration > 0, got {text!r}")
+    return v
 
 
 def positive_int(text: str) -> int:

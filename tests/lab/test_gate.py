@@ -177,3 +177,14 @@ def test_waiting_and_blocked_lab_tasks_count_beyond_their_cpu_time():
     # by CPU time alone the lab would own only 1 of the 3: the gate would wait for nothing
     assert own_load(g.history, m.t) == pytest.approx(1.0, abs=0.05)
     assert own_load_from_counts([], 10.0) == 0.0
+
+
+def test_record_cli_reads_its_default_waits_and_rejects_bad_ones(capsys):
+    # the default --gate-wait ("10min") once failed to parse only after the dry run, at recording
+    from reveal_lab.cli import build_parser
+
+    args = build_parser().parse_args(["record"])
+    assert args.gate_wait == 600.0 and args.gate_poll == 10.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["record", "--gate-wait", "soon"])
+    assert "--gate-wait" in capsys.readouterr().err
