@@ -29,6 +29,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="DURATION",
         help="fit on the first DURATION of the stream (default 30s)",
     )
+    space = p.add_mutually_exclusive_group()
+    space.add_argument(
+        "--pruning",
+        metavar="FILE",
+        help="score the pruned metric space saved in FILE (pruning.json, e.g. from reveal-lab detect); "
+        "default: prune correlated metrics (paper §4.1), fitted on --baseline or on the warm-up",
+    )
+    space.add_argument("--no-prune", action="store_true", help="score every metric, not the pruned space")
     p.add_argument("--jsonl", metavar="FILE", help="append one JSON object per scored window to FILE")
     p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke, full)")
     p.add_argument("--window", metavar="DURATION", help="window length (default: the preset's, 3s)")
@@ -86,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
             window=w,
             preset=args.preset,
             min_agreement=args.min_agreement,
+            prune=False if args.no_prune else (args.pruning or True),
             jsonl=args.jsonl,
             duration_s=parse_duration(args.duration) if args.duration else None,
             max_windows=args.max_windows,

@@ -104,9 +104,22 @@ def apply_ops(t, base, poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, 
             row_i[op_dst[o]] = 0
         elif kd == 2:
             row_i[op_dst[o]] += out[base + op_a[o]]
-        else:
+        elif kd == 3:
             sc = op_scale[o]
             row_f[op_dst[o]] = (out[base + op_a[o]] * sc + out[base + op_b[o]]) / sc
+        elif kd == 6:
+            row_i[op_dst[o]] = _MISSING
+        else:  # 4 div, 5 mul, 7 sum: a missing value stays missing
+            v = out[base + op_a[o]]
+            d = op_dst[o]
+            if v == _MISSING or (kd == 7 and row_i[d] == _MISSING):
+                row_i[d] = _MISSING
+            elif kd == 4:
+                row_i[d] = v // op_scale[o]
+            elif kd == 5:
+                row_i[d] = v * op_scale[o]
+            else:
+                row_i[d] = row_i[d] + v
 
 
 @_jit

@@ -50,6 +50,11 @@ __all__ = [
     "OP_ZERO",
     "OP_ADD",
     "OP_FIXED",
+    "OP_DIV",
+    "OP_MUL",
+    "OP_MISSING",
+    "OP_SUM",
+    "apply_ops_py",
     "fixed_point",
 ]
 
@@ -168,6 +173,46 @@ def read_all(fd: int, hint: int = 4096) -> bytes:
 
 #: kinds of :meth:`Probe.compiled_ops`
 OP_COPY, OP_ZERO, OP_ADD, OP_FIXED = 0, 1, 2, 3
+#: more kinds, each keeping a missing value missing: ``a // scale`` (ns to us), ``a * scale``
+#: (ticks to us), the missing value itself (no source for the channel), ``dst + a``
+OP_DIV, OP_MUL, OP_MISSING, OP_SUM = 4, 5, 6, 7
+
+
+def apply_ops_py(
+    ops: list[tuple[int, int, int, int, int, int]], values: list[np.ndarray], ints: np.ndarray, floats: np.ndarray
+) -> None:
+    """What the compiled loop's ``apply_ops`` does, in Python: each op of
+    :meth:`Probe.compiled_ops` on ``values[table]`` into the probe's ``ints``/``floats``
+    (a probe whose :meth:`Probe.sample` is this gives exactly the compiled result).
+
+    >>> ints = np.zeros(4, dtype=np.int64)
+    >>> ops = [(0, OP_DIV, 0, 0, 0, 1000), (0, OP_MUL, 1, 0, 1, 10), (0, OP_MISSING, 0, 0, 2, 1),
+    ...        (0, OP_ZERO, 0, 0, 3, 1), (0, OP_SUM, 0, 0, 3, 1), (0, OP_SUM, 1, 0, 3, 1)]
+    >>> apply_ops_py(ops, [np.array([2500000, 7])], ints, np.zeros(0))
+    >>> ints.tolist() == [2500, 70, MISSING_INT, 2500007]
+    True
+    """
+    miss = MISSING_INT
+    for t, kind, a, b, dst, scale in ops:
+        v = values[t]
+        if kind == OP_COPY:
+            ints[dst] = v[a]
+        elif kind == OP_ZERO:
+            ints[dst] = 0
+        elif kind == OP_ADD:
+            ints[dst] += v[a]
+        elif kind == OP_FIXED:
+            floats[dst] = fixed_point(v[a], v[b], scale)
+        elif kind == OP_DIV:
+            ints[dst] = miss if v[a] == miss else v[a] // scale
+        elif kind == OP_MUL:
+            ints[dst] = miss if v[a] == miss else v[a] * scale
+        elif kind == OP_MISSING:
+            ints[dst] = miss
+        elif kind == OP_SUM:
+            ints[dst] = miss if v[a] == miss or ints[dst] == miss else ints[dst] + v[a]
+        else:
+            raise ValueError(f"unknown op kind {kind}")
 
 
 def fixed_point(whole: np.ndarray | int, frac: np.ndarray | int, scale: int) -> Any:

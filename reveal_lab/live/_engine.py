@@ -13,6 +13,12 @@ on a warm-up period or a baseline run, and attributes an anomaly with
 Windows are the offline ones: anchored at the first sample, ``window_s`` long, every
 ``stride_s`` (:class:`reveal_lab.config.WindowConfig`); a window with fewer than
 ``min_fill`` of its expected samples is a gap, not scored (as ``make_windows``).
+
+The metric space is the paper's pruned one by default (§4.1, as ``detect_run``):
+:func:`reveal_lab.pipeline.fit_pruning` fitted on the baseline runs, or on the
+warm-up stretch of the stream itself when there is no baseline, or a saved
+``pruning.json`` / :class:`reveal_lab.pipeline.Pruning` given as ``prune``;
+``prune=False`` scores every metric.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -34,8 +41,8 @@ from reveal_lab.derive import DerivedPlan, plan_derived
 from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
 from reveal_lab.features import WindowPlan, window_features, window_plan
-from reveal_lab.pipeline import detection_view
-from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, parse_metric_name
+from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, load_pruning
+from reveal_lab.telemetry import TIMESTAMP, Run, RunMeta, TelemetryError, parse_metric_name
 
 __all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
 
@@ -139,6 +146,11 @@ class LiveDetector:
     fast_forest : score and explain the Isolation Forest with the flattened forest.
     keep_features : keep every window's feature vector in :attr:`history` (tests,
         debugging; memory grows with the stream).
+    prune : the metric space (paper §4.1): ``True`` (default) prunes correlated metrics,
+        fitted on the baseline runs or, without one, on the warm-up stretch; a
+        :class:`reveal_lab.pipeline.Pruning` or the path of a saved ``pruning.json``
+        reuses one; ``False`` scores every metric. :attr:`pruning` holds what was used.
+    prune_threshold : the correlation threshold when pruning is fitted here (paper: 0.5).
     """
 
     def __init__(
@@ -152,6 +164,8 @@ class LiveDetector:
         derive: bool = True,
         fast_forest: bool = True,
         keep_features: bool = False,
+        prune: bool | str | os.PathLike | Pruning = True,
+        prune_threshold: float = 0.5,
     ) -> None:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
@@ -186,6 +200,19 @@ class LiveDetector:
         self._align_cols: list[str] | None = None
         self._align_idx: np.ndarray | None = None
         self._align_pairs: pl.DataFrame | None = None
+        self.prune_threshold = float(prune_threshold)
+        #: the pruned space in use (None: every metric); ``pruning_source`` says where it came from
+        self.pruning: Pruning | None = None
+        self.pruning_source: str | None = None
+        self._prune_pending = False  # fit the space on the warm-up (no baseline given)
+        if isinstance(prune, Pruning):
+            self.pruning, self.pruning_source = prune, "given"
+        elif isinstance(prune, str | os.PathLike):
+            self.pruning, self.pruning_source = load_pruning(prune), str(prune)
+        elif prune is True:
+            self._prune_pending = True
+        elif prune not in (False, None):
+            raise ValueError(f"prune must be True, False, a Pruning or a pruning.json path, got {prune!r}")
         if baseline is not None:
             self.fit_baseline(baseline)
 
@@ -210,6 +237,9 @@ class LiveDetector:
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
+        if self._prune_pending:
+            self.pruning = fit_pruning(runs, self.prune_threshold, trim=False)
+            self.pruning_source, self._prune_pending = "fitted on the baseline runs", False
         blocks, pairs, names = [], None, []
         for run in runs:
             for _h, part in run.split_hosts().items():
@@ -234,8 +264,28 @@ class LiveDetector:
     def _view(self, frame: pl.DataFrame) -> pl.DataFrame:
         """The pipeline's detection view of a whole frame (baselines)."""
         if not self.derive:
-            return frame
-        return detection_view(frame, None, derive=True)[0]
+            return frame if self.pruning is None else frame.select(TIMESTAMP, *self._selected(frame.columns))
+        return detection_view(frame, self.pruning, derive=True)[0]
+
+    def _selected(self, columns: Sequence[str]) -> list[str]:
+        """The metric columns of ``columns`` in the pruned space (all of them without one),
+        matched by name or host-free key as :func:`reveal_lab.pipeline.detection_view`."""
+        cols = [c for c in columns if c != TIMESTAMP]
+        if self.pruning is None:
+            return cols
+        sel = set(self.pruning.selected)
+
+        def key(c: str) -> str:
+            m = parse_metric_name(c)
+            return m.key() if m is not None else c
+
+        kept = [c for c in cols if c in sel or key(c) in sel]
+        if not kept:
+            raise TelemetryError(
+                f"none of the {len(sel)} metrics of the pruned space ({self.pruning_source}) is in this "
+                f"stream (first of the space: {sorted(sel)[:3]}); fit on this stream or pass prune=False"
+            )
+        return kept
 
     def _decide_derive(self, frame: pl.DataFrame) -> None:
         """Fix the derived-metric plan on the first stretch of the stream.
@@ -253,6 +303,15 @@ class LiveDetector:
             # judged on the warm-up (with a baseline, alignment to its columns decides)
             view, _cat = single_host_view(self._apply_derive(frame))
             self._keep = view.columns
+            if self._prune_pending:  # the pruned space of the run itself, as detect_run alone
+                host = parse_metric_name(next((c for c in frame.columns if c != TIMESTAMP), ""))
+                warm = Run(RunMeta("warm-up", hosts=(host.host,) if host is not None else ()), frame)
+                self.pruning = fit_pruning([warm], self.prune_threshold, trim=False)
+                self.pruning_source, self._prune_pending = "fitted on the warm-up", False
+            if self.pruning is not None:
+                self._keep = [TIMESTAMP, *self._selected(view.columns)]
+        elif self.pruning is not None:  # a baseline fitted in the pruned space: compute only that
+            self._keep = [TIMESTAMP, *self._selected(self._apply_derive(frame.head(2)).columns)]
 
     def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
         assert self._derive_state is not None

@@ -38,6 +38,8 @@ class WatchSummary:
     push_ms: list[float] = field(default_factory=list)
     follow: dict[str, int] = field(default_factory=dict)
     fitted_on: str | None = None
+    #: the metric space scored: {"applied", "source", "n_selected"} (paper §4.1: pruned by default)
+    pruning: dict[str, Any] = field(default_factory=dict)
     #: why the watch ended (finished run, idle, duration, max windows, interrupted)
     stopped: str | None = None
     #: when no window was scored: why not
@@ -56,6 +58,7 @@ class WatchSummary:
             "rows": self.rows,
             "seconds": round(self.seconds, 3),
             "fitted_on": self.fitted_on,
+            "pruning": self.pruning,
             "follow": self.follow,
             "stopped": self.stopped,
             "nothing_scored": self.nothing_scored,
@@ -83,6 +86,7 @@ def watch(
     window: WindowConfig | None = None,
     preset: str = "paper",
     min_agreement: int = 1,
+    prune: bool | str | Path = True,
     jsonl: str | Path | None = None,
     duration_s: float | None = None,
     max_windows: int | None = None,
@@ -101,6 +105,9 @@ def watch(
     baseline : a reference run (``Run`` or a path ``load_run`` reads) to fit the
         detectors on; without it the first ``warmup_s`` seconds of the stream are used.
     window : windowing (default: the preset's, 3 s windows every 1 s).
+    prune : the pruned metric space (default, the paper's): fitted on the baseline or on
+        the warm-up; a ``pruning.json`` path reuses a saved one (e.g. ``reveal-lab
+        detect``'s); ``False`` scores every metric.
     jsonl : append one JSON object per scored window (and per warm-up fit) to this file.
     duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
         this long without new data (counted from the start while the run has not
@@ -121,7 +128,13 @@ def watch(
     p = get_preset(preset)
     cfg = window or p.window
     det = LiveDetector(
-        cfg, p.detect, warmup_s=warmup_s, baseline=_load_baseline(baseline), min_agreement=min_agreement
+        cfg,
+        p.detect,
+        warmup_s=warmup_s,
+        baseline=_load_baseline(baseline),
+        min_agreement=min_agreement,
+        prune=prune,
+        prune_threshold=p.prune.threshold,
     )
     summary = WatchSummary(fitted_on=det.fitted_on)
     out: IO[str] | None = None
@@ -160,6 +173,7 @@ def watch(
                 summary.stopped = "interrupted"
                 say("interrupted")
             summary.follow = follower.stats.as_dict()
+        summary.pruning = _pruning_info(det, prune)
         if summary.scored == 0:
             summary.nothing_scored = _why_nothing(summary, det, warmup_s, directory)
             say(f"scored no window: {summary.nothing_scored}")
@@ -239,11 +253,22 @@ def _follow(
             if det.fitted and not announced:
                 announced = True
                 summary.fitted_on = det.fitted_on
-                say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features")
+                space = _pruning_info(det, det.pruning is not None)
+                where = (
+                    f"pruned space of {space['n_selected']} metrics ({space['source']})"
+                    if space["applied"]
+                    else "every metric"
+                )
+                say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features; {where}")
                 if out is not None:
                     out.write(
                         json.dumps(
-                            {"event": "fitted", "on": det.fitted_on, "n_features": len(det.keys or [])}
+                            {
+                                "event": "fitted",
+                                "on": det.fitted_on,
+                                "n_features": len(det.keys or []),
+                                "pruning": space,
+                            }
                         )
                         + "\n"
                     )
@@ -259,6 +284,13 @@ _RUN_FILE = re.compile(
     r"|^(journal-\d{6}\.bin|segment-\d{6}\.parquet(\.tmp)?)$"
     r"|^\.(lock|reserve)$"
 )
+
+
+def _pruning_info(det: LiveDetector, prune: Any) -> dict[str, Any]:
+    if det.pruning is None:
+        why = "every metric (prune=False)" if prune is False else "not fitted yet (the warm-up did not complete)"
+        return {"applied": False, "source": why}
+    return {"applied": True, "source": det.pruning_source, "n_selected": len(det.pruning.selected)}
 
 
 def check_run_folder(directory: Path) -> None:

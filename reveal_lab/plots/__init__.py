@@ -24,16 +24,22 @@ from reveal_lab.plots._timelines import (
     plot_score_timeline,
 )
 from reveal_lab.plots._style import (
+    CONTENT_KEY,
     METHOD_COLORS,
     STYLE,
     SUBSYSTEM_COLORS,
     color_for,
+    figure_content,
+    mark_empty,
     new_figure,
     save_figure,
     style,
 )
 
 __all__ = [
+    "CONTENT_KEY",
+    "figure_content",
+    "mark_empty",
     "STYLE",
     "SUBSYSTEM_COLORS",
     "METHOD_COLORS",

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-from reveal_lab.plots._style import color_for, new_figure, style
+from reveal_lab.plots._style import color_for, mark_empty, new_figure, style
 
 __all__ = [
     "plot_usage_cdfs",
@@ -41,9 +41,7 @@ def _styled(fn: F) -> F:
 
 
 def _empty(ax, text: str = "no data") -> None:  # noqa: ANN001
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    mark_empty(ax, text)
 
 
 def _integer_ticks():  # noqa: ANN202 - a matplotlib locator for counts

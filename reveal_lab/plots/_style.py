@@ -8,7 +8,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["STYLE", "SUBSYSTEM_COLORS", "METHOD_COLORS", "style", "new_figure", "save_figure", "color_for"]
+__all__ = [
+    "STYLE",
+    "SUBSYSTEM_COLORS",
+    "METHOD_COLORS",
+    "style",
+    "new_figure",
+    "save_figure",
+    "color_for",
+    "mark_empty",
+    "figure_content",
+    "CONTENT_KEY",
+]
+
+#: the PNG text key :func:`save_figure` writes: ``"data"``, or ``"empty: <why>"`` for a figure
+#: that only says why it has nothing to show (tests read it back to catch placeholders)
+CONTENT_KEY = "reveal-lab-content"
 
 #: rcParams applied inside :func:`style`
 STYLE: dict[str, object] = {
@@ -94,14 +109,44 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, width: float = 6.4, height: fl
     return fig, axes
 
 
+def mark_empty(ax, text: str = "no data") -> None:  # noqa: ANN001 - matplotlib Axes
+    """Say on ``ax`` why it has nothing to show, and mark it so (:func:`figure_content`)."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_gid("reveal-lab-empty: " + text)
+
+
+def figure_content(fig) -> str:  # noqa: ANN001 - matplotlib Figure
+    """``"data"`` when some axes of ``fig`` draws data (lines, markers, bars, meshes or
+    images) and is not marked empty; else ``"empty: <the reasons shown>"``.
+
+    >>> fig, axes = new_figure()
+    >>> figure_content(fig)
+    'empty: nothing drawn'
+    >>> _ = axes[0, 0].plot([1, 2], [3, 4]); figure_content(fig)
+    'data'
+    """
+    reasons = []
+    for ax in fig.axes:
+        gid = ax.get_gid() or ""
+        if gid.startswith("reveal-lab-empty: "):
+            reasons.append(gid.split(": ", 1)[1])
+        elif ax.lines or ax.collections or ax.patches or ax.images:
+            return "data"
+    return "empty: " + ("; ".join(dict.fromkeys(reasons)) or "nothing drawn")
+
+
 def save_figure(fig, out_dir: str | Path, name: str, formats: tuple[str, ...] = ("png", "pdf")) -> list[Path]:
-    """Save ``fig`` as ``out_dir/figures/name.{png,pdf}``; return the paths."""
+    """Save ``fig`` as ``out_dir/figures/name.{png,pdf}``; return the paths. The PNG says in
+    its text chunk :data:`CONTENT_KEY` whether it draws data (:func:`figure_content`)."""
     figs = Path(out_dir) / "figures"
     figs.mkdir(parents=True, exist_ok=True)
     paths = []
+    content = figure_content(fig)
     with style():
         for ext in formats:
             p = figs / f"{name}.{ext}"
-            fig.savefig(p)
+            fig.savefig(p, metadata={CONTENT_KEY: content} if ext == "png" else None)
             paths.append(p)
     return paths

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.plots._figures import _styled
-from reveal_lab.plots._style import color_for, new_figure
+from reveal_lab.plots._style import color_for, mark_empty, new_figure
 
 __all__ = ["plot_flag_timelines", "plot_score_timeline", "plot_evidence_traces", "EPISODE_COLOR"]
 
@@ -63,7 +63,7 @@ def plot_flag_timelines(
     n = max(len(keys), 1)
     fig, axes = new_figure(n, 1, width=7.5, height=0.9 + (0.28 * len(methods) + 0.55) * n)
     if not keys:
-        axes[0, 0].text(0.5, 0.5, "no windows", ha="center", va="center", transform=axes[0, 0].transAxes)
+        mark_empty(axes[0, 0], "no windows")
         return fig
     legend = {}
     for ax, (run, host) in zip(axes[:, 0], keys, strict=False):
@@ -111,7 +111,7 @@ def plot_score_timeline(
     n = max(len(methods), 1)
     fig, axes = new_figure(n, 1, width=7.5, height=0.6 + 1.05 * n, sharex=True)
     if windows.height == 0 or not methods:
-        axes[0, 0].text(0.5, 0.5, "no windows", ha="center", va="center", transform=axes[0, 0].transAxes)
+        mark_empty(axes[0, 0], "no windows")
         return fig
     w = windows.sort("start")
     t0 = w["start"].min()
@@ -155,7 +155,7 @@ def plot_evidence_traces(
     n = max(len(metrics), 1)
     fig, axes = new_figure(n, 1, width=7.5, height=0.5 + 1.0 * n, sharex=True)
     if traces.height == 0 or not metrics:
-        axes[0, 0].text(0.5, 0.5, "no evidence", ha="center", va="center", transform=axes[0, 0].transAxes)
+        mark_empty(axes[0, 0], "no evidence")
         return fig
     t0 = traces["timestamp"].min()
     t = _seconds(traces["timestamp"], t0)

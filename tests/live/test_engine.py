@@ -11,8 +11,9 @@ import pytest
 from reveal_lab.config import WindowConfig
 from reveal_lab.features import window_features
 from reveal_lab.live import LiveDetector
-from reveal_lab.pipeline import detection_view
+from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, save_pruning
 from reveal_lab.synth import Anomaly, make_run
+from reveal_lab.telemetry import Run, RunMeta, parse_metric_name
 
 
 def _stream(det: LiveDetector, frame: pl.DataFrame, seed: int = 0) -> list:
@@ -28,7 +29,7 @@ def _stream(det: LiveDetector, frame: pl.DataFrame, seed: int = 0) -> list:
 
 def test_each_window_features_equal_the_offline_features():
     run, _ = make_run(40, n_channels=150, seed=5)
-    det = LiveDetector(warmup_s=20, keep_features=True)
+    det = LiveDetector(warmup_s=20, keep_features=True, prune=False)
     verdicts = _stream(det, run.frame)
     # the live view decides on the warm-up what the pipeline decides on the whole run (derived
     # metrics; static, all-missing and constant columns out): only columns constant during the
@@ -142,3 +143,42 @@ def test_verdicts_do_not_depend_on_how_rows_arrive():
     ]
     assert [v.scores for v in a] == [v.scores for v in b]
     assert any(v.anomalous for v in a)
+
+
+def test_pruned_space_fitted_on_the_warmup_equals_the_pipelines():
+    """The default live space is the paper's pruned one, fitted on the warm-up rows exactly as
+    :func:`fit_pruning` fits it on that stretch; each window's features equal the offline
+    features of those columns. (Broken variant caught: the live view ignoring the pruning.)"""
+    run, _ = make_run(40, n_channels=150, seed=5)
+    det = LiveDetector(warmup_s=20, keep_features=True)
+    verdicts = _stream(det, run.frame)
+    assert det.pruning is not None and det.pruning_source == "fitted on the warm-up"
+    t0 = run.frame.get_column("timestamp")[0]
+    warm = run.frame.filter(pl.col("timestamp") < t0 + pl.duration(seconds=20))
+    expected = fit_pruning([Run(RunMeta("w", hosts=run.meta.hosts), warm)], 0.5, trim=False)
+    assert det.pruning.selected == expected.selected
+    live_cols = [c for c in det._keep if c != "timestamp"]
+    unpruned = [c for c in detection_view(warm)[0].columns if c != "timestamp"]
+    assert 0 < len(live_cols) < len(unpruned)  # pruning dropped correlated metrics
+    offline_view = detection_view(run.frame, det.pruning)[0]
+    offline = window_features(offline_view.select("timestamp", *live_cols), WindowConfig())
+    assert len(det.history) == offline.n_windows == len(verdicts)
+    for k, x, _pairs in det.history:
+        row = offline.windows.get_column("window_id").to_list().index(k)
+        np.testing.assert_array_equal(x, offline.X[row])
+
+
+def test_a_saved_pruning_restricts_the_live_space(tmp_path):
+    run, _ = make_run(30, n_channels=80, seed=6)
+    view = detection_view(run.frame)[0]
+    chosen = [c for c in view.columns if c != "timestamp"][:5]
+    path = save_pruning(Pruning(chosen, {"threshold": 0.5}, {}), tmp_path / "pruning.json")
+    det = LiveDetector(warmup_s=12, prune=path)
+    _stream(det, run.frame)
+    assert det.fitted and det.pruning_source == str(path)
+    assert {p.split("|")[0] for p in det.keys} == {parse_metric_name(c).key() for c in chosen}
+    with pytest.raises(ValueError, match="not a pruning file"):
+        LiveDetector(prune=tmp_path / "missing.json")
+    other = save_pruning(Pruning(["Nothing:here.-"], {}, {}), tmp_path / "other.json")
+    with pytest.raises(Exception, match="none of the 1 metrics of the pruned space"):
+        _stream(LiveDetector(warmup_s=12, prune=other), run.frame)

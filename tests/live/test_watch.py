@@ -90,6 +90,11 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     )
     summary = json.loads(stderr.split("summary: ", 1)[1].splitlines()[0])
     assert summary["scored"] == len(windows) and summary["follow"]["bytes_read"] > 0
+    # the paper's pruned space by default, fitted on the warm-up, and said so
+    assert summary["pruning"]["applied"] and summary["pruning"]["source"] == "fitted on the warm-up"
+    fitted = next(r for r in lines if r["event"] == "fitted")
+    assert fitted["pruning"]["n_selected"] == summary["pruning"]["n_selected"] > 0
+    assert "pruned space of" in stdout
 
 
 def test_watch_function_with_a_baseline_run(tmp_path):
@@ -103,10 +108,26 @@ def test_watch_function_with_a_baseline_run(tmp_path):
             stderr=subprocess.DEVNULL,
             timeout=60,
         )
-    seen = []
-    summary = watch(
-        live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None, on_verdict=seen.append
-    )
-    assert summary.fitted_on and "baseline" in summary.fitted_on
-    assert summary.warmup_windows == 0 and summary.scored >= 2
-    assert all(v.phase in ("scored", "gap") for v in seen)
+    seen, features = [], {}
+    for prune in (True, False):
+        jsonl = tmp_path / f"prune_{prune}.jsonl"
+        summary = watch(
+            live,
+            baseline=base,
+            idle_exit_s=1.0,
+            duration_s=60,
+            show="none",
+            echo=None,
+            on_verdict=seen.append,
+            prune=prune,
+            jsonl=jsonl,
+        )
+        assert summary.fitted_on and "baseline" in summary.fitted_on
+        assert summary.warmup_windows == 0 and summary.scored >= 2
+        assert all(v.phase in ("scored", "gap") for v in seen)
+        assert summary.pruning["applied"] is prune
+        events = [json.loads(line) for line in jsonl.read_text().splitlines()]
+        features[prune] = next(e["n_features"] for e in events if e["event"] == "fitted")
+    assert summary.pruning["source"].startswith("every metric")
+    # the pruned space (fitted on the baseline) scores fewer features than every metric
+    assert 0 < features[True] < features[False]

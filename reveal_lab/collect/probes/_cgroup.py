@@ -20,6 +20,13 @@ Per cgroup and metric the v2 file is used where it has the values, else the v1 o
 | ``io_rbytes``, ``io_wbytes``, ``io_rios``, ``io_wios`` | ``io.stat`` | ``blkio.throttle.io_service_bytes`` / ``io_serviced`` (Read, Write summed over devices) |
 
 ``probe_info.cgroup.sources`` records, per cgroup, which version each metric came from.
+
+Each file is a :class:`~reveal_lab.collect.probes._table.Table` and the channels are
+:meth:`Cgroups.compiled_ops` on their values (copies, ``ns``/ticks to ``us``, sums over the
+devices of an I/O file), so the compiled hot loop samples cgroups itself, without a
+Python call per tick; :meth:`Cgroups.sample` applies the same ops in Python. A file
+whose layout changes (a device's first I/O adds a line to ``io.stat``, a cgroup is
+removed) sends the probe back to Python, which sums over the devices listed now.
 """
 
 from __future__ import annotations
@@ -31,14 +38,23 @@ import numpy as np
 
 from reveal_lab.collect._probe import (
     MISSING_INT,
+    OP_COPY,
+    OP_DIV,
+    OP_MISSING,
+    OP_MUL,
+    OP_SUM,
+    OP_ZERO,
     Channel,
     Probe,
     ProbeContext,
     ProbeUnavailable,
+    apply_ops_py,
     read_all,
     register_probe,
     sanitize_instance,
 )
+from reveal_lab.collect.probes._scan import DECIMALS, split_blanks
+from reveal_lab.collect.probes._table import Layout, Table
 
 CPU_KEYS = (
     ("usage_usec", "cpu_usage_usec"),
@@ -49,6 +65,8 @@ CPU_KEYS = (
     ("throttled_usec", "cpu_throttled_usec"),
 )
 IO_KEYS = ("rbytes", "wbytes", "rios", "wios")
+#: channels per cgroup: ``CPU_KEYS``, ``memory_current``, ``IO_KEYS``
+N_PER_GROUP = len(CPU_KEYS) + 1 + len(IO_KEYS)
 
 
 V1_CONTROLLERS = ("cpu", "cpuacct", "memory", "blkio")
@@ -158,123 +176,164 @@ def _scope(ctx_root: str | None, mounts: str = "/proc/self/mounts") -> _Scope:
     raise ProbeUnavailable(f"no cgroup v2 hierarchy or v1 controller at {ctx_root}")
 
 
-def _open(path: str | None) -> int | None:
-    if path is None:
-        return None
-    try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return None
+def _single_index(lines: list[bytes]) -> Layout:
+    """A one-value file (``memory.current``, ``cpuacct.usage``)."""
+    return ({"value": (0, 0)} if lines and lines[0].split() else {}), {}
+
+
+def _kv_index(lines: list[bytes]) -> Layout:
+    """``key value`` lines (``cpu.stat``, ``cpuacct.stat``)."""
+    mapping: dict = {}
+    for ln, line in enumerate(lines):
+        t = line.split()
+        if len(t) == 2:
+            mapping[t[0].decode()] = (ln, 1)
+    return mapping, {}
+
+
+def _io_index(lines: list[bytes]) -> Layout:
+    """v2 ``io.stat``: ``MAJ:MIN rbytes=1 wbytes=2 rios=3 ...`` per device, split at ``:`` and
+    ``=`` (:data:`DECIMALS` mode): keys ``(device, name)``."""
+    mapping: dict = {}
+    for ln, line in enumerate(lines):
+        t = split_blanks(line, DECIMALS).split()
+        if len(t) < 2:
+            continue
+        dev = t[0].decode() + ":" + t[1].decode()
+        for i in range(2, len(t) - 1, 2):
+            name = t[i].decode()
+            if name in IO_KEYS:
+                mapping[(dev, name)] = (ln, i + 1)
+    return mapping, {}
+
+
+def _blkio_index(lines: list[bytes]) -> Layout:
+    """v1 ``blkio.throttle.io_service_bytes`` / ``io_serviced``: ``MAJ:MIN Read N`` lines
+    (split at ``:``): keys ``(device, "Read" | "Write")``."""
+    mapping: dict = {}
+    for ln, line in enumerate(lines):
+        t = line.replace(b":", b" ").split()
+        if len(t) == 4 and t[2] in (b"Read", b"Write"):
+            mapping[(t[0].decode() + ":" + t[1].decode(), t[2].decode())] = (ln, 3)
+    return mapping, {}
+
+
+def _io_sums(data: bytes, v2: bool) -> list[int]:
+    """``IO_KEYS`` summed over every device the file lists now (v1: bytes file only gives
+    ``rbytes, wbytes``)."""
+    if v2:
+        tot = dict.fromkeys(IO_KEYS, 0)
+        for tok in data.split():
+            k, eq, v = tok.partition(b"=")
+            if eq and k.decode() in tot:
+                tot[k.decode()] += int(v)
+        return [tot[k] for k in IO_KEYS]
+    return list(parse_blkio(data))
 
 
 class _Group:
-    """One cgroup's open files and which version each metric reads."""
+    """One cgroup: a :class:`Table` per file it reads and the ops that turn their values
+    into the group's 11 channels (``CPU_KEYS``, memory, ``IO_KEYS``), v2 where it has the
+    values, else v1 (``ns`` and ``USER_HZ`` ticks converted to ``us``)."""
 
-    def __init__(self, scope: _Scope, rel: str) -> None:
+    def __init__(self, ctx: ProbeContext, scope: _Scope, rel: str) -> None:
         def v2(f: str) -> str | None:
             return os.path.join(scope.v2, rel, f) if scope.v2 else None
 
         def v1(c: str, f: str) -> str | None:
             return os.path.join(scope.v1[c], rel, f) if c in scope.v1 else None
 
-        self.fds: list[int] = []
+        self.ctx = ctx
+        self.tables: list[Table] = []
+        #: ``(table, kind, a, b, channel, scale)``: ``table`` indexes :attr:`tables`
+        self.ops: list[tuple[int, int, int, int, int, int]] = []
         self.src: dict[str, str] = {}
-        cpu2 = self._fd(v2("cpu.stat"))
-        keys2 = _kv(os.pread(cpu2, 4096, 0)) if cpu2 is not None else {}
-        self.cpu2 = cpu2 if b"usage_usec" in keys2 else None
-        self.thr2 = cpu2 if b"nr_periods" in keys2 else None
-        self.acct_usage = self.acct_stat = self.thr1 = None
-        if self.cpu2 is None:
-            self.acct_usage = self._fd(v1("cpuacct", "cpuacct.usage"))
-            self.acct_stat = self._fd(v1("cpuacct", "cpuacct.stat"))
-        if self.thr2 is None:
-            self.thr1 = self._fd(v1("cpu", "cpu.stat"))
-        self.src["cpu"] = "v2" if self.cpu2 is not None else ("v1" if self.acct_usage is not None else "-")
-        self.src["throttling"] = "v2" if self.thr2 is not None else ("v1" if self.thr1 is not None else "-")
-        self.mem2 = self._fd(v2("memory.current"))
-        self.mem1 = self._fd(v1("memory", "memory.usage_in_bytes")) if self.mem2 is None else None
-        self.src["memory"] = "v2" if self.mem2 is not None else ("v1" if self.mem1 is not None else "-")
-        self.io2 = self._fd(v2("io.stat"))
-        self.io1_bytes = self.io1_ops = None
-        if self.io2 is None:
-            self.io1_bytes = self._fd(v1("blkio", "blkio.throttle.io_service_bytes"))
-            self.io1_ops = self._fd(v1("blkio", "blkio.throttle.io_serviced"))
-        self.src["io"] = "v2" if self.io2 is not None else ("v1" if self.io1_bytes is not None else "-")
+        self.io_tables: list[tuple[int, bool]] = []  # (table, v2?) of the I/O files
+        cpu2 = self._table(v2("cpu.stat"), _kv_index)
+        has = set(self.tables[cpu2].keys) if cpu2 is not None else set()
+        # cpu usage: v2 cpu.stat, else cpuacct.usage (ns) and cpuacct.stat (ticks)
+        if "usage_usec" in has:
+            self.src["cpu"] = "v2"
+            for ch, key in enumerate(("usage_usec", "user_usec", "system_usec")):
+                self._copy(cpu2, key, ch)
+        else:
+            usage = self._table(v1("cpuacct", "cpuacct.usage"), _single_index)
+            stat = self._table(v1("cpuacct", "cpuacct.stat"), _kv_index)
+            self.src["cpu"] = "v1" if usage is not None else "-"
+            self._copy(usage, "value", 0, OP_DIV, 1000)
+            us = 1_000_000 // USER_HZ
+            self._copy(stat, "user", 1, OP_MUL, us)
+            self._copy(stat, "system", 2, OP_MUL, us)
+        # throttling: v2 cpu.stat (cpu controller on v2), else the v1 cpu controller's cpu.stat
+        if "nr_periods" in has:
+            self.src["throttling"] = "v2"
+            for ch, key in enumerate(("nr_periods", "nr_throttled", "throttled_usec"), start=3):
+                self._copy(cpu2, key, ch)
+        else:
+            thr = self._table(v1("cpu", "cpu.stat"), _kv_index)
+            self.src["throttling"] = "v1" if thr is not None else "-"
+            self._copy(thr, "nr_periods", 3)
+            self._copy(thr, "nr_throttled", 4)
+            self._copy(thr, "throttled_time", 5, OP_DIV, 1000)
+        mem = self._table(v2("memory.current"), _single_index)
+        self.src["memory"] = "v2" if mem is not None else "-"
+        if mem is None:
+            mem = self._table(v1("memory", "memory.usage_in_bytes"), _single_index)
+            self.src["memory"] = "v1" if mem is not None else "-"
+        self._copy(mem, "value", 6)
+        io2 = self._table(v2("io.stat"), _io_index, mode=DECIMALS)
+        if io2 is not None:
+            self.src["io"] = "v2"
+            self.io_tables = [(io2, True)]
+            for ch, name in enumerate(IO_KEYS, start=7):
+                self._sum(io2, name, ch)
+        else:
+            nbytes = self._table(v1("blkio", "blkio.throttle.io_service_bytes"), _blkio_index, mode=1)
+            nops = self._table(v1("blkio", "blkio.throttle.io_serviced"), _blkio_index, mode=1)
+            self.src["io"] = "v1" if nbytes is not None else "-"
+            if nbytes is None:
+                nops = None
+            for t, start in ((nbytes, 7), (nops, 9)):
+                if t is not None:
+                    self.io_tables.append((t, False))
+                for ch, name in enumerate(("Read", "Write"), start=start):
+                    self._sum(t, name, ch)
 
-    def _fd(self, path: str | None) -> int | None:
-        fd = _open(path)
-        if fd is not None:
-            self.fds.append(fd)
-        return fd
+    def _table(self, path: str | None, index, mode: int = 0) -> int | None:  # noqa: ANN001
+        if path is None or not os.path.exists(path):
+            return None
+        try:
+            t = Table(self.ctx, path, index, colons=mode)
+        except (ProbeUnavailable, OSError, ValueError):
+            return None
+        self.tables.append(t)
+        return len(self.tables) - 1
+
+    def _copy(self, t: int | None, key: str, ch: int, kind: int = OP_COPY, scale: int = 1) -> None:
+        keys = self.tables[t].keys if t is not None else []
+        if key in keys:
+            self.ops.append((t, kind, keys.index(key), 0, ch, scale))
+        else:
+            self.ops.append((max(t or 0, 0), OP_MISSING, 0, 0, ch, 1))
+
+    def _sum(self, t: int | None, name: str, ch: int) -> None:
+        """Channel ``ch`` = the sum of ``name`` over the devices the file listed at start (a
+        device appearing later changes the file's layout: the Python path then sums afresh)."""
+        if t is None:
+            self.ops.append((0, OP_MISSING, 0, 0, ch, 1))
+            return
+        self.ops.append((t, OP_ZERO, 0, 0, ch, 1))
+        for i, key in enumerate(self.tables[t].keys):
+            if key[1] == name:
+                self.ops.append((t, OP_SUM, i, 0, ch, 1))
 
     def found(self) -> bool:
         return any(v != "-" for v in self.src.values())
 
-    def read(self, out: list[int]) -> None:
-        """Append the 11 values (``CPU_KEYS``, memory, ``IO_KEYS``) to ``out``."""
-        miss = MISSING_INT
-        kv: dict[bytes, int] = {}
-        if self.cpu2 is not None or self.thr2 is not None:
-            try:
-                kv = _kv(os.pread(self.cpu2 if self.cpu2 is not None else self.thr2, 4096, 0))
-            except OSError:  # cgroup removed since start
-                kv = {}
-        if self.cpu2 is not None:
-            out += [kv.get(b"usage_usec", miss), kv.get(b"user_usec", miss), kv.get(b"system_usec", miss)]
-        else:
-            try:
-                usage = int(os.pread(self.acct_usage, 64, 0)) // 1000 if self.acct_usage is not None else miss
-            except (OSError, ValueError):
-                usage = miss
-            try:
-                st = _kv(os.pread(self.acct_stat, 256, 0)) if self.acct_stat is not None else {}
-            except OSError:
-                st = {}
-            us = 1_000_000 // USER_HZ
-            user, system = st.get(b"user"), st.get(b"system")
-            out += [usage, miss if user is None else user * us, miss if system is None else system * us]
-        if self.thr2 is not None:
-            out += [kv.get(k, miss) for k in (b"nr_periods", b"nr_throttled", b"throttled_usec")]
-        else:
-            try:
-                t = _kv(os.pread(self.thr1, 1024, 0)) if self.thr1 is not None else {}
-            except OSError:
-                t = {}
-            ns = t.get(b"throttled_time")
-            out += [t.get(b"nr_periods", miss), t.get(b"nr_throttled", miss)]
-            out.append(miss if ns is None else ns // 1000)
-        mem = self.mem2 if self.mem2 is not None else self.mem1
-        try:
-            out.append(int(os.pread(mem, 64, 0)) if mem is not None else miss)
-        except (OSError, ValueError):
-            out.append(miss)
-        if self.io2 is not None:
-            try:
-                tot = dict.fromkeys(IO_KEYS, 0)
-                for tok in read_all(self.io2).split():
-                    k, eq, v = tok.partition(b"=")
-                    if eq and k.decode() in tot:
-                        tot[k.decode()] += int(v)
-                out += [tot[k] for k in IO_KEYS]
-            except OSError:
-                out += [miss] * len(IO_KEYS)
-        elif self.io1_bytes is not None:
-            try:
-                rb, wb = parse_blkio(read_all(self.io1_bytes))
-                ro, wo = parse_blkio(read_all(self.io1_ops)) if self.io1_ops is not None else (miss, miss)
-                out += [rb, wb, ro, wo]
-            except (OSError, ValueError):
-                out += [miss] * len(IO_KEYS)
-        else:
-            out += [miss] * len(IO_KEYS)
-
     def close(self) -> None:
-        for fd in self.fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.fds = []
+        for t in self.tables:
+            t.close()
+        self.tables = []
 
 
 @register_probe
@@ -299,7 +358,7 @@ class Cgroups(Probe):
         self.groups: list[_Group] = []
         names = []
         for rel in list(rels)[: ctx.max_cgroups]:
-            g = _Group(scope, rel)
+            g = _Group(ctx, scope, rel)
             if not g.found():
                 g.close()
                 continue
@@ -308,6 +367,17 @@ class Cgroups(Probe):
         if not self.groups:
             v1_roots = ", ".join(sorted(set(scope.v1.values()))) or "-"
             raise ProbeUnavailable(f"no child cgroups under {scope.v2 or '-'} (v2) or {v1_roots} (v1)")
+        # every group's tables in row order, and its ops made probe-wide
+        self.tables: list[Table] = []
+        self._ops: list[tuple[int, int, int, int, int, int]] = []
+        self._io: list[tuple[int, bool, int]] = []  # (table, v2?, first channel) of the I/O files
+        for gi, g in enumerate(self.groups):
+            t0, c0 = len(self.tables), gi * N_PER_GROUP
+            self.tables += g.tables
+            self._ops += [(t0 + t, k, a, b, c0 + ch, sc) for t, k, a, b, ch, sc in g.ops]
+            for j, (t, v2) in enumerate(g.io_tables):
+                self._io.append((t0 + t, v2, c0 + 7 + 2 * j))
+        self._vals = [np.full(t.n, MISSING_INT, dtype=np.int64) for t in self.tables]
         self.channels = []
         for rel in names:
             inst = sanitize_instance(rel)
@@ -323,14 +393,28 @@ class Cgroups(Probe):
         sources = {n: g.src for n, g in zip(names, self.groups, strict=True)}
         self.info.update(root=scope.v2, v1_roots=scope.v1, cgroups=names, sources=sources)
 
-    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
-        ints[:] = self._collect()
+    def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
+        """The ops :meth:`sample` applies; none once a file changed its layout (a device
+        appeared in an I/O file, a cgroup vanished): the Python path then sums afresh."""
+        if any(t.relayouts for t in self.tables):
+            return None
+        return list(self._ops)
 
-    def _collect(self) -> list[int]:
-        out: list[int] = []
-        for g in self.groups:
-            g.read(out)
-        return out
+    def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
+        for t, v in zip(self.tables, self._vals, strict=True):
+            try:
+                t.read_into(v)
+            except OSError:  # the cgroup was removed since start
+                v[:] = MISSING_INT
+        apply_ops_py(self._ops, self._vals, ints, floats)
+        for t, v2, ch in self._io:  # a device listed since start: sum over the devices listed now
+            table = self.tables[t]
+            if table.relayouts:
+                try:
+                    sums = _io_sums(read_all(table.fd), v2)
+                except (OSError, ValueError):
+                    sums = [MISSING_INT] * (4 if v2 else 2)
+                ints[ch : ch + len(sums)] = sums
 
     def close(self) -> None:
         for g in getattr(self, "groups", ()):
