@@ -144,7 +144,8 @@ def watch(
     say = echo or (lambda _msg: None)
     t_begin = time.monotonic()
     if det.fitted:
-        say(f"watching {directory}: detectors fitted on {det.fitted_on}")
+        say(f"watching {directory}")
+        _announce_fit(det, out, say)
     else:
         say(
             f"watching {directory}: warm-up {warmup_s:g} s, then scoring {cfg.window_s:g} s windows "
@@ -253,25 +254,7 @@ def _follow(
             if det.fitted and not announced:
                 announced = True
                 summary.fitted_on = det.fitted_on
-                space = _pruning_info(det, det.pruning is not None)
-                where = (
-                    f"pruned space of {space['n_selected']} metrics ({space['source']})"
-                    if space["applied"]
-                    else "every metric"
-                )
-                say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features; {where}")
-                if out is not None:
-                    out.write(
-                        json.dumps(
-                            {
-                                "event": "fitted",
-                                "on": det.fitted_on,
-                                "n_features": len(det.keys or []),
-                                "pruning": space,
-                            }
-                        )
-                        + "\n"
-                    )
+                _announce_fit(det, out, say)
         last_data = time.monotonic()  # idle time counts from when this data was handled
         if max_windows is not None and summary.scored >= max_windows:
             summary.stopped = f"--max-windows {max_windows} reached"
@@ -284,6 +267,16 @@ _RUN_FILE = re.compile(
     r"|^(journal-\d{6}\.bin|segment-\d{6}\.parquet(\.tmp)?)$"
     r"|^\.(lock|reserve)$"
 )
+
+
+def _announce_fit(det: LiveDetector, out: IO[str] | None, say: Callable[[str], None]) -> None:
+    """Say what the detectors were fitted on and in which metric space (and log it to the JSONL)."""
+    space = _pruning_info(det, det.pruning is not None)
+    where = f"pruned space of {space['n_selected']} metrics ({space['source']})" if space["applied"] else "every metric"
+    say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features; {where}")
+    if out is not None:
+        event = {"event": "fitted", "on": det.fitted_on, "n_features": len(det.keys or []), "pruning": space}
+        out.write(json.dumps(event) + "\n")
 
 
 def _pruning_info(det: LiveDetector, prune: Any) -> dict[str, Any]:
