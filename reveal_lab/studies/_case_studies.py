@@ -158,15 +158,19 @@ def packet_loss_study(root: str | Path | None = None, *, bin_s: float = 1.0) -> 
         eps = labels.filter((pl.col("run") == row["run"]) & (pl.col("fault_type") == "packet_loss"))
         end = g["bin_start"] + timedelta(seconds=bin_s)
         inside = np.zeros(g.height, dtype=bool)
+        # each bin's loss is that of the episode it overlaps (v2 runs grade it: 0.1, 0.2, 1 %)
+        loss = np.zeros(g.height)
         for e in eps.iter_rows(named=True):
-            inside |= ((g["bin_start"] < e["end"]) & (end > e["start"])).to_numpy()
-        loss = float(eps["magnitude"][0]) if eps.height and "magnitude" in eps.columns else 0.0
+            hit = ((g["bin_start"] < e["end"]) & (end > e["start"])).to_numpy()
+            inside |= hit
+            mag = e.get("magnitude")
+            loss = np.where(hit & (loss == 0), float(mag) if mag is not None else np.nan, loss)
         cond = np.where(inside, "loss_episode", "loss_calm") if eps.height else np.full(g.height, "baseline")
         g = g.with_columns(
             run=pl.lit(row["run"]),
             host=pl.lit(row["host"]),
             fault=pl.lit(row["fault"]),
-            loss=pl.lit(loss),
+            loss=pl.Series(loss),
             condition=pl.Series(cond),
             in_episode=pl.Series(inside),
             labelled_host=pl.lit(bool(eps.filter(pl.col("host") == row["host"]).height)),

@@ -39,9 +39,11 @@ def test_own_core_view_renames_only_own_columns():
 def test_packet_loss_study():
     s = packet_loss_study()
     assert set(s["condition"]) == {"baseline", "loss_episode", "loss_calm"}
-    assert set(s["host"]) == {"labA", "labB"}
+    assert set(s["host"]) == {"labA", "labB", "labC"}  # v2: DDP on three hosts
     summ = packet_loss_summary(s)
     rate = {(r["condition"], r["loss"]): r["retrans_per_bin"] for r in summ.iter_rows(named=True)}
+    # graded: each bin carries the loss of the episode it overlaps
+    assert {loss for cond, loss in rate if cond == "loss_episode"} == {0.001, 0.002, 0.01}
     base = rate[("baseline", 0.0)]
     # 1 % loss makes TCP retransmit more than the fault-free runs do
     assert rate[("loss_episode", 0.01)] > base
@@ -55,7 +57,7 @@ def test_storage_burst_example():
     inside = sect.filter(pl.col("in_episode"))["value"].mean()
     outside = sect.filter(~pl.col("in_episode"))["value"].mean()
     assert inside > 10 * max(outside, 1.0)  # the burst is real
-    assert ex["episodes"].height == 2
+    assert ex["episodes"].height >= 2
     assert {"start", "end", "flagged"} <= set(w.columns)
 
 
@@ -64,7 +66,7 @@ def test_crosshost_study_sees_the_quota():
     summ = res["summary"]
     q = summ.filter(pl.col("host_run").str.starts_with("f") & (pl.col("host") == "labB"))
     quota = q["cpu_quota"].cast(pl.Float64)
-    assert q.height >= 2 and quota.null_count() == 0 and set(quota) <= {0.5, 0.1}
+    assert q.height >= 2 and quota.null_count() == 0 and set(quota) <= {0.4, 0.1}
     # the quota held the host's cgroup to at most its share of a core (plus sampling slack)
     assert (q["cgroup_cpu_cores"] <= quota + 0.05).all()
     dev = res["deviation"]

@@ -18,10 +18,18 @@ RANKING_ONLY = {"prune": False, "trim": False}
 from reveal_lab.synth import Anomaly, make_run
 
 FAST = get_preset("paper", detect=get_preset("smoke").detect)
-LAB = Path(__file__).resolve().parents[2] / "data" / "lab" / "train_separated"
-#: two fault-free recordings of the same workload (data/lab/labels.csv lists no fault for them)
-LAB_RUN = LAB / "train_CNNforImageClassification_synthetic_2026-11-21T19-49-11_labA.parquet"
-LAB_BASE = LAB / "train_CNNforImageClassification_synthetic_2026-11-21T19-55-43_labA.parquet"
+LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
+
+
+def _two_clean_cnn_runs() -> tuple[Path, Path]:
+    """Two fault-free recordings of CNN training on labA (meta_lab.csv: fault ``none``)."""
+    meta = pl.read_csv(LAB / "meta_lab.csv", infer_schema_length=0)
+    rows = meta.filter(
+        (pl.col("fault") == "none") & (pl.col("model") == "CNN") & (pl.col("phase") == "train")
+        & (pl.col("host") == "labA") & (pl.col("world_size") == "1")
+    )["source_file"].to_list()
+    assert len(rows) >= 2, "data/lab holds fewer than two fault-free CNN training runs"
+    return LAB / rows[0].removeprefix("./"), LAB / rows[1].removeprefix("./")
 
 
 def _top_metrics(det, start_s: float, end_s: float, t0) -> tuple[list[str], str]:  # noqa: ANN001
@@ -71,11 +79,12 @@ def _robust_sd(x: np.ndarray) -> float:
     return float(1.4826 * np.median(np.abs(x - np.median(x))))
 
 
-@pytest.mark.skipif(not (LAB_RUN.is_file() and LAB_BASE.is_file()), reason="data/lab runs not present")
+@pytest.mark.skipif(not (LAB / "meta_lab.csv").is_file(), reason="data/lab not present")
 def test_recorded_run_planted_metrics_rank_first():
     from reveal_lab.io import load_run
 
-    run, base = load_run(LAB_RUN), load_run(LAB_BASE)
+    run_path, base_path = _two_clean_cnn_runs()
+    run, base = load_run(run_path), load_run(base_path)
     clean = detect_run(run, preset=FAST, thresholds="self", **RANKING_ONLY)
     quiet = set(clean.evidence["metric"].to_list())
     # three metrics of different sources that move in both recordings and that the clean
