@@ -12,7 +12,8 @@ timestamps, reads and scans the files, fills the ``self`` channels and appends t
 row to the writer's buffers, for as many ticks as it may. It returns to Python
 
 * when a journal flush is due (once per ``flush_s``; the flush and fsync are Python's),
-* on a tick on which a probe that samples in Python is due (cgroup, turbostat, gpu,
+* on a tick on which a probe that samples in Python is due (turbostat, gpu, a cgroup
+  probe whose files changed layout,
   perf through its ``perf stat`` child; ``perf_event_open`` counter groups are read here,
   :func:`read_counters`): after the compiled part of the tick (sleep, timestamps, reads,
   ops, counters, ``self``),
