@@ -40,10 +40,6 @@ def _styled(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _empty(ax, text: str = "no data") -> None:  # noqa: ANN001
-    mark_empty(ax, text)
-
-
 def _integer_ticks():  # noqa: ANN202 - a matplotlib locator for counts
     from matplotlib.ticker import MaxNLocator
 
@@ -89,7 +85,7 @@ def plot_usage_cdfs(
     n = max(len(quantities), 1)
     fig, axes = new_figure(1, n, width=2.9 * n, height=3.1)
     if not quantities:
-        _empty(axes[0, 0], "no usage metrics found")
+        mark_empty(axes[0, 0], "no usage metrics found")
         return fig
     groups = samples.get_column(by).unique(maintain_order=True).to_list()[:max_groups]
     names = _workload_labels([str(g) for g in groups]) if by == "workload" else {str(g): _short(str(g), 22) for g in groups}
@@ -150,7 +146,7 @@ def plot_pruning_curve(
     fig, axes = new_figure(width=6.4, height=3.9)
     ax = axes[0, 0]
     if curve.height == 0:
-        _empty(ax)
+        mark_empty(ax)
         return fig
     has_group = bool(group) and group in curve.columns
     groups = curve.get_column(group).unique(maintain_order=True).to_list() if has_group else [None]
@@ -189,7 +185,7 @@ def plot_detector_windows(counts: pl.DataFrame):
     )
     ax = axes[0, 0]
     if counts.height == 0:
-        _empty(ax, "no anomalous windows")
+        mark_empty(ax, "no anomalous windows")
         return fig
     hosts = sorted(counts["host"].unique().to_list())
     methods = sorted(counts["method"].unique().to_list())
@@ -218,8 +214,8 @@ def plot_causes_per_window(causes: pl.DataFrame, *, max_windows: int = 40):
     fig, axes = new_figure(1, 2, width=8.0, height=3.0, gridspec_kw={"width_ratios": [3, 1]})
     ax, ax2 = axes[0]
     if causes.height == 0:
-        _empty(ax, "no anomalous windows")
-        _empty(ax2)
+        mark_empty(ax, "no anomalous windows")
+        mark_empty(ax2)
         return fig
     from reveal_lab.telemetry import SUBSYSTEMS
 
@@ -256,7 +252,7 @@ def plot_collector_overhead(
     fig, axes = new_figure(width=5.6, height=3.2)
     ax = axes[0, 0]
     if table.height == 0:
-        _empty(ax, "no collector benchmark results")
+        mark_empty(ax, "no collector benchmark results")
         return fig
     xs = sorted(table[x].unique().to_list())
     groups = table[group].unique(maintain_order=True).to_list()
@@ -287,7 +283,7 @@ def plot_granularity_timelines(intervals: pl.DataFrame, *, max_runs: int = 4):
         max(len(keys), 1), 1, width=7.0, height=1.1 + 0.9 * max(len(keys), 1), sharex=False
     )
     if not keys:
-        _empty(axes[0, 0])
+        mark_empty(axes[0, 0])
         return fig
     grans = intervals["granularity"].unique(maintain_order=True).to_list()
     for ax, (run_id, host) in zip(axes[:, 0], keys, strict=False):
@@ -317,7 +313,7 @@ def plot_raw_traces(traces: pl.DataFrame, *, title: str | None = None, normalize
         max(len(metrics), 1), 1, width=6.4, height=0.4 + 1.3 * max(len(metrics), 1), sharex=True
     )
     if not metrics:
-        _empty(axes[0, 0])
+        mark_empty(axes[0, 0])
         return fig
     for i, (ax, m) in enumerate(zip(axes[:, 0], metrics, strict=False)):
         part = traces.filter(pl.col("metric") == m).sort("t_s")
@@ -345,7 +341,7 @@ def plot_crosshost_deviation(
     groups = dev[group].unique(maintain_order=True).head(max_groups).to_list() if dev.height else []
     fig, axes = new_figure(1, max(len(groups), 1), width=max(3.0 * len(groups), 4.0), height=3.0)
     if not groups:
-        _empty(axes[0, 0], "no cross-host deviation")
+        mark_empty(axes[0, 0], "no cross-host deviation")
         return fig
     for ax, g in zip(axes[0], groups, strict=False):
         part = dev.filter(pl.col(group) == g)
@@ -403,8 +399,8 @@ def plot_dtw_distances(
     fig, axes = new_figure(1, 2, width=8.0, height=3.0, gridspec_kw={"width_ratios": [2, 1]})
     ax, ax2 = axes[0]
     if distances.height == 0:
-        _empty(ax)
-        _empty(ax2)
+        mark_empty(ax)
+        mark_empty(ax2)
         return fig
     d = distances if metrics is None else distances.filter(pl.col("metric").is_in(list(metrics)))
     own = d.filter(pl.col("reference") == "own")["distance"].drop_nans().drop_nulls().to_numpy()
@@ -419,7 +415,7 @@ def plot_dtw_distances(
         ax2.hist(p, bins=np.linspace(0, 1, 21), color="0.4")
         ax2.axvline(alpha, color="#c44e52", ls="--")
     else:
-        _empty(ax2, "no testable pairs")
+        mark_empty(ax2, "no testable pairs")
     ax2.set_xlabel("p-value (Wilcoxon)")
     ax2.set_ylabel("workload–metric pairs")
     return fig
@@ -429,7 +425,7 @@ def plot_dtw_distances(
 def plot_message(text: str, *, title: str | None = None):
     """A figure that says why a study has nothing to show (e.g. the data lacks labels)."""
     fig, axes = new_figure(width=5.0, height=1.6)
-    _empty(axes[0, 0], text)
+    mark_empty(axes[0, 0], text)
     axes[0, 0].grid(False)
     for s in axes[0, 0].spines.values():
         s.set_visible(False)
@@ -453,7 +449,7 @@ def plot_overhead_comparison(comp: pl.DataFrame, *, perf: str = "perf stat", per
     ax = axes[0, 0]
     coll = comp.filter(pl.col("process") != perf)
     if coll.height == 0:
-        _empty(ax, "no collector measurement")
+        mark_empty(ax, "no collector measurement")
         return fig
     xs = sorted(coll["interval_ms"].unique().to_list())
     sources = comp["source"].unique(maintain_order=True).to_list()
