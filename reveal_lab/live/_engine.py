@@ -41,7 +41,7 @@ from reveal_lab.derive import DerivedPlan, plan_derived
 from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
 from reveal_lab.features import WindowPlan, window_features, window_plan
-from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, load_pruning
+from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, load_pruning, select_metrics
 from reveal_lab.telemetry import TIMESTAMP, Run, RunMeta, TelemetryError, parse_metric_name
 
 __all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
@@ -270,17 +270,11 @@ class LiveDetector:
     def _selected(self, columns: Sequence[str]) -> list[str]:
         """The metric columns of ``columns`` in the pruned space (all of them without one),
         matched by name or host-free key as :func:`reveal_lab.pipeline.detection_view`."""
-        cols = [c for c in columns if c != TIMESTAMP]
         if self.pruning is None:
-            return cols
-        sel = set(self.pruning.selected)
-
-        def key(c: str) -> str:
-            m = parse_metric_name(c)
-            return m.key() if m is not None else c
-
-        kept = [c for c in cols if c in sel or key(c) in sel]
+            return [c for c in columns if c != TIMESTAMP]
+        kept = select_metrics(columns, self.pruning)
         if not kept:
+            sel = self.pruning.selected
             raise TelemetryError(
                 f"none of the {len(sel)} metrics of the pruned space ({self.pruning_source}) is in this "
                 f"stream (first of the space: {sorted(sel)[:3]}); fit on this stream or pass prune=False"

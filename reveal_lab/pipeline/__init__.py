@@ -7,7 +7,14 @@ threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`).
 """
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
-from reveal_lab.pipeline._detect import ANOMALIES_COLUMNS, Detection, detect_many, detect_run, detection_view
+from reveal_lab.pipeline._detect import (
+    ANOMALIES_COLUMNS,
+    Detection,
+    detect_many,
+    detect_run,
+    detection_view,
+    select_metrics,
+)
 from reveal_lab.pipeline._method import (
     THRESHOLD_MODES,
     Pruning,
@@ -27,6 +34,7 @@ __all__ = [
     "detect_run",
     "detect_many",
     "detection_view",
+    "select_metrics",
     "ANOMALIES_COLUMNS",
     "BaselineMismatch",
     "MIN_BASELINE_OVERLAP",

@@ -47,7 +47,7 @@ from reveal_lab.telemetry import (
     parse_metric_name,
 )
 
-__all__ = ["Detection", "detect_run", "detect_many", "detection_view", "ANOMALIES_COLUMNS"]
+__all__ = ["Detection", "detect_run", "detect_many", "detection_view", "select_metrics", "ANOMALIES_COLUMNS"]
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +191,17 @@ def _key(metric: str) -> str:
     return m.key() if m is not None else metric
 
 
+def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> list[str]:
+    """The metric columns of ``columns`` in ``selected`` (column names or host-free keys, or a
+    pruning result with ``.selected``), in column order; the timestamp is never one.
+
+    >>> select_metrics(["timestamp", "CPU:Busy%.0.h1[%]", "Memory:Dirty.h1[kB]"], ["CPU:Busy%.0"])
+    ['CPU:Busy%.0.h1[%]']
+    """
+    sel = set(getattr(selected, "selected", selected))
+    return [c for c in columns if c != TIMESTAMP and (c in sel or _key(c) in sel)]
+
+
 def detection_view(
     frame: pl.DataFrame,
     selected: Iterable[str] | Any | None = None,
@@ -220,9 +231,8 @@ def detection_view(
             "left out of single-host detection: " + ", ".join(f"{n} ({r})" for r, n in left.iter_rows())
         )
     if selected is not None:
-        sel = getattr(selected, "selected", selected)
-        sel = set(sel)
-        cols = [c for c in metric_columns(frame) if c in sel or _key(c) in sel]
+        sel = set(getattr(selected, "selected", selected))
+        cols = select_metrics(metric_columns(frame), sel)
         if not cols:
             raise TelemetryError(
                 f"none of the {len(sel)} selected metrics is in this run (first selected: {sorted(sel)[:3]})"

@@ -248,7 +248,8 @@ class _Group:
         #: ``(table, kind, a, b, channel, scale)``: ``table`` indexes :attr:`tables`
         self.ops: list[tuple[int, int, int, int, int, int]] = []
         self.src: dict[str, str] = {}
-        self.io_tables: list[tuple[int, bool]] = []  # (table, v2?) of the I/O files
+        #: ``(table, v2?, first channel)`` of the I/O files
+        self.io_tables: list[tuple[int, bool, int]] = []
         cpu2 = self._table(v2("cpu.stat"), _kv_index)
         has = set(self.tables[cpu2].keys) if cpu2 is not None else set()
         # cpu usage: v2 cpu.stat, else cpuacct.usage (ns) and cpuacct.stat (ticks)
@@ -284,7 +285,7 @@ class _Group:
         io2 = self._table(v2("io.stat"), _io_index, mode=DECIMALS)
         if io2 is not None:
             self.src["io"] = "v2"
-            self.io_tables = [(io2, True)]
+            self.io_tables = [(io2, True, 7)]
             for ch, name in enumerate(IO_KEYS, start=7):
                 self._sum(io2, name, ch)
         else:
@@ -295,7 +296,7 @@ class _Group:
                 nops = None
             for t, start in ((nbytes, 7), (nops, 9)):
                 if t is not None:
-                    self.io_tables.append((t, False))
+                    self.io_tables.append((t, False, start))
                 for ch, name in enumerate(("Read", "Write"), start=start):
                     self._sum(t, name, ch)
 
@@ -375,8 +376,7 @@ class Cgroups(Probe):
             t0, c0 = len(self.tables), gi * N_PER_GROUP
             self.tables += g.tables
             self._ops += [(t0 + t, k, a, b, c0 + ch, sc) for t, k, a, b, ch, sc in g.ops]
-            for j, (t, v2) in enumerate(g.io_tables):
-                self._io.append((t0 + t, v2, c0 + 7 + 2 * j))
+            self._io += [(t0 + t, v2, c0 + ch) for t, v2, ch in g.io_tables]
         self._vals = [np.full(t.n, MISSING_INT, dtype=np.int64) for t in self.tables]
         self.channels = []
         for rel in names:
