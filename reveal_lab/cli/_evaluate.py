@@ -31,7 +31,22 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "the run itself (the paper's setting); all: the three",
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
-    p.add_argument("--min-agreement", type=int, default=1, help="detectors that must flag a window (1-3)")
+    p.add_argument(
+        "--min-agreement",
+        type=int,
+        default=2,
+        choices=(1, 2, 3),
+        help="detectors that must flag a window (default 2: agreement, as the paper, keeps one "
+        "detector's false alarms out; 1 = any detector)",
+    )
+    p.add_argument(
+        "--calibration",
+        default="trimmed",
+        choices=("trimmed", "pooled", "median"),
+        help="calibrated mode: how thresholds combine the left-out fault-free runs' scores: trimmed "
+        "(default) pooled less the most extreme run; pooled: all (the worst run decides); median: "
+        "the median of each run's quantile",
+    )
     p.add_argument(
         "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
     )
@@ -103,6 +118,7 @@ def _run(args: argparse.Namespace) -> int:
                 false_alarm_rate=args.false_alarm_rate,
                 persist=args.persist,
                 prune=prune,
+                calibration=args.calibration,
             )
             if space == "pruned" and ev.pruning is not None:
                 spaces["pruned"] = ev.pruning  # fitted once, reused by the next modes

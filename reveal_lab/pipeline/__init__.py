@@ -16,6 +16,7 @@ from reveal_lab.pipeline._detect import (
     select_metrics,
 )
 from reveal_lab.pipeline._method import (
+    CALIBRATION_RULES,
     THRESHOLD_MODES,
     Pruning,
     Trim,
@@ -40,6 +41,7 @@ __all__ = [
     "MIN_BASELINE_OVERLAP",
     "check_baseline",
     "THRESHOLD_MODES",
+    "CALIBRATION_RULES",
     "Pruning",
     "Trim",
     "TrimRule",

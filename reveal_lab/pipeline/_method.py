@@ -36,6 +36,7 @@ from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_na
 
 __all__ = [
     "THRESHOLD_MODES",
+    "CALIBRATION_RULES",
     "TrimRule",
     "Trim",
     "trim_run",
@@ -55,6 +56,11 @@ __all__ = [
 #: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
 #: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
 THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
+
+#: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
+#: the most extreme run), ``pooled`` or ``median`` (of each run's quantile); see
+#: :func:`reveal_lab.pipeline.detect_run`'s ``calibration``
+CALIBRATION_RULES = ("trimmed", "pooled", "median")
 
 
 # ----------------------------------------------------------------------------- trimming

@@ -75,15 +75,19 @@ def test_evaluate_scores_a_storage_run_and_its_baselines(tmp_path):
     assert paths["table_md"].read_text().count("| storage_read |") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #11/#14, not met on the v2 lab data: the calibrated thresholds (fitted on the "
-    "workload's fault-free runs) sit above every storage-burst window: 0/6 episodes flagged at score AUC 0.99",
-)
 def test_calibrated_thresholds_flag_the_storage_bursts():
-    ev = evaluate_dataset(mode="calibrated", runs=[_storage_run()])
+    """The O_DIRECT read bursts of a recorded run are flagged (two detectors agreeing, the
+    default) and storage is among the top 3 subsystems. With the ``pooled`` calibration
+    the first repeat of the workload (recorded first, in another machine state) set every
+    threshold above the bursts: 0 of 6 flagged at score AUC 0.99 (the broken variant this
+    test catches; the pooled run below shows it still)."""
+    run = _storage_run()
+    ev = evaluate_dataset(mode="calibrated", runs=[run])
     ep = ev.episodes
+    assert ev.config["min_agreement"] == 2 and ev.config["calibration"] == "trimmed"
     assert ep["detected"].all() and ep["top3"].all()
+    pooled = evaluate_dataset(mode="calibrated", runs=[run], calibration="pooled")
+    assert pooled.episodes["n_flagged"].sum() < ep["n_flagged"].sum()
 
 
 def test_evaluate_cli_writes_tables(tmp_path, capsys):
@@ -113,14 +117,14 @@ def test_evaluate_cli_writes_tables(tmp_path, capsys):
 
 def test_evaluate_cli_persist_and_false_alarm_rate_reach_the_evaluation(tmp_path, capsys):
     run = _storage_run()
-    args = ["evaluate", "--mode", "self", "--runs", run]
+    args = ["evaluate", "--mode", "self", "--runs", run, "--min-agreement", "1"]
     assert main([*args, "--out", str(tmp_path / "k1")]) == 0
     assert main([*args, "--persist", "3", "--false-alarm-rate", "0.05", "--out", str(tmp_path / "k3")]) == 0
     capsys.readouterr()
     one = pl.read_csv(tmp_path / "k1" / "evaluation_self.csv").filter(pl.col("fault_type") == "overall")
     three = pl.read_csv(tmp_path / "k3" / "evaluation_self.csv").filter(pl.col("fault_type") == "overall")
     # persistence only removes flags, and recall with them; here the self-fitted run flags
-    # 3 windows, never 3 in a row, so --persist 3 keeps none of them
+    # 3 windows (any detector), never 3 in a row, so --persist 3 keeps none of them
     assert one["flagged_windows"][0] > 0
     assert three["flagged_windows"][0] < one["flagged_windows"][0]
     assert three["episode_recall"][0] <= one["episode_recall"][0]

@@ -239,22 +239,31 @@ def _small(seed: int, anomalies=()):  # noqa: ANN001, ANN202
 
 
 def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
-    """``false_alarm_rate``: each detector's threshold is an out-of-sample score of the
-    baseline runs. Known answer: with 3 baseline runs (~174 windows, fewer than 3 / 0.01)
-    it is the largest score any baseline run gets from detectors fitted on the other two,
-    which ``detect_run(run_i, baseline=others)`` computes independently (same metrics,
-    so the same feature space)."""
+    """``false_alarm_rate``: each detector's threshold comes from out-of-sample scores of the
+    baseline runs. Known answer: with 3 baseline runs of ~58 windows (fewer than 3 / 0.01),
+    each left-out run's quantile is its largest score from detectors fitted on the other
+    two, which ``detect_run(run_i, baseline=others)`` computes independently (same metrics,
+    so the same feature space). With three left-out runs the ``trimmed`` rule (default)
+    pools them all, as ``pooled`` (the largest of the three); ``median`` takes the median.
+    :func:`test_trimmed_calibration_leaves_out_one_odd_baseline_run` covers four or more."""
     base = [_small(s) for s in (11, 12, 13)]
     target = _small(14, [Anomaly("storage", 30, 38, "level", magnitude=8)])
     det = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.01, **RAW)
+    pooled_det = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.01, calibration="pooled", **RAW)
     (host,) = det.thresholds
-    pooled = {m: [] for m in det.methods}
+    med_det = detect_run(target, baseline=base, preset=FAST, false_alarm_rate=0.01, calibration="median", **RAW)
+    assert det.config["calibration"] == "trimmed" and pooled_det.config["calibration"] == "pooled"
+    maxima = {m: [] for m in det.methods}
     for i, b in enumerate(base):
         d = detect_run(b, baseline=[o for j, o in enumerate(base) if j != i], preset=FAST, thresholds="baseline", **RAW)
         for m in det.methods:
-            pooled[m].append(d.windows[f"score_{m}"].to_numpy())
+            maxima[m].append(d.windows[f"score_{m}"].max())
     for m in det.methods:
-        assert det.thresholds[host][m] == pytest.approx(np.concatenate(pooled[m]).max(), rel=1e-9), m
+        assert det.thresholds[host][m] == pytest.approx(max(maxima[m]), rel=1e-9), m
+        assert pooled_det.thresholds[host][m] == det.thresholds[host][m], m
+        assert med_det.thresholds[host][m] == pytest.approx(sorted(maxima[m])[1], rel=1e-9), m
+    with pytest.raises(ValueError, match="calibration must be one of"):
+        detect_run(target, baseline=base, preset=FAST, calibration="mean", **RAW)
     # flags and agreement follow the cross-fitted thresholds
     for m in det.methods:
         flags = (det.windows[f"score_{m}"] > det.thresholds[host][m]).cast(pl.Int64)
@@ -272,6 +281,47 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
     for m in det.methods:
         assert looser.thresholds[host][m] <= det.thresholds[host][m], m
     assert any(looser.thresholds[host][m] < det.thresholds[host][m] for m in det.methods)
+
+
+def test_trimmed_calibration_leaves_out_one_odd_baseline_run():
+    """Four baseline runs, one of them odd (a level shift over its whole length, as the first
+    repeat of each workload in the v2 lab recording): ``pooled`` thresholds are set by the
+    odd run's left-out scores and miss a planted episode; ``trimmed`` (default) leaves the
+    most extreme left-out run out, sits lower, and finds it. Known answer: trimmed equals the
+    pooled rule applied to the same baseline without its odd run's left-out scores, i.e. the
+    largest left-out score of the three normal runs. (Broken variants: trimming never, or
+    always dropping the first run instead of the most extreme, fail here.)"""
+    odd = make_run(60, 40, seed=41, profile_seed=7, anomalies=[Anomaly("memory", 2, 58, "level", magnitude=12)]).run
+    normal = [_small(s) for s in (42, 43, 44)]
+    target = _small(45, [Anomaly("storage", 30, 40, "level", magnitude=6)])
+    for order in ([odd, *normal], [*normal, odd]):  # where the odd run sits does not matter
+        tr = detect_run(target, baseline=order, preset=FAST, false_alarm_rate=0.01, **RAW)
+        po = detect_run(target, baseline=order, preset=FAST, false_alarm_rate=0.01, calibration="pooled", **RAW)
+        (host,) = tr.thresholds
+        for m in tr.methods:
+            assert tr.thresholds[host][m] <= po.thresholds[host][m], m
+        assert any(tr.thresholds[host][m] < po.thresholds[host][m] for m in tr.methods)
+    # the known answer, detector by detector: left-out scores of the normal runs only
+    maxima = {m: [] for m in tr.methods}
+    for i, b in enumerate(normal):
+        d = detect_run(b, baseline=[odd, *(o for j, o in enumerate(normal) if j != i)], preset=FAST,
+                       thresholds="baseline", **RAW)
+        for m in tr.methods:
+            maxima[m].append(d.windows[f"score_{m}"].max())
+    odd_left_out = detect_run(odd, baseline=normal, preset=FAST, thresholds="baseline", **RAW)
+    checked = 0
+    for m in tr.methods:
+        if odd_left_out.windows[f"score_{m}"].max() >= max(maxima[m]):  # the odd run is the one left out
+            assert tr.thresholds[host][m] == pytest.approx(max(maxima[m]), rel=1e-9), m
+            checked += 1
+    assert checked >= 2, checked  # the odd run is the most extreme for most detectors
+    t0 = target.frame["timestamp"][0]
+    hit = lambda d: d.windows.filter(  # noqa: E731
+        (pl.col("agreement") >= 1)
+        & (pl.col("end") > t0 + dt.timedelta(seconds=30))
+        & (pl.col("start") < t0 + dt.timedelta(seconds=40))
+    ).height
+    assert hit(tr) > hit(po)
 
 
 def test_false_alarm_rate_bounds_flags_on_new_fault_free_runs():
