@@ -34,7 +34,8 @@ mode = "calibrated"
 false_alarm_rate = 0.01  # calibrated mode: share of fault-free windows any detector may flag
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 preset = "paper"
-min_agreement = 1
+min_agreement = 2  # detectors that must agree, as `reveal-lab evaluate` (1: any detector)
+calibration = "trimmed"  # calibrated thresholds: pooled left-out runs less the most extreme (or pooled/median)
 max_runs = 0  # evaluate only the first runs of meta_lab.csv (baselines still from all); 0: all
 crosshost = True  # also score the configuration faults with cross-host deviation
 
@@ -56,12 +57,16 @@ if labelled:
     saved = bool(pruning) and (Path(out_dir) / pruning).exists()  # 02's space, else fitted here
     space = studies.study_pruning([], out_dir, prune=pruning) if saved else bool(pruning)
     ev = evaluate_dataset(root, mode=mode, preset=preset, min_agreement=min_agreement, runs=subset,
-                          crosshost=crosshost, false_alarm_rate=false_alarm_rate, prune=space)
+                          crosshost=crosshost, false_alarm_rate=false_alarm_rate, prune=space,
+                          calibration=calibration)
     table, episodes, alarms = ev.table, ev.episodes, ev.baseline_by_workload
+    by_repeat = ev.false_alarms_by_repeat if ev.false_alarms_by_repeat is not None else \
+        pl.DataFrame({"note": ["the runs have no repeat number"]})
 else:
     note = f"{root} has no meta_lab.csv/labels.csv: not a labelled dataset"
-    table = episodes = alarms = pl.DataFrame({"note": [note]})
+    table = episodes = alarms = by_repeat = pl.DataFrame({"note": [note]})
 studies.save_table(table, out_dir, "evaluation_by_fault")
 studies.save_table(episodes, out_dir, "evaluation_episodes")
 studies.save_table(alarms, out_dir, "evaluation_false_alarms")
+studies.save_table(by_repeat, out_dir, "evaluation_false_alarms_by_repeat")
 table
