@@ -75,6 +75,13 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "(fit on the run, the top 1%% per detector flagged)",
     )
     p.add_argument(
+        "--calibration",
+        choices=("trimmed", "pooled", "median"),
+        default="trimmed",
+        help="calibrated thresholds from the left-out baseline runs' scores: trimmed (default) pooled "
+        "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",
+    )
+    p.add_argument(
         "--false-alarm-rate",
         type=float,
         default=None,
@@ -176,6 +183,7 @@ def _run(args: argparse.Namespace) -> int:
             prune=run_pruning if run_pruning is not None else False,
             trim=not args.no_trim,
             thresholds=args.thresholds,
+            calibration=args.calibration,
             false_alarm_rate=args.false_alarm_rate,
             force_baseline=args.force,
         )

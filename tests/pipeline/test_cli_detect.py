@@ -155,3 +155,35 @@ def test_detect_defaults_prune_trim_and_robust_thresholds_and_no_prune(tmp_path,
 
     keys = {parse_metric_name(m).key() for m in pl.read_csv(out / "anomalies.csv")["metric"]}
     assert keys <= set(saved["selected"])
+
+
+@pytest.mark.slow
+def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
+    """``--calibration``: with five fault-free baseline runs of a recorded lab workload, the
+    trimmed rule (default) leaves the most extreme left-out run out, so its thresholds are
+    never above the pooled rule's, and the summary says which rule set them."""
+    from reveal_lab.config import data_dir
+    from reveal_lab.lab import read_labels, read_meta
+
+    root = data_dir()
+    meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
+    run = labels.filter(pl.col("fault_type") == "storage_read").row(0, named=True)
+    row = meta.filter((pl.col("run") == run["run"]) & (pl.col("host") == run["host"])).row(0, named=True)
+    base = meta.filter(
+        (pl.col("fault") == "none") & (pl.col("workload") == row["workload"]) & (pl.col("phase") == row["phase"])
+        & (pl.col("host") == row["host"])
+    )["source_file"].to_list()
+    assert len(base) >= 5
+    paths = [str(root / s.removeprefix("./")) for s in (row["source_file"], *base)]
+    summaries = {}
+    for rule in ("trimmed", "pooled"):
+        out = tmp_path / rule
+        args = ["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--calibration", rule]
+        assert main(args) == 0
+        summaries[rule] = _check_report(out)["runs"][0]
+    thr = {rule: s["config"]["thresholds"] for rule, s in summaries.items()}
+    assert {s["config"]["calibration"] for s in summaries.values()} == {"trimmed", "pooled"}
+    (host,) = summaries["trimmed"]["thresholds"]
+    t, p = summaries["trimmed"]["thresholds"][host], summaries["pooled"]["thresholds"][host]
+    assert all(t[m] <= p[m] for m in t) and any(t[m] < p[m] for m in t), (t, p)
+    assert thr == {"trimmed": "calibrated", "pooled": "calibrated"}
