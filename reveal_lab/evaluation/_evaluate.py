@@ -13,8 +13,10 @@ Fit modes
     in the scored run's own feature space), at the ``1 - false_alarm_rate / 3`` quantile,
     so that any-detector flags on fault-free data stay near ``false_alarm_rate`` (union
     bound) instead of what in-sample thresholds give on a few short runs
-    (:func:`reveal_lab.pipeline.detect_run`'s ``false_alarm_rate``). Needs two other
-    baseline runs. The run itself never enters its own fit or thresholds.
+    (:func:`reveal_lab.pipeline.detect_run`'s ``false_alarm_rate``); ``calibration``
+    (default ``trimmed``) leaves the most extreme left-out run out of the pool when four or
+    more are left out. Needs two other baseline runs. The run itself never enters its own
+    fit or thresholds.
 ``baseline``
     leave-one-out with the pipeline's own thresholds: fitted on the other fault-free runs
     (the run itself is never in its own baseline); in-sample thresholds on a few short
