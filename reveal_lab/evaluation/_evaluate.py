@@ -97,7 +97,11 @@ class Evaluation:
         self.table.write_csv(paths["table_csv"])
         paths["table_md"].write_text(
             table_markdown(
-                self.table, title=f"fit mode: {self.mode}", config=self.config, failures=self.failures
+                self.table,
+                title=f"fit mode: {self.mode}",
+                config=self.config,
+                failures=self.failures,
+                by_repeat=self.false_alarms_by_repeat,
             )
         )
         self.episodes.write_csv(paths["episodes"])
@@ -130,9 +134,15 @@ def _fmt(v: Any) -> str:
 
 
 def table_markdown(
-    table: pl.DataFrame, *, title: str = "", config: dict | None = None, failures: Sequence[str] = ()
+    table: pl.DataFrame,
+    *,
+    title: str = "",
+    config: dict | None = None,
+    failures: Sequence[str] = (),
+    by_repeat: pl.DataFrame | None = None,
 ) -> str:
-    """The evaluation table as a Markdown table (with the settings it was made with)."""
+    """The evaluation table as a Markdown table (with the settings it was made with, and the
+    false-alarm share per repeat of the workloads when ``by_repeat`` is given)."""
     cols = [c for c in TABLE_COLUMNS if c in table.columns]
     lines = [
         f"### {title}" if title else "",
@@ -142,6 +152,12 @@ def table_markdown(
     ]
     for row in table.select(cols).iter_rows():
         lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+    if by_repeat is not None and by_repeat.height:
+        parts = [
+            f"{r['repeat']}: {_fmt(r['false_alarm_share'])} ({r['flagged']}/{r['baseline_windows']})"
+            for r in by_repeat.iter_rows(named=True)
+        ]
+        lines += ["", "False alarms by repeat of the workload: " + ", ".join(parts)]
     if config:
         lines += ["", "Settings: " + ", ".join(f"{k}={v}" for k, v in config.items())]
     if failures:

@@ -126,6 +126,12 @@ def test_summary_table(case):
     assert row["overall"]["false_alarm_share"] == pytest.approx(1 / 40)
     md = table_markdown(tab, title="t")
     assert md.count("\n|") == tab.height + 2 and "0.667" in md
+    # false alarms per repeat (b1 is repeat 0 with its one flagged window, b2 repeat 1)
+    rep = w.with_columns(repeat=pl.when(pl.col("run") == "b1").then(0).otherwise(1))
+    by = false_alarms(rep, by="repeat")
+    assert by.rows() == [(0, 20, 1, 0.05), (1, 20, 0, 0.0)]
+    md = table_markdown(tab, title="t", by_repeat=by)
+    assert "False alarms by repeat of the workload: 0: 0.050 (1/20), 1: 0.000 (0/20)" in md
 
 
 def test_grace_counts_after_effects(case):
