@@ -255,7 +255,7 @@ def _baseline_features(
     baseline: Sequence[Run], preset: Preset, selected: Any, derive: bool
 ) -> list[tuple[dict[tuple[str, str], int], np.ndarray]]:
     """Window features of every host of every baseline run (computed once per detection):
-    ``({(host-free key, feature): column}, X, run index)`` per host-run."""
+    ``({(host-free key, feature): column}, X, run index, run id)`` per host-run."""
     out = []
     for i, b in enumerate(baseline):
         for _h, part in b.split_hosts().items():
@@ -269,7 +269,7 @@ def _baseline_features(
             col = {
                 (k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))
             }
-            out.append((col, wf.X, i))
+            out.append((col, wf.X, i, b.run_id))
     if not out:
         raise ValueError("baseline runs gave no windows")
     return out
@@ -292,7 +292,12 @@ def _baseline_matrix(
 
 
 def _cross_fit_thresholds(
-    base_feats: list, pairs: pl.DataFrame, preset: Preset, false_alarm_rate: float, rule: str = "trimmed"
+    base_feats: list,
+    pairs: pl.DataFrame,
+    preset: Preset,
+    false_alarm_rate: float,
+    rule: str = "trimmed",
+    left_out: dict[str, int] | None = None,
 ) -> dict[str, float]:
     """Per-detector thresholds from out-of-sample scores of the baseline runs.
 
@@ -308,10 +313,13 @@ def _cross_fit_thresholds(
     ``"trimmed"`` (default)
         all left-out runs' scores pooled, except the run whose own quantile is the largest
         when there are four or more left-out runs (three or more stay pooled): one odd
-        baseline run cannot set the threshold. With three or fewer it is ``pooled``. Measured on the v2 lab recording: the first repeat of every workload
-        (recorded first, in another machine state) gets left-out Mahalanobis scores up to
-        10⁶× the others', so the pooled rule put every threshold above all six storage
-        bursts (0 of 6 found at score AUC 0.99); trimmed, 5 of 6 are found.
+        baseline run cannot set the threshold. With three or fewer it is ``pooled``.
+        Measured on the v2 lab recording: the first repeat of every workload (recorded
+        first, in another machine state) gets left-out Mahalanobis scores up to 10⁶× the
+        others', so the pooled rule put every threshold above all six storage bursts (0 of
+        6 found at score AUC 0.99); trimmed, with two detectors agreeing, 6 of 6 are found.
+        The run left out of each detector's threshold goes into ``left_out`` (detector →
+        baseline run index) when a dict is given.
     ``"pooled"``
         every left-out score pooled: the worst baseline run decides.
     ``"median"``
@@ -352,8 +360,25 @@ def _cross_fit_thresholds(
         if rule == "trimmed" and len(parts) >= 4:
             worst = int(np.argmax(per_run))
             parts = [p for i, p in enumerate(parts) if i != worst]
+            if left_out is not None:
+                left_out[m] = runs[worst]
         out[m] = float(np.quantile(np.concatenate(parts), q, method="higher"))
     return out
+
+
+def _left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[str]:
+    """One note per baseline run the trimmed calibration left out: that run is unlike the
+    other baseline runs (its left-out scores were the most extreme), worth a look."""
+    ids = {e[2]: (e[3] if len(e) > 3 else f"#{e[2]}") for e in base_feats}
+    by_run: dict[int, list[str]] = {}
+    for m, r in left.items():
+        by_run.setdefault(r, []).append(m)
+    return [
+        f"{host}: baseline run {ids.get(r, r)} was left out of the {', '.join(ms)} threshold(s) "
+        "(trimmed calibration): scored by detectors fitted on the other baseline runs it was the "
+        "most extreme, so it is unlike them"
+        for r, ms in sorted(by_run.items())
+    ]
 
 
 def _score_host(
@@ -398,8 +423,12 @@ def _score_host(
         notes += check_baseline(pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=force_baseline)
         ens.fit(Xfit)
         if false_alarm_rate is not None:  # out-of-sample thresholds instead of in-sample ones
-            for m, thr in _cross_fit_thresholds(baseline, pairs, preset, false_alarm_rate, calibration).items():
+            left: dict[str, int] = {}
+            for m, thr in _cross_fit_thresholds(
+                baseline, pairs, preset, false_alarm_rate, calibration, left_out=left
+            ).items():
                 ens.detectors_[m].threshold_ = thr
+            notes += _left_out_notes(left, baseline, host)
         result = ens.score(wf.X)
     else:
         if wf.n_windows < 2:
