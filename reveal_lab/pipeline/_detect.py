@@ -349,20 +349,21 @@ def _cross_fit_thresholds(
     q = 1.0 - false_alarm_rate / n_det
     out = {}
     for m, parts in pooled.items():
-        parts = [p[np.isfinite(p)] for p in parts if np.isfinite(p).any()]
-        if not parts:
+        # (baseline run index, its finite left-out scores); a run with none is not counted
+        kept = [(r, p[np.isfinite(p)]) for r, p in zip(runs, parts, strict=True) if np.isfinite(p).any()]
+        if not kept:
             out[m] = float("inf")
             continue
-        per_run = [float(np.quantile(p, q, method="higher")) for p in parts]
+        per_run = [float(np.quantile(p, q, method="higher")) for _, p in kept]
         if rule == "median":
             out[m] = float(np.median(per_run))
             continue
-        if rule == "trimmed" and len(parts) >= 4:
+        if rule == "trimmed" and len(kept) >= 4:
             worst = int(np.argmax(per_run))
-            parts = [p for i, p in enumerate(parts) if i != worst]
             if left_out is not None:
-                left_out[m] = runs[worst]
-        out[m] = float(np.quantile(np.concatenate(parts), q, method="higher"))
+                left_out[m] = kept[worst][0]
+            kept = [k for i, k in enumerate(kept) if i != worst]
+        out[m] = float(np.quantile(np.concatenate([p for _, p in kept]), q, method="higher"))
     return out
 
 
