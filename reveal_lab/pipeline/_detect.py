@@ -308,7 +308,8 @@ def _cross_fit_thresholds(
     share of fault-free windows that *any* detector flags stays near ``false_alarm_rate``
     when new fault-free runs resemble the baseline runs as much as they resemble each
     other. With fewer scores than ``n / false_alarm_rate`` it is the largest one. ``rule``
-    says which left-out scores:
+    (one of :data:`CALIBRATION_RULES`, checked by :func:`detect_run`) says which left-out
+    scores:
 
     ``"trimmed"`` (default)
         all left-out runs' scores pooled, except the run whose own quantile is the largest
@@ -328,8 +329,6 @@ def _cross_fit_thresholds(
         exchangeable runs about ``ln 2 / windows per run`` per detector flagged instead
         of ``false_alarm_rate / n``.
     """
-    if rule not in CALIBRATION_RULES:
-        raise ValueError(f"rule must be one of {CALIBRATION_RULES}, got {rule!r}")
     runs = sorted({entry[2] for entry in base_feats})
     if len(runs) < 2:
         raise ValueError(f"cross-fitted thresholds need at least 2 baseline runs, got {len(runs)}")
@@ -370,12 +369,12 @@ def _cross_fit_thresholds(
 def _left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[str]:
     """One note per baseline run the trimmed calibration left out: that run is unlike the
     other baseline runs (its left-out scores were the most extreme), worth a look."""
-    ids = {e[2]: (e[3] if len(e) > 3 else f"#{e[2]}") for e in base_feats}
+    ids = {e[2]: e[3] for e in base_feats}
     by_run: dict[int, list[str]] = {}
     for m, r in left.items():
         by_run.setdefault(r, []).append(m)
     return [
-        f"{host}: baseline run {ids.get(r, r)} was left out of the {', '.join(ms)} threshold(s) "
+        f"{host}: baseline run {ids[r]} was left out of the {', '.join(ms)} threshold(s) "
         "(trimmed calibration): scored by detectors fitted on the other baseline runs it was the "
         "most extreme, so it is unlike them"
         for r, ms in sorted(by_run.items())
