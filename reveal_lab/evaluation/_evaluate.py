@@ -113,14 +113,6 @@ class Evaluation:
         return paths
 
 
-def _repeat(value: Any) -> int | None:
-    """A meta row's repeat number (``None`` when absent or not a whole number)."""
-    try:
-        return int(value) if value not in (None, "") else None
-    except (TypeError, ValueError):
-        return None
-
-
 def _parse(stamp: str) -> datetime:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f")
 
@@ -301,6 +293,8 @@ def evaluate_dataset(
     for col in ("run", "host", "fault", "workload"):
         if col not in meta.columns:
             raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
+    if "repeat" in meta.columns:  # a whole number per run, or null
+        meta = meta.with_columns(pl.col("repeat").cast(pl.Int64, strict=False))
     pre = get_preset(preset)
     cache: dict[str, Any] = {}
 
@@ -378,7 +372,7 @@ def evaluate_dataset(
         w = detection_windows(det, row["run"], row["host"], baseline=is_base).with_columns(
             workload=pl.lit(row["workload"]),
             fault=pl.lit(row["fault"]),
-            repeat=pl.lit(_repeat(row.get("repeat")), dtype=pl.Int64),
+            repeat=pl.lit(row.get("repeat"), dtype=pl.Int64),
         )
         parts.append(w)
         log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)

@@ -155,7 +155,7 @@ def write_evaluation_json(evaluation, path: str | Path) -> Path:  # noqa: ANN001
         {**evaluation.config, "failures": list(evaluation.failures)},
         grace_s=float(evaluation.config.get("grace_s", 0.0) or 0.0),
     )
-    by_repeat = getattr(evaluation, "false_alarms_by_repeat", None)
+    by_repeat = evaluation.false_alarms_by_repeat
     if by_repeat is not None:
         obj["false_alarm_share_by_repeat"] = {
             str(r["repeat"]): r["false_alarm_share"] for r in by_repeat.iter_rows(named=True)
