@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reveal_lab.cli._types import CALIBRATIONS
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
@@ -76,7 +78,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--calibration",
-        choices=("trimmed", "pooled", "median"),
+        choices=CALIBRATIONS,
         default="trimmed",
         help="calibrated thresholds from the left-out baseline runs' scores: trimmed (default) pooled "
         "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",

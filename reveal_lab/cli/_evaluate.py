@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._types import CALIBRATIONS
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
 
@@ -42,7 +43,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--calibration",
         default="trimmed",
-        choices=("trimmed", "pooled", "median"),
+        choices=CALIBRATIONS,
         help="calibrated mode: how thresholds combine the left-out fault-free runs' scores: trimmed "
         "(default) pooled less the most extreme run; pooled: all (the worst run decides); median: "
         "the median of each run's quantile",

@@ -14,7 +14,12 @@ import argparse
 
 from reveal_lab.config import parse_duration
 
-__all__ = ["duration", "positive_int", "share"]
+__all__ = ["CALIBRATIONS", "duration", "positive_int", "share"]
+
+#: ``--calibration`` choices of ``detect`` and ``evaluate``: the pipeline's
+#: ``CALIBRATION_RULES``, written here so that building the parser imports no pipeline
+#: (a test checks the two agree)
+CALIBRATIONS = ("trimmed", "pooled", "median")
 
 
 def duration(text: str) -> float:

@@ -38,3 +38,14 @@ def test_full_is_the_paper_preset_under_another_name():
     with pytest.raises(ValueError, match="full"):
         get_preset("nope")
 
+
+
+def test_calibration_choices_are_the_pipelines_rules():
+    """``detect`` and ``evaluate`` offer exactly :data:`reveal_lab.pipeline.CALIBRATION_RULES`
+    (the CLI writes them out so that building the parser imports no pipeline)."""
+    from reveal_lab.pipeline import CALIBRATION_RULES
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    for command in ("detect", "evaluate"):
+        (opt,) = [a for a in sub.choices[command]._actions if a.dest == "calibration"]
+        assert tuple(opt.choices) == CALIBRATION_RULES and opt.default == CALIBRATION_RULES[0], command
