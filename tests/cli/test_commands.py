@@ -49,3 +49,12 @@ def test_calibration_choices_are_the_pipelines_rules():
     for command in ("detect", "evaluate"):
         (opt,) = [a for a in sub.choices[command]._actions if a.dest == "calibration"]
         assert tuple(opt.choices) == CALIBRATION_RULES and opt.default == CALIBRATION_RULES[0], command
+
+
+def test_threshold_choices_are_the_pipelines_modes():
+    """``detect --thresholds`` offers exactly :data:`reveal_lab.pipeline.THRESHOLD_MODES`."""
+    from reveal_lab.pipeline import THRESHOLD_MODES
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    (opt,) = [a for a in sub.choices["detect"]._actions if a.dest == "thresholds"]
+    assert tuple(opt.choices) == THRESHOLD_MODES and opt.default == "auto"
