@@ -29,6 +29,13 @@ same window:
   procfs probes keep open, and parses nothing: the kernel's share, a floor no parser
   can go under (``reads_paper``: the same for the paper's set).
 
+Alone: the side-by-side window above puts 12 processes (and the bytes-on-disk run) on two
+cores, all waking every interval, so each runs with caches the others evicted: a pessimistic
+figure. A host runs one collector, so ``full``, ``full_perf_child``, ``procfs``, ``loop``
+and bare ``perf stat`` are also measured one at a time (``--alone-intervals``, default 100
+and 600 ms; the order rotates each repeat; nothing else of the benchmark runs meanwhile),
+reported as ``alone_by_interval_ms`` with ``full``'s ratio to ``full_perf_child``.
+
 Time to first sample: a collector with the default probes is started ``--repeats`` times
 with numba's cache warm (as after ``scripts/bootstrap.sh``, which runs
 ``python -m reveal_lab.collect.warm``) and once with an empty cache (``NUMBA_CACHE_DIR``
@@ -175,6 +182,10 @@ def slow_spec(interval_ms: int) -> str:
     """``procfs`` with the :data:`SLOW` probes at the first whole number of intervals >= 1 s."""
     period = interval_ms * -(-1000 // interval_ms)
     return "procfs," + ",".join(f"{n}@{period}ms" for n in SLOW)
+
+
+#: setups also measured one at a time (``--alone-setups``), as a collector runs in deployment
+ALONE_SETUPS = ("full", "full_perf_child", "procfs", "loop", "perf")
 
 
 def configs(interval_ms: int) -> dict[str, str]:
@@ -351,11 +362,18 @@ def stop(p: subprocess.Popen) -> None:
 
 
 def measure_interval(
-    interval_ms: int, window_s: float, warmup_s: float, events: list[str], work: Path
+    interval_ms: int,
+    window_s: float,
+    warmup_s: float,
+    events: list[str],
+    work: Path,
+    only: set[str] | None = None,
 ) -> dict:
+    """CPU of each setup over one window, all side by side; ``only``: just those setups
+    (``{"full"}``: the collector alone on the machine, as it runs in deployment)."""
     procs: dict[str, subprocess.Popen] = {}
     dirs = {}
-    specs = configs(interval_ms)
+    specs = {k: v for k, v in configs(interval_ms).items() if only is None or k in only}
     for name, probes in specs.items():
         dirs[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
         # procfs_unbatched: each probe reads its own files (the collector before batching)
@@ -363,13 +381,15 @@ def measure_interval(
         procs[name] = start_collector(dirs[name], probes, interval_ms, env=env)
     ready = {}
     for name, spec in (("reads", "procfs,-self"), ("reads_paper", PAPER_FILES)):
+        if only is not None and name not in only:
+            continue
         ready[name] = work / f"{name}-{interval_ms}-{time.monotonic_ns()}"
         procs[name] = subprocess.Popen(
             [sys.executable, "-c", READS_FLOOR, str(interval_ms / 1000), str(ready[name]), spec],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-    if events:
+    if events and (only is None or "perf" in only):
         procs["perf"] = subprocess.Popen(
             [
                 "perf",
@@ -474,6 +494,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="short smoke run (1 repeat, 5 s windows, 30 s size run)"
     )
+    ap.add_argument(
+        "--alone-intervals",
+        default="100,600",
+        help="intervals (ms) at which each of --alone-setups is also measured alone ('' for none)",
+    )
+    ap.add_argument("--alone-setups", default=",".join(ALONE_SETUPS))
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "collector_overhead.json"))
     args = ap.parse_args(argv)
     if args.quick:
@@ -520,6 +546,39 @@ def main(argv: list[str] | None = None) -> int:
         f"cold cache {startup['cold_cache_s']} s",
         flush=True,
     )
+
+    # each setup alone (rotating order per repeat), before anything else is started
+    alone_iv = [int(x) for x in args.alone_intervals.split(",") if x.strip()]
+    alone_setups = [x for x in args.alone_setups.split(",") if x.strip()]
+    alone_runs: list[dict] = []
+    for rep in range(args.repeats):
+        for iv in alone_iv:
+            order = alone_setups[rep % len(alone_setups) :] + alone_setups[: rep % len(alone_setups)]
+            for name in order:
+                load = os.getloadavg()[0]
+                r = measure_interval(iv, args.window, args.warmup, events, work, only={name})
+                if name not in r:  # perf with no events here
+                    continue
+                row = {"setup": name, "interval_ms": iv, "repeat": rep, "loadavg_1m": load, **r[name]}
+                alone_runs.append(row)
+                pct = r[name]["schedstat_pct_of_core"]
+                print(f"alone rep {rep} {iv:4d} ms {name}: {pct:.3f}%", flush=True)
+    alone = {}
+    for iv in alone_iv:
+        alone[iv] = {}
+        for name in alone_setups:
+            vals = [r for r in alone_runs if r["interval_ms"] == iv and r["setup"] == name]
+            if vals:
+                alone[iv][name] = {
+                    m: statistics.median(v[m] for v in vals)
+                    for m in ("stat_pct_of_core", "schedstat_pct_of_core")
+                }
+                alone[iv][name]["runs"] = len(vals)
+        for a, b in (("full", "full_perf_child"), ("full", "procfs")):
+            if a in alone[iv] and b in alone[iv] and alone[iv][b]["schedstat_pct_of_core"] > 0:
+                alone[iv][a][f"ratio_to_{b}"] = (
+                    alone[iv][a]["schedstat_pct_of_core"] / alone[iv][b]["schedstat_pct_of_core"]
+                )
 
     size_dir = work / "size-run"
     size_proc = start_collector(
@@ -653,12 +712,16 @@ def main(argv: list[str] | None = None) -> int:
         "per_probe_cost": per_probe,
         "time_to_first_sample": startup,
         "median_by_interval_ms": summary,
+        "alone_by_interval_ms": alone,
+        "alone_runs": alone_runs,
         "bytes_on_disk": size,
         "targets": {
             "procfs_pct_of_core_at_100ms": 0.3,
             "full_bytes_per_s_at_100ms": 5000,
             "full_pct_of_core_at_100ms": 0.6,
             "full_at_100ms_met": summary.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
+            <= 0.6,
+            "full_at_100ms_alone_met": alone.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
             <= 0.6,
             "first_sample_s": 1.0,
             "first_sample_met": startup["met"],
@@ -687,7 +750,12 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.out).write_text(json.dumps(result, indent=1))
     print(
         json.dumps(
-            {"median_by_interval_ms": summary, "bytes_on_disk": size, "time_to_first_sample": startup},
+            {
+                "median_by_interval_ms": summary,
+                "alone_by_interval_ms": alone,
+                "bytes_on_disk": size,
+                "time_to_first_sample": startup,
+            },
             indent=1,
         )
     )
