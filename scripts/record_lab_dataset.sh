@@ -12,7 +12,10 @@
 # with exit status 75; run again with SLOTS= the remaining slots and the same RAW_DIR),
 # SLOTS (default: all), HF_DIR (default out/hf_lab: the Hugging Face export is refreshed
 # there), MAX_MB (default 40: refuse to replace OUT_DIR with more Parquet than this),
-# BUILD_ONLY=1 (skip recording: build OUT_DIR from RAW_DIR, e.g. after recording in parts).
+# BUILD_ONLY=1 (skip recording: build OUT_DIR from RAW_DIR, e.g. after recording in parts),
+# WARMUP (default 0s: none; e.g. 15s: before each workload's first slot a discarded
+# fault-free run on the same hosts, kept in RAW_DIR/warmup; the v2 recording's first
+# repeats, made first in the session, held nearly all its false alarms).
 # Needs: root, iproute2 (ip netns), util-linux (nsenter), iptables, cgroups (v1 or v2),
 # RPS/XPS files under /sys/class/net/*/queues (for the IRQ-imbalance case study), and the
 # venv from scripts/bootstrap.sh (torch==2.13.0 CPU via the `workloads` extra).
@@ -30,6 +33,7 @@ RAW="${2:-/var/tmp/reveal_lab/raw_$(date -u +%Y%m%dT%H%M%S)}"
 OUT="${3:-data/lab}"
 LOAD_GATE="${LOAD_GATE:-0.5}"
 GATE_WAIT="${GATE_WAIT:-10min}"
+WARMUP="${WARMUP:-0s}"
 HF_DIR="${HF_DIR:-out/hf_lab}"
 MAX_MB="${MAX_MB:-40}"
 if [ "$(id -u)" != 0 ]; then echo "run as root (network namespaces, cgroups, iptables)" >&2; exit 1; fi
@@ -38,10 +42,10 @@ RL=.venv/bin/reveal-lab
 SLOT_ARGS=()
 if [ -n "${SLOTS:-}" ]; then SLOT_ARGS=(--slots "$SLOTS"); fi
 if [ "${BUILD_ONLY:-0}" != 1 ]; then
-    "$RL" record --plan "$PLAN" "${SLOT_ARGS[@]}" --dry-run
+    "$RL" record --plan "$PLAN" "${SLOT_ARGS[@]}" --warmup "$WARMUP" --dry-run
     set +e
     "$RL" record --plan "$PLAN" "${SLOT_ARGS[@]}" --raw "$RAW" --no-build \
-        --load-gate "$LOAD_GATE" --gate-wait "$GATE_WAIT"
+        --load-gate "$LOAD_GATE" --gate-wait "$GATE_WAIT" --warmup "$WARMUP"
     rc=$?
     set -e
     if [ "$rc" = 75 ]; then

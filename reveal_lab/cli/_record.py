@@ -61,6 +61,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="longest wait for the machine to calm down before a slot; then refuse with exit status "
         "75 (EX_TEMPFAIL; default 10min)",
     )
+    p.add_argument(
+        "--warmup",
+        type=_warmup_value,
+        default="0s",
+        help="before each workload's first slot, a discarded fault-free run of this length on the same "
+        "hosts (kept in RAW/warmup/, out of the dataset), so that first repeats meet the machine in the "
+        "state later ones do; e.g. 20s (default 0s: none)",
+    )
     p.add_argument("--gate-poll", type=duration, default="10s", help="how often to re-check a busy machine (default 10s)")
     p.set_defaults(func=_run)
 
@@ -75,6 +83,13 @@ def _gate_value(text: str) -> float | None:
     if v < 0:
         raise argparse.ArgumentTypeError(f"expected a load >= 0 or 'off', got {text!r}")
     return v
+
+
+def _warmup_value(text: str) -> float:
+    """``--warmup``: a duration, or 0 / ``off`` for none."""
+    if text.strip().lower() in ("off", "none", "0", "0s"):
+        return 0.0
+    return duration(text)
 
 
 def _slots(spec: str, n: int) -> list[int]:
@@ -118,8 +133,13 @@ def _summary_text(s: dict, n_full: int) -> str:
             f"fault episodes (or runs) per magnitude: {eps or 'none'}",
             f"case-study runs: {cases or 'none'}",
             f"estimated recording time: {s['minutes']:.1f} min on a quiet machine "
-            f"(workload + 5 s calm + {s['overhead_s']:g} s start/stop + 2 s gate sample per slot; "
-            "waiting at the load gate comes on top)",
+            f"(workload + 5 s calm + {s['overhead_s']:g} s start/stop + 2 s gate sample per slot"
+            + (
+                f"; {s['warmup_runs']} warm-up runs of {s['warmup_s']:g} s"
+                if s.get("warmup_runs")
+                else ""
+            )
+            + "; waiting at the load gate comes on top)",
         ]
     )
 
@@ -151,7 +171,7 @@ def _run(args: argparse.Namespace) -> int:
         slots = [full[i] for i in numbers]
     if args.dry_run:
         print("\n".join(describe_plan(slots, numbers)))
-        print(_summary_text(plan_summary(slots), len(full)))
+        print(_summary_text(plan_summary(slots, warmup_s=args.warmup), len(full)))
         return 0
     out = args.out or str(data_dir())
     if not args.build_only:
@@ -170,6 +190,7 @@ def _run(args: argparse.Namespace) -> int:
                 probes=args.probes,
                 gate=gate,
                 numbers=numbers,
+                warmup_s=args.warmup,
             )
         except GateRefused as exc:
             print(f"reveal-lab record: refused: {exc}", file=sys.stderr)

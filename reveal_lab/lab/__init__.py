@@ -71,8 +71,11 @@ from reveal_lab.lab._recorder import (
     build_dataset,
     collector_command,
     machine_provenance,
+    WARMUP_DIR,
     record_plans,
     record_slot,
+    warmup_plans,
+    workload_key,
 )
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
@@ -129,6 +132,9 @@ __all__ = [
     "read_meta",
     "record_plans",
     "record_slot",
+    "WARMUP_DIR",
+    "warmup_plans",
+    "workload_key",
     "require_root",
     "run_stem",
     "run_workload",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reveal_lab.lab._recorder import FaultPlan, RunPlan
+from reveal_lab.lab._recorder import WARMUP_CALM_S, FaultPlan, RunPlan, warmup_plans
 
 __all__ = [
     "default_plan",
@@ -289,15 +289,21 @@ def estimate_seconds(
     calm_after_s: float = 2.0,
     overhead_s: float = SLOT_OVERHEAD_S,
     gate_sample_s: float = 2.0,
+    warmup_s: float = 0.0,
 ) -> float:
     """Wall-clock seconds to record ``slots`` on a quiet machine (no waiting at the load gate):
-    per slot its longest run, the calm periods, :data:`SLOT_OVERHEAD_S` and the gate's sample.
+    per slot its longest run, the calm periods, :data:`SLOT_OVERHEAD_S` and the gate's sample;
+    with ``warmup_s``, each slot that warms a workload up (:func:`~reveal_lab.lab.warmup_plans`)
+    adds ``warmup_s``, the warm-up's short calm periods and the overhead once more.
 
-    >>> estimate_seconds(smoke_plan())
-    30.0
+    >>> estimate_seconds(smoke_plan()), estimate_seconds(smoke_plan() * 2, warmup_s=10)
+    (30.0, 86.0)
     """
     per_slot = calm_before_s + calm_after_s + overhead_s + gate_sample_s
-    return float(sum(max(p.duration_s for p in slot) + per_slot for slot in slots))
+    seen: set = set()
+    per_warm = warmup_s + 2 * WARMUP_CALM_S + overhead_s
+    warm = sum(per_warm for slot in slots if warmup_plans(slot, warmup_s, seen))
+    return float(sum(max(p.duration_s for p in slot) + per_slot for slot in slots) + warm)
 
 
 def plan_summary(slots: Sequence[Sequence[RunPlan]], **estimate_kw) -> dict:
@@ -322,7 +328,11 @@ def plan_summary(slots: Sequence[Sequence[RunPlan]], **estimate_kw) -> dict:
         if p.case:
             cases[p.case] = cases.get(p.case, 0) + 1
     secs = estimate_seconds(slots, **estimate_kw)
+    seen: set = set()
+    n_warm = sum(len(warmup_plans(slot, estimate_kw.get("warmup_s", 0.0), seen)) for slot in slots)
     return {
+        "warmup_runs": n_warm,
+        "warmup_s": estimate_kw.get("warmup_s", 0.0),
         "slots": len(slots),
         "runs": len(plans),
         "hosts": plan_hosts(slots),

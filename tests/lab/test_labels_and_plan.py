@@ -181,6 +181,15 @@ def test_record_cli_dry_run_and_bad_arguments(capsys):
     assert "52 of 52 slots" in out and "DDPCNN/train on labA+labB+labC" in out
     minutes = float(out.split("estimated recording time: ")[1].split()[0])
     assert minutes <= 100
+    # a warm-up per workload (6 single-host + DDP): 7 runs, each its length + 1 s calm + 15 s overhead
+    assert main(["record", "--dry-run", "--warmup", "15s"]) == 0
+    out = capsys.readouterr().out
+    assert "7 warm-up runs of 15 s" in out
+    warm = float(out.split("estimated recording time: ")[1].split()[0])
+    assert warm == pytest.approx(minutes + 7 * 31 / 60, abs=0.11)
+    with pytest.raises(SystemExit):
+        main(["record", "--dry-run", "--warmup", "soon"])
+    assert "argument --warmup: cannot read duration 'soon'" in capsys.readouterr().err
     for argv, msg in (
         (["--plan", "smoke", "--repeats", "2"], "--repeats applies to the v1 and v2 plans only"),
         (["--slots", "1-"], "'1-' is not a slot number"),

@@ -49,10 +49,10 @@ def _netns() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
-def _leftovers() -> list[str]:
-    left = [n for n in (*NAMES, bridge_namespace(NAMES)) if n in _netns()]
+def _leftovers(names: tuple[str, ...] = NAMES) -> list[str]:
+    left = [n for n in (*names, bridge_namespace(names)) if n in _netns()]
     for base in Path("/sys/fs/cgroup").glob("**/reveal_lab"):
-        left += [str(base / n) for n in NAMES if (base / n).exists()]
+        left += [str(base / n) for n in names if (base / n).exists()]
     return left
 
 
@@ -125,3 +125,38 @@ def test_setup_refuses_bad_host_lists():
         with pytest.raises(LabError, match="distinct host names"):
             with lab_hosts(names):
                 pass
+
+
+def test_warmup_runs_once_per_workload_and_stays_out_of_the_dataset(tmp_path):
+    """``warmup_s``: one discarded run before a workload's first slot (not before its second,
+    nor before a slot of the same workload with a fault), kept apart from the dataset."""
+    _need_root()
+    raw, out = tmp_path / "raw", tmp_path / "lab"
+    hosts = NAMES[:1]
+    base = RunPlan("MLP", "infer", hosts, 3.0)
+    contention = (FaultPlan("cpu_contention", hosts[0], 1.0, 1.0, 1.0),)
+    faulted = RunPlan("MLP", "infer", hosts, 3.0, contention, seed=1)
+    try:
+        prov = record_plans(
+            [[base], [faulted]],
+            raw,
+            host_names=hosts,
+            subnet="10.79.0",
+            calm_before_s=0.5,
+            calm_after_s=0.5,
+            warmup_s=2.0,
+        )
+    finally:
+        leftovers = _leftovers(hosts)
+    assert leftovers == [], f"not cleaned up: {leftovers}"
+    assert prov["warmup_s"] == 2.0
+    first, second = prov["slots"]
+    assert "error" not in first and "error" not in second, (first, second)
+    assert "warmup" not in second  # the workload was warmed up before the first slot
+    (stem,) = first["warmup"]["runs"]
+    warm = json.loads((raw / "warmup" / f"{stem}.run.json").read_text())
+    assert warm["plan"]["faults"] == [] and warm["plan"]["duration_s"] == 2.0
+    assert warm["plan"]["case"] == "warmup"
+    assert stem not in first["runs"] + second["runs"]
+    meta, _ = build_dataset(raw, out)
+    assert sorted(r["run"] for r in meta) == sorted(first["runs"] + second["runs"])  # no warm-up in the data
