@@ -880,16 +880,15 @@ def record_plans(
                 prov["finished"] = ms_to_stamp(now_ms())
                 save()
                 raise
+            collect_kw = {"interval": interval, "probes": probes, "read_file": read_file}
             warm_log = _warm_up(
                 hosts,
                 warmup_plans(slot, warmup_s, warmed),
                 raw_root / WARMUP_DIR,
-                interval=interval,
-                probes=probes,
                 calm_before_s=WARMUP_CALM_S,
                 calm_after_s=WARMUP_CALM_S,
                 master_port=29505 + 10 * (k % 50),
-                read_file=read_file,
+                **collect_kw,
             )
             load_before = open("/proc/loadavg").read().split()[:3]
             t = time.time()
@@ -901,12 +900,10 @@ def record_plans(
                     hosts,
                     slot,
                     raw_root,
-                    interval=interval,
-                    probes=probes,
                     calm_before_s=calm_before_s,
                     calm_after_s=calm_after_s,
                     master_port=29500 + 10 * (k % 50),
-                    read_file=read_file,
+                    **collect_kw,
                 )
             except LabError as exc:
                 counting.set()
