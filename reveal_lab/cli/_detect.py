@@ -73,7 +73,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         choices=("auto", "calibrated", "baseline", "robust", "self"),
         default="auto",
         help="auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
-        "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
+        "robust (median + k*MAD of the run's own scores, flags lasting 4+ windows) without; self: "
+        "the paper's setting "
         "(fit on the run, the top 1%% per detector flagged)",
     )
     p.add_argument(

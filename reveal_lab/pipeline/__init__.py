@@ -26,6 +26,8 @@ from reveal_lab.pipeline._method import (
     load_pruning,
     recorded_span,
     robust_threshold,
+    spike_windows,
+    sustained,
     save_pruning,
     trim_run,
 )
@@ -50,6 +52,8 @@ __all__ = [
     "load_pruning",
     "recorded_span",
     "robust_threshold",
+    "spike_windows",
+    "sustained",
     "save_pruning",
     "trim_run",
 ]

@@ -36,6 +36,8 @@ from reveal_lab.pipeline._method import (
     fit_pruning,
     load_pruning,
     robust_threshold,
+    spike_windows,
+    sustained,
     trim_run,
 )
 from reveal_lab.telemetry import (
@@ -381,6 +383,20 @@ def _left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[s
     ]
 
 
+def _robust_min_run(preset: Preset) -> int:
+    """Consecutive windows a ``robust`` flag must last: one more than a single sample's
+    spike can flag (:func:`spike_windows`; 4 with the paper's 3 s windows and 1 s stride)."""
+    return spike_windows(preset.window.window_s, preset.window.stride_s) + 1
+
+
+def _sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
+    """Each detector's labels kept only in runs of ``min_run`` windows (:func:`sustained`);
+    agreement recounted. Scores, thresholds and the combined score stay as they are."""
+    labels = {m: sustained(v == 1, min_run).astype(v.dtype) for m, v in result.labels.items()}
+    agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
+    return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
+
+
 def _score_host(
     run: Run,
     host: str,
@@ -442,7 +458,7 @@ def _score_host(
             n_det = len(result.methods)
             for m in result.methods:
                 ens.detectors_[m].threshold_ = robust_threshold(result.scores[m], robust_rate, n_det)
-            result = ens.score(wf.X)
+            result = _sustained_result(ens.score(wf.X), _robust_min_run(preset))
     notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
@@ -496,8 +512,11 @@ def detect_run(
         2+ baseline runs, ``baseline`` with one, ``robust`` with none. ``self`` is the
         paper's setting (fit on the run, the top 1 % per detector flagged); ``robust``
         fits on the run too but thresholds each detector at ``median + k·1.4826·MAD`` of the
-        run's own scores (:func:`robust_threshold`), so a fault covering a minority of the
-        run is flagged over its length and a fault-free run stays near ``false_alarm_rate``.
+        run's own scores (:func:`robust_threshold`), and keeps a detector's flag only inside
+        runs of consecutive flagged windows longer than one sample's spike can make
+        (:func:`sustained`; 4 windows with 3 s windows every 1 s), so a sustained fault
+        covering a minority of the run is flagged and isolated spikes of a fault-free run
+        are not.
     min_agreement : how many detectors must flag a window for it to count as anomalous
         (evidence rows and the report's table); 1 = any detector.
     false_alarm_rate : the share of fault-free windows any detector may flag (union
@@ -685,6 +704,7 @@ def _detect_run(
         "false_alarm_rate": rate if mode in ("calibrated", "robust") else None,
         "thresholds": mode,
         **({"calibration": calibration} if mode == "calibrated" else {}),
+        **({"min_run_windows": _robust_min_run(preset)} if mode == "robust" else {}),
         "trim": trim_info,
         "pruning": prune_info,
         "force_baseline": force_baseline,

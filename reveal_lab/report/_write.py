@@ -115,7 +115,9 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         "self": "fit on the run itself (the paper's setting: each detector flags about the top "
         f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)",
         "robust": "fit on the run itself, thresholds at median + k·MAD of the run's own scores "
-        f"(false-alarm budget {det.config.get('false_alarm_rate')})",
+        f"(false-alarm budget {det.config.get('false_alarm_rate')}); a window counts as flagged by a "
+        f"detector only inside {det.config.get('min_run_windows', 1)} or more consecutive windows above "
+        "its threshold (one sample's spike reaches fewer)",
         "calibrated": "fit on baseline runs, thresholds from their out-of-sample scores "
         f"(false-alarm budget {det.config.get('false_alarm_rate')})",
     }.get(det.fit_mode, "fit on baseline runs (thresholds from the baseline's scores)")
