@@ -317,10 +317,11 @@ def sustained(flags: Sequence[bool] | np.ndarray, min_run: int) -> np.ndarray:
     """``flags`` kept only inside runs of at least ``min_run`` consecutive flagged windows.
 
     With a run's own scores as the reference (``robust`` thresholds), one sample's spike
-    flags up to :func:`spike_windows` windows in a row; on the v2 lab recording such
-    isolated runs of 1-3 windows were most of what the robust z-score flagged in fault-free
-    runs (31 % of their windows; 4 % once runs shorter than 4 windows are dropped, with the
-    memory-pressure episodes still covered over 95 % of their windows).
+    flags up to :func:`spike_windows` windows in a row. On the 30 fault-free single-host
+    runs of the v2 lab recording, detected alone, such short runs were most of what was
+    flagged: a mean 27 % of their windows, 3.5 % once runs shorter than 4 windows are
+    dropped (``benchmarks/lone_runs.py``). Runs are counted over consecutive array
+    positions: windows left out for too few samples do not break a run.
 
     >>> sustained([0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1], 4).astype(int).tolist()
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
