@@ -19,7 +19,7 @@ pytestmark = pytest.mark.notebook
 #: outputs that may hold only a placeholder on the bundled data in smoke mode, and why
 MAY_BE_EMPTY: dict[str, dict[str, str]] = {
     "06-case-studies": {
-        # smoke mode: runs cut to 40 s; the three DDP hosts' memory metrics do not deviate
+        # smoke mode: 3 runs cut to 40 s; the three DDP hosts' memory metrics do not deviate
         # persistently there (the CPU panel of Fig. 9 does)
         "fig9_crosshost_memory.png": "no persistent memory deviation across hosts in the smoke cut",
     },
