@@ -3,13 +3,14 @@
 
 Every single-host run of one lab host (default ``labA`` of the bundled ``data/lab``) goes
 through :func:`reveal_lab.pipeline.detect_run` with default settings (pruned on the run
-itself, trimmed to the recorded workload span, ``robust`` thresholds). For each run:
+itself, trimmed to the recorded workload span, ``robust`` thresholds) and ``min_run=4``
+(``--min-run``). For each run:
 the share of its windows flagged (any detector) and, for fault runs, the share of the
 windows that overlap a labelled episode flagged, and the subsystem ranked first most
-often on those. Each is given twice from the same scores: with the product's rule (a
+often on those. Each is given twice from the same scores: with the ``min_run`` rule (a
 detector's flag counts only inside 4+ consecutive windows over its threshold,
 :func:`reveal_lab.pipeline.sustained`) and without it (every window over a threshold:
-the rule before it), so the comparison needs no second run.
+``min_run=1``, the default), so the comparison needs no second run.
 
     .venv/bin/python benchmarks/lone_runs.py [--data data/lab] [--host labA]   # ~3 min
 
@@ -48,7 +49,7 @@ def _top(w: pl.DataFrame) -> str | None:
     return tops.value_counts(sort=True)["top_subsystem"][0] if tops.len() else None
 
 
-def measure(data: Path, host: str) -> list[dict]:
+def measure(data: Path, host: str, min_run: int = 4) -> list[dict]:
     meta = pl.read_csv(data / "meta_lab.csv", infer_schema_length=0)
     meta = meta.filter((pl.col("host") == host) & (pl.col("world_size") == "1"))
     if meta.is_empty():
@@ -58,7 +59,7 @@ def measure(data: Path, host: str) -> list[dict]:
     for r in meta.iter_rows(named=True):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            det = detect_run(load_run(str(data / r["source_file"].removeprefix("./"))))
+            det = detect_run(load_run(str(data / r["source_file"].removeprefix("./"))), min_run=min_run)
         w = det.windows
         thr = det.thresholds[host] if host in det.thresholds else next(iter(det.thresholds.values()))
         plain = pl.any_horizontal([pl.col(f"score_{m}") > thr[m] for m in det.methods])
@@ -126,14 +127,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(data_dir()))
     ap.add_argument("--host", default="labA")
+    ap.add_argument("--min-run", type=int, default=4)
     ap.add_argument("--out", default=str(HERE / "results" / "lone_runs.json"))
     args = ap.parse_args(argv)
-    rows = measure(Path(args.data), args.host)
+    rows = measure(Path(args.data), args.host, args.min_run)
     result = {
         "benchmark": "lone_runs",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "data": args.data,
         "host": args.host,
+        "min_run": args.min_run,
         "summary": summarize(rows),
         "runs": rows,
     }

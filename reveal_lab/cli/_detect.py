@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reveal_lab.cli._types import CALIBRATIONS
+from reveal_lab.cli._types import CALIBRATIONS, positive_int
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -73,8 +73,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         choices=("auto", "calibrated", "baseline", "robust", "self"),
         default="auto",
         help="auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
-        "robust (median + k*MAD of the run's own scores, flags lasting 4+ windows) without; self: "
-        "the paper's setting "
+        "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
         "(fit on the run, the top 1%% per detector flagged)",
     )
     p.add_argument(
@@ -83,6 +82,16 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         default="trimmed",
         help="calibrated thresholds from the left-out baseline runs' scores: trimmed (default) pooled "
         "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",
+    )
+    p.add_argument(
+        "--min-run",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="a detector's flag counts only inside N or more consecutive windows over its threshold "
+        "(default 1: every window over it); 4 drops what one sample's spike can flag with 3 s windows "
+        "every 1 s: for a run alone, where it cut fault-free windows flagged from 27 %% to 3.5 %% on the lab "
+        "runs",
     )
     p.add_argument(
         "--false-alarm-rate",
@@ -187,6 +196,7 @@ def _run(args: argparse.Namespace) -> int:
             trim=not args.no_trim,
             thresholds=args.thresholds,
             calibration=args.calibration,
+            min_run=args.min_run,
             false_alarm_rate=args.false_alarm_rate,
             force_baseline=args.force,
         )

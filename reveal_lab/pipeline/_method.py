@@ -54,8 +54,8 @@ __all__ = [
 #: ``calibrated``: fitted on baseline runs, thresholds cross-fitted on them (out-of-sample);
 #: ``baseline``: fitted on baseline runs, in-sample quantile thresholds;
 #: ``robust``: fitted on the run itself, threshold ``median + k·1.4826·MAD`` of the run's own
-#: scores (its calm majority), so no fixed share is flagged, and a detector's flag kept only
-#: where it lasts longer than one sample's spike can (:func:`sustained`, :func:`spike_windows`);
+#: scores (its calm majority), so no fixed share is flagged (for a run alone with
+#: ``min_run=4``: :func:`sustained`, :func:`spike_windows`);
 #: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
 #: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
 THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")

@@ -115,9 +115,7 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         "self": "fit on the run itself (the paper's setting: each detector flags about the top "
         f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)",
         "robust": "fit on the run itself, thresholds at median + k·MAD of the run's own scores "
-        f"(false-alarm budget {det.config.get('false_alarm_rate')}); a window counts as flagged by a "
-        f"detector only inside {det.config.get('min_run_windows', 1)} or more consecutive windows above "
-        "its threshold (one sample's spike reaches fewer)",
+        f"(false-alarm budget {det.config.get('false_alarm_rate')})",
         "calibrated": "fit on baseline runs, thresholds from their out-of-sample scores "
         f"(false-alarm budget {det.config.get('false_alarm_rate')})",
     }.get(det.fit_mode, "fit on baseline runs (thresholds from the baseline's scores)")
@@ -127,6 +125,12 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
         f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
         f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it."
+        + (
+            f" A detector flags a window only inside {det.config['min_run_windows']} or more consecutive "
+            "windows over its threshold (shorter runs, such as one sample's spike, are dropped)."
+            if det.config.get("min_run_windows", 1) > 1
+            else ""
+        )
         + (
             f" Trimmed: {trim['cut_start_s']:g} s at the start, {trim['cut_end_s']:g} s at the end "
             f"({trim['how']})."

@@ -157,6 +157,27 @@ def test_detect_defaults_prune_trim_and_robust_thresholds_and_no_prune(tmp_path,
     assert keys <= set(saved["selected"])
 
 
+
+def test_detect_min_run_reaches_the_detection_and_the_report(tmp_path, capsys):
+    """``--min-run N`` reaches the detection (the summary's config, a share flagged no larger
+    than with 1) and the report says so; ``--min-run 0`` is refused by name. (That every kept
+    flag lies in a run of N+ windows is checked on the API in ``test_method.py``.)"""
+    run = f"{CPU_ZIP}::{TWO_HOSTS}"
+    shares = {}
+    for n in (1, 4):
+        out = tmp_path / f"rep{n}"
+        assert main(["detect", run, "--out", str(out), "--preset", "smoke", "--min-run", str(n)]) == 0
+        s = _check_report(out)["runs"][0]
+        assert s["config"]["min_run_windows"] == n
+        shares[n] = s["anomalous_share"]
+        text = (out / "report.md").read_text()
+        assert ("4 or more consecutive windows" in text) == (n == 4)
+    assert shares[4] <= shares[1]
+    with pytest.raises(SystemExit):
+        main(["detect", run, "--out", str(tmp_path / "bad"), "--min-run", "0"])
+    assert "--min-run" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     """``--calibration``: with five fault-free baseline runs of a recorded lab workload, the

@@ -19,6 +19,7 @@ from reveal_lab.pipeline import (
     load_pruning,
     recorded_span,
     robust_threshold,
+    past_a_spike,
     save_pruning,
     spike_windows,
     sustained,
@@ -144,8 +145,8 @@ def test_sustained_keeps_runs_longer_than_a_spike():
 
 def test_robust_flags_last_longer_than_a_spike_on_synthetic_data():
     """A lone run of 24 noisy metrics with three one-sample spikes in all of them and a 12 s
-    shift of 8: robust mode flags the shift and none of the spikes; the flags it keeps are
-    runs of 4+ windows."""
+    shift of 8: with ``min_run=past_a_spike`` (4) robust mode flags the shift and none of the
+    spikes, and the flags it keeps are runs of 4+ windows; by default the spikes are flagged."""
     base = make_run(60, 40, seed=5).run
     names = [c for c in base.frame.columns if c != "timestamp"][:24]
     rng = np.random.default_rng(7)
@@ -157,7 +158,8 @@ def test_robust_flags_last_longer_than_a_spike_on_synthetic_data():
         *[pl.Series(n, 50.0 + X[:, j]) for j, n in enumerate(names)]
     )
     run = Run(base.meta, frame, [])
-    det = detect_run(run, preset=FAST, trim=False, prune=False)
+    assert past_a_spike(FAST) == 4
+    det = detect_run(run, preset=FAST, trim=False, prune=False, min_run=past_a_spike(FAST))
     assert det.fit_mode == "robust" and det.config["min_run_windows"] == 4
     w = det.windows.sort("start")
     t0 = frame["timestamp"][0]
@@ -173,17 +175,21 @@ def test_robust_flags_last_longer_than_a_spike_on_synthetic_data():
     for m in det.methods:
         lab = w[f"label_{m}"].to_numpy().astype(bool)
         assert (sustained(lab, 4) == lab).all(), m  # every kept flag is in a run of 4+
+    every = detect_run(run, preset=FAST, trim=False, prune=False).windows.sort("start")
+    assert every["agreement"].to_numpy()[spikes].any()  # min_run=1 (default): spikes flagged
+    with pytest.raises(ValueError, match="min_run must be a whole number >= 1"):
+        detect_run(run, preset=FAST, min_run=0)
 
 
 @pytest.mark.slow
 def test_a_lone_cpu_contention_run_is_flagged_over_its_fault_and_fault_free_runs_stay_calm():
     """Issue #17 item 3 on recorded runs (v2, CNN training on labA, detected alone, no
-    baseline). Measured: the CPU-contention run flags 0.78 of its episode windows, with CPU
-    on top; its five fault-free repeats flag 0, 0, 0.15, 0.05 and 0 of their windows (the 30
-    fault-free single-host labA runs: median 0, mean 0.035; before the sustained-flag rule
-    median 0.26, mean 0.27, when fault runs flagged no more than fault-free ones)."""
+    baseline, ``min_run=4``). Measured: the CPU-contention run flags 0.78 of its episode
+    windows, with CPU on top; its five fault-free repeats flag 0, 0, 0.15, 0.05 and 0 of their
+    windows (the 30 fault-free single-host labA runs: median 0, mean 0.035; with the default
+    ``min_run=1`` median 0.26, mean 0.27, when fault runs flagged no more than fault-free ones)."""
     path, row = _lab_file("cpu_contention", "CNN", "train")
-    det = detect_run(load_run(path))
+    det = detect_run(load_run(path), min_run=4)
     assert det.fit_mode == "robust" and det.config["pruning"]["applied"]
     cov, tops = _fault_coverage(det, row["run"])
     assert cov >= 0.6, cov
@@ -194,21 +200,36 @@ def test_a_lone_cpu_contention_run_is_flagged_over_its_fault_and_fault_free_runs
         (pl.col("fault") == "none") & (pl.col("host") == "labA") & (pl.col("model") == "CNN")
         & (pl.col("phase") == "train")
     )
-    shares = [
-        detect_run(load_run(str(LAB / r["source_file"].removeprefix("./")))).summary["anomalous_share"]
-        for r in meta.iter_rows(named=True)
-    ]
+    paths = [str(LAB / r["source_file"].removeprefix("./")) for r in meta.iter_rows(named=True)]
+    shares = [detect_run(load_run(p), min_run=4).summary["anomalous_share"] for p in paths]
     assert len(shares) == 5
     assert float(np.median(shares)) <= 0.05, shares
     assert max(shares) < det.summary["anomalous_share"], (shares, det.summary["anomalous_share"])
 
 
 @pytest.mark.slow
+def test_lone_fault_free_runs_flag_less_than_a_fault_run():
+    """Fault-free recorded runs, alone, default settings: robust thresholds do not flag a
+    fixed share (the share differs from run to run). Measured on the v2 recording (quiet
+    machine, 90 s runs): 0.375-0.425 of the windows of the first three fault-free labA runs
+    (on v1: 0.10-0.37), far from the 1 % budget; ``min_run=4`` brings them to 0-0.05 (test
+    above). The bound guards against a worse regression; it is not the goal."""
+    meta = pl.read_csv(LAB / "meta_lab.csv", infer_schema_length=0)
+    rows = meta.filter((pl.col("fault") == "none") & (pl.col("host") == "labA")).head(3)
+    shares = []
+    for r in rows.iter_rows(named=True):
+        det = detect_run(load_run(str(LAB / r["source_file"].removeprefix("./"))))
+        shares.append(det.summary["anomalous_share"])
+    assert len(set(shares)) > 1  # not a fixed share
+    assert max(shares) <= 0.45, shares
+
+
+@pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
     reason="issue #17 item 3, not met on the v2 lab data: detected alone, the storage bursts of its "
-    "first run are flagged over 0.06 of their windows (0.25 before the sustained-flag rule, at about "
-    "the share of every fault-free window flagged then; goal >= 0.6; 0.74 on the v1 recording)",
+    "first run are flagged over 0.25 of their windows, about the share of every fault-free run's "
+    "windows flagged (0.06 with min_run=4; goal >= 0.6; 0.74 on the v1 recording)",
 )
 def test_a_lone_storage_run_is_flagged_over_most_of_its_fault_and_attributed():
     """A recorded O_DIRECT read burst run, detected alone (no baseline): robust thresholds
