@@ -51,9 +51,10 @@ class ScanResult:
     @property
     def anomalies(self) -> pl.DataFrame:
         """All runs' evidence rows (``run_id`` + the anomalies.csv columns), sorted."""
-        frames = [o.evidence for o in self.succeeded if o.evidence is not None and o.evidence.height]
-        if not frames:
-            return pl.DataFrame(schema={"run_id": pl.String})
+        given = [o.evidence for o in self.succeeded if o.evidence is not None]
+        frames = [f for f in given if f.height]
+        if not frames:  # nothing flagged anywhere: still the anomalies.csv columns
+            return given[0].clear() if given else pl.DataFrame(schema={"run_id": pl.String})
         df = pl.concat(frames, how="diagonal_relaxed")
         keys = [c for c in ("run_id", "window_id", "host", "metric", "feature") if c in df.columns]
         return df.sort(keys, maintain_order=True)

@@ -195,3 +195,22 @@ def test_no_dashboard_link_when_the_scheduler_serves_none():
         note = dashboard_note(client)
     assert note.startswith("Dask dashboard unavailable: the scheduler serves no dashboard"), note
     assert "http" not in note
+
+
+def test_a_scan_that_flags_nothing_keeps_the_anomalies_columns(tmp_path):
+    """No run has an anomalous window (``min_run`` longer than any run): ``anomalies`` and
+    ``anomalies.csv`` are empty with every anomalies.csv column (they held only ``run_id``)."""
+    from reveal_lab.pipeline import ANOMALIES_COLUMNS
+
+    ids = open_dataset(FIXTURE).run_ids[:2]
+    res = scan(
+        FIXTURE,
+        scheduler=INPROCESS,
+        run_ids=ids,
+        task_kwargs={"preset": PRESET, "min_run": 100_000},
+        progress=False,
+    )
+    assert len(res.succeeded) == 2 and res.anomalies.height == 0
+    assert {"run_id", *ANOMALIES_COLUMNS} <= set(res.anomalies.columns)
+    res.write(tmp_path)
+    assert {"run_id", *ANOMALIES_COLUMNS} <= set(pl.read_csv(tmp_path / "anomalies.csv").columns)
