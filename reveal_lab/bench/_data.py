@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from reveal_lab.numeric import true_runs
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = [
@@ -226,8 +227,4 @@ def label_runs(flags: np.ndarray) -> list[tuple[int, int]]:
     >>> label_runs(np.array([0, 1, 1, 0, 1]))
     [(1, 3), (4, 5)]
     """
-    f = np.asarray(flags).astype(bool).astype(np.int8)
-    d = np.diff(np.concatenate(([0], f, [0])))
-    starts = np.flatnonzero(d == 1)
-    ends = np.flatnonzero(d == -1)
-    return [(int(s), int(e)) for s, e in zip(starts, ends, strict=True)]
+    return true_runs(flags)

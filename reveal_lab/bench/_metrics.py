@@ -32,6 +32,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from reveal_lab.numeric import true_runs
+
 __all__ = [
     "best_f1",
     "best_f1_point_adjusted",
@@ -92,11 +94,6 @@ def best_f1(scores: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     }
 
 
-def _runs(y: np.ndarray) -> list[tuple[int, int]]:
-    d = np.diff(np.concatenate(([0], y.astype(np.int8), [0])))
-    return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist(), strict=True))
-
-
 def point_adjust_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Scores with every labelled run raised to its maximum (see module doc).
 
@@ -105,7 +102,7 @@ def point_adjust_scores(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """
     s, y = _check(scores, labels)
     out = s.copy()
-    for a, b in _runs(y):
+    for a, b in true_runs(y):
         out[a:b] = s[a:b].max()
     return out
 
@@ -120,7 +117,7 @@ def point_adjust_decisions(pred: np.ndarray, labels: np.ndarray) -> np.ndarray:
     y = np.asarray(labels).astype(bool)
     if p.shape != y.shape:
         raise ValueError(f"{p.size} decisions for {y.size} labels")
-    for a, b in _runs(y):
+    for a, b in true_runs(y):
         if p[a:b].any():
             p[a:b] = True
     return p.astype(np.int8)

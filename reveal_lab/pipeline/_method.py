@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from reveal_lab.numeric import true_runs
 from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
 
 __all__ = [
@@ -327,12 +328,10 @@ def sustained(flags: Sequence[bool] | np.ndarray, min_run: int) -> np.ndarray:
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
     """
     f = np.asarray(flags, dtype=bool)
-    if min_run <= 1 or f.size == 0:
+    if min_run <= 1:
         return f.copy()
-    edges = np.diff(np.r_[0, f.astype(np.int8), 0])
-    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     out = np.zeros_like(f)
-    for a, b in zip(starts, ends, strict=True):
+    for a, b in true_runs(f):
         if b - a >= min_run:
             out[a:b] = True
     return out
