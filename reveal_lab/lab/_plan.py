@@ -300,10 +300,15 @@ def estimate_seconds(
     (30.0, 86.0)
     """
     per_slot = calm_before_s + calm_after_s + overhead_s + gate_sample_s
-    seen: set = set()
     per_warm = warmup_s + 2 * WARMUP_CALM_S + overhead_s
-    warm = sum(per_warm for slot in slots if warmup_plans(slot, warmup_s, seen))
+    warm = sum(per_warm for w in _warmups(slots, warmup_s) if w)
     return float(sum(max(p.duration_s for p in slot) + per_slot for slot in slots) + warm)
+
+
+def _warmups(slots: Sequence[Sequence[RunPlan]], warmup_s: float) -> list[list[RunPlan]]:
+    """The warm-up runs recorded before each slot (:func:`~reveal_lab.lab.warmup_plans`)."""
+    seen: set = set()
+    return [warmup_plans(slot, warmup_s, seen) for slot in slots]
 
 
 def plan_summary(slots: Sequence[Sequence[RunPlan]], **estimate_kw) -> dict:
@@ -328,11 +333,10 @@ def plan_summary(slots: Sequence[Sequence[RunPlan]], **estimate_kw) -> dict:
         if p.case:
             cases[p.case] = cases.get(p.case, 0) + 1
     secs = estimate_seconds(slots, **estimate_kw)
-    seen: set = set()
-    n_warm = sum(len(warmup_plans(slot, estimate_kw.get("warmup_s", 0.0), seen)) for slot in slots)
+    warmup_s = estimate_kw.get("warmup_s", 0.0)
     return {
-        "warmup_runs": n_warm,
-        "warmup_s": estimate_kw.get("warmup_s", 0.0),
+        "warmup_runs": sum(map(len, _warmups(slots, warmup_s))),
+        "warmup_s": warmup_s,
         "slots": len(slots),
         "runs": len(plans),
         "hosts": plan_hosts(slots),
