@@ -30,8 +30,8 @@ same window:
   can go under (``reads_paper``: the same for the paper's set).
 
 Alone: the side-by-side window above puts 12 processes (and the bytes-on-disk run) on two
-cores, all waking every interval, so each runs with caches the others evicted: a pessimistic
-figure. A host runs one collector, so ``full``, ``full_perf_child``, ``procfs``, ``loop``
+cores, all waking every interval; a host runs one collector. (Measured on the 2-core VM, alone
+cost more, not less: waking an idle vCPU is dearer than waking a busy one.) So ``full``, ``full_perf_child``, ``procfs``, ``loop``
 and bare ``perf stat`` are also measured one at a time (``--alone-intervals``, default 100
 and 600 ms; the order rotates each repeat; nothing else of the benchmark runs meanwhile),
 reported as ``alone_by_interval_ms`` with ``full``'s ratio to ``full_perf_child``.
