@@ -16,6 +16,8 @@ Shapes understood (see ``benchmarks/README.md``):
   The ratio shown is how many times better ours is (``alt/ours`` for times, ``ours/alt``
   when ``higher_is_better``), computed from the medians when the row gives none.
 * ``labelled_servers``: the detection/attribution summary of ``reveal-lab bench labelled``.
+* ``lone_runs``: ``{"summary": {setting: {"fault_free_share_median", ..., "by_fault": {fault:
+  [{"model", "phase", "episode_share", "top"}]}}}, "min_run"}`` (``benchmarks/lone_runs.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ EXPECTED: dict[str, str] = {
     "scale_throughput": "Dask scale-out throughput",
     "watch_latency": "live `watch` latency",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
+    "lone_runs": "lab runs detected alone (no baseline): windows flagged, default vs `--min-run`",
 }
 
 
@@ -328,6 +331,33 @@ def labelled_table(data: dict) -> list[str]:
     return lines
 
 
+def lone_runs_table(data: dict) -> list[str]:
+    """``lone_runs.json``: one row per setting (``plain`` = default, ``sustained`` =
+    ``--min-run N``), the fault-free runs' flagged share and each fault run's episode share."""
+    summ = data.get("summary")
+    if not isinstance(summ, dict) or not summ:
+        raise ValueError("no 'summary' by setting")
+    names = {"plain": "`--min-run 1` (default)", "sustained": f"`--min-run {data.get('min_run', '?')}`"}
+    lines = [
+        "| setting | fault-free runs | flagged share: median / mean / max | "
+        "fault runs: share of episode windows flagged (top subsystem) |",
+        "|---|---:|---|---|",
+    ]
+    for key, s in summ.items():
+        if not isinstance(s, dict):
+            raise ValueError(f"setting {key!r} is not an object")
+        ff = " / ".join(_fmt(_num(s.get(f"fault_free_share_{k}"))) for k in ("median", "mean", "max"))
+        faults = []
+        for fault, rows in (s.get("by_fault") or {}).items():
+            for r in rows:
+                faults.append(
+                    f"{fault} {r.get('model')} {r.get('phase')} "
+                    f"{_fmt(_num(r.get('episode_share')))} ({r.get('top') or '–'})"
+                )
+        lines.append(f"| {names.get(key, key)} | {s.get('fault_free_runs', '?')} | {ff} | {'; '.join(faults)} |")
+    return lines
+
+
 def summarize(results_dir: Path) -> str:
     found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
     run_log: dict = {}
@@ -342,6 +372,7 @@ def summarize(results_dir: Path) -> str:
     ]
     status: list[str] = []
     labelled: list[str] = []
+    studies: list[str] = []
     machines: dict[str, str] = {}
     names = list(EXPECTED) + sorted(n for n in found if n not in EXPECTED)
     for name in names:
@@ -357,6 +388,9 @@ def summarize(results_dir: Path) -> str:
                 raise ValueError("top level is not an object")
             if name.startswith("labelled_"):
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
+            elif name == "lone_runs":
+                studies += [f"**{name}** (host {data.get('host', '?')}, {data.get('date', '?')})", ""]
+                studies += [*lone_runs_table(data), ""]
             else:
                 speed += speed_rows(name, data)
             m = data.get("machine") if isinstance(data.get("machine"), dict) else data.get("host")
@@ -388,6 +422,8 @@ def summarize(results_dir: Path) -> str:
             "",
             *labelled,
         ]
+    if studies:
+        parts += ["## Detection studies", "", *studies]
     parts += ["## Status", "", *status, ""]
     if machines:
         parts += ["## Machines", "", *[f"- `{k}`: {v}" for k, v in machines.items()], ""]

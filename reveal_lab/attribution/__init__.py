@@ -4,6 +4,7 @@
 from reveal_lab.attribution._attribute import (
     EVIDENCE_SCHEMA,
     RULES,
+    SUBSYSTEM_BY,
     WINDOW_SCHEMA,
     Attribution,
     attribute,
@@ -16,6 +17,7 @@ __all__ = [
     "attribute",
     "metric_deviation",
     "RULES",
+    "SUBSYSTEM_BY",
     "claim",
     "readable_metric",
     "format_value",

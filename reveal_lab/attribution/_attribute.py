@@ -39,10 +39,20 @@ from reveal_lab.detectors import BaseDetector, EnsembleResult
 from reveal_lab.numeric import safe_divide
 from reveal_lab.telemetry import SUBSYSTEMS
 
-__all__ = ["Attribution", "attribute", "metric_deviation", "RULES", "EVIDENCE_SCHEMA", "WINDOW_SCHEMA"]
+__all__ = [
+    "Attribution",
+    "attribute",
+    "metric_deviation",
+    "RULES",
+    "SUBSYSTEM_BY",
+    "EVIDENCE_SCHEMA",
+    "WINDOW_SCHEMA",
+]
 
 #: the pair-ranking rules of :func:`attribute`
 RULES = ("deviation", "shares")
+#: how :func:`attribute` scores a window's subsystems: by its pairs or by its metrics
+SUBSYSTEM_BY = ("pairs", "metrics")
 #: largest ``|z|`` a pair counts with in the ``"deviation"`` rule (see :func:`metric_deviation`)
 DEVIATION_CAP = 100.0
 
@@ -144,6 +154,7 @@ def attribute(
     joint_fraction: float = 0.5,
     host: str | None = None,
     rule: str = "deviation",
+    subsystem_by: str = "pairs",
 ) -> Attribution:
     """Explain every anomalous window (``result.agreement > 0``).
 
@@ -160,9 +171,17 @@ def attribute(
         the largest attribution share is named.
     rule : ``"deviation"`` (rank pairs by ``|z|`` against the fit data) or ``"shares"``
         (by the flagging detectors' own contributions), see the module docstring.
+    subsystem_by : ``"pairs"`` (a subsystem's score is the sum of its pairs' shares: a
+        metric that moved in ten features counts ten times) or ``"metrics"`` (``deviation``
+        rule only: the ``agg_k`` largest metrics by :func:`metric_deviation`, normalized to
+        shares, each metric once).
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if subsystem_by not in SUBSYSTEM_BY:
+        raise ValueError(f"subsystem_by must be one of {SUBSYSTEM_BY}, got {subsystem_by!r}")
+    if subsystem_by == "metrics" and rule != "deviation":
+        raise ValueError("subsystem_by='metrics' needs rule='deviation' (metrics ranked by |z|)")
     X = np.asarray(X, dtype=np.float64)
     if X.shape[0] != windows.height or X.shape[1] != pairs.height:
         raise ValueError(f"X is {X.shape}, windows has {windows.height} rows, pairs {pairs.height} rows")
@@ -213,13 +232,21 @@ def attribute(
         absz = np.where(np.isfinite(z_all), np.abs(z_all), 0.0)
         dev_shares = _shares(np.minimum(absz, DEVIATION_CAP), agg_k)
         dev_metric = metric_deviation(absz, pair_metric, len(codes))  # windows × metrics
+        if subsystem_by == "metrics":
+            metric_sub = np.empty(len(codes), dtype=object)
+            metric_sub[pair_metric] = subsystem
+            metric_shares = _shares(np.minimum(dev_metric, DEVIATION_CAP), agg_k)
+            metric_sub_index = {s: np.flatnonzero(metric_sub == s) for s in SUBSYSTEMS}
     for r, i in enumerate(anom):
         methods = [n for n in names if result.labels[n][i] == 1]
         if dev_shares is not None:
             pair_score = dev_shares[r]
         else:
             pair_score = np.mean([shares[n][r] for n in methods], axis=0)
-        sub_scores = {s: float(pair_score[idx].sum()) for s, idx in sub_index.items()}
+        if subsystem_by == "metrics":
+            sub_scores = {s: float(metric_shares[r][idx].sum()) for s, idx in metric_sub_index.items()}
+        else:
+            sub_scores = {s: float(pair_score[idx].sum()) for s, idx in sub_index.items()}
         top_sub = max(sub_scores, key=sub_scores.get)  # type: ignore[arg-type]
         top_val = sub_scores[top_sub]
         joint = [

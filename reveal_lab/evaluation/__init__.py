@@ -21,6 +21,7 @@ from reveal_lab.evaluation._evaluate import (
 from reveal_lab.evaluation._json import JSON_FIELDS, evaluation_json, write_evaluation_json
 from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
+    OVERALL_BY_METHOD,
     TABLE_COLUMNS,
     false_alarms,
     persistent,
@@ -34,6 +35,7 @@ __all__ = [
     "recall_at_false_alarms",
     "write_comparison",
     "EPISODE_COLUMNS",
+    "OVERALL_BY_METHOD",
     "JSON_FIELDS",
     "evaluation_json",
     "write_evaluation_json",

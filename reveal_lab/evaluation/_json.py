@@ -1,6 +1,8 @@
 """The evaluation as one JSON object (``reveal-lab evaluate --json FILE``).
 
-``overall`` and each fault type get the same fields (:data:`JSON_FIELDS`); when the labels
+``overall`` and each fault type get the same fields (:data:`JSON_FIELDS`), and so does
+``overall_by_method`` when whole-run labels were also scored by cross-host deviation (each
+label counted once, by the method meant for it); when the labels
 carry magnitudes, ``by_magnitude`` repeats them per fault type and magnitude (detection
 versus magnitude). ``settings`` is the configuration the evaluation ran with.
 
@@ -22,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.evaluation._score import summarize
+from reveal_lab.evaluation._score import OVERALL_BY_METHOD, summarize
 
 __all__ = ["JSON_FIELDS", "evaluation_json", "write_evaluation_json"]
 
@@ -106,10 +108,12 @@ def evaluation_json(
     rows = {r["fault_type"]: r for r in table.iter_rows(named=True)}
     out: dict[str, Any] = {"settings": dict(settings or {})}
     out["overall"] = _row(rows.get("overall", {}), _fa_share(windows, None))
+    if OVERALL_BY_METHOD in rows:
+        out["overall_by_method"] = _row(rows[OVERALL_BY_METHOD], _fa_share(windows, None))
     fault_types: dict[str, dict] = {}
     by_mag: dict[str, dict[str, dict]] = {}
     for ft, row in rows.items():
-        if ft == "overall":
+        if ft in ("overall", OVERALL_BY_METHOD):
             continue
         runs = episodes.filter(pl.col("fault_type") == ft)["run"].unique().to_list()
         fault_types[ft] = _row(row, _fa_share(windows, _workloads_of(windows, runs)))

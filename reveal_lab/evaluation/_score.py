@@ -47,6 +47,7 @@ __all__ = [
     "persistent",
     "EPISODE_COLUMNS",
     "TABLE_COLUMNS",
+    "OVERALL_BY_METHOD",
 ]
 
 EPISODE_COLUMNS = (
@@ -286,6 +287,28 @@ def _auc(windows: pl.DataFrame, labels: pl.DataFrame) -> float | None:
     return float(roc_auc_score([y for y, _ in pairs], [s for _, s in pairs]))
 
 
+#: the table row that scores each label by the method meant for it: episodes by windows,
+#: whole-run configuration differences by cross-host deviation (the paper's tool for them)
+OVERALL_BY_METHOD = "overall [each label by its method]"
+
+
+def _by_method(episodes: pl.DataFrame) -> pl.DataFrame | None:
+    """Each label once: whole-run labels as cross-host deviation scored them, the rest (and a
+    whole-run label cross-host deviation did not score) as windows scored them; ``None`` when
+    no label was scored by cross-host deviation."""
+    if "method" not in episodes.columns or "scope" not in episodes.columns:
+        return None
+    method = pl.col("method").fill_null("windows")
+    cross = episodes.filter(method == "crosshost")
+    if cross.height == 0:
+        return None
+    win = episodes.filter(method == "windows")
+    run_scope = pl.col("scope").fill_null("episode") == "run"
+    keep = win.filter(~run_scope)
+    rest = win.filter(run_scope).join(cross.select("run", "host").unique(), on=["run", "host"], how="anti")
+    return pl.concat([keep, rest, cross], how="diagonal_relaxed")
+
+
 def summarize(
     episodes: pl.DataFrame, windows: pl.DataFrame, labels: pl.DataFrame, *, grace_s: float = 0.0
 ) -> pl.DataFrame:
@@ -293,22 +316,29 @@ def summarize(
 
     ``overall`` pools all episodes (``scope="episode"`` and ``"run"``) except rows with
     ``in_overall`` false (a second scoring of the same labels); its false-alarm share is
-    over every baseline window (per-fault-type rows leave it empty).
+    over every baseline window (per-fault-type rows leave it empty). When some whole-run
+    labels were also scored by cross-host deviation (``method="crosshost"``), a last row
+    :data:`OVERALL_BY_METHOD` scores each label once, by the method meant for it: episodes
+    by windows, whole-run labels by cross-host deviation (precision, false alarms and AUC
+    as ``overall``: they are the windows').
     """
     prec = _precision_counts(windows, labels, grace_s)
     rows = []
     groups = sorted(episodes["fault_type"].unique().to_list())
     fa = false_alarms(windows) if "baseline" in windows.columns else None
-    for ft in [*groups, "overall"]:
+    by_method = _by_method(episodes)
+    for ft in [*groups, "overall", *([OVERALL_BY_METHOD] if by_method is not None else [])]:
         if ft == "overall":
             ep = (
                 episodes.filter(pl.col("in_overall").fill_null(True))
                 if "in_overall" in episodes.columns
                 else episodes
             )
+        elif ft == OVERALL_BY_METHOD:
+            ep = by_method
         else:
             ep = episodes.filter(pl.col("fault_type") == ft)
-        pr = prec.filter(pl.col("fault_type") == ft)
+        pr = prec.filter(pl.col("fault_type") == ("overall" if ft == OVERALL_BY_METHOD else ft))
         det = ep.filter(pl.col("detected"))
         flagged = int(pr["flagged"].sum()) if pr.height else 0
         hits = int(pr["hits"].sum()) if pr.height else 0
@@ -324,10 +354,11 @@ def summarize(
             "baseline_windows": None,
             "false_alarm_share": None,
             "score_auc": _auc(
-                windows, labels if ft == "overall" else labels.filter(pl.col("fault_type") == ft)
+                windows,
+                labels if ft in ("overall", OVERALL_BY_METHOD) else labels.filter(pl.col("fault_type") == ft),
             ),
         }
-        if ft == "overall" and fa is not None and fa.height:
+        if ft in ("overall", OVERALL_BY_METHOD) and fa is not None and fa.height:
             row["baseline_windows"] = int(fa["baseline_windows"][0])
             row["false_alarm_share"] = fa["false_alarm_share"][0]
         rows.append(row)

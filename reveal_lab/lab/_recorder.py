@@ -265,6 +265,22 @@ def _started_at(logs: Sequence[Path], stop_evt: threading.Event, timeout: float 
     raise LabError(f"workload did not start within {timeout}s ({[str(p) for p in logs]})")
 
 
+def _summary_line(stdout: bytes | None) -> dict | None:
+    r"""The workload's summary (its last stdout line, a JSON object), or ``None``.
+
+    >>> _summary_line(b'noise\n{"steps": 3}\n')
+    {'steps': 3}
+    >>> _summary_line(b"") is None and _summary_line(b"not json") is None
+    True
+    """
+    lines = (stdout or b"").decode(errors="replace").strip().splitlines()
+    try:
+        out = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return out if isinstance(out, dict) else None
+
+
 def _fault_schedule(
     faults: list[tuple[Fault, FaultPlan]],
     logs: Sequence[Path],
@@ -441,7 +457,8 @@ def record_slot(
             except subprocess.TimeoutExpired:
                 _stop(proc, signal.SIGKILL)
                 raise LabError(f"workload {key[0].model} on {key[1]} did not finish") from None
-            if proc.returncode != 0:
+            summary = _summary_line(so)
+            if proc.returncode != 0 and summary is None:
                 raise LabError(
                     f"workload {key[0].model}/{key[0].phase} on {key[1]} failed "
                     f"({proc.returncode}): "
@@ -449,7 +466,18 @@ def record_slot(
                         -2000:
                     ]
                 )
-            summaries[key] = json.loads(so.decode().strip().splitlines()[-1])
+            if summary is None:
+                raise LabError(f"workload {key[0].model}/{key[0].phase} on {key[1]} printed no summary")
+            if proc.returncode != 0:  # it finished its steps, then its teardown failed: keep the run
+                log.warning(
+                    "workload %s/%s on %s exited %d after its summary (teardown); the run is kept",
+                    key[0].model,
+                    key[0].phase,
+                    key[1],
+                    proc.returncode,
+                )
+                summary["exit_code"] = proc.returncode
+            summaries[key] = summary
         for th in threads:
             th.join(timeout=30)
         if errors:

@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 __all__ = ["WORKLOADS", "WorkloadSpec", "workload_spec", "build_model", "run_workload", "main"]
@@ -150,8 +150,14 @@ def run_workload(
     master_port: int = 29500,
     log_path: str | None = None,
     threads: int = 1,
+    emit: Callable[[dict], None] | None = None,
 ) -> dict:
     """Train or infer ``model`` for ``duration_s`` seconds of wall clock; return a summary.
+
+    ``emit`` is called with the summary as soon as the last step is done, before the process
+    group is torn down: gloo's teardown with several intra-op threads has aborted the process
+    after a complete run (SIGABRT, "terminate called without an active exception", once in
+    the v3 recording), and the summary of the run it finished must not be lost with it.
 
     With ``world_size > 1`` (training only) the model is wrapped in
     ``DistributedDataParallel`` over gloo; every rank stops after the same number of steps
@@ -229,23 +235,30 @@ def run_workload(
                 last_log, last_steps = now, steps
             if done:
                 break
+        elapsed = time.time() - t0
+        summary = {
+            "model": model,
+            "phase": phase,
+            "rank": rank,
+            "world_size": world_size,
+            "steps": steps,
+            "samples": samples,
+            "elapsed_s": elapsed,
+            "final_loss": loss_v,
+            "samples_per_s": samples / max(elapsed, 1e-9),
+        }
+        if emit is not None:
+            emit(summary)
     finally:
         if log:
             log.close()
         if distributed and dist.is_initialized():
             dist.destroy_process_group()
-    elapsed = time.time() - t0
-    return {
-        "model": model,
-        "phase": phase,
-        "rank": rank,
-        "world_size": world_size,
-        "steps": steps,
-        "samples": samples,
-        "elapsed_s": elapsed,
-        "final_loss": loss_v,
-        "samples_per_s": samples / max(elapsed, 1e-9),
-    }
+    return summary
+
+
+def _print_summary(summary: dict) -> None:
+    print(json.dumps(summary), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -263,7 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--log", default=None, help="JSON-lines progress log (one line a second)")
     a = p.parse_args(argv)
-    summary = run_workload(
+    run_workload(
         a.model,
         a.phase,
         a.duration,
@@ -274,8 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         master_port=a.master_port,
         log_path=a.log,
         threads=a.threads,
+        emit=_print_summary,  # printed before the teardown, which can abort (see run_workload)
     )
-    print(json.dumps(summary), flush=True)
     return 0
 
 

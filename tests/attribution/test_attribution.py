@@ -289,3 +289,32 @@ def test_deviation_rule_ranks_the_planted_metrics_and_caps_degenerate_features()
     assert old.evidence.height > 0 and "deviation" not in set(old.evidence["evidence_of"])
     with pytest.raises(ValueError, match="rule must be"):
         attribute(ens.detectors_, X[240:260], pairs, _windows(20), res, rule="nope")
+
+
+def test_subsystems_by_metrics_count_each_metric_once():
+    """One CPU metric that moved in all its features against two storage metrics that moved in
+    one feature each, by a larger |z|: by pairs CPU's three pairs outweigh storage's two; by
+    metrics storage's two metrics outweigh CPU's one."""
+    rng = np.random.default_rng(7)
+    pairs = _pairs()
+    X = rng.normal(size=(500, pairs.height))
+    cpu, sto = _cols(pairs, "cpu"), _cols(pairs, "storage")
+    X[250, cpu[:3]] += 30  # the first CPU metric: mean, std, acf1 all at |z| ~ 30
+    X[250, sto[[0, 3]]] += 40  # both storage metrics: one feature each at |z| ~ 40
+    ens = _fit(X[:240])
+    res = ens.score(X[240:260])
+    args = (ens.detectors_, X[240:260], pairs, _windows(20), res)
+    by_pairs = attribute(*args, host="h1").windows.filter(pl.col("window_id") == 10)
+    by_metrics = attribute(*args, host="h1", subsystem_by="metrics").windows.filter(pl.col("window_id") == 10)
+    assert by_pairs["top_subsystem"][0] == "cpu"
+    assert by_metrics["top_subsystem"][0] == "storage"
+    shares = [by_metrics[f"share_{s}"][0] for s in ("cpu", "memory", "network", "storage", "gpu")]
+    assert sum(shares) == pytest.approx(1.0) and by_metrics["share_storage"][0] > 0.5
+    # the evidence (metric ranking) is the same either way
+    ev = attribute(*args, host="h1").evidence.filter(pl.col("window_id") == 10)
+    ev_m = attribute(*args, host="h1", subsystem_by="metrics").evidence.filter(pl.col("window_id") == 10)
+    assert ev["metric"].to_list() == ev_m["metric"].to_list()
+    with pytest.raises(ValueError, match="subsystem_by must be"):
+        attribute(*args, subsystem_by="nope")
+    with pytest.raises(ValueError, match="needs rule='deviation'"):
+        attribute(*args, subsystem_by="metrics", rule="shares")

@@ -87,6 +87,25 @@ def test_summary_renders_the_labelled_table(tmp_path: Path):
     assert "`labelled_servers` (detection + attribution on labelled SMD/ASD servers): ok" in text
 
 
+def test_summary_renders_the_lone_runs_study(tmp_path: Path):
+    by_fault = {"cpu_contention": [{"model": "CNN", "phase": "train", "episode_share": 0.75, "top": "cpu"}]}
+    summary = {
+        "plain": {"fault_free_runs": 30, "fault_free_share_median": 0.25, "fault_free_share_mean": 0.5,
+                  "fault_free_share_max": 0.75, "by_fault": by_fault},
+        "sustained": {"fault_free_runs": 30, "fault_free_share_median": 0.0, "fault_free_share_mean": 0.125,
+                      "fault_free_share_max": 0.5, "by_fault": {"storage_read": [
+                          {"model": "MLP", "phase": "infer", "episode_share": 0.0, "top": None}]}},
+    }
+    (tmp_path / "lone_runs.json").write_text(json.dumps({"host": "labA", "min_run": 4, "summary": summary}))
+    text = _summarize(tmp_path)
+    assert "| `--min-run 1` (default) | 30 | 0.25 / 0.5 / 0.75 | cpu_contention CNN train 0.75 (cpu) |" in text
+    assert "| `--min-run 4` | 30 | 0 / 0.125 / 0.5 | storage_read MLP infer 0 (–) |" in text
+    assert "`lone_runs` (lab runs detected alone" in text and ": ok" in text
+    # a result in another shape is listed as unreadable, not a crash
+    (tmp_path / "lone_runs.json").write_text(json.dumps({"runs": []}))
+    assert "unreadable lone_runs.json: no 'summary' by setting" in _summarize(tmp_path)
+
+
 def test_run_all_isolates_failures_and_time_limits(tmp_path: Path):
     b = tmp_path / "benchmarks"
     (b / "results").mkdir(parents=True)

@@ -158,6 +158,50 @@ def test_run_scope_needs_a_persistent_share():
     assert ep["detected"].to_list() == [True, False]  # 12/20 flagged vs 1/20
 
 
+
+def test_overall_by_method_scores_each_label_once_by_its_own_method(case):
+    """Whole-run labels missed by windows but found by cross-host deviation count once, as found,
+    in the by-method row; ``overall`` is unchanged (the cross-host rows stay out of it)."""
+    from reveal_lab.evaluation import OVERALL_BY_METHOD, evaluation_json
+
+    w, lab = case
+    w = pl.concat([w, windows("q", "labB", [3]), windows("q2", "labB", [])], how="diagonal_relaxed")
+    run_labs = labels(
+        [
+            ("q", "labB", "config_cpu_quota", 0, 23, "cpu", "run"),
+            ("q2", "labB", "config_cpu_quota", 0, 23, "cpu", "run"),
+        ]
+    )
+    lab = pl.concat([lab, run_labs])
+    ep = score_episodes(w, lab).with_columns(method=pl.lit("windows"))
+    cross = pl.DataFrame(  # cross-host deviation found q (cpu first) and missed q2
+        {
+            "run": ["q", "q2"],
+            "host": ["labB", "labB"],
+            "fault_type": ["config_cpu_quota [cross-host]"] * 2,
+            "scope": ["run", "run"],
+            "expected_subsystem": ["cpu", "cpu"],
+            "detected": [True, False],
+            "top1": [True, None],
+            "top3": [True, None],
+            "method": ["crosshost", "crosshost"],
+            "in_overall": [False, False],
+        }
+    )
+    tab = summarize(pl.concat([ep, cross], how="diagonal_relaxed"), w, lab)
+    row = {r["fault_type"]: r for r in tab.iter_rows(named=True)}
+    assert row["overall"]["episodes"] == 5 and row["overall"]["detected"] == 2  # windows find neither q
+    by = row[OVERALL_BY_METHOD]
+    assert (by["episodes"], by["detected"]) == (5, 3)
+    assert by["top1_accuracy"] == pytest.approx(2 / 3)  # r1 right, r2 wrong, q right
+    assert by["false_alarm_share"] == row["overall"]["false_alarm_share"]
+    assert tab["fault_type"].to_list()[-2:] == ["overall", OVERALL_BY_METHOD]
+    js = evaluation_json(pl.concat([ep, cross], how="diagonal_relaxed"), w, tab)
+    assert js["overall_by_method"]["episode_recall"] == pytest.approx(3 / 5)
+    assert OVERALL_BY_METHOD not in js["fault_types"]
+    # no cross-host rows: no by-method row
+    assert OVERALL_BY_METHOD not in summarize(ep, w, lab)["fault_type"].to_list()
+
 def test_false_alarms_by_workload():
     w = pl.concat(
         [
