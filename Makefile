@@ -21,7 +21,7 @@ lab: setup  ## open the notebooks in JupyterLab (the default environment has it)
 bench: setup  ## run the performance benchmarks (results in benchmarks/results/)
 	.venv/bin/python benchmarks/run_all.py
 
-record-lab:  ## (root, a quiet machine, ~100 min) record v2 into data/lab, refresh the HF export
-	scripts/record_lab_dataset.sh v2
+record-lab:  ## (root, a quiet machine, ~95 min) record v2's plan with 15 s warm-ups into data/lab, refresh the HF export
+	WARMUP=$${WARMUP:-15s} scripts/record_lab_dataset.sh v2
 
 .PHONY: help setup reproduce test lab bench record-lab

@@ -13,9 +13,10 @@
 # SLOTS (default: all), HF_DIR (default out/hf_lab: the Hugging Face export is refreshed
 # there), MAX_MB (default 40: refuse to replace OUT_DIR with more Parquet than this),
 # BUILD_ONLY=1 (skip recording: build OUT_DIR from RAW_DIR, e.g. after recording in parts),
-# WARMUP (default 0s: none; e.g. 15s: before each workload's first slot a discarded
-# fault-free run on the same hosts, kept in RAW_DIR/warmup; the v2 recording's first
-# repeats, made first in the session, held nearly all its false alarms).
+# WARMUP (default 0s: none; `make record-lab` passes 15s, as data/lab v3 was recorded: before
+# each workload's first slot a discarded fault-free run on the same hosts, kept in
+# RAW_DIR/warmup; the v2 recording's first repeats, made first in the session, held nearly
+# all its false alarms).
 # Needs: root, iproute2 (ip netns), util-linux (nsenter), iptables, cgroups (v1 or v2),
 # RPS/XPS files under /sys/class/net/*/queues (for the IRQ-imbalance case study), and the
 # venv from scripts/bootstrap.sh (torch==2.13.0 CPU via the `workloads` extra).
