@@ -156,6 +156,19 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         )
         + ".",
     ]
+    warm = [(sl["slot"], sl["warmup"]) for s in sessions for sl in s.get("slots", []) if sl.get("warmup")]
+    if warm:
+        secs = sorted({float(s.get("warmup_s") or 0) for s in sessions if s.get("warmup_s")})
+        bad = [(n, w["error"]) for n, w in warm if "error" in w]
+        lines += [
+            "",
+            f"Warm-ups (`--warmup`): before each workload's first slot of a session, a discarded "
+            f"fault-free run of {'/'.join(f'{x:g}' for x in secs)} s on the same hosts (kept in the raw "
+            f"folder's `warmup/`, not in the dataset): {len(warm)} warm-up(s), {len(bad)} failed "
+            "(the slot was recorded all the same)"
+            + (": " + "; ".join(f"before slot {n}: {_gist(e)}" for n, e in bad) if bad else "")
+            + ".",
+        ]
     failed = sorted(p.name[: -len(".failed.json")] for p in raw.glob("*.failed.json"))
     for mp in raw.glob("*.run.json"):
         man = json.loads(mp.read_text())
@@ -173,6 +186,20 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
     return "\n".join(lines) + "\n"
+
+
+def _gist(error: str) -> str:
+    r"""An error's first clause and its last line (a workload's stderr ends with the cause).
+
+    >>> _gist("workload X failed (-6): noise\nmore noise\nterminate called\n")
+    'workload X failed (-6) … terminate called'
+    >>> _gist("plain")
+    'plain'
+    """
+    head = error.split(":", 1)[0].strip()
+    lines = [ln.strip() for ln in error.strip().splitlines() if ln.strip()]
+    tail = lines[-1] if len(lines) > 1 else ""
+    return f"{head} … {tail[:160]}" if tail and tail != head else head[:200]
 
 
 def _hosts_text(hosts: list[dict]) -> str:

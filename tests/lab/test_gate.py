@@ -158,6 +158,17 @@ def test_gate_readings_reach_the_dataset_readme(tmp_path):
     text = provenance_readme(raw, out)
     assert "| 3 | recorded | 1.90 | 1.70 | 0.20 | 12 | sshd 0.05 |" in text
     assert "load gate: 0.5" in text and "0.20 to 0.20" in text
+    assert "Warm-ups" not in text
+    # warm-ups, one of them failed, are named in the provenance
+    slots = [
+        {**slot, "warmup": {"runs": ["w"], "wall_s": 20.0}},
+        {"slot": 4, "runs": ["r2"], "gate_reading": reading, "warmup": {"error": "workload aborted (-6)"}},
+    ]
+    sessions = [{"load_gate": 0.5, "warmup_s": 15.0, "argv": ["record"], "slots": slots}]
+    (raw / "recording.json").write_text(json.dumps({"sessions": sessions}))
+    text = provenance_readme(raw, out)
+    assert "a discarded fault-free run of 15 s" in text
+    assert "2 warm-up(s), 1 failed" in text and "before slot 4: workload aborted (-6)" in text
 
 
 def test_waiting_and_blocked_lab_tasks_count_beyond_their_cpu_time():
