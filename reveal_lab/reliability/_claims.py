@@ -191,7 +191,7 @@ def paper_claims(*, simulate: bool = True, n_jobs: int = 20_000, seed: int = 0) 
     out.append(_row(
         "lemon_512plus", "lemon-node detection cut failures of 512+-GPU jobs from 14 % to 4 %", 0.04,
         None, "failure share", "cannot be reproduced here",
-        "needs the clusters' job and node-failure logs; our lab data has 2 hosts and no failures "
+        "needs the clusters' job and node-failure logs; our lab data has 3 hosts and no node failures "
         "(see lemon_hosts for the telemetry-side ranking)", data="none (cluster logs not public)",
     ))
     assert all(r["status"] in STATUSES for r in out)
