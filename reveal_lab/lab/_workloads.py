@@ -155,9 +155,10 @@ def run_workload(
     """Train or infer ``model`` for ``duration_s`` seconds of wall clock; return a summary.
 
     ``emit`` is called with the summary as soon as the last step is done, before the process
-    group is torn down: gloo's teardown with several intra-op threads has aborted the process
-    after a complete run (SIGABRT, "terminate called without an active exception", once in
-    the v3 recording), and the summary of the run it finished must not be lost with it.
+    group is torn down: gloo's teardown has aborted the process after a complete run (SIGABRT,
+    "terminate called without an active exception": in all three attempts at v3's slot 42,
+    whose rank has 4 intra-op threads, and in one DDP warm-up), and the summary of the run it
+    finished must not be lost with it.
 
     With ``world_size > 1`` (training only) the model is wrapped in
     ``DistributedDataParallel`` over gloo; every rank stops after the same number of steps
