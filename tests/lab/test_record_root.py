@@ -160,3 +160,44 @@ def test_warmup_runs_once_per_workload_and_stays_out_of_the_dataset(tmp_path):
     assert stem not in first["runs"] + second["runs"]
     meta, _ = build_dataset(raw, out)
     assert sorted(r["run"] for r in meta) == sorted(first["runs"] + second["runs"])  # no warm-up in the data
+
+
+def test_a_workload_that_aborts_after_its_summary_is_kept(tmp_path, monkeypatch):
+    """gloo's teardown can abort a DDP rank after a complete run (v3's slot 42): the workload
+    prints its summary first, and the recorder keeps the run, with the exit status in its
+    summary, instead of failing the slot. Simulated: the workload's interpreter is wrapped so
+    that it exits 134 (SIGABRT's status) after a successful run."""
+    import sys
+
+    _need_root()
+    wrapper = tmp_path / "python-aborting"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        f'"{sys.executable}" "$@"\n'
+        "rc=$?\n"
+        'if [ "$rc" = 0 ] && [ "$2" = "reveal_lab.lab._workloads" ]; then exit 134; fi\n'
+        "exit $rc\n"
+    )
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(wrapper))
+    raw, out = tmp_path / "raw", tmp_path / "lab"
+    hosts = NAMES[:1]
+    try:
+        prov = record_plans(
+            [[RunPlan("MLP", "infer", hosts, 2.0)]],
+            raw,
+            host_names=hosts,
+            subnet="10.80.0",
+            calm_before_s=0.5,
+            calm_after_s=0.5,
+        )
+    finally:
+        leftovers = _leftovers(hosts)
+    assert leftovers == [], f"not cleaned up: {leftovers}"
+    (slot,) = prov["slots"]
+    assert "error" not in slot, slot
+    (stem,) = slot["runs"]
+    manifest = (raw / f"{stem}.run.json").read_text()
+    assert '"exit_code": 134' in manifest
+    meta, _ = build_dataset(raw, out)
+    assert [r["run"] for r in meta] == [stem]
