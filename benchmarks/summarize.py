@@ -354,7 +354,8 @@ def lone_runs_table(data: dict) -> list[str]:
                     f"{fault} {r.get('model')} {r.get('phase')} "
                     f"{_fmt(_num(r.get('episode_share')))} ({r.get('top') or '–'})"
                 )
-        lines.append(f"| {names.get(key, key)} | {s.get('fault_free_runs', '?')} | {ff} | {'; '.join(faults)} |")
+        n_free = s.get("fault_free_runs", "?")
+        lines.append(f"| {names.get(key, key)} | {n_free} | {ff} | {'; '.join(faults)} |")
     return lines
 
 

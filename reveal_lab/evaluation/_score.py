@@ -328,6 +328,7 @@ def summarize(
     fa = false_alarms(windows) if "baseline" in windows.columns else None
     by_method = _by_method(episodes)
     for ft in [*groups, "overall", *([OVERALL_BY_METHOD] if by_method is not None else [])]:
+        pooled = ft in ("overall", OVERALL_BY_METHOD)  # every label, the windows' precision and false alarms
         if ft == "overall":
             ep = (
                 episodes.filter(pl.col("in_overall").fill_null(True))
@@ -338,7 +339,7 @@ def summarize(
             ep = by_method
         else:
             ep = episodes.filter(pl.col("fault_type") == ft)
-        pr = prec.filter(pl.col("fault_type") == ("overall" if ft == OVERALL_BY_METHOD else ft))
+        pr = prec.filter(pl.col("fault_type") == ("overall" if pooled else ft))
         det = ep.filter(pl.col("detected"))
         flagged = int(pr["flagged"].sum()) if pr.height else 0
         hits = int(pr["hits"].sum()) if pr.height else 0
@@ -354,11 +355,10 @@ def summarize(
             "baseline_windows": None,
             "false_alarm_share": None,
             "score_auc": _auc(
-                windows,
-                labels if ft in ("overall", OVERALL_BY_METHOD) else labels.filter(pl.col("fault_type") == ft),
+                windows, labels if pooled else labels.filter(pl.col("fault_type") == ft)
             ),
         }
-        if ft in ("overall", OVERALL_BY_METHOD) and fa is not None and fa.height:
+        if pooled and fa is not None and fa.height:
             row["baseline_windows"] = int(fa["baseline_windows"][0])
             row["false_alarm_share"] = fa["false_alarm_share"][0]
         rows.append(row)
