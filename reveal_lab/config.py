@@ -96,6 +96,13 @@ class DetectConfig:
     #: detectors, and ``min_agreement=3`` keeps meaning "all of them"); its threshold quantile
     pcarecon: bool = False
     pcarecon_quantile: float = 0.99
+    #: with calibrated thresholds (``detect_run`` with 2+ baseline runs: ``detect --baseline``,
+    #: ``evaluate``, the studies), a standardized feature counts at most this many units in
+    #: the Z-score mean (a counter constant in the baseline excepted) and the Mahalanobis
+    #: projection (``None``: unbounded, as the paper; other modes are never clipped). In a
+    #: fault-free run left out of the calibration, the within-window variance of the page
+    #: cache reaches |z| of 10⁴-10⁸, and unclipped thresholds sit above every fault.
+    calibrated_z_clip: float | None = 10.0
 
 
 @dataclass(frozen=True)

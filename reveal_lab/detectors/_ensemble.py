@@ -18,16 +18,24 @@ from reveal_lab.detectors._zscore import ZScoreDetector
 __all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors"]
 
 
-def default_detectors(config: DetectConfig | None = None) -> list[BaseDetector]:
+def default_detectors(config: DetectConfig | None = None, *, calibrated: bool = False) -> list[BaseDetector]:
     """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`,
-    and PCA reconstruction error when ``config.pcarecon`` is True."""
+    and PCA reconstruction error when ``config.pcarecon`` is True. ``calibrated``: for
+    calibrated thresholds, so the Z-score and Mahalanobis detectors clip at
+    ``config.calibrated_z_clip``.
+
+    >>> [d.clip for d in default_detectors()[:2]], [d.clip for d in default_detectors(calibrated=True)[:2]]
+    ([None, None], [10.0, 10.0])
+    """
     c = config or DetectConfig()
+    clip = c.calibrated_z_clip if calibrated else None
     dets: list[BaseDetector] = [
-        ZScoreDetector(quantile=c.zscore_quantile),
+        ZScoreDetector(quantile=c.zscore_quantile, clip=clip),
         PCAMahalanobisDetector(
             variance=c.pca_variance,
             quantile=c.mahalanobis_quantile,
             precision=c.pca_precision,
+            clip=clip,
         ),
         IsolationForestDetector(
             contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed

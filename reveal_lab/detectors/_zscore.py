@@ -24,8 +24,15 @@ class ZScoreDetector(BaseDetector):
         in the baseline (sum 0) and fires 12 times in a window scores ``z = 120``. ``0``
         makes constant features neutral. Features absent from the fit data (all NaN)
         are always neutral.
+    clip : a feature's ``|z|`` counts at most this much in the mean (``None``, the default:
+        unbounded, as the paper). Features scaled by ``constant_floor`` (constant in the fit
+        data: a counter that never fired) are never clipped. With calibrated thresholds,
+        a feature nearly constant in some baseline runs (the variance of the page cache
+        within a window) reaches ``|z|`` of 10⁴-10⁸ in another fault-free run and sets a
+        threshold no fault reaches; ``DetectConfig.calibrated_z_clip`` bounds it.
 
-    ``explain(X)`` returns ``|z|`` per feature; its row mean is the score exactly.
+    ``explain(X)`` returns ``|z|`` per feature (clipped as the score); its row mean is the
+    score exactly.
 
     Examples
     --------
@@ -35,19 +42,30 @@ class ZScoreDetector(BaseDetector):
     >>> det = ZScoreDetector().fit(X)
     >>> int(det.decision_scores_.argmax()), int(det.explain(X[7:8]).argmax())
     (7, 2)
+    >>> float(ZScoreDetector(clip=10.0).fit(X).explain(X[7:8])[0, 2])
+    10.0
     """
 
     name = "zscore"
 
-    def __init__(self, quantile: float = 0.99, robust: bool = True, constant_floor: float = 0.01) -> None:
+    def __init__(
+        self,
+        quantile: float = 0.99,
+        robust: bool = True,
+        constant_floor: float = 0.01,
+        clip: float | None = None,
+    ) -> None:
         self.quantile = quantile
         self.robust = robust
         self.constant_floor = constant_floor
+        self.clip = clip
 
     def _quantile(self) -> float:
         return self.quantile
 
     def _fit(self, X: np.ndarray) -> None:
+        if self.clip is not None and not self.clip > 0:
+            raise ValueError(f"clip must be > 0 or None, got {self.clip}")
         stats = getattr(self, "_fit_stats", None)
         P = stats.take_partitioned() if (self.robust and stats is not None) else None
         if P is not None:
@@ -60,11 +78,17 @@ class ZScoreDetector(BaseDetector):
             floor = np.where(
                 np.abs(center) > 1e-12, self.constant_floor * np.abs(center), 10 * self.constant_floor
             )
-            scale = np.where((scale == 0) & self.observed_, floor, scale)
+            floored = (scale == 0) & self.observed_
+            scale = np.where(floored, floor, scale)
+        else:
+            floored = np.zeros(scale.shape, dtype=bool)
+        # per-feature cap on |z|: the clip, or none for floored features and without a clip
+        self.z_cap_ = np.where(floored | (self.clip is None), np.inf, self.clip or np.inf)
         self.center_, self.scale_ = center, scale
 
     def _z(self, X: np.ndarray) -> np.ndarray:
-        return np.abs(safe_divide(X - self.center_, self.scale_))
+        z = np.abs(safe_divide(X - self.center_, self.scale_))
+        return z if self.clip is None else np.minimum(z, self.z_cap_, out=z)
 
     def _score(self, X: np.ndarray) -> np.ndarray:
         # |x - c| / s summed in row blocks (small memory on wide feature matrices), with
@@ -78,7 +102,12 @@ class ZScoreDetector(BaseDetector):
             b = buf[: blk.shape[0]]
             np.subtract(blk, self.center_, out=b)
             np.abs(b, out=b)
-            out[i : i + 256] = b @ inv
+            if self.clip is None:
+                out[i : i + 256] = b @ inv
+            else:  # |z| per feature (0 for neutral ones), capped, then summed
+                np.multiply(b, inv, out=b)
+                np.minimum(b, self.z_cap_, out=b)
+                out[i : i + 256] = b.sum(axis=1)
         return out / p if p else out
 
     def _explain(self, X: np.ndarray) -> np.ndarray:

@@ -352,7 +352,7 @@ def _cross_fit_thresholds(
             raise ValueError(
                 f"baseline without run {r} gives {Xfit.shape[0]} window(s); at least 2 are needed"
             )
-        ens = DetectorEnsemble(default_detectors(preset.detect)).fit(Xfit)
+        ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=True)).fit(Xfit)
         for m, sc in ens.score(_baseline_matrix(held, pairs)).scores.items():
             pooled.setdefault(m, []).append(np.asarray(sc, dtype=np.float64))
     q = 1.0 - false_alarm_rate / n_det
@@ -439,7 +439,7 @@ def _score_host(
     if "key" not in pairs.columns:
         pairs = pairs.with_columns(key=pl.col("metric").map_elements(_key, return_dtype=pl.String))
     t = time.perf_counter()
-    ens = DetectorEnsemble(default_detectors(preset.detect))
+    ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=false_alarm_rate is not None))
     if baseline:
         Xfit = _baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
@@ -725,6 +725,8 @@ def _detect_run(
         "false_alarm_rate": rate if mode in ("calibrated", "robust") else None,
         "thresholds": mode,
         **({"calibration": calibration} if mode == "calibrated" else {}),
+        # the clip in force (calibrated_z_clip acts on calibrated thresholds only)
+        "z_clip": preset.detect.calibrated_z_clip if mode == "calibrated" else None,
         "min_run_windows": int(min_run),
         "trim": trim_info,
         "pruning": prune_info,

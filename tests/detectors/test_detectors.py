@@ -22,6 +22,8 @@ DETECTORS = [
     ZScoreDetector(),
     ZScoreDetector(robust=False),
     PCAMahalanobisDetector(),
+    ZScoreDetector(clip=10.0),
+    PCAMahalanobisDetector(clip=10.0),
     IsolationForestDetector(n_estimators=25),
 ]
 
@@ -357,3 +359,53 @@ def test_flat_forest_equals_sklearn_with_and_without_feature_subsampling(max_fea
     Y = rng.normal(size=(9, 12)) * 2
     model = IsolationForest(n_estimators=25, max_samples=32, max_features=max_features, random_state=0).fit(X)
     np.testing.assert_array_equal(FlatForest(model).score_samples(Y), model.score_samples(Y))
+
+
+# ----------------------------------------------------------------------------- clipping
+@pytest.mark.parametrize("cls", [ZScoreDetector, PCAMahalanobisDetector], ids=lambda c: c.name)
+def test_clip_bounds_one_feature_and_keeps_the_explanation_exact(cls):
+    """A window far out on one feature only: unclipped, its score grows with the distance
+    (quadratically for Mahalanobis); clipped, it stops at the clip, and ``explain`` still
+    sums (Mahalanobis) or averages (Z-score) to the score exactly. Within the clip nothing
+    changes."""
+    X = _data()
+    plain, clipped = cls().fit(X), cls(clip=10.0).fit(X)
+    # every fit value lies within 4 standard units here, so the clip changes nothing on them
+    assert np.abs((X - X.mean(axis=0)) / X.std(axis=0)).max() < 4
+    calm = X[:50]
+    np.testing.assert_allclose(clipped.decision_function(calm), plain.decision_function(calm), rtol=1e-9)
+    far, farther = X[:1].copy(), X[:1].copy()
+    far[0, 3] += 1e3 * X[:, 3].std()
+    farther[0, 3] += 1e6 * X[:, 3].std()
+    assert plain.decision_function(farther)[0] > 100 * plain.decision_function(far)[0]
+    assert clipped.decision_function(farther)[0] == pytest.approx(clipped.decision_function(far)[0], rel=1e-9)
+    e = clipped.explain(farther)
+    total = e.mean(axis=1) if cls is ZScoreDetector else e.sum(axis=1)
+    np.testing.assert_allclose(total, clipped.decision_function(farther), rtol=1e-9)
+    if cls is ZScoreDetector:
+        assert e[0, 3] == 10.0 and e.max() == 10.0
+    with pytest.raises(ValueError, match="clip must be > 0"):
+        cls(clip=0.0).fit(X)
+
+
+def test_zscore_clip_spares_a_counter_constant_in_the_fit_data():
+    """A counter that never fired in the fit data (scaled by ``constant_floor``) keeps its
+    full |z| under the clip (12 events: z = 120), while a feature with a real scale is
+    clipped: an error that never happened before stays the loudest evidence."""
+    X = _data()
+    X[:, 5] = 0.0
+    det = ZScoreDetector(clip=10.0).fit(X)
+    x = X[:1].copy()
+    x[0, 5] = 12.0
+    x[0, 3] += 1e3 * X[:, 3].std()
+    z = det.explain(x)[0]
+    assert z[5] == pytest.approx(120.0) and z[3] == 10.0
+    assert det.decision_function(x)[0] == pytest.approx(z.mean())
+
+
+def test_default_detectors_clip_only_for_calibrated_thresholds():
+    cfg = DetectConfig(calibrated_z_clip=7.0)
+    assert [getattr(d, "clip", "-") for d in default_detectors(cfg)] == [None, None, "-"]
+    assert [getattr(d, "clip", "-") for d in default_detectors(cfg, calibrated=True)] == [7.0, 7.0, "-"]
+    off = DetectConfig(calibrated_z_clip=None)
+    assert [getattr(d, "clip", "-") for d in default_detectors(off, calibrated=True)] == [None, None, "-"]
