@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reveal_lab.cli._types import CALIBRATIONS, positive_int
+from reveal_lab.cli._types import CALIBRATIONS, positive_int, z_clip
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -84,6 +84,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",
     )
     p.add_argument(
+        "--z-clip",
+        type=z_clip,
+        default=10.0,
+        metavar="UNITS|none",
+        help="with calibrated thresholds, a standardized feature counts at most this many units in the "
+        "Z-score mean and the Mahalanobis projection (default 10; a counter silent in the baseline is "
+        "not clipped); none: unbounded, as the paper",
+    )
+    p.add_argument(
         "--min-run",
         type=positive_int,
         default=1,
@@ -128,6 +137,9 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.report import write_report
 
     preset = get_preset(args.preset)
+    preset = dataclasses.replace(
+        preset, detect=dataclasses.replace(preset.detect, calibrated_z_clip=args.z_clip)
+    )
     win = preset.window
     changes = {}
     for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):

@@ -7,6 +7,7 @@ import argparse
 from reveal_lab.cli._types import CALIBRATIONS
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
+from reveal_lab.cli._types import z_clip as _z_clip
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -47,6 +48,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="calibrated mode: how thresholds combine the left-out fault-free runs' scores: trimmed "
         "(default) pooled less the most extreme run; pooled: all (the worst run decides); median: "
         "the median of each run's quantile",
+    )
+    p.add_argument(
+        "--z-clip",
+        type=_z_clip,
+        default=10.0,
+        metavar="UNITS|none",
+        help="with calibrated thresholds, a standardized feature counts at most this many units in the "
+        "Z-score mean and the Mahalanobis projection (default 10; a counter silent in the baseline is "
+        "not clipped); none: unbounded, as the paper",
     )
     p.add_argument(
         "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
@@ -99,6 +109,14 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import parse_duration
     from reveal_lab.evaluation import evaluate_dataset, write_comparison, write_evaluation_json
 
+    import dataclasses
+
+    from reveal_lab.config import get_preset
+
+    base = get_preset(args.preset)
+    preset = dataclasses.replace(
+        base, detect=dataclasses.replace(base.detect, calibrated_z_clip=args.z_clip)
+    )
     modes = ("calibrated", "baseline", "self") if args.mode == "all" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
     if args.pruning and not Path(args.pruning).is_file():
@@ -111,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
             ev = evaluate_dataset(
                 args.data,
                 mode=mode,
-                preset=args.preset,
+                preset=preset,
                 min_agreement=args.min_agreement,
                 grace_s=parse_duration(args.grace),
                 runs=runs,

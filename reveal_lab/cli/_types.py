@@ -1,7 +1,7 @@
 """argparse value types shared by the commands: each names what it expected.
 
->>> positive_int("3"), share("0.01"), duration("10min")
-(3, 0.01, 600.0)
+>>> positive_int("3"), share("0.01"), duration("10min"), z_clip("10"), z_clip("none")
+(3, 0.01, 600.0, 10.0, None)
 >>> share("1")
 Traceback (most recent call last):
 ...
@@ -14,7 +14,7 @@ import argparse
 
 from reveal_lab.config import parse_duration
 
-__all__ = ["CALIBRATIONS", "duration", "positive_int", "share"]
+__all__ = ["CALIBRATIONS", "duration", "positive_int", "share", "z_clip"]
 
 #: ``--calibration`` choices of ``detect`` and ``evaluate``: the pipeline's
 #: ``CALIBRATION_RULES``, written here so that building the parser imports no pipeline
@@ -52,4 +52,17 @@ def share(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {text!r}") from None
     if not 0 < v < 1:
         raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (exclusive), got {text!r}")
+    return v
+
+
+def z_clip(text: str) -> float | None:
+    """A clip in standard units > 0, or ``none`` (unbounded)."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'none', got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'none', got {text!r}")
     return v

@@ -236,7 +236,7 @@ def evaluate_dataset(
     root: str | Path | None = None,
     *,
     mode: str = "baseline",
-    preset: str = "paper",
+    preset: str | Any = "paper",
     min_agreement: int = 2,
     grace_s: float = 0.0,
     run_min_share: float = 0.5,
@@ -280,7 +280,7 @@ def evaluate_dataset(
     flagged only inside ``persist`` or more consecutive flagged windows
     (:func:`reveal_lab.evaluation.persistent`), on fault and fault-free runs alike.
     """
-    from reveal_lab.config import data_dir, get_preset
+    from reveal_lab.config import Preset, data_dir, get_preset
     from reveal_lab.io import load_run
     from reveal_lab.lab import read_labels, read_meta
     from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_run
@@ -295,7 +295,7 @@ def evaluate_dataset(
             raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
     if "repeat" in meta.columns:  # a whole number per run, or null
         meta = meta.with_columns(pl.col("repeat").cast(pl.Int64, strict=False))
-    pre = get_preset(preset)
+    pre = preset if isinstance(preset, Preset) else get_preset(preset)
     cache: dict[str, Any] = {}
 
     spans = {}
@@ -407,7 +407,8 @@ def evaluate_dataset(
     config = {
         "data": str(root),
         "mode": mode,
-        "preset": preset,
+        "preset": pre.name,
+        "z_clip": pre.detect.calibrated_z_clip if mode == "calibrated" else None,
         "min_agreement": min_agreement,
         "window_s": pre.window.window_s,
         "stride_s": pre.window.stride_s,

@@ -58,3 +58,15 @@ def test_threshold_choices_are_the_pipelines_modes():
     sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
     (opt,) = [a for a in sub.choices["detect"]._actions if a.dest == "thresholds"]
     assert tuple(opt.choices) == THRESHOLD_MODES and opt.default == "auto"
+
+
+def test_z_clip_flags_default_to_the_detect_config():
+    """``detect --z-clip`` and ``evaluate --z-clip`` start from
+    :attr:`DetectConfig.calibrated_z_clip` (so the two cannot drift) and accept ``none``."""
+    from reveal_lab.config import DetectConfig
+
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    for command in ("detect", "evaluate"):
+        (opt,) = [a for a in sub.choices[command]._actions if a.dest == "z_clip"]
+        assert opt.default == DetectConfig().calibrated_z_clip == 10.0, command
+        assert opt.type("none") is None and opt.type("2.5") == 2.5, command

@@ -114,7 +114,24 @@ def test_evaluate_cli_writes_json(tmp_path, capsys):
     assert main(argv) == 0
     obj = json.loads(out.read_text())
     assert obj["settings"]["mode"] == "self" and obj["settings"]["runs_scored"] == 1
+    assert obj["settings"]["z_clip"] is None  # fitted on the run itself: never clipped
     mine = labels.filter(pl.col("run") == run)
     assert obj["overall"]["episodes"] == mine.height and set(obj["fault_types"]) == {"storage_read"}
     assert set(JSON_FIELDS) <= set(obj["fault_types"]["storage_read"])
     assert set(obj["by_magnitude"]["storage_read"]) == {f"{m:g}" for m in mine["magnitude"]}
+
+
+def test_evaluate_cli_z_clip_reaches_the_calibrated_settings(tmp_path):
+    """``evaluate --z-clip 5`` (calibrated, one run, every metric) is the clip in force, as
+    the JSON settings say; ``none`` turns it off."""
+    from reveal_lab.cli import main
+    from reveal_lab.config import data_dir
+    from reveal_lab.lab import read_labels
+
+    run = read_labels(data_dir() / "labels.csv").filter(pl.col("fault_type") == "storage_read")["run"][0]
+    for flag, want in (("5", 5.0), ("none", None)):
+        out = tmp_path / f"ev_{flag}.json"
+        argv = ["evaluate", "--runs", run, "--no-prune", "--z-clip", flag, "--out", str(tmp_path), "--json", str(out)]
+        assert main(argv) == 0
+        settings = json.loads(out.read_text())["settings"]
+        assert settings["mode"] == "calibrated" and settings["z_clip"] == want, settings

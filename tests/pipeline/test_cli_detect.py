@@ -208,3 +208,10 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     t, p = summaries["trimmed"]["thresholds"][host], summaries["pooled"]["thresholds"][host]
     assert all(t[m] <= p[m] for m in t) and any(t[m] < p[m] for m in t), (t, p)
     assert thr == {"trimmed": "calibrated", "pooled": "calibrated"}
+    assert summaries["trimmed"]["config"]["z_clip"] == 10.0
+    # --z-clip none: the paper's unbounded z, so the Z-score threshold can only go up
+    out = tmp_path / "unclipped"
+    assert main(["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--z-clip", "none"]) == 0
+    s0 = _check_report(out)["runs"][0]
+    assert s0["config"]["z_clip"] is None
+    assert s0["thresholds"][host]["zscore"] >= t["zscore"]
