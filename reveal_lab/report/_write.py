@@ -117,7 +117,13 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         "robust": "fit on the run itself, thresholds at median + k·MAD of the run's own scores "
         f"(false-alarm budget {det.config.get('false_alarm_rate')})",
         "calibrated": "fit on baseline runs, thresholds from their out-of-sample scores "
-        f"(false-alarm budget {det.config.get('false_alarm_rate')})",
+        f"(false-alarm budget {det.config.get('false_alarm_rate')}"
+        + (
+            f"; each standardized feature counts at most {det.config['z_clip']:g} units"
+            if det.config.get("z_clip") is not None
+            else "; unclipped z"
+        )
+        + ")",
     }.get(det.fit_mode, "fit on baseline runs (thresholds from the baseline's scores)")
     trim = det.config.get("trim", {}).get("run")
     prune = det.config.get("pruning", {})

@@ -214,4 +214,6 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     assert main(["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--z-clip", "none"]) == 0
     s0 = _check_report(out)["runs"][0]
     assert s0["config"]["z_clip"] is None
+    assert "each standardized feature counts at most 10 units" in (tmp_path / "trimmed" / "report.md").read_text()
+    assert "unclipped z" in (out / "report.md").read_text()
     assert s0["thresholds"][host]["zscore"] >= t["zscore"]
