@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reveal_lab.cli._types import CALIBRATIONS, positive_int, z_clip
+from reveal_lab.cli._types import CALIBRATIONS, Z_CLIP_DEFAULT, Z_CLIP_HELP, positive_int, z_clip
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -86,11 +86,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--z-clip",
         type=z_clip,
-        default=10.0,
+        default=Z_CLIP_DEFAULT,
         metavar="UNITS|none",
-        help="with calibrated thresholds, a standardized feature counts at most this many units in the "
-        "Z-score mean and the Mahalanobis projection (default 10; a counter silent in the baseline is "
-        "not clipped); none: unbounded, as the paper",
+        help=Z_CLIP_HELP,
     )
     p.add_argument(
         "--min-run",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import CALIBRATIONS
+from reveal_lab.cli._types import CALIBRATIONS, Z_CLIP_DEFAULT, Z_CLIP_HELP
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
 from reveal_lab.cli._types import z_clip as _z_clip
@@ -52,11 +52,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--z-clip",
         type=_z_clip,
-        default=10.0,
+        default=Z_CLIP_DEFAULT,
         metavar="UNITS|none",
-        help="with calibrated thresholds, a standardized feature counts at most this many units in the "
-        "Z-score mean and the Mahalanobis projection (default 10; a counter silent in the baseline is "
-        "not clipped); none: unbounded, as the paper",
+        help=Z_CLIP_HELP,
     )
     p.add_argument(
         "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
@@ -104,14 +102,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 
 
 def _run(args: argparse.Namespace) -> int:
+    import dataclasses
     from pathlib import Path
 
-    from reveal_lab.config import parse_duration
+    from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.evaluation import evaluate_dataset, write_comparison, write_evaluation_json
-
-    import dataclasses
-
-    from reveal_lab.config import get_preset
 
     base = get_preset(args.preset)
     preset = dataclasses.replace(

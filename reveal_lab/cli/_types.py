@@ -12,14 +12,21 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.config import parse_duration
+from reveal_lab.config import DetectConfig, parse_duration
 
-__all__ = ["CALIBRATIONS", "duration", "positive_int", "share", "z_clip"]
+__all__ = ["CALIBRATIONS", "Z_CLIP_DEFAULT", "Z_CLIP_HELP", "duration", "positive_int", "share", "z_clip"]
 
 #: ``--calibration`` choices of ``detect`` and ``evaluate``: the pipeline's
 #: ``CALIBRATION_RULES``, written here so that building the parser imports no pipeline
 #: (a test checks the two agree)
 CALIBRATIONS = ("trimmed", "pooled", "median")
+#: ``--z-clip`` of ``detect`` and ``evaluate``: the detect config's default and one help text
+Z_CLIP_DEFAULT = DetectConfig.calibrated_z_clip
+Z_CLIP_HELP = (
+    "with calibrated thresholds, a standardized feature counts at most this many units in the "
+    f"Z-score mean and the Mahalanobis projection (default {Z_CLIP_DEFAULT:g}; a counter silent in the "
+    "baseline is not clipped); none: unbounded, as the paper"
+)
 
 
 def duration(text: str) -> float:

@@ -82,8 +82,8 @@ class ZScoreDetector(BaseDetector):
             scale = np.where(floored, floor, scale)
         else:
             floored = np.zeros(scale.shape, dtype=bool)
-        # per-feature cap on |z|: the clip, or none for floored features and without a clip
-        self.z_cap_ = np.where(floored | (self.clip is None), np.inf, self.clip or np.inf)
+        # per-feature cap on |z|: the clip, except for floored features (and none without a clip)
+        self.z_cap_ = np.where(floored, np.inf, np.inf if self.clip is None else self.clip)
         self.center_, self.scale_ = center, scale
 
     def _z(self, X: np.ndarray) -> np.ndarray:

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -47,6 +47,9 @@ from reveal_lab.evaluation._score import (
     summarize,
 )
 from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
+
+if TYPE_CHECKING:
+    from reveal_lab.config import Preset
 
 __all__ = [
     "Evaluation",
@@ -236,7 +239,7 @@ def evaluate_dataset(
     root: str | Path | None = None,
     *,
     mode: str = "baseline",
-    preset: str | Any = "paper",
+    preset: str | Preset = "paper",
     min_agreement: int = 2,
     grace_s: float = 0.0,
     run_min_share: float = 0.5,
