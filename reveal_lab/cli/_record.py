@@ -6,7 +6,8 @@ every slot of the plan (one collector per host), then builds the dataset folder
 the slots, what the plan holds and how long it takes to record; ``--build-only``
 rebuilds ``--out`` from an existing ``--raw`` folder. Before each slot the load gate
 waits while the machine is busy (``--load-gate``, ``--gate-wait``) and refuses with exit
-status 75 when it stays busy.
+status 75 when it stays busy; before the first slot it also waits until the page cache has
+stopped moving (``--settle``).
 """
 
 from __future__ import annotations
@@ -63,11 +64,28 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--warmup",
-        type=_warmup_value,
+        type=_duration_or_off,
         default="0s",
         help="before each workload's first slot, a discarded fault-free run of this length on the same "
         "hosts (kept in RAW/warmup/, out of the dataset), so that first repeats meet the machine in the "
         "state later ones do; e.g. 20s (default 0s: none)",
+    )
+    p.add_argument(
+        "--settle",
+        type=_duration_or_off,
+        default="30s",
+        help="before the session's first slot, wait until the page cache (Cached of /proc/meminfo) has "
+        "drifted by at most --settle-rate over this long (the kernel's reclaim after boot flagged the "
+        "v3 recording's first slot); 0 / off: do not wait (default 30s)",
+    )
+    p.add_argument(
+        "--settle-rate",
+        type=_rate_value,
+        default=2.0,
+        help="page-cache drift allowed by --settle, in MB/s (default 2)",
+    )
+    p.add_argument(
+        "--note", default=None, help="why this session is recorded (kept in recording.json and the README)"
     )
     p.add_argument("--gate-poll", type=duration, default="10s", help="how often to re-check a busy machine (default 10s)")
     p.set_defaults(func=_run)
@@ -85,11 +103,22 @@ def _gate_value(text: str) -> float | None:
     return v
 
 
-def _warmup_value(text: str) -> float:
-    """``--warmup``: a duration, or 0 / ``off`` for none."""
+def _duration_or_off(text: str) -> float:
+    """``--warmup``, ``--settle``: a duration, or 0 / ``off`` for none."""
     if text.strip().lower() in ("off", "none", "0", "0s"):
         return 0.0
     return duration(text)
+
+
+def _rate_value(text: str) -> float:
+    """``--settle-rate``: MB/s, a positive number."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MB/s as a number (e.g. 2), got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected MB/s > 0, got {text!r}")
+    return v
 
 
 def _slots(spec: str, n: int) -> list[int]:
@@ -180,6 +209,8 @@ def _run(args: argparse.Namespace) -> int:
             gate=args.load_gate,
             max_wait_s=args.gate_wait,
             poll_s=args.gate_poll,
+            settle_s=args.settle,
+            settle_mb_s=args.settle_rate,
         )
         try:
             record_plans(
@@ -191,6 +222,7 @@ def _run(args: argparse.Namespace) -> int:
                 gate=gate,
                 numbers=numbers,
                 warmup_s=args.warmup,
+                note=args.note,
             )
         except GateRefused as exc:
             print(f"reveal-lab record: refused: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ from reveal_lab.lab._gate import (
     lab_cpu_seconds,
     own_load,
     own_load_from_counts,
+    read_page_cache_kb,
     read_process_table,
 )
 from reveal_lab.lab._hosts import (
@@ -75,6 +76,8 @@ from reveal_lab.lab._recorder import (
     record_plans,
     record_slot,
     warmup_plans,
+    recorded_slots,
+    supersede_runs,
     workload_key,
 )
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
@@ -95,6 +98,7 @@ __all__ = [
     "lab_cpu_seconds",
     "own_load",
     "own_load_from_counts",
+    "read_page_cache_kb",
     "read_process_table",
     "FAULT_SUBSYSTEM",
     "LABEL_COLUMNS",
@@ -134,6 +138,8 @@ __all__ = [
     "record_slot",
     "WARMUP_DIR",
     "warmup_plans",
+    "recorded_slots",
+    "supersede_runs",
     "workload_key",
     "require_root",
     "run_stem",

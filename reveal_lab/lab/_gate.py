@@ -19,6 +19,15 @@ therefore subtracts the lab's *own* contribution before comparing with the thres
   the lab's share is the larger of the two estimates;
 * ``other = loadavg1 - own``; the gate passes when ``other <= gate``.
 
+A machine can be idle by its load and still be changing under the workload: the kernel's
+proactive reclaim (DAMON ``pageout`` in this VM, ``kdamond``) frees cold page cache in steps
+of 60-120 MB every few seconds for minutes after boot. The first slot of the v3 recording
+(started 4 minutes after boot) ran while 1.7 GB of page cache was freed (``Memory:Cached``
+-20 MB/s over the run; every later fault-free slot -2.3 to +0.9 MB/s), and 40 of its 88
+windows were flagged, all by page-cache features. So before a session's first slot the gate
+also waits (:meth:`LoadGate.settle`, ``reveal-lab record --settle``) until the page cache
+(:func:`read_page_cache_kb`) has drifted by at most ``settle_mb_s`` over ``settle_s``.
+
 What else was busy is recorded too: the busiest processes outside the lab, by CPU time
 over a short sample (:func:`busiest_others`). Every reading is a plain function of its
 inputs (a load figure, process tables, a history of CPU samples), so the gate is tested
@@ -47,6 +56,7 @@ __all__ = [
     "own_load",
     "own_load_from_counts",
     "read_loadavg1",
+    "read_page_cache_kb",
     "read_process_table",
 ]
 
@@ -79,6 +89,15 @@ def read_loadavg1(path: str = "/proc/loadavg") -> float:
     """The kernel's 1-minute load average."""
     with open(path) as fh:
         return float(fh.read().split()[0])
+
+
+def read_page_cache_kb(path: str = "/proc/meminfo") -> float:
+    """The page cache (``Cached`` of ``/proc/meminfo``, kB)."""
+    with open(path) as fh:
+        for line in fh:
+            if line.startswith("Cached:"):
+                return float(line.split()[1])
+    raise ValueError(f"{path}: no 'Cached:' line (expected the kernel's meminfo)")
 
 
 def read_process_table(
@@ -250,6 +269,10 @@ class LoadGate:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     own_tasks: Callable[[], int] | None = None  #: the lab's R+D task count (:func:`lab_active_tasks`)
+    #: :meth:`settle`: the page cache may drift by at most ``settle_mb_s`` over ``settle_s`` (0: off)
+    settle_s: float = 0.0
+    settle_mb_s: float = 2.0
+    read_cache_kb: Callable[[], float] = read_page_cache_kb
     history: list[tuple[float, float]] = field(default_factory=list)
     task_samples: list[tuple[float, float]] = field(default_factory=list)
 
@@ -258,6 +281,10 @@ class LoadGate:
             raise ValueError(f"the load gate must be >= 0 (or None to disable), got {self.gate}")
         if self.max_wait_s < 0 or self.poll_s <= 0 or self.sample_s <= 0:
             raise ValueError("max_wait_s must be >= 0, poll_s and sample_s > 0")
+        if self.settle_s < 0 or self.settle_mb_s <= 0:
+            raise ValueError(
+                f"settle_s must be >= 0 and settle_mb_s > 0, got {self.settle_s} and {self.settle_mb_s}"
+            )
 
     def note(self) -> None:
         """Add a sample of the lab's CPU time (call before and after every slot)."""
@@ -316,3 +343,39 @@ class LoadGate:
                     r,
                 )
             self.sleep(min(self.poll_s, max(self.max_wait_s - waited, 0.0)) or self.poll_s)
+
+    def settle(self) -> dict:
+        """Block until the page cache has drifted by at most ``settle_mb_s`` MB/s over the last
+        ``settle_s`` seconds (read every ``poll_s``); the reading (``drift_mb_s``, ``waited_s``).
+
+        After ``max_wait_s`` it raises :class:`GateRefused`. ``settle_s == 0``: off, nothing read.
+        """
+        if self.settle_s <= 0:
+            return {"settle_s": 0.0, "passed": True}
+        start = self.clock()
+        pts = [(start, self.read_cache_kb())]
+        while True:
+            self.sleep(min(self.poll_s, self.settle_s))
+            now = self.clock()
+            pts.append((now, self.read_cache_kb()))
+            span = [p for p in pts if p[0] >= now - self.settle_s - 1e-9]
+            if now - span[0][0] < self.settle_s - 1e-9:  # the window is not full yet
+                continue
+            drift = (span[-1][1] - span[0][1]) / 1024 / (now - span[0][0])
+            r = {
+                "settle_s": self.settle_s,
+                "settle_mb_s": self.settle_mb_s,
+                "drift_mb_s": round(drift, 3),
+                "page_cache_mb": round(span[-1][1] / 1024, 1),
+                "waited_s": round(now - start, 1),
+            }
+            if abs(drift) <= self.settle_mb_s:
+                return {**r, "passed": True}
+            if now - start >= self.max_wait_s:
+                raise GateRefused(
+                    f"the page cache is still changing: {drift:+.1f} MB/s over the last {self.settle_s:g}s "
+                    f"(--settle allows {self.settle_mb_s:g} MB/s) after waiting {now - start:.0f}s "
+                    f"(--gate-wait {self.max_wait_s:g}s); the kernel is still reclaiming or filling the "
+                    "cache (e.g. after boot). Wait and run again, or pass --settle 0 to record anyway.",
+                    {**r, "passed": False},
+                )

@@ -151,11 +151,33 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "Recording sessions: "
         + "; ".join(
             f"{s.get('started', '?')} to {s.get('finished', '?')} UTC "
-            f"({len(s.get('slots', []))} slots, argv `{' '.join(s.get('argv', []))}`)"
+            f"({len(s.get('slots', []))} slots, argv `{' '.join(s.get('argv', []))}`"
+            + (f"; note: {s['note']}" if s.get("note") else "")
+            + ")"
             for s in sessions
         )
         + ".",
     ]
+    settled = [(s, s["settle"]) for s in sessions if s.get("settle")]
+    if settled:
+        lines += [
+            "",
+            "Page cache (`--settle`): before a session's first slot the recorder waited until `Cached` "
+            "of `/proc/meminfo` moved by at most the allowed rate over the window: "
+            + "; ".join(
+                f"session of {s.get('started', '?')}: {r['drift_mb_s']:+.2f} MB/s over {r['settle_s']:g} s "
+                f"(allowed {r['settle_mb_s']:g}), after {r['waited_s']:.0f} s"
+                for s, r in settled
+                if "drift_mb_s" in r
+            )
+            + ". Sessions before this check existed have no such reading.",
+        ]
+    moved = [
+        (sl["slot"], sl["supersedes"]) for s in sessions for sl in s.get("slots", []) if sl.get("supersedes")
+    ]
+    if moved:
+        lines += ["", "Slots recorded again (the earlier runs are kept in the raw folder's `superseded/`):"]
+        lines += [f"* slot {n}: replaces {', '.join(f'`{x}`' for x in stems)}" for n, stems in moved]
     warm = [(sl["slot"], sl["warmup"]) for s in sessions for sl in s.get("slots", []) if sl.get("warmup")]
     if warm:
         secs = sorted({float(s.get("warmup_s") or 0) for s in sessions if s.get("warmup_s")})
@@ -265,6 +287,9 @@ def _background(sessions: list[dict]) -> str:
 
 def _slot_table(sessions: list[dict]) -> list[str]:
     """Per slot: load average, the lab's share, the rest, the wait, the busiest other processes."""
+    from reveal_lab.lab._recorder import recorded_slots
+
+    current = recorded_slots(sessions)
     rows = []
     for s in sessions:
         for sl in s.get("slots", []):
@@ -273,6 +298,8 @@ def _slot_table(sessions: list[dict]) -> list[str]:
                 continue
             top = ", ".join(f"{p['comm']} {p['cores']:.2f}" for p in r.get("top_other_processes", [])[:3])
             status = "refused" if "refused" in sl else ("failed" if "error" in sl else "recorded")
+            if status == "recorded" and current.get(int(sl["slot"])) != sl.get("runs"):
+                status = "superseded (recorded again later)"
             rows.append(
                 f"| {sl['slot']} | {status} | {r['loadavg1']:.2f} | {r['own_load']:.2f} "
                 f"| {r['other_load']:.2f} "

@@ -60,6 +60,8 @@ __all__ = [
     "record_plans",
     "workload_key",
     "warmup_plans",
+    "recorded_slots",
+    "supersede_runs",
     "WARMUP_DIR",
     "collector_command",
     "machine_provenance",
@@ -153,6 +155,9 @@ class RecordedRun:
 #: where :func:`record_plans` puts the discarded warm-up runs (inside the raw folder, out of
 #: :func:`build_dataset`'s reach: it reads ``raw/*.run.json`` only)
 WARMUP_DIR = "warmup"
+#: where :func:`record_plans` moves the raw files of a slot's earlier recording when the slot
+#: is recorded again (kept, out of :func:`build_dataset`'s reach)
+SUPERSEDED_DIR = "superseded"
 #: calm before and after a warm-up run (it is not analysed: it only has to run the workload)
 WARMUP_CALM_S = 0.5
 
@@ -812,6 +817,36 @@ def machine_provenance() -> dict:
     return info
 
 
+def recorded_slots(sessions: Sequence[dict]) -> dict[int, list[str]]:
+    """The run stems each slot number holds now: its latest recording that gave runs.
+
+    >>> recorded_slots([{"slots": [{"slot": 0, "runs": ["a"]}, {"slot": 1, "error": "x"}]},
+    ...                 {"slots": [{"slot": 0, "runs": ["b"]}]}])
+    {0: ['b']}
+    """
+    out: dict[int, list[str]] = {}
+    for s in sessions:
+        for sl in s.get("slots", []):
+            if sl.get("runs"):
+                out[int(sl["slot"])] = list(sl["runs"])
+    return out
+
+
+def supersede_runs(raw_root: str | Path, stems: Sequence[str]) -> list[str]:
+    """Move every raw file of ``stems`` (``<stem>.run.json``, ``<stem>_<host>`` collector
+    folders and logs) into ``raw_root/superseded/``: kept, no longer built into the dataset.
+    Returns the names moved."""
+    raw_root = Path(raw_root)
+    dest = raw_root / SUPERSEDED_DIR
+    moved = []
+    for stem in stems:
+        for f in sorted(raw_root.glob(f"{stem}[._]*")):
+            dest.mkdir(exist_ok=True)
+            shutil.move(str(f), str(dest / f.name))
+            moved.append(f.name)
+    return moved
+
+
 def _count_tasks(gate: LoadGate, stop: threading.Event, every_s: float = 1.0) -> None:
     """Sample the lab's runnable + uninterruptible tasks for the gate until ``stop`` is set."""
     while not stop.wait(every_s):
@@ -835,6 +870,7 @@ def record_plans(
     gate: LoadGate | None = None,
     numbers: Sequence[int] | None = None,
     warmup_s: float = 0.0,
+    note: str | None = None,
 ) -> dict:
     """Record every slot on one set of lab hosts into ``raw_dir`` (see :func:`build_dataset`).
 
@@ -848,7 +884,13 @@ def record_plans(
     workload (:func:`workload_key`) in this session, a fault-free run of that many seconds
     on the same hosts (:func:`warmup_plans`), kept in ``raw_dir/warmup/`` and left out of
     the dataset; the slot's entry says which (``warmup``). A warm-up that fails is logged
-    and the slot is recorded all the same.
+    and the slot is recorded all the same. With ``gate.settle_s`` > 0, the session's first
+    slot also waits until the page cache has stopped moving (:meth:`LoadGate.settle`); the
+    reading is the session's ``settle``. A slot recorded before (an earlier session of the
+    same ``raw_dir``) is replaced once it records again: the earlier runs' raw files move to
+    ``raw_dir/superseded/`` (:func:`supersede_runs`) and the slot's entry names them
+    (``supersedes``). ``note``: why this session was recorded (kept in its provenance and
+    the dataset README).
 
     Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
     """
@@ -871,7 +913,10 @@ def record_plans(
         "warmup_s": warmup_s,
         "load_gate": gate.gate,
         "gate_max_wait_s": gate.max_wait_s,
+        "settle_s": gate.settle_s,
+        "settle_mb_s": gate.settle_mb_s if gate.settle_s > 0 else None,
         "argv": sys.argv,
+        **({"note": note} if note else {}),
         "slots": slot_log,
     }
     rec_path = raw_root / "recording.json"
@@ -901,6 +946,9 @@ def record_plans(
         warmed: set = set()
         for k, (i, slot) in enumerate(zip(numbers, slots, strict=True)):
             try:
+                if k == 0 and gate.settle_s > 0:
+                    prov["settle"] = gate.settle()
+                    log.info("page cache settled: %s", prov["settle"])
                 reading = gate.wait()
             except GateRefused as exc:
                 log.error("slot %d not recorded: %s", i, exc)
@@ -953,10 +1001,15 @@ def record_plans(
                 counting.set()
                 counter.join(timeout=10)
             gate.note()
+            earlier = [st for st in recorded_slots(sessions).get(i, []) if st not in {r.stem for r in recs}]
+            if earlier:
+                log.info("slot %d recorded again: %s moved to %s/", i, earlier, SUPERSEDED_DIR)
+                supersede_runs(raw_root, earlier)
             slot_log.append(
                 {
                     "slot": i,
                     "runs": [r.stem for r in recs],
+                    **({"supersedes": earlier} if earlier else {}),
                     "wall_s": round(time.time() - t, 1),
                     "loadavg_before": load_before,
                     "loadavg_after": open("/proc/loadavg").read().split()[:3],

@@ -199,3 +199,112 @@ def test_record_cli_reads_its_default_waits_and_rejects_bad_ones(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["record", "--gate-wait", "soon"])
     assert "--gate-wait" in capsys.readouterr().err
+
+
+def _cache_reader(m, mb_per_s, start_kb=2_000_000.0):
+    """The page cache of a machine whose kernel frees (or fills) ``mb_per_s(t)`` MB/s."""
+    state = {"kb": start_kb, "t": m.t}
+
+    def read():
+        while state["t"] < m.t:  # integrate the rate second by second up to the clock
+            state["kb"] += mb_per_s(state["t"]) * 1024
+            state["t"] += 1
+        return state["kb"]
+
+    return read
+
+
+def test_settle_waits_while_the_kernel_frees_page_cache():
+    # the kernel frees 20 MB/s for the first 60 s (the v3 recording's first slot), then nothing
+    m = FakeMachine([0.1])
+    freeing = _cache_reader(m, lambda t: -20.0 if t < 1060 else 0.0)
+    g = m.gate(settle_s=30, settle_mb_s=2.0, poll_s=10, read_cache_kb=freeing)
+    r = g.settle()
+    assert r["passed"] and abs(r["drift_mb_s"]) <= 2.0
+    assert 60 <= r["waited_s"] <= 90 and r["settle_s"] == 30
+    # a quiet cache passes after one window, and off reads nothing
+    m2 = FakeMachine([0.1])
+    r2 = m2.gate(settle_s=30, read_cache_kb=_cache_reader(m2, lambda t: 0.5)).settle()
+    assert r2["passed"] and r2["waited_s"] == 30 and r2["drift_mb_s"] == pytest.approx(0.5, abs=0.05)
+
+    def never():
+        raise AssertionError("settle off must not read the page cache")
+
+    off = FakeMachine([0.1]).gate(settle_s=0, read_cache_kb=never).settle()
+    assert off == {"settle_s": 0.0, "passed": True}
+
+
+def test_settle_refuses_a_cache_that_never_stops_moving():
+    m = FakeMachine([0.1])
+    g = m.gate(settle_s=30, max_wait_s=120, read_cache_kb=_cache_reader(m, lambda t: -20.0))
+    with pytest.raises(GateRefused, match=r"page cache is still changing: -20\.0 MB/s") as e:
+        g.settle()
+    assert e.value.reading["passed"] is False and e.value.reading["waited_s"] >= 120
+    assert "--settle 0" in str(e.value)
+    with pytest.raises(ValueError, match="settle_mb_s"):
+        LoadGate(settle_s=10, settle_mb_s=0)
+
+
+def test_read_page_cache_kb_reads_meminfo(tmp_path):
+    from reveal_lab.lab import read_page_cache_kb
+
+    assert read_page_cache_kb() > 0  # this machine's /proc/meminfo
+    f = tmp_path / "meminfo"
+    f.write_text("MemTotal: 100 kB\nCached:     2048 kB\n")
+    assert read_page_cache_kb(str(f)) == 2048.0
+    f.write_text("MemTotal: 100 kB\n")
+    with pytest.raises(ValueError, match="no 'Cached:' line"):
+        read_page_cache_kb(str(f))
+
+
+def test_record_cli_settle_flags(capsys):
+    from reveal_lab.cli import build_parser
+
+    args = build_parser().parse_args(["record"])
+    assert args.settle == 30.0 and args.settle_rate == 2.0 and args.note is None
+    assert build_parser().parse_args(["record", "--settle", "off"]).settle == 0.0
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["record", "--settle-rate", "0"])
+    assert "--settle-rate" in capsys.readouterr().err
+
+
+def test_a_slot_recorded_again_supersedes_the_earlier_runs(tmp_path):
+    import json
+
+    from reveal_lab.lab import recorded_slots, supersede_runs
+    from reveal_lab.lab._provenance import provenance_readme
+
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    raw.mkdir()
+    out.mkdir()
+    old, new = "train_X_2026-01-01T00-00-00", "train_X_2026-01-02T00-00-00"
+    other = "infer_Y_2026-01-01T00-00-00"
+    for stem in (old, other):
+        (raw / f"{stem}.run.json").write_text("{}")
+        (raw / f"{stem}_labA").mkdir()
+        (raw / f"{stem}_labA" / "metrics.parquet").write_bytes(b"x")
+        (raw / f"{stem}_labA.collector.log").write_text("log")
+    moved = supersede_runs(raw, [old])
+    assert sorted(moved) == sorted([f"{old}.run.json", f"{old}_labA", f"{old}_labA.collector.log"])
+    assert (raw / "superseded" / f"{old}_labA" / "metrics.parquet").read_bytes() == b"x"  # kept
+    assert sorted(p.name for p in raw.glob("*.run.json")) == [f"{other}.run.json"]  # the other slot stays
+    reading = {"loadavg1": 0.3, "own_load": 0.0, "other_load": 0.3, "waited_s": 2.0}
+    reading["top_other_processes"] = []
+    first = [
+        {"slot": 0, "runs": [old], "gate_reading": reading},
+        {"slot": 1, "runs": [other], "gate_reading": reading},
+    ]
+    settle = {"settle_s": 30.0, "settle_mb_s": 2.0, "drift_mb_s": -0.4, "waited_s": 30.0, "passed": True}
+    again = [{"slot": 0, "runs": [new], "supersedes": [old], "gate_reading": reading}]
+    sessions = [
+        {"argv": ["record"], "slots": first},
+        {"argv": ["record"], "note": "slot 0 ran during reclaim", "settle": settle, "slots": again},
+    ]
+    assert recorded_slots(sessions) == {0: [new], 1: [other]}
+    (raw / "recording.json").write_text(json.dumps({"sessions": sessions}))
+    (out / "meta_lab.csv").write_text("run,model,phase,world_size,fault\nr,MLP,train,1,none\n")
+    (out / "labels.csv").write_text("run,host,fault_type,expected_subsystem,magnitude\n")
+    text = provenance_readme(raw, out)
+    assert "| 0 | superseded (recorded again later) |" in text and "| 1 | recorded |" in text
+    assert f"* slot 0: replaces `{old}`" in text
+    assert "-0.40 MB/s over 30 s (allowed 2)" in text and "note: slot 0 ran during reclaim" in text
