@@ -348,32 +348,32 @@ class LoadGate:
         """Block until the page cache has drifted by at most ``settle_mb_s`` MB/s over the last
         ``settle_s`` seconds (read every ``poll_s``); the reading (``drift_mb_s``, ``waited_s``).
 
-        After ``max_wait_s`` it raises :class:`GateRefused`. ``settle_s == 0``: off, nothing read.
+        The window starts at the newest reading at least ``settle_s`` old, so readings that
+        come a little late (a real clock) still fill it. After ``max_wait_s`` it raises
+        :class:`GateRefused`. ``settle_s == 0``: off, nothing read.
         """
         if self.settle_s <= 0:
             return {"settle_s": 0.0, "passed": True}
         start = self.clock()
         pts = [(start, self.read_cache_kb())]
+        r: dict = {"settle_s": self.settle_s, "settle_mb_s": self.settle_mb_s}
         while True:
             self.sleep(min(self.poll_s, self.settle_s))
             now = self.clock()
             pts.append((now, self.read_cache_kb()))
-            span = [p for p in pts if p[0] >= now - self.settle_s - 1e-9]
-            if now - span[0][0] < self.settle_s - 1e-9:  # the window is not full yet
-                continue
-            drift = (span[-1][1] - span[0][1]) / 1024 / (now - span[0][0])
-            r = {
-                "settle_s": self.settle_s,
-                "settle_mb_s": self.settle_mb_s,
-                "drift_mb_s": round(drift, 3),
-                "page_cache_mb": round(span[-1][1] / 1024, 1),
-                "waited_s": round(now - start, 1),
-            }
-            if abs(drift) <= self.settle_mb_s:
-                return {**r, "passed": True}
+            old = [p for p in pts if now - p[0] >= self.settle_s - 1e-6]
+            if old:  # the window is full
+                t0, kb0 = old[-1]
+                drift = (pts[-1][1] - kb0) / 1024 / (now - t0)
+                r.update(drift_mb_s=round(drift, 3), page_cache_mb=round(pts[-1][1] / 1024, 1))
+                r["waited_s"] = round(now - start, 1)
+                if abs(drift) <= self.settle_mb_s:
+                    return {**r, "passed": True}
             if now - start >= self.max_wait_s:
+                r["waited_s"] = round(now - start, 1)
+                moved = f"{r['drift_mb_s']:+.1f} MB/s" if "drift_mb_s" in r else "not measured"
                 raise GateRefused(
-                    f"the page cache is still changing: {drift:+.1f} MB/s over the last {self.settle_s:g}s "
+                    f"the page cache is still changing: {moved} over the last {self.settle_s:g}s "
                     f"(--settle allows {self.settle_mb_s:g} MB/s) after waiting {now - start:.0f}s "
                     f"(--gate-wait {self.max_wait_s:g}s); the kernel is still reclaiming or filling the "
                     "cache (e.g. after boot). Wait and run again, or pass --settle 0 to record anyway.",

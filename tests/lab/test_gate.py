@@ -234,6 +234,28 @@ def test_settle_waits_while_the_kernel_frees_page_cache():
     assert off == {"settle_s": 0.0, "passed": True}
 
 
+def test_settle_fills_its_window_with_readings_that_come_late():
+    # a real clock: every reading comes a little after the poll (the first recording with
+    # --settle waited 14 min for a window that exact-time tests had always filled)
+    m = FakeMachine([0.1])
+    late = m.sleep
+
+    def sleep(s):
+        late(s + 0.013)
+
+    g = LoadGate(
+        settle_s=30, poll_s=10, clock=m.clock, sleep=sleep, read_cache_kb=_cache_reader(m, lambda t: 0.1)
+    )
+    r = g.settle()
+    assert r["passed"] and 30 <= r["waited_s"] < 41
+    g2 = LoadGate(
+        settle_s=30, poll_s=10, max_wait_s=45, clock=m.clock, sleep=sleep,
+        read_cache_kb=_cache_reader(m, lambda t: -5.0),
+    )
+    with pytest.raises(GateRefused, match="still changing"):
+        g2.settle()
+
+
 def test_settle_refuses_a_cache_that_never_stops_moving():
     m = FakeMachine([0.1])
     g = m.gate(settle_s=30, max_wait_s=120, read_cache_kb=_cache_reader(m, lambda t: -20.0))
@@ -308,3 +330,12 @@ def test_a_slot_recorded_again_supersedes_the_earlier_runs(tmp_path):
     assert "| 0 | superseded (recorded again later) |" in text and "| 1 | recorded |" in text
     assert f"* slot 0: replaces `{old}`" in text
     assert "-0.40 MB/s over 30 s (allowed 2)" in text and "note: slot 0 ran during reclaim" in text
+
+
+def test_settle_on_the_real_clock_and_page_cache_returns_in_bounded_time():
+    import time
+
+    t0 = time.monotonic()
+    r = LoadGate(settle_s=1.0, poll_s=0.25, settle_mb_s=100_000.0, max_wait_s=10).settle()
+    assert r["passed"] and r["settle_s"] == 1.0 and "drift_mb_s" in r
+    assert time.monotonic() - t0 < 10  # filled the window and passed; before the fix it never did
