@@ -16,7 +16,9 @@
 # WARMUP (default 0s: none; `make record-lab` passes 15s, as data/lab v3 was recorded: before
 # each workload's first slot a discarded fault-free run on the same hosts, kept in
 # RAW_DIR/warmup; the v2 recording's first repeats, made first in the session, held nearly
-# all its false alarms).
+# all its false alarms), SETTLE (default 30s: before a session's first slot wait until the
+# page cache moves by at most 2 MB/s over that long; v3's first slot, 4 min after boot, ran
+# while the kernel's reclaim freed 1.7 GB of page cache and was recorded again; "0" disables).
 # Needs: root, iproute2 (ip netns), util-linux (nsenter), iptables, cgroups (v1 or v2),
 # RPS/XPS files under /sys/class/net/*/queues (for the IRQ-imbalance case study), and the
 # venv from scripts/bootstrap.sh (torch==2.13.0 CPU via the `workloads` extra).
@@ -35,6 +37,7 @@ OUT="${3:-data/lab}"
 LOAD_GATE="${LOAD_GATE:-0.5}"
 GATE_WAIT="${GATE_WAIT:-10min}"
 WARMUP="${WARMUP:-0s}"
+SETTLE="${SETTLE:-30s}"
 HF_DIR="${HF_DIR:-out/hf_lab}"
 MAX_MB="${MAX_MB:-40}"
 if [ "$(id -u)" != 0 ]; then echo "run as root (network namespaces, cgroups, iptables)" >&2; exit 1; fi
@@ -46,7 +49,7 @@ if [ "${BUILD_ONLY:-0}" != 1 ]; then
     "$RL" record --plan "$PLAN" "${SLOT_ARGS[@]}" --warmup "$WARMUP" --dry-run
     set +e
     "$RL" record --plan "$PLAN" "${SLOT_ARGS[@]}" --raw "$RAW" --no-build \
-        --load-gate "$LOAD_GATE" --gate-wait "$GATE_WAIT" --warmup "$WARMUP"
+        --load-gate "$LOAD_GATE" --gate-wait "$GATE_WAIT" --warmup "$WARMUP" --settle "$SETTLE"
     rc=$?
     set -e
     if [ "$rc" = 75 ]; then

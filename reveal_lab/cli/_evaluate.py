@@ -98,7 +98,47 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="FILE",
         help="a pruning.json to reuse (default: fit on the dataset's fault-free runs)",
     )
+    p.add_argument(
+        "--no-evidence",
+        action="store_true",
+        help="skip episode_evidence.csv (default: for each episode label and each host of its run, the "
+        "metrics whose mean over the episode lies beyond every equally long span of the workload's "
+        "fault-free runs on that host, and not beyond it in the run's own calm span: whether the "
+        "telemetry showed a fault the detectors missed, and where)",
+    )
     p.set_defaults(func=_run)
+
+
+def _evidence(args: argparse.Namespace, episodes) -> None:  # noqa: ANN001 - a polars frame
+    import json
+    from pathlib import Path
+
+    from reveal_lab.evaluation import episode_evidence, evidence_summary
+
+    runs = [r for r in args.runs.split(",") if r] if args.runs else None
+    ev = episode_evidence(args.data or _default_data(), runs=runs)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ev.write_csv(out / "episode_evidence.csv")
+    summ = evidence_summary(ev, episodes)
+    (out / "episode_evidence.json").write_text(json.dumps(summ, indent=1, default=str))
+    print(
+        f"[evidence] {summ['visible']} of {summ['episodes']} episode labels left their fault-free range "
+        f"in some metric ({summ['visible_at_host']} on their own host, {summ['visible_only_on_peers']} only "
+        f"on a peer); missed by the detectors although visible: {len(summ.get('missed_visible', []))}"
+    )
+    for m in summ.get("missed_visible", [])[:12]:
+        print(
+            f"  {m['fault_type']}@{m['magnitude']:g} {m['run']} {m['host']}: {m['metric']} "
+            f"on {m['evidence_host']} {m['episode_mean']:.3g} (fault-free at most {m['faultfree_max']:.3g})"
+        )
+    print(f"[evidence] {out / 'episode_evidence.csv'}, {out / 'episode_evidence.json'}")
+
+
+def _default_data() -> str:
+    from reveal_lab.config import data_dir
+
+    return str(data_dir())
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,6 +158,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"reveal-lab evaluate: --pruning {args.pruning}: no such file (expected a pruning.json)")
         return 2
     spaces = {"all": False} if args.no_prune else {"pruned": args.pruning or True, "all": False}
+    first_episodes = None
     for mode in modes:
         evs = {}
         for space, prune in spaces.items():
@@ -147,6 +188,8 @@ def _run(args: argparse.Namespace) -> int:
                     j = j.with_name(f"{j.stem}{tag}{j.suffix or '.json'}")
                 paths["json"] = write_evaluation_json(ev, j)
             evs[space] = ev
+            if first_episodes is None:
+                first_episodes = ev.episodes
             print(paths["table_md"].read_text())
             names = ", ".join(p.name for p in paths.values())
             print(f"[{mode}, {space} metrics] tables in {args.out}: {names}")
@@ -154,4 +197,6 @@ def _run(args: argparse.Namespace) -> int:
             out = Path(args.out) / (mode if len(modes) > 1 else "")
             cmp = write_comparison(evs, out)
             print(f"[{mode}] pruned vs all: " + ", ".join(str(p) for p in cmp.values()))
+    if not args.no_evidence:
+        _evidence(args, first_episodes)
     return 0

@@ -18,6 +18,12 @@ from reveal_lab.evaluation._evaluate import (
     table_markdown,
     write_comparison,
 )
+from reveal_lab.evaluation._evidence import (
+    EVIDENCE_COLUMNS,
+    episode_evidence,
+    evidence_summary,
+    span_envelope,
+)
 from reveal_lab.evaluation._json import JSON_FIELDS, evaluation_json, write_evaluation_json
 from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
@@ -30,6 +36,10 @@ from reveal_lab.evaluation._score import (
 )
 
 __all__ = [
+    "EVIDENCE_COLUMNS",
+    "episode_evidence",
+    "evidence_summary",
+    "span_envelope",
     "COMPARISON_COLUMNS",
     "compare_spaces",
     "recall_at_false_alarms",

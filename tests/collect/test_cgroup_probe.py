@@ -201,9 +201,12 @@ def test_v1_cpu_quota_throttles_a_busy_child_and_it_shows(tmp_path):
         (cpu_dir / "cpu.cfs_period_us").write_text("100000")
         (cpu_dir / "cpu.cfs_quota_us").write_text("10000")  # 10 % of a core: a busy loop is throttled
         spin = "import time\nt=time.time()+6\nwhile time.time()<t: pass"
-        busy = subprocess.Popen([sys.executable, "-c", spin])
-        for d in made:
-            (d / "cgroup.procs").write_text(str(busy.pid))
+
+        def join() -> None:  # in the child, before exec: everything it allocates is charged here
+            for d in made:  # (moved after start, a child done starting up had charged nothing)
+                (d / "cgroup.procs").write_text(str(os.getpid()))
+
+        busy = subprocess.Popen([sys.executable, "-c", spin], preexec_fn=join)  # noqa: PLW1509
         out = tmp_path / "cg1"
         res = collect(out, interval_s=0.1, duration_s=1.5, probes="cgroup", cgroup_root=str(Path(v1["cpu"]) / name),
                       host="c", handle_signals=False)  # fmt: skip

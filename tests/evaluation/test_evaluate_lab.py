@@ -58,8 +58,13 @@ def test_bundled_dataset_is_consistent():
     rec = json.loads((root / "recording.json").read_text())
     slots = [sl for ses in rec["sessions"] for sl in ses.get("slots", [])]
     assert all("gate_reading" in sl for sl in slots)  # every slot checked the machine's load first
-    recorded = [sl for sl in slots if "error" not in sl]  # a failed attempt stays in the log, not the data
-    assert len(recorded) == meta["run"].n_unique()
+    # a failed attempt stays in the log, not the data; a slot recorded again holds its latest runs
+    from reveal_lab.lab import recorded_slots
+
+    current = recorded_slots(rec["sessions"])
+    assert sorted(r for runs in current.values() for r in runs) == sorted(meta["run"].unique().to_list())
+    superseded = [r for sl in slots for r in sl.get("supersedes", [])]
+    assert superseded and not set(superseded) & set(meta["run"])  # slot 0 of v3 was recorded again
 
 
 def test_evaluate_scores_a_storage_run_and_its_baselines(tmp_path):
@@ -111,9 +116,17 @@ def test_evaluate_cli_writes_tables(tmp_path, capsys):
         at = summ[space]["recall_at_1pct_false_alarms"]
         assert at == {"threshold": None, "false_alarm_share": None, "recall": None, "episodes": 0}
     assert pl.read_parquet(tmp_path / "windows_self.parquet").height > 0
-    # --no-prune: every metric only
-    assert main(["evaluate", "--mode", "self", "--runs", run, "--no-prune", "--out", str(tmp_path / "np")]) == 0
+    # the raw evidence of the run's episodes, beside the detectors' verdict
+    ev = pl.read_csv(tmp_path / "episode_evidence.csv")
+    assert set(ev["run"]) == {run} and ev.filter(pl.col("rank") == 1).height >= 2
+    evs = json.loads((tmp_path / "episode_evidence.json").read_text())
+    assert evs["episodes"] == evs["visible_at_host"] == ev.select("start").n_unique()
+    assert "[evidence]" in out
+    # --no-prune: every metric only; --no-evidence: no evidence files
+    argv = ["evaluate", "--mode", "self", "--runs", run, "--no-prune", "--no-evidence"]
+    assert main([*argv, "--out", str(tmp_path / "np")]) == 0
     assert not (tmp_path / "np" / "pruned_vs_all.csv").exists()
+    assert not (tmp_path / "np" / "episode_evidence.csv").exists()
     assert "pruned_metrics=all" in (tmp_path / "np" / "evaluation_self.md").read_text()
 
 

@@ -100,12 +100,25 @@ def test_recorded_run_planted_metrics_rank_first():
         if len(chosen) == 3:
             break
     assert len(chosen) == 3
-    # plant where the clean run is quietest: the 6 consecutive windows of lowest mean
-    # combined score (a real deviation elsewhere would rightly outrank the planted one)
+    # plant where the clean run is quietest by the ranking's own measure: the 9 consecutive
+    # windows where the fewest real metrics reach the ranking's cap (|z| >= 100 in some feature,
+    # z as the Z-score detector fitted on the run sees it); a real metric at the cap there would
+    # rightly tie with the planted ones (the lowest combined score did not exclude that: with
+    # v3's slot 0 recorded again, Perf:Task_Clock.0 reached the cap in the span it chose)
+    from reveal_lab.features import window_features
+    from reveal_lab.pipeline import detection_view
+
     t0 = run.frame["timestamp"][0]
-    ws = ((clean.windows["start"] - t0).dt.total_milliseconds() / 1000).to_numpy()
-    comb = clean.windows["combined"].to_numpy()
-    i = int(np.argmin(np.convolve(comb, np.ones(6) / 6, mode="valid")))
+    view, _ = detection_view(run.frame, None, derive=True, keep_constant=True)
+    wf = window_features(view, FAST.window)
+    from reveal_lab.detectors import ZScoreDetector
+
+    z = np.abs(ZScoreDetector().fit(wf.X).zscores(wf.X))  # the ranking's z: the Z-score's own fit
+    metric_of = wf.pairs["metric"].to_numpy()
+    at_cap = np.array([len(set(metric_of[np.nan_to_num(row) >= 100])) for row in z], dtype=float)
+    ws = ((wf.windows["start"] - t0).dt.total_milliseconds() / 1000).to_numpy()
+    # the planted 4 s (from 1 s into window i) touches windows i-2 .. i+4: all of them quiet
+    i = int(np.argmin(np.convolve(at_cap, np.ones(9), mode="valid"))) + 2
     lo = float(ws[i]) + 1.0
     hi = lo + 4.0
     t = (run.frame["timestamp"] - t0).dt.total_milliseconds().to_numpy() / 1000
