@@ -18,6 +18,8 @@ Shapes understood (see ``benchmarks/README.md``):
 * ``labelled_servers``: the detection/attribution summary of ``reveal-lab bench labelled``.
 * ``lone_runs``: ``{"summary": {setting: {"fault_free_share_median", ..., "by_fault": {fault:
   [{"model", "phase", "episode_share", "top"}]}}}, "min_run"}`` (``benchmarks/lone_runs.py``).
+* ``sentinel_counters``: ``{"by_min_samples": {K: {"false_alarm_share", "episodes_found": {name:
+  {"found", "episodes"}}}}}`` (``benchmarks/sentinel_counters.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ EXPECTED: dict[str, str] = {
     "watch_latency": "live `watch` latency",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
     "lone_runs": "lab runs detected alone (no baseline): windows flagged, default vs `--min-run`",
+    "sentinel_counters": "lab runs: counters never non-zero in fault-free runs, as a rule alone (a study)",
 }
 
 
@@ -359,6 +362,21 @@ def lone_runs_table(data: dict) -> list[str]:
     return lines
 
 
+def sentinel_table(data: dict) -> list[str]:
+    """``sentinel_counters.json``: one row per ``K``, false alarms and episodes found per fault."""
+    by = data.get("by_min_samples")
+    if not isinstance(by, dict) or not by:
+        raise ValueError("no 'by_min_samples'")
+    lines = [
+        "| K (samples of 30) | false alarms | episodes found (fault@magnitude found/all) |",
+        "|---:|---:|---|",
+    ]
+    for k, v in by.items():
+        found = "; ".join(f"{n} {c['found']}/{c['episodes']}" for n, c in v["episodes_found"].items())
+        lines.append(f"| {k} | {_fmt(_num(v.get('false_alarm_share')))} | {found} |")
+    return lines
+
+
 def summarize(results_dir: Path) -> str:
     found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
     run_log: dict = {}
@@ -389,6 +407,8 @@ def summarize(results_dir: Path) -> str:
                 raise ValueError("top level is not an object")
             if name.startswith("labelled_"):
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
+            elif name == "sentinel_counters":
+                studies += [f"**{name}** ({data.get('date', '?')})", "", *sentinel_table(data), ""]
             elif name == "lone_runs":
                 studies += [f"**{name}** (host {data.get('host', '?')}, {data.get('date', '?')})", ""]
                 studies += [*lone_runs_table(data), ""]

@@ -257,3 +257,30 @@ def test_summary_rewrites_only_the_readme_section_between_markers(tmp_path: Path
     subprocess.run([sys.executable, str(BENCH / "summarize.py"), "--results", str(results), "--readme", str(plain)],
                    capture_output=True, text=True, timeout=60, check=True)
     assert plain.read_text() == "# no markers\n"
+
+
+def test_summary_renders_the_sentinel_study(tmp_path: Path):
+    v = {"false_alarm_share": 0.0023, "episodes_found": {"packet_loss@0.01": {"found": 3, "episodes": 3}}}
+    (tmp_path / "sentinel_counters.json").write_text(json.dumps({"by_min_samples": {"5": v}}))
+    text = _summarize(tmp_path)
+    assert "| 5 | 0.0023 | packet_loss@0.01 3/3 |" in text
+    (tmp_path / "sentinel_counters.json").write_text(json.dumps({"results": []}))
+    assert "unreadable sentinel_counters.json: no 'by_min_samples'" in _summarize(tmp_path)
+
+
+def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
+    """v3: counters never non-zero in the fault-free runs move in every loss episode (5 of a
+    window's 30 samples), and rarely in fault-free windows; bad input is refused by name."""
+    out = tmp_path / "s.json"
+    script = str(BENCH / "sentinel_counters.py")
+    p = subprocess.run([sys.executable, script, "--min-samples", "5", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())["by_min_samples"]["5"]
+    loss = {k: v for k, v in res["episodes_found"].items() if k.startswith("packet_loss")}
+    assert len(loss) == 3 and all(v["found"] == v["episodes"] == 3 for v in loss.values())
+    assert 0 < res["false_alarm_share"] < 0.01
+    bad = subprocess.run(
+        [sys.executable, script, "--min-samples", "0"], capture_output=True, text=True, timeout=120
+    )
+    assert bad.returncode == 2 and "--min-samples" in bad.stderr
