@@ -70,3 +70,46 @@ studies.save_table(episodes, out_dir, "evaluation_episodes")
 studies.save_table(alarms, out_dir, "evaluation_false_alarms")
 studies.save_table(by_repeat, out_dir, "evaluation_false_alarms_by_repeat")
 table
+
+# %% [markdown]
+# ## Was the fault in the telemetry?
+#
+# A missed episode is either invisible in the telemetry or visible and not picked up by the
+# detectors. `episode_evidence` tells them apart without any detector: for each episode and
+# each host of its run, the metrics whose mean over the episode lies beyond every equally long
+# span of the workload's fault-free runs on that host (and not already in the run's own calm
+# span). Per fault type and magnitude: the episodes, those the detectors found, those visible
+# on their own host and only on a peer; then the strongest metric of each missed one.
+
+# %%
+if labelled:
+    from reveal_lab.evaluation import episode_evidence
+
+    evidence = episode_evidence(root, runs=subset)
+    key = ["run", "host", "start", "fault_type"]
+    top = evidence.filter(pl.col("rank") == 1)
+    seen = top.select(*key, at_host=pl.col("evidence_host") == pl.col("host")).group_by(key).agg(
+        pl.col("at_host").any())
+    found = episodes.filter((pl.col("method") == "windows") & (pl.col("scope") == "episode")).select(
+        "run", "host", pl.col("start").cast(pl.Datetime("ms")), "fault_type", "magnitude", "detected")
+    visible = found.join(seen, on=key, how="left").with_columns(
+        visible_at_host=pl.col("at_host").fill_null(False),
+        visible_on_peer_only=pl.col("at_host").is_not_null() & ~pl.col("at_host").fill_null(False))
+    evidence_table = visible.group_by("fault_type", "magnitude").agg(
+        episodes=pl.len(), detected=pl.col("detected").cast(pl.Boolean).sum(),
+        visible_at_host=pl.col("visible_at_host").sum(),
+        visible_on_peer_only=pl.col("visible_on_peer_only").sum()).sort("fault_type", "magnitude")
+    unfound = found.filter(~pl.col("detected").cast(pl.Boolean)).select(key)
+    missed = top.join(unfound, on=key, how="semi").sort("exceedance", descending=True) \
+        .group_by(key, maintain_order=True).first() \
+        .select("fault_type", "magnitude", "host", "evidence_host", "metric", "episode_mean",
+                "faultfree_max") \
+        .sort("fault_type", "magnitude")
+else:
+    evidence_table = missed = pl.DataFrame({"note": [f"{root} is not a labelled dataset"]})
+studies.save_table(evidence_table, out_dir, "evaluation_evidence")
+studies.save_table(missed, out_dir, "evaluation_missed_evidence")
+evidence_table
+
+# %%
+missed
