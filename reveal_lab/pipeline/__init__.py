@@ -32,6 +32,7 @@ from reveal_lab.pipeline._method import (
     save_pruning,
     trim_run,
 )
+from reveal_lab.pipeline._sentinel import SENTINEL_COLUMNS, sentinel_counters, silent_counters
 
 __all__ = [
     "Detection",
@@ -58,4 +59,7 @@ __all__ = [
     "sustained",
     "save_pruning",
     "trim_run",
+    "SENTINEL_COLUMNS",
+    "sentinel_counters",
+    "silent_counters",
 ]

@@ -40,6 +40,7 @@ from reveal_lab.pipeline._method import (
     sustained,
     trim_run,
 )
+from reveal_lab.pipeline._sentinel import sentinel_counters, silent_counters
 from reveal_lab.telemetry import (
     SUBSYSTEMS,
     TIMESTAMP,
@@ -109,6 +110,9 @@ class Detection:
     summary: dict[str, Any] = field(default_factory=dict)
     #: cross-host deviation (:func:`reveal_lab.crosshost.deviation`) for runs with 3+ hosts
     crosshost: pl.DataFrame | None = None
+    #: with baseline runs: the counters 0 in every baseline sample that move here
+    #: (:func:`reveal_lab.pipeline.sentinel_counters`; reported, not scored)
+    sentinels: pl.DataFrame | None = None
 
     @property
     def scores(self) -> dict[str, np.ndarray]:
@@ -189,6 +193,7 @@ class Detection:
                 int(self.crosshost["persistent"].sum()) if self.crosshost is not None else None
             ),
             "excluded_metrics": self.excluded.height,
+            "sentinel_counters": None if self.sentinels is None else self.sentinels.height,
             "warnings": list(self.warnings),
             "timings_s": self.timings,
         }
@@ -715,6 +720,11 @@ def _detect_run(
             {h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s, align="time"
         )
         timings["crosshost"] = time.perf_counter() - t
+    sentinels = None
+    if baseline:
+        t = time.perf_counter()
+        sentinels = sentinel_counters(parts, silent_counters(baseline))
+        timings["sentinels"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     cfg = {
         "preset": preset.name,
@@ -746,6 +756,7 @@ def _detect_run(
         warnings=notes,
         timings=timings,
         crosshost=crosshost,
+        sentinels=sentinels,
     )
     det.summary = det.make_summary()
     log.info(

@@ -195,6 +195,24 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             for h, v in s["per_host"].items()
         ]
         out.append(("Per host", "", pl.DataFrame(rows)))
+    sent = det.sentinels
+    if sent is not None and sent.height:
+        out.append(
+            (
+                "Counters silent in the baseline that moved here",
+                f"{sent.height} counter(s) were 0 in every sample of every baseline run and are non-zero "
+                "in this run (on the lab recording, packet loss shows only in such counters). The "
+                "detectors hardly see them: the pruned space leaves out metrics constant in every "
+                "baseline run, and a counter that never moved gives PCA and the isolation forest no "
+                "spread to use. Read them as evidence to check, not as anomalies. All rows are in "
+                "`sentinels.csv`.",
+                sent.head(max_rows).with_columns(
+                    pl.col("share").round(4),
+                    pl.col("first").dt.strftime("%H:%M:%S%.3f"),
+                    pl.col("last").dt.strftime("%H:%M:%S%.3f"),
+                ),
+            )
+        )
     if det.warnings:
         out.append(("Notes", "\n".join(f"- {w}" for w in det.warnings[:50]), None))
     return out
@@ -287,6 +305,10 @@ def write_report(
     :class:`~reveal_lab.telemetry.Run` or frame); images are embedded as PNG.
     ``figures=False`` leaves them out.
 
+    With baseline runs, the counters that were 0 in every baseline sample and move in the run
+    (:func:`reveal_lab.pipeline.sentinel_counters`: reported, not scored) go to
+    ``sentinels.csv`` and a section of the report, when there are any.
+
     Cross-host deviation (a detection's own, for runs with three or more hosts, or
     ``crosshost`` computed over several runs, see :func:`reveal_lab.crosshost.deviation`)
     goes to ``crosshost.csv`` and a section listing the persistent deviations.
@@ -361,6 +383,15 @@ def write_report(
         "the pair's share of the window's attribution, averaged over the detectors that flag the window.",
         "",
     ]
+    sents = [d.sentinels.with_columns(run=pl.lit(d.run_id)) for d in dets if d.sentinels is not None]
+    if sents:
+        allsent = pl.concat(sents, how="vertical")
+        summary["sentinel_counters"] = allsent.height
+    if sents and allsent.height:  # like crosshost.csv: only when there is something to list
+        paths["sentinels.csv"] = out / "sentinels.csv"
+        allsent.select("run", *[c for c in allsent.columns if c != "run"]).write_csv(
+            paths["sentinels.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6
+        )
     xh = [d.crosshost for d in dets if d.crosshost is not None]
     if crosshost is not None:
         xh.append(crosshost)
