@@ -178,6 +178,15 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
     if moved:
         lines += ["", "Slots recorded again (the earlier runs are kept in the raw folder's `superseded/`):"]
         lines += [f"* slot {n}: replaces {', '.join(f'`{x}`' for x in stems)}" for n, stems in moved]
+    mixed = _mixed_sessions(sessions)
+    if mixed:
+        lines += [
+            "",
+            "Workloads whose runs come from more than one recording session (a run recorded in "
+            "another session meets another machine state, e.g. another page-cache composition, "
+            "and its calibrated thresholds are set by runs of both):",
+        ]
+        lines += [f"* `{w}`: {', '.join(f'{n} run(s) of {st}' for st, n in parts)}" for w, parts in mixed]
     warm = [(sl["slot"], sl["warmup"]) for s in sessions for sl in s.get("slots", []) if sl.get("warmup")]
     if warm:
         secs = sorted({float(s.get("warmup_s") or 0) for s in sessions if s.get("warmup_s")})
@@ -208,6 +217,29 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
     return "\n".join(lines) + "\n"
+
+
+def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int]]]]:
+    """Workloads (a run stem less its time stamp) whose current runs come from several sessions.
+
+    >>> s = [{"started": "a", "slots": [{"slot": 0, "runs": ["w_2026-01-01T00-00-00"]},
+    ...                                 {"slot": 1, "runs": ["w_2026-01-01T00-02-00"]}]},
+    ...      {"started": "b", "slots": [{"slot": 1, "runs": ["w_2026-01-02T00-00-00"]}]}]
+    >>> _mixed_sessions(s)
+    [('w', [('a', 1), ('b', 1)])]
+    """
+    from reveal_lab.lab._recorder import recorded_slots
+
+    current = {r for runs in recorded_slots(sessions).values() for r in runs}
+    by: dict[str, dict[str, int]] = {}
+    for ses in sessions:
+        for sl in ses.get("slots", []):
+            for r in sl.get("runs") or []:
+                if r in current:
+                    w = r[: -len("_2026-01-01T00-00-00")] if len(r) > 20 else r
+                    st = str(ses.get("started", "?"))
+                    by.setdefault(w, {})[st] = by.setdefault(w, {}).get(st, 0) + 1
+    return [(w, sorted(v.items())) for w, v in sorted(by.items()) if len(v) > 1]
 
 
 def _gist(error: str) -> str:
