@@ -165,7 +165,7 @@ def episode_evidence(
             "expected_subsystem": lab.get("expected_subsystem"),
         }
         for row in meta.filter(pl.col("run") == lab["run"]).sort("host").iter_rows(named=True):
-            f = load_run(root / row["source_file"].removeprefix("./")).frame
+            f = frame(row)  # the fault run, cut to its workload span like the fault-free ones
             cols = metric_columns(f)
             ep = _values(_between(f, a, b), cols)
             if ep.shape[0] == 0:
