@@ -36,6 +36,7 @@ import argparse
 import datetime as dt
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,8 @@ import polars as pl
 from reveal_lab.config import data_dir
 from reveal_lab.io import load_run
 from reveal_lab.lab import read_labels, read_meta
-from reveal_lab.telemetry import TIMESTAMP, metric_columns
+from reveal_lab.pipeline import silent_columns, silent_counters
+from reveal_lab.telemetry import TIMESTAMP, Run
 
 HERE = Path(__file__).resolve().parent
 WINDOW, STRIDE = 30, 10  # samples at 100 ms: 3 s windows every 1 s
@@ -58,39 +60,22 @@ def _span(frame: pl.DataFrame, row: dict) -> pl.DataFrame:
     return frame.filter((pl.col(TIMESTAMP) >= a) & (pl.col(TIMESTAMP) <= b))
 
 
-def _sentinels(f: pl.DataFrame, base: list[pl.DataFrame]) -> np.ndarray:
-    """Samples x sentinel counters of ``f``: True where a counter that is 0 in every sample of
-    every run of ``base`` is non-zero."""
-    cols = []
-    for c in metric_columns(f):
-        if "_diff:" not in c or not all(c in b.columns for b in base):
-            continue
-        vals = np.concatenate([b[c].cast(pl.Float64).to_numpy() for b in base])
-        if vals.size and np.isfinite(vals).all() and not vals.any():
-            cols.append(c)
-    if not cols:
-        return np.zeros((f.height, 0), dtype=bool)
-    return np.column_stack([np.nan_to_num(f[c].cast(pl.Float64).to_numpy()) != 0 for c in cols])
+def host_runs(root: Path, meta: pl.DataFrame) -> Iterator[tuple[dict, pl.DataFrame, np.ndarray]]:
+    """Per host run of ``meta``: its row, its frame (cut to the workload span) and, per sample,
+    which sentinel counters are non-zero (samples x counters), the sentinels being the product's
+    (:func:`reveal_lab.pipeline.silent_counters` over the other fault-free runs of the same
+    workload, phase and host, cut alike; leave one out). Host runs without such runs are skipped;
+    every file is read once."""
+    cache: dict[str, Run] = {}
 
+    def run(row: dict) -> Run:
+        sf = row["source_file"]
+        if sf not in cache:
+            r = load_run(root / sf.removeprefix("./"))
+            cache[sf] = Run(r.meta, _span(r.frame, row), r.warnings)
+        return cache[sf]
 
-def beside_detectors(root: Path, windows: pl.DataFrame, ks: list[int]) -> dict:
-    """The rule on the evaluation's own windows, alone and combined with its detectors' flags."""
-    meta = read_meta(root / "meta_lab.csv")
-    labels = read_labels(root / "labels.csv").filter(pl.col("scope") == "episode")
-    need = {"run", "host", "start", "end", "agreement", "baseline"}
-    if not need <= set(windows.columns):
-        raise SystemExit(f"--windows: expected the columns {sorted(need)} (windows_calibrated.parquet)")
-    cache: dict[str, pl.DataFrame] = {}
-
-    def frame(row: dict) -> pl.DataFrame:
-        if row["source_file"] not in cache:
-            run = load_run(root / row["source_file"].removeprefix("./"))
-            cache[row["source_file"]] = _span(run.frame, row)
-        return cache[row["source_file"]]
-
-    parts = []
     for row in meta.iter_rows(named=True):
-        w = windows.filter((pl.col("run") == row["run"]) & (pl.col("host") == row["host"]))
         refs = meta.filter(
             (pl.col("fault") == "none")
             & (pl.col("workload") == row["workload"])
@@ -98,10 +83,29 @@ def beside_detectors(root: Path, windows: pl.DataFrame, ks: list[int]) -> dict:
             & (pl.col("host") == row["host"])
             & (pl.col("source_file") != row["source_file"])
         )
-        if w.is_empty() or refs.is_empty():
+        if refs.is_empty():
             continue
-        f = frame(row)
-        moved = _sentinels(f, [frame(r) for r in refs.iter_rows(named=True)])
+        f = run(row).frame
+        cols = silent_columns(f, silent_counters([run(r) for r in refs.iter_rows(named=True)]))
+        moved = (
+            np.column_stack([np.nan_to_num(f[c].cast(pl.Float64).to_numpy()) != 0 for c in cols])
+            if cols
+            else np.zeros((f.height, 0), dtype=bool)
+        )
+        yield row, f, moved
+
+
+def beside_detectors(hosts: list, labels: pl.DataFrame, windows: pl.DataFrame, ks: list[int]) -> dict:
+    """The rule on the evaluation's own windows, alone and combined with its detectors' flags
+    (``hosts``: :func:`host_runs`' items; ``labels``: the episode labels)."""
+    need = {"run", "host", "start", "end", "agreement", "baseline"}
+    if not need <= set(windows.columns):
+        raise SystemExit(f"--windows: expected the columns {sorted(need)} (windows_calibrated.parquet)")
+    parts = []
+    for row, f, moved in hosts:
+        w = windows.filter((pl.col("run") == row["run"]) & (pl.col("host") == row["host"]))
+        if w.is_empty():
+            continue
         ts = f[TIMESTAMP]
         most = [
             int(moved[((ts >= a) & (ts < b)).to_numpy()].sum(axis=0).max(initial=0))
@@ -141,34 +145,16 @@ def beside_detectors(root: Path, windows: pl.DataFrame, ks: list[int]) -> dict:
     return out
 
 
-def measure(root: Path, ks: list[int]) -> dict:
-    meta = read_meta(root / "meta_lab.csv")
-    labels = read_labels(root / "labels.csv").filter(pl.col("scope") == "episode")
-    cache: dict[str, pl.DataFrame] = {}
-
-    def frame(row: dict) -> pl.DataFrame:
-        sf = row["source_file"]
-        if sf not in cache:
-            cache[sf] = _span(load_run(root / sf.removeprefix("./")).frame, row)
-        return cache[sf]
-
+def measure(hosts: list, labels: pl.DataFrame, ks: list[int]) -> dict:
+    """The rule alone on 3 s windows every 1 s of each host run (``hosts``: :func:`host_runs`'
+    items; ``labels``: the episode labels)."""
     ff_windows = 0
     ff_fired = dict.fromkeys(ks, 0)
     by_run: dict[int, list] = defaultdict(list)
     found: dict[int, dict] = {k: defaultdict(lambda: [0, 0]) for k in ks}
-    for row in meta.iter_rows(named=True):
-        refs = meta.filter(
-            (pl.col("fault") == "none")
-            & (pl.col("workload") == row["workload"])
-            & (pl.col("phase") == row["phase"])
-            & (pl.col("host") == row["host"])
-            & (pl.col("source_file") != row["source_file"])
-        )
-        base = [frame(r) for r in refs.iter_rows(named=True)]
-        f = frame(row)
-        if not base or f.height < WINDOW:
+    for row, f, moved in hosts:
+        if f.height < WINDOW:
             continue
-        moved = _sentinels(f, base)
         ts = f[TIMESTAMP].to_numpy()
         starts = np.arange(0, f.height - WINDOW + 1, STRIDE)
         counts = np.array([moved[s : s + WINDOW].sum(axis=0).max(initial=0) for s in starts])
@@ -223,11 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--min-samples: expected whole numbers like 1,3,5,10, got {args.min_samples!r}")
     if not ks or min(ks) < 1:
         p.error("--min-samples: every K must be >= 1")
-    res = {"benchmark": "sentinel_counters", "data": str(root), "window_samples": WINDOW, **measure(root, ks)}
+    if args.windows and not Path(args.windows).is_file():
+        p.error(f"--windows {args.windows}: no such file (expected windows_calibrated.parquet)")
+    labels = read_labels(root / "labels.csv").filter(pl.col("scope") == "episode")
+    hosts = list(host_runs(root, read_meta(root / "meta_lab.csv")))  # each file read once
+    res = {"benchmark": "sentinel_counters", "data": str(root), "window_samples": WINDOW}
+    res.update(measure(hosts, labels, ks))
     if args.windows:
-        if not Path(args.windows).is_file():
-            p.error(f"--windows {args.windows}: no such file (expected windows_calibrated.parquet)")
-        res["beside_detectors"] = beside_detectors(root, pl.read_parquet(args.windows), ks)
+        res["beside_detectors"] = beside_detectors(hosts, labels, pl.read_parquet(args.windows), ks)
         res["windows"] = str(args.windows)
     res["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

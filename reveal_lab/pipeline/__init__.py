@@ -32,7 +32,12 @@ from reveal_lab.pipeline._method import (
     save_pruning,
     trim_run,
 )
-from reveal_lab.pipeline._sentinel import SENTINEL_COLUMNS, sentinel_counters, silent_counters
+from reveal_lab.pipeline._sentinel import (
+    SENTINEL_COLUMNS,
+    sentinel_counters,
+    silent_columns,
+    silent_counters,
+)
 
 __all__ = [
     "Detection",
@@ -61,5 +66,6 @@ __all__ = [
     "trim_run",
     "SENTINEL_COLUMNS",
     "sentinel_counters",
+    "silent_columns",
     "silent_counters",
 ]

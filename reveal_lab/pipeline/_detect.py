@@ -33,6 +33,7 @@ from reveal_lab.pipeline._method import (
     THRESHOLD_MODES,
     Pruning,
     TrimRule,
+    _key,
     fit_pruning,
     load_pruning,
     robust_threshold,
@@ -48,7 +49,6 @@ from reveal_lab.telemetry import (
     TelemetryError,
     TelemetryWarning,
     metric_columns,
-    parse_metric_name,
 )
 
 __all__ = [
@@ -202,11 +202,6 @@ class Detection:
 
 
 # ------------------------------------------------------------------------------------------
-def _key(metric: str) -> str:
-    m = parse_metric_name(metric)
-    return m.key() if m is not None else metric
-
-
 def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> list[str]:
     """The metric columns of ``columns`` in ``selected`` (column names or host-free keys, or a
     pruning result with ``.selected``), in column order; the timestamp is never one.

@@ -18,17 +18,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, parse_metric_name
+from reveal_lab.pipeline._method import _key
+from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns
 
-__all__ = ["SENTINEL_COLUMNS", "silent_counters", "sentinel_counters"]
+__all__ = ["SENTINEL_COLUMNS", "silent_counters", "silent_columns", "sentinel_counters"]
 
 #: the columns of :func:`sentinel_counters`' frame
 SENTINEL_COLUMNS = ("host", "metric", "subsystem", "samples", "share", "first", "last", "max")
-
-
-def _key(metric: str) -> str:
-    m = parse_metric_name(metric)
-    return m.key() if m is not None else metric
 
 
 def _is_counter(metric: str) -> bool:
@@ -62,6 +58,12 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
     return keys or set()
 
 
+def silent_columns(frame: pl.DataFrame, silent: set[str]) -> list[str]:
+    """The metric columns of ``frame`` whose host-free key is in ``silent``
+    (:func:`silent_counters`), in column order."""
+    return [c for c in metric_columns(frame) if _key(c) in silent]
+
+
 def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFrame:
     """Per host of the scored run (``parts``: host -> its part), the counters of ``silent`` that
     are non-zero in some sample: how many samples, their share, the first and last such
@@ -70,9 +72,7 @@ def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFram
     for host, part in parts.items():
         f = part.frame
         ts = f[TIMESTAMP]
-        for c in metric_columns(f):
-            if _key(c) not in silent:
-                continue
+        for c in silent_columns(f, silent):
             x = np.nan_to_num(f[c].cast(pl.Float64, strict=False).to_numpy())
             moved = np.flatnonzero(x != 0)
             if moved.size == 0:
