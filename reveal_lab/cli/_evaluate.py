@@ -109,14 +109,13 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.set_defaults(func=_run)
 
 
-def _evidence(args: argparse.Namespace, episodes) -> None:  # noqa: ANN001 - a polars frame
+def _evidence(args: argparse.Namespace, runs: list[str] | None, episodes) -> None:  # noqa: ANN001
     import json
     from pathlib import Path
 
     from reveal_lab.evaluation import episode_evidence, evidence_summary
 
-    runs = [r for r in args.runs.split(",") if r] if args.runs else None
-    ev = episode_evidence(args.data or _default_data(), runs=runs)
+    ev = episode_evidence(args.data, runs=runs)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ev.write_csv(out / "episode_evidence.csv")
@@ -133,12 +132,6 @@ def _evidence(args: argparse.Namespace, episodes) -> None:  # noqa: ANN001 - a p
             f"on {m['evidence_host']} {m['episode_mean']:.3g} (fault-free at most {m['faultfree_max']:.3g})"
         )
     print(f"[evidence] {out / 'episode_evidence.csv'}, {out / 'episode_evidence.json'}")
-
-
-def _default_data() -> str:
-    from reveal_lab.config import data_dir
-
-    return str(data_dir())
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -198,5 +191,5 @@ def _run(args: argparse.Namespace) -> int:
             cmp = write_comparison(evs, out)
             print(f"[{mode}] pruned vs all: " + ", ".join(str(p) for p in cmp.values()))
     if not args.no_evidence:
-        _evidence(args, first_episodes)
+        _evidence(args, runs, first_episodes)
     return 0

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -118,6 +118,18 @@ class Evaluation:
 
 def _parse(stamp: str) -> datetime:
     return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f")
+
+
+def fault_free_refs(meta: pl.DataFrame, row: Mapping[str, Any]) -> pl.DataFrame:
+    """The rows of ``meta`` (``meta_lab.csv``) that are fault-free runs of ``row``'s workload,
+    phase and host, ``row`` itself left out: the runs a host run is compared with."""
+    return meta.filter(
+        (pl.col("fault") == "none")
+        & (pl.col("workload") == row["workload"])
+        & (pl.col("phase") == row["phase"])
+        & (pl.col("host") == row["host"])
+        & (pl.col("source_file") != row["source_file"])
+    )
 
 
 def _fmt(v: Any) -> str:
@@ -343,12 +355,7 @@ def evaluate_dataset(
         is_base = row["fault"] == "none"
         baseline = None
         if mode in ("baseline", "calibrated"):
-            refs = base_rows.filter(
-                (pl.col("workload") == row["workload"])
-                & (pl.col("phase") == row["phase"])
-                & (pl.col("host") == row["host"])
-                & (pl.col("source_file") != row["source_file"])
-            )["source_file"].to_list()
+            refs = fault_free_refs(meta, row)["source_file"].to_list()
             need = 2 if mode == "calibrated" else 1
             if len(refs) < need:
                 failures.append(

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reveal_lab.evaluation._evaluate import fault_free_refs
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, classify, metric_columns
 
 __all__ = ["EVIDENCE_COLUMNS", "episode_evidence", "evidence_summary", "span_envelope"]
@@ -108,7 +109,7 @@ def _beyond(m: np.ndarray, lo: np.ndarray, hi: np.ndarray, med: np.ndarray) -> n
 
 
 def episode_evidence(
-    root: str | Path,
+    root: str | Path | None = None,
     *,
     top: int = 3,
     step_s: float = 1.0,
@@ -118,16 +119,19 @@ def episode_evidence(
     """The strongest raw evidence of every episode label of a lab dataset (see the module doc).
 
     ``root``: a dataset folder with ``meta_lab.csv`` and ``labels.csv`` (``reveal-lab record``'s
-    layout). For each label of scope ``episode`` (optionally only of ``runs``) and each host of
-    its run, the ``top`` metrics by exceedance among those beyond their fault-free range
-    (none when nothing is beyond: one row with ``metric`` null). Fault-free runs are those of the
+    layout; default: the bundled ``data/lab``, as :func:`~reveal_lab.evaluation.evaluate_dataset`).
+    For each label of scope ``episode`` (optionally only of ``runs``) and each host of its run,
+    the ``top`` metrics by exceedance among those beyond their fault-free range (none when
+    nothing is beyond: one row with ``metric`` null). Fault-free runs are those of the
     same workload, phase and host with ``fault == "none"``, each cut to its recorded workload
     span when ``trim`` (``workload_start``/``workload_end``).
     """
     from reveal_lab.io import load_run
     from reveal_lab.lab import read_labels, read_meta
 
-    root = Path(root)
+    from reveal_lab.config import data_dir
+
+    root = Path(root) if root is not None else data_dir()
     meta = read_meta(root / "meta_lab.csv")
     labels = read_labels(root / "labels.csv")
     if "scope" in labels.columns:
@@ -173,12 +177,7 @@ def episode_evidence(
             length = ep.shape[0]
             interval = max((b - a).total_seconds() / max(length - 1, 1), 1e-3)
             step = max(int(round(step_s / interval)), 1)
-            refs = meta.filter(
-                (pl.col("fault") == "none")
-                & (pl.col("workload") == row["workload"])
-                & (pl.col("phase") == row["phase"])
-                & (pl.col("host") == row["host"])
-            )
+            refs = fault_free_refs(meta, row)
             envs = [span_envelope(_values(frame(r), cols), length, step) for r in refs.iter_rows(named=True)]
             envs = [e for e in envs if np.isfinite(e[0]).any()]
             if not envs:

@@ -236,7 +236,7 @@ def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int
         for sl in ses.get("slots", []):
             for r in sl.get("runs") or []:
                 if r in current:
-                    w = r[: -len("_2026-01-01T00-00-00")] if len(r) > 20 else r
+                    w = r.rsplit("_", 1)[0]  # the stem less its time stamp (run_stem)
                     st = str(ses.get("started", "?"))
                     by.setdefault(w, {})[st] = by.setdefault(w, {}).get(st, 0) + 1
     return [(w, sorted(v.items())) for w, v in sorted(by.items()) if len(v) > 1]
