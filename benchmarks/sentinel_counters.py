@@ -1,12 +1,13 @@
 #!/usr/bin/env python
-"""Sentinel counters (a study for issue #11's missed packet loss; not in the pipeline yet).
+"""Sentinel counters (the study behind the pipeline's sentinel rule, issue #11's packet loss).
 
 ``reveal-lab evaluate``'s evidence (``episode_evidence.csv``) shows every packet-loss episode
 of the lab recording in counters that never move in any fault-free run (the lossy host's
 ``TcpExtTCPOFOQueue``, its sender's ``TcpExtTCPFastRetrans``), and the detectors miss them:
 pruning leaves out metrics constant in every fault-free run, and a feature constant in the
 fit data is seen by the Z-score alone. This study measures the plainest rule that would use
-them, on its own, without any detector:
+them, on its own, without any detector (the pipeline's rule, ``DetectConfig.sentinel_samples``,
+is this one at K = 5, with the baseline of ``detect_run``):
 
 * for each host run, its *sentinels* are the counters (``_diff`` metrics) that are exactly 0 in
   every sample of every other fault-free run of the same workload, phase and host (leave one

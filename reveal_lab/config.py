@@ -103,6 +103,13 @@ class DetectConfig:
     #: fault-free run left out of the calibration, the within-window variance of the page
     #: cache reaches |z| of 10⁴-10⁸, and unclipped thresholds sit above every fault.
     calibrated_z_clip: float | None = 10.0
+    #: with baseline runs, a window is anomalous also when a counter 0 in every baseline
+    #: sample is non-zero in at least this many of its samples (the sentinel rule,
+    #: :func:`reveal_lab.pipeline.sentinel_windows`; 5 = 0.5 s of a 3 s window at 100 ms);
+    #: ``None``: the detectors' agreement alone, the paper's rule. On the lab recording, where
+    #: it was chosen (``benchmarks/sentinel_counters.py``): 3 fires 18 of 3,953 fault-free
+    #: windows, 5 to 10 none; 5 finds all 9 packet-loss episodes, 8 finds 6.
+    sentinel_samples: int | None = 5
 
 
 @dataclass(frozen=True)

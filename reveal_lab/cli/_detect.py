@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reveal_lab.cli._types import CALIBRATIONS, Z_CLIP_DEFAULT, Z_CLIP_HELP, positive_int, z_clip
+from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, positive_int, with_rule_arguments
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -83,13 +83,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="calibrated thresholds from the left-out baseline runs' scores: trimmed (default) pooled "
         "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",
     )
-    p.add_argument(
-        "--z-clip",
-        type=z_clip,
-        default=Z_CLIP_DEFAULT,
-        metavar="UNITS|none",
-        help=Z_CLIP_HELP,
-    )
+    add_rule_arguments(p)
     p.add_argument(
         "--min-run",
         type=positive_int,
@@ -134,10 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
     from reveal_lab.report import write_report
 
-    preset = get_preset(args.preset)
-    preset = dataclasses.replace(
-        preset, detect=dataclasses.replace(preset.detect, calibrated_z_clip=args.z_clip)
-    )
+    preset = with_rule_arguments(get_preset(args.preset), args)
     win = preset.window
     changes = {}
     for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import CALIBRATIONS, Z_CLIP_DEFAULT, Z_CLIP_HELP
+from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, with_rule_arguments
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
-from reveal_lab.cli._types import z_clip as _z_clip
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -49,13 +48,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "(default) pooled less the most extreme run; pooled: all (the worst run decides); median: "
         "the median of each run's quantile",
     )
-    p.add_argument(
-        "--z-clip",
-        type=_z_clip,
-        default=Z_CLIP_DEFAULT,
-        metavar="UNITS|none",
-        help=Z_CLIP_HELP,
-    )
+    add_rule_arguments(p)
     p.add_argument(
         "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
     )
@@ -135,16 +128,12 @@ def _evidence(args: argparse.Namespace, runs: list[str] | None, episodes) -> Non
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dataclasses
     from pathlib import Path
 
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.evaluation import evaluate_dataset, write_comparison, write_evaluation_json
 
-    base = get_preset(args.preset)
-    preset = dataclasses.replace(
-        base, detect=dataclasses.replace(base.detect, calibrated_z_clip=args.z_clip)
-    )
+    preset = with_rule_arguments(get_preset(args.preset), args)
     modes = ("calibrated", "baseline", "self") if args.mode == "all" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
     if args.pruning and not Path(args.pruning).is_file():

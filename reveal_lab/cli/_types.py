@@ -2,6 +2,8 @@
 
 >>> positive_int("3"), share("0.01"), duration("10min"), z_clip("10"), z_clip("none")
 (3, 0.01, 600.0, 10.0, None)
+>>> sentinel_samples("5"), sentinel_samples("none")
+(5, None)
 >>> share("1")
 Traceback (most recent call last):
 ...
@@ -12,9 +14,24 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.config import DetectConfig, parse_duration
+import dataclasses
 
-__all__ = ["CALIBRATIONS", "Z_CLIP_DEFAULT", "Z_CLIP_HELP", "duration", "positive_int", "share", "z_clip"]
+from reveal_lab.config import DetectConfig, Preset, parse_duration
+
+__all__ = [
+    "CALIBRATIONS",
+    "SENTINEL_DEFAULT",
+    "add_rule_arguments",
+    "with_rule_arguments",
+    "SENTINEL_HELP",
+    "Z_CLIP_DEFAULT",
+    "Z_CLIP_HELP",
+    "duration",
+    "positive_int",
+    "sentinel_samples",
+    "share",
+    "z_clip",
+]
 
 #: ``--calibration`` choices of ``detect`` and ``evaluate``: the pipeline's
 #: ``CALIBRATION_RULES``, written here so that building the parser imports no pipeline
@@ -27,6 +44,36 @@ Z_CLIP_HELP = (
     f"Z-score mean and the Mahalanobis projection (default {Z_CLIP_DEFAULT:g}; a counter silent in the "
     "baseline is not clipped); none: unbounded, as the paper"
 )
+
+#: ``--sentinel-samples`` of ``detect`` and ``evaluate``: the detect config's default and one help text
+SENTINEL_DEFAULT = DetectConfig.sentinel_samples
+SENTINEL_HELP = (
+    "with baseline runs, a window is anomalous also when a counter that is 0 in every baseline sample "
+    f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}; on the lab recording this finds "
+    "every packet-loss episode, which the detectors miss, and flags no fault-free window); none: the "
+    "detectors' agreement alone, as the paper (the counters are still listed in sentinels.csv)"
+)
+
+
+def add_rule_arguments(p: argparse.ArgumentParser) -> None:
+    """``--z-clip`` and ``--sentinel-samples``: the detection rules ``detect`` and ``evaluate``
+    share (read back with :func:`with_rule_arguments`)."""
+    p.add_argument("--z-clip", type=z_clip, default=Z_CLIP_DEFAULT, metavar="UNITS|none", help=Z_CLIP_HELP)
+    p.add_argument(
+        "--sentinel-samples",
+        type=sentinel_samples,
+        default=SENTINEL_DEFAULT,
+        metavar="N|none",
+        help=SENTINEL_HELP,
+    )
+
+
+def with_rule_arguments(preset: Preset, args: argparse.Namespace) -> Preset:
+    """``preset`` with the detect settings of :func:`add_rule_arguments`' flags."""
+    detect = dataclasses.replace(
+        preset.detect, calibrated_z_clip=args.z_clip, sentinel_samples=args.sentinel_samples
+    )
+    return dataclasses.replace(preset, detect=detect)
 
 
 def duration(text: str) -> float:
@@ -60,6 +107,16 @@ def share(text: str) -> float:
     if not 0 < v < 1:
         raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (exclusive), got {text!r}")
     return v
+
+
+def sentinel_samples(text: str) -> int | None:
+    """A whole number of samples >= 1, or ``none`` (the sentinel rule off)."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    try:
+        return positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 or 'none', got {text!r}") from None
 
 
 def z_clip(text: str) -> float | None:

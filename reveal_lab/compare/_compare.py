@@ -179,7 +179,7 @@ def run_shares(detection, group: str) -> pl.DataFrame:  # noqa: ANN001 - a pipel
     Rows ``group, level, name, anomalous, windows`` for one host file's detection.
     """
     w = detection.windows
-    flagged = w.filter(pl.col("agreement") >= detection.min_agreement)
+    flagged = w.filter(detection.decision)
     n = w.height
     rows = [{"level": "any", "name": "any", "anomalous": flagged.height}]
     if "top_subsystem" in flagged.columns:

@@ -377,14 +377,17 @@ def plan_derived(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | 
     return DerivedPlan(table, tuple(diff_exprs), tuple(exprs), tuple(drop))
 
 
-DETECTION_REASONS = ("static metric", "all values missing", "constant over the run")
+DETECTION_REASONS = (
+    "static metric", "instrument metric", "all values missing", "constant over the run"
+)
 
 
 def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The columns single-host detection should use, and why the others are left out.
 
-    Drops static metrics (kept for cross-host comparison), columns with no value
-    at all and columns constant over the run (ignoring missing values).
+    Drops static metrics (kept for cross-host comparison), the collector's own telemetry
+    (``instrument``: data quality, not the host's state), columns with no value at all and
+    columns constant over the run (ignoring missing values).
 
     Returns
     -------
@@ -423,8 +426,8 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
         ).row(0, named=True)
     kinds = dict(zip(cat["column"], cat["kind"], strict=True))
     for i, c in enumerate(cols):
-        if kinds.get(c) == "static":
-            reasons[c] = "static metric"
+        if kinds.get(c) in ("static", "instrument"):
+            reasons[c] = f"{kinds[c]} metric"
         elif stats[f"n{i}"] == 0:
             reasons[c] = "all values missing"
         elif stats[f"lo{i}"] == stats[f"hi{i}"]:

@@ -28,6 +28,7 @@ from reveal_lab.evaluation._json import JSON_FIELDS, evaluation_json, write_eval
 from reveal_lab.evaluation._score import (
     EPISODE_COLUMNS,
     OVERALL_BY_METHOD,
+    OVERALL_DETECTORS_ONLY,
     TABLE_COLUMNS,
     false_alarms,
     persistent,
@@ -46,6 +47,7 @@ __all__ = [
     "write_comparison",
     "EPISODE_COLUMNS",
     "OVERALL_BY_METHOD",
+    "OVERALL_DETECTORS_ONLY",
     "JSON_FIELDS",
     "evaluation_json",
     "write_evaluation_json",

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from reveal_lab.evaluation._score import (
+    OVERALL_DETECTORS_ONLY,
     TABLE_COLUMNS,
     false_alarms,
     persistent,
@@ -178,6 +179,7 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
     shares = [f"share_{s}" for s in SUBSYSTEMS if f"share_{s}" in w.columns]
     scores = [f"score_{m}" for m in detection.methods if f"score_{m}" in w.columns]
     cols = ["window_id", "start", "end", "agreement", "combined", *scores, *shares]
+    cols += [c for c in ("sentinel", "sentinel_metric", "anomalous") if c in w.columns]
     if "top_subsystem" in w.columns:
         cols.append("top_subsystem")
     w = w.filter(pl.col("host") == host) if "host" in w.columns else w
@@ -185,7 +187,7 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
         run=pl.lit(run),
         host=pl.lit(host),
         baseline=pl.lit(baseline),
-        flagged=pl.col("agreement") >= detection.min_agreement,
+        flagged=detection.decision,
     )
 
 
@@ -290,6 +292,12 @@ def evaluate_dataset(
 
     ``false_alarm_rate`` is the calibrated mode's target share of fault-free windows
     flagged by any detector (split evenly over the detectors).
+
+    In the baseline and calibrated modes a window is flagged also when a counter silent in
+    every sample of the run's baseline runs is non-zero in ``preset.detect.sentinel_samples``
+    of its samples (the sentinel rule, see :func:`reveal_lab.pipeline.detect_run`; ``None``:
+    the detectors' agreement alone, the paper's rule). When it flags any window, the table
+    gets a row :data:`OVERALL_DETECTORS_ONLY` scored from the same windows without it.
 
     ``persist`` (default 1: every flagged window counts, as the paper) keeps a window
     flagged only inside ``persist`` or more consecutive flagged windows
@@ -414,6 +422,12 @@ def evaluate_dataset(
                 )
             episodes = pl.concat([episodes, extra], how="diagonal_relaxed")
     table = summarize(episodes, windows, labs, grace_s=grace_s)
+    sentinel_on = "sentinel" in windows.columns and bool(windows["sentinel"].fill_null(False).any())
+    if sentinel_on:  # the same windows by the detectors' agreement alone (the paper's rule)
+        w0 = persistent(windows.with_columns(flagged=pl.col("agreement") >= min_agreement), persist)
+        ep0 = score_episodes(w0, labs, run_min_share=run_min_share)
+        row = summarize(ep0, w0, labs, grace_s=grace_s).filter(pl.col("fault_type") == "overall")
+        table = pl.concat([table, row.with_columns(fault_type=pl.lit(OVERALL_DETECTORS_ONLY))])
     config = {
         "data": str(root),
         "mode": mode,
@@ -429,6 +443,10 @@ def evaluate_dataset(
         "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
         "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
         "crosshost": crosshost,
+        "sentinel_samples": pre.detect.sentinel_samples if mode != "self" else None,
+        "sentinel_windows": (
+            int(windows["sentinel"].fill_null(False).sum()) if "sentinel" in windows.columns else 0
+        ),
         **({"false_alarm_rate": false_alarm_rate, "calibration": calibration} if mode == "calibrated" else {}),
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),

@@ -2,7 +2,8 @@
 
 ``overall`` and each fault type get the same fields (:data:`JSON_FIELDS`), and so does
 ``overall_by_method`` when whole-run labels were also scored by cross-host deviation (each
-label counted once, by the method meant for it); when the labels
+label counted once, by the method meant for it), and ``overall_detectors_only`` when the
+sentinel rule flagged windows (the same windows by the detectors' agreement alone); when the labels
 carry magnitudes, ``by_magnitude`` repeats them per fault type and magnitude (detection
 versus magnitude). ``settings`` is the configuration the evaluation ran with.
 
@@ -24,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.evaluation._score import OVERALL_BY_METHOD, summarize
+from reveal_lab.evaluation._score import OVERALL_BY_METHOD, OVERALL_DETECTORS_ONLY, summarize
 
 __all__ = ["JSON_FIELDS", "evaluation_json", "write_evaluation_json"]
 
@@ -110,10 +111,13 @@ def evaluation_json(
     out["overall"] = _row(rows.get("overall", {}), _fa_share(windows, None))
     if OVERALL_BY_METHOD in rows:
         out["overall_by_method"] = _row(rows[OVERALL_BY_METHOD], _fa_share(windows, None))
+    if OVERALL_DETECTORS_ONLY in rows:  # its false alarms are the table's (agreement alone)
+        r = rows[OVERALL_DETECTORS_ONLY]
+        out["overall_detectors_only"] = _row(r, r.get("false_alarm_share"))
     fault_types: dict[str, dict] = {}
     by_mag: dict[str, dict[str, dict]] = {}
     for ft, row in rows.items():
-        if ft in ("overall", OVERALL_BY_METHOD):
+        if ft in ("overall", OVERALL_BY_METHOD, OVERALL_DETECTORS_ONLY):
             continue
         runs = episodes.filter(pl.col("fault_type") == ft)["run"].unique().to_list()
         fault_types[ft] = _row(row, _fa_share(windows, _workloads_of(windows, runs)))

@@ -48,6 +48,7 @@ __all__ = [
     "EPISODE_COLUMNS",
     "TABLE_COLUMNS",
     "OVERALL_BY_METHOD",
+    "OVERALL_DETECTORS_ONLY",
 ]
 
 EPISODE_COLUMNS = (
@@ -290,6 +291,9 @@ def _auc(windows: pl.DataFrame, labels: pl.DataFrame) -> float | None:
 #: the table row that scores each label by the method meant for it: episodes by windows,
 #: whole-run configuration differences by cross-host deviation (the paper's tool for them)
 OVERALL_BY_METHOD = "overall [each label by its method]"
+#: the table row of ``overall`` scored from the same windows by the detectors' agreement alone,
+#: without the sentinel rule (added by :func:`reveal_lab.evaluation.evaluate_dataset`)
+OVERALL_DETECTORS_ONLY = "overall [detectors only, the paper's rule]"
 
 
 def _by_method(episodes: pl.DataFrame) -> pl.DataFrame | None:

@@ -45,6 +45,11 @@ DYNAMIC_FEATURES: tuple[str, ...] = (
 )
 #: sparse event/error counters: how many events in the window, and the largest burst
 COUNTER_FEATURES: tuple[str, ...] = ("sum", "max")
+#: kinds that get no features, with the reason recorded in ``excluded``
+_NOT_SCORED = {
+    "static": "static metric: kept for cross-host comparison, not single-host detection",
+    "instrument": "the collector's own telemetry: data quality, not the host's state",
+}
 FEATURES: tuple[str, ...] = tuple(FEATURE_CODES)
 BACKENDS: tuple[str, ...] = ("numba", "numpy", "tsfresh")
 #: a window-channel with fewer valid (non-NaN) samples than this gets NaN features
@@ -167,14 +172,8 @@ def feature_plan(
     excluded = []
     for r in cat.iter_rows(named=True):
         kind = r["kind"]
-        if kind == "static":
-            excluded.append(
-                {
-                    "metric": r["column"],
-                    "kind": kind,
-                    "reason": "static metric: kept for cross-host comparison, not single-host detection",
-                }
-            )
+        if kind in _NOT_SCORED:
+            excluded.append({"metric": r["column"], "kind": kind, "reason": _NOT_SCORED[kind]})
             continue
         names = COUNTER_FEATURES if kind == "counter" else DYNAMIC_FEATURES
         if want is not None:

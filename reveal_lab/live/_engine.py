@@ -19,6 +19,11 @@ The metric space is the paper's pruned one by default (§4.1, as ``detect_run``)
 warm-up stretch of the stream itself when there is no baseline, or a saved
 ``pruning.json`` / :class:`reveal_lab.pipeline.Pruning` given as ``prune``;
 ``prune=False`` scores every metric.
+
+With a baseline, the sentinel rule of ``detect_run`` holds here too: a window where a
+counter that is 0 in every baseline sample is non-zero in ``detect.sentinel_samples`` of its
+samples is anomalous (:func:`reveal_lab.pipeline.sentinel_windows`), attributed to that
+counter; the stream keeps those counters beside the pruned space for it.
 """
 
 from __future__ import annotations
@@ -41,8 +46,19 @@ from reveal_lab.derive import DerivedPlan, plan_derived
 from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
 from reveal_lab.features import WindowPlan, window_features, window_plan
-from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, load_pruning, select_metrics
-from reveal_lab.telemetry import TIMESTAMP, Run, RunMeta, TelemetryError, parse_metric_name
+from reveal_lab.pipeline import (
+    Pruning,
+    detection_view,
+    fit_pruning,
+    load_pruning,
+    per_interval_counts,
+    select_metrics,
+    sentinel_claim,
+    silent_columns,
+    silent_counters,
+    silent_indices,
+)
+from reveal_lab.telemetry import TIMESTAMP, Run, RunMeta, TelemetryError, classify, parse_metric_name
 
 __all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
 
@@ -73,6 +89,8 @@ class Verdict:
     compute_ms: float = 0.0
     #: wall-clock time (epoch seconds) the verdict was made
     decided_at: float = 0.0
+    #: the silent counter that fired the sentinel rule in this window (with a baseline)
+    sentinel: str | None = None
 
     @property
     def subsystem(self) -> str | None:
@@ -205,6 +223,11 @@ class LiveDetector:
         self.pruning: Pruning | None = None
         self.pruning_source: str | None = None
         self._prune_pending = False  # fit the space on the warm-up (no baseline given)
+        #: with a baseline (and ``detect.sentinel_samples``): host-free keys of the counters 0
+        #: in every baseline sample, for the sentinel rule
+        self.silent: set[str] = set()
+        self._silent_idx = np.empty(0, dtype=np.int64)  # their positions in the plan's metrics
+        self._silent_names: list[str] = []
         if isinstance(prune, Pruning):
             self.pruning, self.pruning_source = prune, "given"
         elif isinstance(prune, str | os.PathLike):
@@ -237,6 +260,8 @@ class LiveDetector:
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
+        if self.detect.sentinel_samples is not None:
+            self.silent = silent_counters([per_interval_counts(r, self.derive) for r in runs])
         if self._prune_pending:
             self.pruning = fit_pruning(runs, self.prune_threshold, trim=False)
             self.pruning_source, self._prune_pending = "fitted on the baseline runs", False
@@ -305,7 +330,10 @@ class LiveDetector:
             if self.pruning is not None:
                 self._keep = [TIMESTAMP, *self._selected(view.columns)]
         elif self.pruning is not None:  # a baseline fitted in the pruned space: compute only that
-            self._keep = [TIMESTAMP, *self._selected(self._apply_derive(frame.head(2)).columns)]
+            head = self._apply_derive(frame.head(2))
+            self._keep = [TIMESTAMP, *self._selected(head.columns)]
+            # ... and the counters silent in the baseline, for the sentinel rule
+            self._keep += [c for c in silent_columns(head, self.silent) if c not in self._keep]
 
     def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
         assert self._derive_state is not None
@@ -413,6 +441,9 @@ class LiveDetector:
         self._plan_cols = cols
         self._plan_state = window_plan(cols)
         self._pairs_keys = pair_keys(self._plan_state.pairs)
+        metrics = list(self._plan_state.metrics)
+        self._silent_idx = np.array(silent_indices(metrics, self.silent), dtype=np.int64)
+        self._silent_names = [metrics[i] for i in self._silent_idx]
 
     def window_vector(self, values: np.ndarray) -> tuple[np.ndarray, pl.DataFrame]:
         """Features of one window from its rows (``values[n_samples, n_metrics]`` in the
@@ -477,12 +508,23 @@ class LiveDetector:
             x, pairs = self.window_vector(rows)
             if self.keep_features:
                 self.history.append((k, x, pairs))
-            self._score(v, self._align(x, pairs)[None, :])
+            self._score(v, self._align(x, pairs)[None, :], self._sentinel(rows))
         v.compute_ms = (time.perf_counter() - t_start) * 1e3
         v.decided_at = time.time()
         return v
 
-    def _score(self, v: Verdict, xa: np.ndarray) -> None:
+    def _sentinel(self, rows: np.ndarray) -> tuple[str, int] | None:
+        """The silent counter non-zero in most of the window's rows, when in at least
+        ``detect.sentinel_samples`` of them (the sentinel rule), with how many."""
+        k = self.detect.sentinel_samples
+        if not k or not self._silent_idx.size or not rows.shape[0]:
+            return None
+        sub = rows[:, self._silent_idx]
+        n = ((sub != 0) & np.isfinite(sub)).sum(axis=0)
+        j = int(n.argmax())
+        return (self._silent_names[j], int(n[j])) if n[j] >= k else None
+
+    def _score(self, v: Verdict, xa: np.ndarray, sentinel: tuple[str, int] | None = None) -> None:
         assert self.fitted_detectors is not None
         res = self.fitted_detectors.score(xa)  # the ensemble's own scores, labels and combination
         v.methods = [n for n in res.methods if res.labels[n][0]]
@@ -518,6 +560,29 @@ class LiveDetector:
                 }
                 for r in att.evidence.iter_rows(named=True)
             ]
+        if sentinel is not None:  # the sentinel rule: anomalous whatever the detectors say
+            metric, n = sentinel
+            sub = classify(metric).subsystem
+            v.sentinel = metric
+            v.methods.append("sentinel")
+            if not v.anomalous:
+                v.subsystems = sub
+            v.evidence.append(
+                {
+                    "subsystem": sub,
+                    "metric": metric,
+                    "feature": "nonzero_samples",
+                    "score": float(n),
+                    "claim": sentinel_claim(metric, n),
+                    "evidence_of": "sentinel",
+                    "rank": len(v.evidence) + 1,
+                    "value": float(n),
+                    "baseline": 0.0,
+                    "z": None,
+                }
+            )
+            v.anomalous = True
+
 
 
 def _dt(ms: int) -> dt.datetime:

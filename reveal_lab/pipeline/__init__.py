@@ -34,9 +34,15 @@ from reveal_lab.pipeline._method import (
 )
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_COLUMNS,
+    SENTINEL_MIN_SAMPLES,
+    SENTINEL_WINDOW_SCHEMA,
+    per_interval_counts,
+    sentinel_claim,
     sentinel_counters,
+    sentinel_windows,
     silent_columns,
     silent_counters,
+    silent_indices,
 )
 
 __all__ = [
@@ -66,6 +72,12 @@ __all__ = [
     "trim_run",
     "SENTINEL_COLUMNS",
     "sentinel_counters",
+    "sentinel_windows",
+    "silent_indices",
+    "sentinel_claim",
+    "per_interval_counts",
+    "SENTINEL_MIN_SAMPLES",
+    "SENTINEL_WINDOW_SCHEMA",
     "silent_columns",
     "silent_counters",
 ]

@@ -41,7 +41,14 @@ from reveal_lab.pipeline._method import (
     sustained,
     trim_run,
 )
-from reveal_lab.pipeline._sentinel import sentinel_counters, silent_counters
+from reveal_lab.pipeline._sentinel import (
+    SENTINEL_WINDOW_SCHEMA,
+    per_interval_counts,
+    sentinel_claim,
+    sentinel_counters,
+    sentinel_windows,
+    silent_counters,
+)
 from reveal_lab.telemetry import (
     SUBSYSTEMS,
     TIMESTAMP,
@@ -87,8 +94,12 @@ class Detection:
     ----------
     windows : one row per scored window and host: ``window_id, start, end, host,
         n_samples``, ``score_<detector>``, ``label_<detector>``, ``agreement``,
-        ``combined``, and for anomalous windows their (joint) ``subsystems``,
-        ``top_subsystem`` and ``share_<subsystem>``.
+        ``combined``, the sentinel rule's ``sentinel_samples``, ``sentinel``,
+        ``sentinel_metric``, ``sentinel_subsystem`` (:func:`sentinel_windows`; with baseline
+        runs), ``anomalous`` (the decision: ``agreement >= min_agreement`` or ``sentinel``),
+        and for anomalous windows their (joint) ``subsystems``, ``top_subsystem`` and
+        ``share_<subsystem>`` (a window flagged by the sentinel rule alone: its counter's
+        subsystem, share 1).
     evidence : one row per anomalous window × metric–feature pair (the columns of
         ``anomalies.csv`` first, see :data:`ANOMALIES_COLUMNS`).
     thresholds : per host, per detector.
@@ -111,7 +122,7 @@ class Detection:
     #: cross-host deviation (:func:`reveal_lab.crosshost.deviation`) for runs with 3+ hosts
     crosshost: pl.DataFrame | None = None
     #: with baseline runs: the counters 0 in every baseline sample that move here
-    #: (:func:`reveal_lab.pipeline.sentinel_counters`; reported, not scored)
+    #: (:func:`reveal_lab.pipeline.sentinel_counters`)
     sentinels: pl.DataFrame | None = None
 
     @property
@@ -131,9 +142,17 @@ class Detection:
         return self.windows["combined"].to_numpy()
 
     @property
+    def decision(self) -> pl.Expr:
+        """The run's decision on a window of :attr:`windows`: its ``anomalous`` column
+        (agreement reaches ``min_agreement``, or the sentinel rule fires)."""
+        if "anomalous" in self.windows.columns:
+            return pl.col("anomalous").fill_null(False)
+        return pl.col("agreement") >= self.min_agreement
+
+    @property
     def anomalous(self) -> pl.DataFrame:
-        """The windows whose agreement reaches ``min_agreement``."""
-        return self.windows.filter(pl.col("agreement") >= self.min_agreement)
+        """The windows the run's decision flags (:attr:`decision`)."""
+        return self.windows.filter(self.decision)
 
     def anomalies(self) -> pl.DataFrame:
         """The evidence with exactly the columns of ``anomalies.csv``."""
@@ -194,6 +213,7 @@ class Detection:
             ),
             "excluded_metrics": self.excluded.height,
             "sentinel_counters": None if self.sentinels is None else self.sentinels.height,
+            "sentinel_windows": int(w["sentinel"].sum()) if "sentinel" in w.columns else 0,
             "warnings": list(self.warnings),
             "timings_s": self.timings,
         }
@@ -536,6 +556,13 @@ def detect_run(
         then not flagged (the report's outlier-fence warning still names it).
     min_agreement : how many detectors must flag a window for it to count as anomalous
         (evidence rows and the report's table); 1 = any detector.
+        With baseline runs, a window is anomalous also when a counter that is 0 in every
+        sample of every baseline run is non-zero in at least ``preset.detect.sentinel_samples``
+        of its samples (the sentinel rule, :func:`sentinel_windows`), whatever the detectors
+        say: such counters (a receiver's out-of-order queue, a sender's fast retransmits
+        under packet loss) are pruned as constant and seen by one detector at most. With
+        ``sentinel_samples=None`` they are listed (``sentinels``) but decide nothing, the
+        paper's rule.
     false_alarm_rate : the share of fault-free windows any detector may flag (union
         bound: each detector gets ``rate / 3``), default 0.01. ``calibrated``: each
         detector's threshold from out-of-sample scores of the baseline runs (leave one
@@ -588,8 +615,16 @@ def _detect_run(
     min_run: int = 1,
 ) -> Detection:
     preset = preset or get_preset("paper")
+    sentinel_samples = preset.detect.sentinel_samples
     if isinstance(min_run, bool) or not isinstance(min_run, int | np.integer) or min_run < 1:
         raise ValueError(f"min_run must be a whole number >= 1, got {min_run!r}")
+    if sentinel_samples is not None and (
+        isinstance(sentinel_samples, bool) or not isinstance(sentinel_samples, int | np.integer)
+        or sentinel_samples < 1
+    ):
+        raise ValueError(
+            f"preset.detect.sentinel_samples must be a whole number >= 1 or None, got {sentinel_samples!r}"
+        )
     if thresholds not in THRESHOLD_MODES:
         raise ValueError(f"thresholds must be one of {THRESHOLD_MODES}, got {thresholds!r}")
     if calibration not in CALIBRATION_RULES:
@@ -703,7 +738,31 @@ def _detect_run(
         how="left",
     )
     evidence = pl.concat(evid, how="vertical") if evid else pl.DataFrame(schema=EVIDENCE_SCHEMA)
-    evidence = evidence.filter(pl.col("agreement") >= min_agreement).sort(
+    evidence = evidence.filter(pl.col("agreement") >= min_agreement)
+    sentinels = None
+    fire_on = baseline and sentinel_samples is not None
+    if baseline:
+        t = time.perf_counter()
+        # per-interval counts: a collector's cumulative counters become their differences
+        # (``_diff``) as in the detectors' view; lab and public frames hold them already
+        silent = silent_counters([per_interval_counts(b, derive) for b in baseline])
+        counts = {h: per_interval_counts(p, derive) for h, p in parts.items()}
+        sentinels = sentinel_counters(counts, silent)
+        if fire_on:
+            windows = windows.join(
+                sentinel_windows(windows, counts, silent, int(sentinel_samples)),
+                on=["window_id", "host"],
+                how="left",
+            )
+        timings["sentinels"] = time.perf_counter() - t
+    if not fire_on:
+        windows = windows.with_columns(
+            *[pl.lit(None, dtype=d).alias(c) for c, d in SENTINEL_WINDOW_SCHEMA.items()]
+        )
+    windows = _with_sentinel_decision(
+        windows.with_columns(pl.col("sentinel").fill_null(False)), min_agreement
+    )
+    evidence = pl.concat([evidence, _sentinel_evidence(windows, evidence)], how="vertical_relaxed").sort(
         ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False]
     )
     crosshost = None
@@ -715,11 +774,6 @@ def _detect_run(
             {h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s, align="time"
         )
         timings["crosshost"] = time.perf_counter() - t
-    sentinels = None
-    if baseline:
-        t = time.perf_counter()
-        sentinels = sentinel_counters(parts, silent_counters(baseline))
-        timings["sentinels"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     cfg = {
         "preset": preset.name,
@@ -733,6 +787,7 @@ def _detect_run(
         # the clip in force (calibrated_z_clip acts on calibrated thresholds only)
         "z_clip": preset.detect.calibrated_z_clip if mode == "calibrated" else None,
         "min_run_windows": int(min_run),
+        "sentinel_samples": int(sentinel_samples) if fire_on else None,
         "trim": trim_info,
         "pruning": prune_info,
         "force_baseline": force_baseline,
@@ -763,6 +818,50 @@ def _detect_run(
         timings["total"],
     )
     return det
+
+
+def _with_sentinel_decision(windows: pl.DataFrame, min_agreement: int) -> pl.DataFrame:
+    """``anomalous`` (agreement reaches ``min_agreement`` or the sentinel rule fires); a window
+    the sentinel rule flags alone is attributed to its counter's subsystem (share 1)."""
+    alone = pl.col("sentinel") & (pl.col("agreement") < min_agreement)
+    sub = pl.col("sentinel_subsystem")
+    return windows.with_columns(
+        anomalous=(pl.col("agreement") >= min_agreement) | pl.col("sentinel"),
+        subsystems=pl.when(alone).then(sub).otherwise(pl.col("subsystems")),
+        top_subsystem=pl.when(alone).then(sub).otherwise(pl.col("top_subsystem")),
+        top_share=pl.when(alone).then(pl.lit(1.0)).otherwise(pl.col("top_share")),
+        **{
+            f"share_{s}": pl.when(alone).then((sub == s).cast(pl.Float64)).otherwise(pl.col(f"share_{s}"))
+            for s in SUBSYSTEMS
+        },
+    )
+
+
+def _sentinel_evidence(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+    """One evidence row per window the sentinel rule fires on, ranked after the window's
+    detector evidence (first when there is none)."""
+    w = windows.filter(pl.col("sentinel"))
+    if w.is_empty():
+        return pl.DataFrame(schema=EVIDENCE_SCHEMA)
+    last = evidence.group_by("window_id", "host").agg(pl.col("rank").max().alias("_last"))
+    w = w.join(last, on=["window_id", "host"], how="left")
+    n = pl.col("sentinel_samples")
+    return w.select(
+        "window_id", "start", "end", "host",
+        methods=pl.lit("sentinel"),
+        agreement=pl.col("agreement").cast(pl.Int64),
+        subsystem=pl.col("sentinel_subsystem"),
+        metric=pl.col("sentinel_metric"),
+        feature=pl.lit("nonzero_samples"),
+        score=n.cast(pl.Float64),
+        claim=pl.Series([sentinel_claim(m, k) for m, k in zip(w["sentinel_metric"], w["sentinel_samples"])]),
+        evidence_of=pl.lit("sentinel"),
+        rank=(pl.col("_last").fill_null(0) + 1).cast(pl.Int64),
+        value=n.cast(pl.Float64),
+        baseline=pl.lit(0.0),
+        z=pl.lit(None, dtype=pl.Float64),
+        combined=pl.col("combined").cast(pl.Float64),
+    ).cast(EVIDENCE_SCHEMA)  # fmt: skip
 
 
 def detect_many(

@@ -5,10 +5,12 @@ The detectors cannot use them: pruning leaves out metrics constant in every faul
 PCA or an isolation tree, so at most the Z-score sees it and two detectors never agree. Yet
 such a counter moving is often the plainest evidence there is: on the lab recording every
 packet-loss episode shows in the lossy host's ``TcpExtTCPOFOQueue`` and its sender's
-``TcpExtTCPFastRetrans``, both 0 in every fault-free run (``benchmarks/sentinel_counters.py``
-measures them as a detection rule; beside the detectors it costs more false alarms than the
-1 % budget, so they are reported, not flagged). :func:`sentinel_counters` lists them for
-``detect``'s report and ``sentinels.csv``.
+``TcpExtTCPFastRetrans``, both 0 in every fault-free run. :func:`sentinel_counters` lists them
+for ``detect``'s report and ``sentinels.csv``; :func:`sentinel_windows` is the sentinel rule
+(a window where one is non-zero in ``DetectConfig.sentinel_samples`` of its samples is
+anomalous), measured in ``benchmarks/sentinel_counters.py``: on the lab recording it finds
+all 9 packet-loss episodes and flags none of the 3,953 fault-free windows. The collector's own
+counters (its missed ticks: kind ``instrument``) are never sentinels.
 """
 
 from __future__ import annotations
@@ -18,23 +20,46 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from reveal_lab.config import DetectConfig
 from reveal_lab.pipeline._method import _key
 from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns
 
-__all__ = ["SENTINEL_COLUMNS", "silent_counters", "silent_columns", "sentinel_counters"]
+__all__ = [
+    "SENTINEL_COLUMNS",
+    "SENTINEL_MIN_SAMPLES",
+    "SENTINEL_WINDOW_SCHEMA",
+    "silent_counters",
+    "silent_columns",
+    "per_interval_counts",
+    "sentinel_claim",
+    "sentinel_counters",
+    "sentinel_windows",
+    "silent_indices",
+]
 
 #: the columns of :func:`sentinel_counters`' frame
 SENTINEL_COLUMNS = ("host", "metric", "subsystem", "samples", "share", "first", "last", "max")
+#: the columns :func:`sentinel_windows` adds to a window
+SENTINEL_WINDOW_SCHEMA: dict[str, pl.DataType] = {
+    "sentinel_samples": pl.Int64,
+    "sentinel": pl.Boolean,
+    "sentinel_metric": pl.String,
+    "sentinel_subsystem": pl.String,
+}
+#: a window fires when a silent counter is non-zero in at least this many of its samples
+#: (``DetectConfig.sentinel_samples``, where the choice is explained)
+SENTINEL_MIN_SAMPLES = DetectConfig.sentinel_samples
 
 
 def _is_counter(metric: str) -> bool:
-    """A per-interval counter (a ``_diff`` source: the change of a cumulative kernel counter)."""
-    return metric.split(":", 1)[0].endswith("_diff")
+    """A per-interval counter of the host (a ``_diff`` source: the change of a cumulative kernel
+    counter), not of the collector itself (its missed ticks are data quality)."""
+    return metric.split(":", 1)[0].endswith("_diff") and classify(metric).kind != "instrument"
 
 
 def silent_counters(baseline: Sequence[Run]) -> set[str]:
     """Host-free keys of the counters present in every baseline run and exactly 0 in every
-    sample of every host of every one of them.
+    sample (with a value) of every host of every one of them.
 
     >>> import datetime as dt
     >>> from reveal_lab.telemetry import RunMeta
@@ -52,7 +77,8 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
                 continue
             x = b.frame[c].cast(pl.Float64, strict=False).to_numpy()
             k = _key(c)
-            zero[k] = zero.get(k, True) and bool(x.size) and bool(np.isfinite(x).all()) and not x.any()
+            x = x[np.isfinite(x)]  # missing samples (a difference's first row) say nothing
+            zero[k] = zero.get(k, True) and bool(x.size) and not x.any()
         here = {k for k, z in zero.items() if z}
         keys = here if keys is None else keys & here
     return keys or set()
@@ -62,6 +88,30 @@ def silent_columns(frame: pl.DataFrame, silent: set[str]) -> list[str]:
     """The metric columns of ``frame`` whose host-free key is in ``silent``
     (:func:`silent_counters`), in column order."""
     return [c for c in metric_columns(frame) if _key(c) in silent]
+
+
+def silent_indices(columns: Sequence[str], silent: set[str]) -> list[int]:
+    """The positions in ``columns`` (metric names) of those whose host-free key is in ``silent``."""
+    return [i for i, c in enumerate(columns) if c != TIMESTAMP and _key(c) in silent]
+
+
+def sentinel_claim(metric: str, samples: int) -> str:
+    """The evidence sentence of a window the sentinel rule fires on."""
+    return (
+        f"{metric} is 0 in every sample of the baseline runs and non-zero in {samples} "
+        "of this window's samples"
+    )
+
+
+def per_interval_counts(run: Run, derive: bool = True) -> Run:
+    """``run`` with its cumulative counters as per-interval differences (``_diff``, as the
+    detectors see them: :func:`reveal_lab.derive.add_derived`) when ``derive``; lab and
+    public-dataset frames hold differences already, a collector's hold running totals."""
+    if not derive:
+        return run
+    from reveal_lab.derive import add_derived
+
+    return Run(run.meta, add_derived(run.frame), run.warnings)
 
 
 def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFrame:
@@ -101,3 +151,61 @@ def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFram
     }
     out = pl.DataFrame(rows, schema=schema, strict=False)
     return out.sort(["samples", "host", "metric"], descending=[True, False, False])
+
+
+def sentinel_windows(
+    windows: pl.DataFrame, parts: Mapping[str, Run], silent: set[str], min_samples: int = SENTINEL_MIN_SAMPLES
+) -> pl.DataFrame:
+    """Per window of ``windows`` (``window_id, host, start, end``; ``[start, end)``) the
+    counter of ``silent`` non-zero in most of its samples of ``parts[host]``:
+    ``sentinel_samples`` (how many; 0 when none moves), ``sentinel`` (at least
+    ``min_samples``) and, for those, ``sentinel_metric`` and ``sentinel_subsystem``.
+
+    >>> import datetime as dt
+    >>> from reveal_lab.telemetry import RunMeta
+    >>> t = [dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=100 * i) for i in range(60)]
+    >>> f = pl.DataFrame({"timestamp": t, "Nstat_diff:TcpExtTCPOFOQueue.h1[count]": [0.0] * 40 + [1.0] * 20},
+    ...                  schema_overrides={"timestamp": pl.Datetime("ms")})
+    >>> w = pl.DataFrame({"window_id": [0, 1], "host": ["h1", "h1"], "start": [t[0], t[30]],
+    ...                   "end": [t[30], t[59] + dt.timedelta(milliseconds=100)]})
+    >>> parts = {"h1": Run(RunMeta(run_id="r", hosts=("h1",)), f)}
+    >>> sentinel_windows(w, parts, {"Nstat_diff:TcpExtTCPOFOQueue"}).select(
+    ...     "window_id", "sentinel_samples", "sentinel", "sentinel_subsystem").rows()
+    [(0, 0, False, None), (1, 20, True, 'network')]
+    """
+    if isinstance(min_samples, bool) or not isinstance(min_samples, int | np.integer) or min_samples < 1:
+        raise ValueError(f"min_samples must be a whole number >= 1, got {min_samples!r}")
+    out = []
+    for host, part in parts.items():
+        w = windows.filter(pl.col("host") == host).select("window_id", "host", "start", "end")
+        if w.is_empty():
+            continue
+        f = part.frame
+        cols = silent_columns(f, silent)
+        n = np.zeros(w.height, dtype=np.int64)
+        metric: list[str | None] = [None] * w.height
+        if cols and f.height:
+            ms = pl.Datetime("ms")
+            ts = f[TIMESTAMP].cast(ms).to_physical().to_numpy()
+            a = np.searchsorted(ts, w["start"].cast(ms).to_physical().to_numpy(), side="left")
+            b = np.searchsorted(ts, w["end"].cast(ms).to_physical().to_numpy(), side="left")
+            moved = np.column_stack(
+                [np.nan_to_num(f[c].cast(pl.Float64, strict=False).to_numpy()) != 0 for c in cols]
+            )
+            cum = np.vstack([np.zeros((1, len(cols)), dtype=np.int64), np.cumsum(moved, axis=0)])
+            counts = cum[b] - cum[a]  # windows x counters
+            best = counts.argmax(axis=1)
+            n = counts[np.arange(w.height), best]
+            metric = [cols[j] if k >= min_samples else None for j, k in zip(best, n, strict=True)]
+        out.append(
+            w.select("window_id", "host").with_columns(
+                sentinel_samples=pl.Series(n, dtype=pl.Int64),
+                sentinel=pl.Series(n >= min_samples, dtype=pl.Boolean),
+                sentinel_metric=pl.Series(metric, dtype=pl.String),
+                sentinel_subsystem=pl.Series(
+                    [classify(m).subsystem if m else None for m in metric], dtype=pl.String
+                ),
+            )
+        )
+    schema = {"window_id": pl.Int64, "host": pl.String, **SENTINEL_WINDOW_SCHEMA}
+    return pl.concat(out, how="vertical") if out else pl.DataFrame(schema=schema)

@@ -128,8 +128,8 @@ def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
         for c in metric_columns(f):
             k = _key(c)
             info = classify(c)
-            if info.kind == "static":
-                excluded.setdefault(k, "static metric")
+            if info.kind in ("static", "instrument"):
+                excluded.setdefault(k, f"{info.kind} metric")
                 continue
             if schema[c] not in (pl.Float64, pl.Float32):
                 raise TelemetryError(f"metric columns must be Float64, found {schema[c]}", column=c)

@@ -130,7 +130,14 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     intro = (
         f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
         f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
-        f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it."
+        f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it"
+        + (
+            f", or when a counter that is 0 in every sample of the baseline runs is non-zero in "
+            f"{det.config['sentinel_samples']} or more of its samples (the sentinel rule: "
+            f"{s.get('sentinel_windows', 0)} window(s))."
+            if det.config.get("sentinel_samples")
+            else "."
+        )
         + (
             f" A detector flags a window only inside {det.config['min_run_windows']} or more consecutive "
             "windows over its threshold (shorter runs, such as one sample's spike, are dropped)."
@@ -204,8 +211,14 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
                 "in this run (on the lab recording, packet loss shows only in such counters). The "
                 "detectors hardly see them: the pruned space leaves out metrics constant in every "
                 "baseline run, and a counter that never moved gives PCA and the isolation forest no "
-                "spread to use. Read them as evidence to check, not as anomalies. All rows are in "
-                "`sentinels.csv`.",
+                "spread to use. "
+                + (
+                    f"A window where one is non-zero in {det.config['sentinel_samples']} or more "
+                    "of its samples is anomalous (the sentinel rule); fewer are evidence to check. "
+                    if det.config.get("sentinel_samples")
+                    else "They decide nothing here (`--sentinel-samples none`): evidence to check. "
+                )
+                + "All rows are in `sentinels.csv`.",
                 sent.head(max_rows).with_columns(
                     pl.col("share").round(4),
                     pl.col("first").dt.strftime("%H:%M:%S%.3f"),
@@ -306,7 +319,8 @@ def write_report(
     ``figures=False`` leaves them out.
 
     With baseline runs, the counters that were 0 in every baseline sample and move in the run
-    (:func:`reveal_lab.pipeline.sentinel_counters`: reported, not scored) go to
+    (:func:`reveal_lab.pipeline.sentinel_counters`; those that fire the sentinel rule make
+    windows anomalous, see :func:`reveal_lab.pipeline.detect_run`) go to
     ``sentinels.csv`` and a section of the report, when there are any.
 
     Cross-host deviation (a detection's own, for runs with three or more hosts, or

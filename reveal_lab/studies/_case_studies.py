@@ -317,7 +317,8 @@ def storage_burst_example(
                 for c in ("start", "end", "combined", "agreement", "top_subsystem")
                 if c in det.windows.columns
             ]
-            windows = det.windows.select(cols).with_columns(flagged=pl.col("agreement") >= det.min_agreement)
+            flags = det.windows.select(det.decision).to_series()
+            windows = det.windows.select(cols).with_columns(flagged=flags)
     return {"series": series, "episodes": eps, "windows": windows}
 
 

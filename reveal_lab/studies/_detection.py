@@ -181,9 +181,7 @@ def run_detection(
             pl.lit(run.meta.run_id).alias("run_id"),
             pl.lit(run.meta.workload, pl.String).alias("workload"),
         ]
-        w = det.windows.with_columns(
-            (pl.col("agreement") >= det.min_agreement).alias("anomalous"), fit_mode=pl.lit(det.fit_mode)
-        )
+        w = det.windows.with_columns(det.decision.alias("anomalous"), fit_mode=pl.lit(det.fit_mode))
         wins.append(w.select(*ids, pl.all()))
         evs.append(_conform(det.evidence.with_columns(*ids)))
     windows = (

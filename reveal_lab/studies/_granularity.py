@@ -65,18 +65,18 @@ def detection_windows(det: object, run: object) -> pl.DataFrame:
     """The windows of a :class:`reveal_lab.pipeline.Detection` as
     ``host, start_s, end_s, anomalous`` (seconds from the run's first sample).
 
-    A window is anomalous when its detector agreement reaches the detection's
-    ``min_agreement`` (the pipeline's own decision, :attr:`Detection.anomalous`).
+    A window is anomalous by the detection's own decision (:attr:`Detection.decision`).
     """
     windows = det.windows  # type: ignore[attr-defined]
     t0 = run.frame.get_column("timestamp").min()  # type: ignore[attr-defined]
-    min_agreement = int(getattr(det, "min_agreement", 1))
+    rule = getattr(det, "decision", pl.col("agreement") >= int(getattr(det, "min_agreement", 1)))
+    flags = windows.select(rule).to_series().fill_null(False)
     return pl.DataFrame(
         {
             "host": windows.get_column("host").cast(pl.String),
             "start_s": _seconds(windows.get_column("start"), t0),
             "end_s": _seconds(windows.get_column("end"), t0),
-            "anomalous": (windows.get_column("agreement") >= min_agreement).fill_null(False).to_numpy(),
+            "anomalous": flags.to_numpy(),
         }
     )
 

@@ -35,8 +35,10 @@ __all__ = [
 SUBSYSTEMS: tuple[str, ...] = ("cpu", "gpu", "memory", "network", "storage", "system")
 #: dynamic: a level or rate that moves with the workload (statistical + temporal features);
 #: counter: sparse event/error counts (summed per window);
-#: static: configuration-like values (kept for cross-host comparison only).
-KINDS: tuple[str, ...] = ("dynamic", "counter", "static")
+#: static: configuration-like values (kept for cross-host comparison only);
+#: instrument: the collector's own telemetry (its lag, missed ticks, CPU time): the state of the
+#: instrument, not of the host, so kept in the frames as data quality and never scored.
+KINDS: tuple[str, ...] = ("dynamic", "counter", "static", "instrument")
 
 #: Pruning priority: lower is more interpretable and preferred as a cluster representative.
 PRIORITY_UTILIZATION = 0
@@ -122,6 +124,9 @@ _EVENT_RE = re.compile(r"(?i)(err|drop|retrans|fail|overrun|collision|ecc|retire
 
 _DEFAULT_RULES: list[MetricRule] = [
     # --- kinds that cut across sources -------------------------------------------------
+    # the collector's self-telemetry: it lags when the host stalls it (a storage burst, a full
+    # run queue), so scoring it names the instrument, not a subsystem an operator can act on
+    MetricRule("Collector", kind="instrument"),
     MetricRule("*", r"(?i)(MemTotal|Hugepagesize|HugePages_Total|SwapTotal|CommitLimit|TSC_MHz|"
                r"memory\.total|pcie\.link\.(gen|width)\.max|power\.(limit|max_limit|default_limit)|"
                r"(^|_)speed$|(^|_)mtu$|cpu_count|quota|cpu\.max|memory\.max|total_cores|"

@@ -270,7 +270,7 @@ def test_summary_renders_the_sentinel_study(tmp_path: Path):
 
 def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
     """v3: counters never non-zero in the fault-free runs move in every loss episode (5 of a
-    window's 30 samples), and rarely in fault-free windows; bad input is refused by name."""
+    window's 30 samples), and rarely if ever in fault-free windows; bad input is refused by name."""
     out = tmp_path / "s.json"
     script = str(BENCH / "sentinel_counters.py")
     p = subprocess.run([sys.executable, script, "--min-samples", "5", "--out", str(out)],
@@ -279,7 +279,7 @@ def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
     res = json.loads(out.read_text())["by_min_samples"]["5"]
     loss = {k: v for k, v in res["episodes_found"].items() if k.startswith("packet_loss")}
     assert len(loss) == 3 and all(v["found"] == v["episodes"] == 3 for v in loss.values())
-    assert 0 < res["false_alarm_share"] < 0.01
+    assert res["false_alarm_share"] < 0.01  # 0 since the collector's missed ticks are no sentinel
     bad = subprocess.run(
         [sys.executable, script, "--min-samples", "0"], capture_output=True, text=True, timeout=120
     )

@@ -148,3 +148,32 @@ def test_evaluate_cli_persist_and_false_alarm_rate_reach_the_evaluation(tmp_path
             main([*args, *bad, "--out", str(tmp_path / "bad")])
         assert exc.value.code == 2
         assert "expected" in capsys.readouterr().err
+
+
+def test_the_sentinel_rule_finds_packet_loss_the_detectors_miss(tmp_path, capsys):
+    """A recorded packet-loss run (loss on labB's link, three DDP hosts), calibrated on the five
+    fault-free DDP runs: the detectors' agreement flags none of its loss episodes, the sentinel
+    rule (a counter 0 in every baseline sample, non-zero in 5+ of a window's samples) finds
+    them, on the labelled host, attributed to the network. The table keeps the detectors-only
+    row beside it; ``--sentinel-samples none`` turns the rule off."""
+    from reveal_lab.evaluation import OVERALL_DETECTORS_ONLY, evaluation_json
+
+    labels = read_labels(data_dir() / "labels.csv")
+    run = labels.filter(pl.col("fault_type") == "packet_loss")["run"][0]
+    ev = evaluate_dataset(mode="calibrated", runs=[run], prune=False)
+    assert ev.config["sentinel_samples"] == 5 and ev.config["sentinel_windows"] > 0
+    tab = {r["fault_type"]: r for r in ev.table.iter_rows(named=True)}
+    assert tab["packet_loss"]["episode_recall"] == 1.0 and tab["packet_loss"]["top1_accuracy"] == 1.0
+    assert tab[OVERALL_DETECTORS_ONLY]["detected"] == 0
+    js = evaluation_json(ev.episodes, ev.windows, ev.table)
+    assert js["overall_detectors_only"]["episode_recall"] == 0.0
+    assert OVERALL_DETECTORS_ONLY not in js["fault_types"]
+    # the CLI: the rule's switch, and bad values refused by name
+    with pytest.raises(SystemExit) as exc:
+        main(["evaluate", "--runs", run, "--sentinel-samples", "0", "--out", str(tmp_path)])
+    assert exc.value.code == 2 and "--sentinel-samples" in capsys.readouterr().err
+    argv = ["evaluate", "--runs", run, "--no-prune", "--no-evidence", "--sentinel-samples", "none"]
+    assert main([*argv, "--out", str(tmp_path / "off"), "--json", str(tmp_path / "off.json")]) == 0
+    off = json.loads((tmp_path / "off.json").read_text())
+    assert off["settings"]["sentinel_samples"] is None and "overall_detectors_only" not in off
+    assert off["fault_types"]["packet_loss"]["episode_recall"] == 0.0

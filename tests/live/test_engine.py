@@ -182,3 +182,57 @@ def test_a_saved_pruning_restricts_the_live_space(tmp_path):
     other = save_pruning(Pruning(["Nothing:here.-"], {}, {}), tmp_path / "other.json")
     with pytest.raises(Exception, match="none of the 1 metrics of the pruned space"):
         _stream(LiveDetector(warmup_s=12, prune=other), run.frame)
+
+
+def _ofo_run(name: str, seed: int, ofo_at: range | None = None, n: int = 600) -> Run:
+    import datetime as dt
+
+    rng = np.random.default_rng(seed)
+    ofo = np.zeros(n)
+    if ofo_at is not None:
+        ofo[list(ofo_at)] = 2.0
+    t0 = dt.datetime(2026, 1, 1, seed)
+    frame = pl.DataFrame(
+        {
+            "timestamp": [t0 + dt.timedelta(milliseconds=100 * i) for i in range(n)],
+            "CPU:Busy%.-.h1[%]": 50 + rng.normal(size=n),
+            "Memory:Dirty.h1[kB]": 1000 + rng.normal(size=n),
+            "Nstat_diff:TcpInSegs.h1[count]": rng.poisson(50, size=n).astype(float),
+            "Nstat_diff:TcpExtTCPOFOQueue.h1[count]": ofo,
+        }
+    ).with_columns(pl.col("timestamp").cast(pl.Datetime("ms")))
+    return Run(RunMeta(run_id=name, hosts=("h1",)), frame)
+
+
+def test_the_sentinel_rule_holds_while_streaming_as_offline():
+    """A counter 0 in every baseline sample (pruned away as constant) moves for 2 s: the live
+    verdicts flag the same windows as ``detect_run``'s sentinel rule, name the counter and its
+    subsystem, and the rule off (``sentinel_samples=None``) leaves the decision to the detectors."""
+    from dataclasses import replace
+
+    from reveal_lab.config import DetectConfig
+    from reveal_lab.pipeline import detect_run
+
+    base = [_ofo_run("b1", 1), _ofo_run("b2", 2)]
+    run = _ofo_run("r", 3, ofo_at=range(300, 320))
+    det = LiveDetector(baseline=base, min_agreement=2)
+    assert det.silent == {"Nstat_diff:TcpExtTCPOFOQueue"}
+    assert "Nstat_diff:TcpExtTCPOFOQueue" not in det.pruning.selected  # constant: pruned away
+    verdicts = _stream(det, run.frame)
+    fired = [v.window_id for v in verdicts if v.sentinel]
+    offline = detect_run(run, baseline=base, trim=False, min_agreement=2)
+    assert fired == offline.windows.filter(pl.col("sentinel"))["window_id"].to_list() == [28, 29, 30, 31]
+    for v in verdicts:
+        if v.sentinel:
+            assert v.anomalous and "sentinel" in v.methods
+            ev = v.evidence[-1]
+            assert ev["metric"] == "Nstat_diff:TcpExtTCPOFOQueue.h1[count]" and ev["subsystem"] == "network"
+            assert ev["evidence_of"] == "sentinel" and ev["score"] >= 5
+            if v.agreement < 2:
+                assert v.subsystems == "network" and len(v.evidence) == 1
+            assert "[" in v.line() and "sentinel" in v.line()
+    off = LiveDetector(baseline=base, min_agreement=2, detect=replace(DetectConfig(), sentinel_samples=None))
+    assert off.silent == set()
+    quiet = _stream(off, run.frame)
+    assert not any(v.sentinel for v in quiet)
+    assert [v.anomalous for v in quiet] == [v.agreement >= 2 for v in quiet]

@@ -16,6 +16,7 @@ from reveal_lab.pipeline import detect_run
 #: metrics move together) and trimming would cut the synthetic runs' edges
 RANKING_ONLY = {"prune": False, "trim": False}
 from reveal_lab.synth import Anomaly, make_run
+from reveal_lab.telemetry import classify
 
 FAST = get_preset("paper", detect=get_preset("smoke").detect)
 LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
@@ -92,6 +93,8 @@ def test_recorded_run_planted_metrics_rank_first():
     chosen, sources = [], set()
     for c in sorted(set(run.frame.columns) & set(base.frame.columns) - {"timestamp"} - quiet):
         if not run.frame[c].dtype.is_numeric() or c.split(":")[0] in sources:
+            continue
+        if classify(c).kind not in ("dynamic", "counter"):  # scored metrics only (not the collector's lag)
             continue
         x, y = run.frame[c].to_numpy().astype(np.float64), base.frame[c].to_numpy().astype(np.float64)
         if np.isfinite(x).all() and np.isfinite(y).all() and _robust_sd(x) > 0 and _robust_sd(y) > 0:

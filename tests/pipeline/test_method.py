@@ -237,11 +237,11 @@ def test_lone_fault_free_runs_flag_less_than_a_fault_run():
 @pytest.mark.xfail(
     strict=True,
     reason="issue #17 item 3, not met on the v3 lab data: detected alone, the storage bursts of its "
-    "first run are flagged over 0.56 of their windows with 'system' first (fault-free runs: 0.23 "
-    "median), 0.42 with min_run=4; goal >= 0.6 with storage first (v2: 0.25; v1: 0.74). Why: the "
-    "flags come from the collector's own lag (Collector:lag var, |z| 3,600-7,000); the disk is idle "
-    "in 59 % of the windows, so sectors_read's MAD is 0 and the standard deviation that replaces "
-    "it is set by the bursts themselves (41 % of the windows): |z| 1.7",
+    "first run are flagged over 0.19 of their windows, cpu first (0 with min_run=4); goal >= 0.6 with "
+    "storage first. Why: the disk is idle in 59 % of the windows, so sectors_read's MAD is 0 and the "
+    "standard deviation that replaces it is set by the bursts themselves (41 % of the windows): |z| 1.7. "
+    "Before the collector's own telemetry became kind 'instrument' (never scored), the collector's lag "
+    "gave 0.56 with 'system' first: a flag on the instrument, not on the disk",
 )
 def test_a_lone_storage_run_is_flagged_over_most_of_its_fault_and_attributed():
     """A recorded O_DIRECT read burst run, detected alone (no baseline): robust thresholds

@@ -1,5 +1,6 @@
 """Counters silent in the baseline that move in the scored run: listed by ``detect_run`` and
-the report (:func:`reveal_lab.pipeline.sentinel_counters`), not scored."""
+the report (:func:`reveal_lab.pipeline.sentinel_counters`), and a window where one is non-zero
+in ``DetectConfig.sentinel_samples`` of its samples is anomalous (the sentinel rule)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reveal_lab.pipeline import SENTINEL_COLUMNS, detect_run, sentinel_counters, silent_counters
+from dataclasses import replace
+
+from reveal_lab.config import get_preset
+from reveal_lab.pipeline import (
+    SENTINEL_COLUMNS,
+    SENTINEL_MIN_SAMPLES,
+    detect_run,
+    sentinel_counters,
+    sentinel_windows,
+    silent_counters,
+)
 from reveal_lab.report import write_report
 from reveal_lab.telemetry import Run, RunMeta
 
@@ -49,6 +60,8 @@ def test_a_counter_silent_in_the_baseline_is_listed_and_reported(tmp_path):
     assert row["subsystem"] == "network"
     assert row["first"] == run.frame["timestamp"][100] and row["last"] == run.frame["timestamp"][353]
     assert det.summary["sentinel_counters"] == 1
+    # 3 and 4 samples in a window: below the rule's 5, listed but no window decided by it
+    assert det.summary["sentinel_windows"] == 0 and not det.windows["sentinel"].any()
     paths = write_report(det, tmp_path, figures=False)
     assert pl.read_csv(paths["sentinels.csv"])["metric"].to_list() == [OFO]
     md = paths["report.md"].read_text()
@@ -61,6 +74,92 @@ def test_a_counter_silent_in_the_baseline_is_listed_and_reported(tmp_path):
     assert "sentinels.csv" not in paths and "Counters silent" not in paths["report.md"].read_text()
 
 
+def _paper(**detect) -> object:
+    p = get_preset("paper")
+    return replace(p, detect=replace(p.detect, **detect))
+
+
+def test_a_silent_counter_moving_for_two_seconds_makes_its_windows_anomalous(tmp_path):
+    """20 samples (2 s) of the out-of-order counter, which never moved in the baseline: every
+    3 s window with 5 or more of them is anomalous, attributed to the network with a sentinel
+    evidence row, whatever the detectors say; with the rule off (``sentinel_samples=None``)
+    the decision is the detectors' agreement alone."""
+    base = [_run("b1", 1), _run("b2", 2)]
+    run = _run("r", 3, ofo_at=list(range(300, 320)))
+    det = detect_run(run, baseline=base, trim=False, min_agreement=2)
+    w = det.windows
+    assert det.config["sentinel_samples"] == SENTINEL_MIN_SAMPLES == 5
+    # window k holds samples [10k, 10k + 30): samples 300..319 give windows 28..31 10, 20, 20
+    # and 10 of them, windows 27 and 32 none
+    fired = w.filter(pl.col("sentinel"))["window_id"].sort().to_list()
+    assert fired == [28, 29, 30, 31], fired
+    assert w.filter(pl.col("sentinel"))["sentinel_samples"].max() == 20
+    assert set(w.filter(pl.col("sentinel"))["sentinel_metric"]) == {OFO}
+    assert w.filter(pl.col("sentinel"))["anomalous"].all()
+    alone = w.filter(pl.col("sentinel") & (pl.col("agreement") < 2))
+    assert alone.height >= 1  # the detectors alone do not flag all of them
+    assert set(alone["top_subsystem"]) == {"network"} and (alone["share_network"] == 1.0).all()
+    assert det.anomalous.height == w.filter((pl.col("agreement") >= 2) | pl.col("sentinel")).height
+    ev = det.anomalies().filter(pl.col("methods") == "sentinel")
+    assert ev.height == len(fired) and set(ev["metric"]) == {OFO} and set(ev["subsystem"]) == {"network"}
+    assert "0 in every sample of the baseline runs" in ev["claim"][0]
+    assert det.summary["sentinel_windows"] == len(fired)
+    md = write_report(det, tmp_path, figures=False)["report.md"].read_text()
+    assert "the sentinel rule" in md and f"{len(fired)} window(s)" in md
+    # the rule off: the same counters listed, no window decided by them
+    off = detect_run(run, baseline=base, trim=False, min_agreement=2, preset=_paper(sentinel_samples=None))
+    assert off.config["sentinel_samples"] is None and off.sentinels.height == 1
+    assert not off.windows["sentinel"].any() and off.summary["sentinel_windows"] == 0
+    assert off.anomalous.height == off.windows.filter(pl.col("agreement") >= 2).height
+    assert "methods" in off.anomalies().columns and "sentinel" not in off.anomalies()["methods"].to_list()
+    # no baseline: no rule at all
+    assert detect_run(run, trim=False).config["sentinel_samples"] is None
+    with pytest.raises(ValueError, match="sentinel_samples"):
+        detect_run(run, baseline=base, trim=False, preset=_paper(sentinel_samples=0))
+
+
+def test_sentinel_windows_counts_each_counters_samples_per_window():
+    """Two silent counters: the window takes the one non-zero in most of its samples; the
+    threshold is inclusive; a bad threshold is refused by name."""
+    run = _run("r", 3, ofo_at=list(range(0, 6)))
+    f = run.frame.with_columns(
+        pl.Series("Nstat_diff:TcpExtTCPAckCompressed.h1[count]", [1.0] * 8 + [0.0] * (run.frame.height - 8))
+    )
+    r = Run(run.meta, f)
+    ts = f["timestamp"]
+    w = pl.DataFrame(
+        {"window_id": [0, 1], "host": ["h1", "h1"], "start": [ts[0], ts[30]], "end": [ts[30], ts[60]]}
+    )
+    silent = {"Nstat_diff:TcpExtTCPOFOQueue", "Nstat_diff:TcpExtTCPAckCompressed"}
+    out = sentinel_windows(w, r.split_hosts(), silent, 8)
+    assert out.rows() == [
+        (0, "h1", 8, True, "Nstat_diff:TcpExtTCPAckCompressed.h1[count]", "network"),
+        (1, "h1", 0, False, None, None),
+    ]
+    assert not sentinel_windows(w, r.split_hosts(), silent, 9)["sentinel"].any()
+    with pytest.raises(ValueError, match="min_samples"):
+        sentinel_windows(w, r.split_hosts(), silent, 0)
+
+
+def test_the_collectors_own_counters_are_never_sentinels():
+    """``Collector_diff:missed_ticks`` is the instrument's state (kind ``instrument``): on the lab
+    recording it was the only counter that fired the rule in a fault-free run."""
+    from reveal_lab.telemetry import classify
+
+    runs = []
+    for i in (1, 2, 3):
+        r = _run(f"b{i}", i)
+        miss = np.zeros(r.frame.height)
+        if i == 3:
+            miss[100:140] = 1.0
+        missed = pl.Series("Collector_diff:missed_ticks.h1[count]", miss)
+        runs.append(Run(r.meta, r.frame.with_columns(missed)))
+    assert classify("Collector_diff:missed_ticks.h1[count]").kind == "instrument"
+    assert silent_counters(runs[:2]) == {"Nstat_diff:TcpExtTCPOFOQueue"}
+    det = detect_run(runs[2], baseline=runs[:2], trim=False)
+    assert not det.windows["sentinel"].any() and det.sentinels.height == 0
+
+
 def test_a_counter_that_moved_in_one_baseline_run_is_not_silent():
     base = [_run("b1", 1), _run("b2", 2, ofo_at=[5])]
     assert silent_counters(base) == set()
@@ -71,7 +170,8 @@ def test_a_counter_that_moved_in_one_baseline_run_is_not_silent():
 @pytest.mark.skipif(not (LAB / "meta_lab.csv").is_file(), reason="data/lab not present")
 def test_packet_loss_on_the_bundled_recording_shows_in_the_senders_silent_counters():
     """v3: loss on labB's link; labC (the sender) retransmits fast, a counter that is 0 in
-    every fault-free DDP run; no window is anomalous, the report still names it."""
+    every fault-free DDP run: the sentinel rule flags windows inside the loss episodes (the
+    detectors' agreement flags none of them), attributed to the network."""
     from reveal_lab.io import load_run
 
     meta = pl.read_csv(LAB / "meta_lab.csv", infer_schema_length=0)
@@ -83,3 +183,31 @@ def test_packet_loss_on_the_bundled_recording_shows_in_the_senders_silent_counte
     named = det.sentinels["metric"].to_list()
     assert any("TcpExtTCPFastRetrans" in m for m in named)
     assert set(det.sentinels["subsystem"]) == {"network"}
+    labels = pl.read_csv(LAB / "labels.csv", try_parse_dates=True).filter(pl.col("run") == loss)
+    inside = pl.lit(False)
+    for lab in labels.filter(pl.col("scope") == "episode").iter_rows(named=True):
+        inside = inside | ((pl.col("end") > lab["start"]) & (pl.col("start") < lab["end"]))
+    fired = det.windows.filter(pl.col("sentinel"))
+    # with two baseline runs, more counters are silent than with the five of `evaluate`, and
+    # retransmissions outlast an episode: most fired windows lie inside the episodes
+    n_in = fired.filter(inside).height
+    assert n_in >= max(3, fired.height // 2), (n_in, fired.height)
+    assert set(fired["sentinel_subsystem"]) == {"network"}
+
+
+def test_a_collectors_cumulative_counter_is_judged_by_its_differences():
+    """A collector writes kernel counters cumulatively (``Nstat:TcpExtTCPOFOQueue`` stays at its
+    value since boot while nothing happens): the sentinel rule sees their per-interval
+    differences, as the detectors do, so a baseline where it never moved makes it silent."""
+    def cumulative(run: Run, since_boot: float) -> Run:
+        f = run.frame
+        ofo = f[OFO].cum_sum() + since_boot
+        f = f.drop(OFO).with_columns(ofo.alias("Nstat:TcpExtTCPOFOQueue.h1[count]"))
+        return Run(run.meta, f)
+
+    base = [cumulative(_run("b1", 1), 1234.0), cumulative(_run("b2", 2), 1234.0)]
+    assert silent_counters(base) == set()  # as written: a constant level, not a counter
+    run = cumulative(_run("r", 3, ofo_at=list(range(300, 320))), 1234.0)
+    det = detect_run(run, baseline=base, trim=False, min_agreement=2)
+    assert det.sentinels["metric"].to_list() == ["Nstat_diff:TcpExtTCPOFOQueue.h1[count]"]
+    assert det.windows.filter(pl.col("sentinel"))["window_id"].to_list() == [28, 29, 30, 31]

@@ -50,6 +50,23 @@ def test_subsystems_cover_the_column_families() -> None:
     assert set(cat.get_column("subsystem")) == {"cpu", "gpu", "memory", "network", "storage"}
 
 
+def test_the_collectors_own_telemetry_is_an_instrument_and_gets_no_features() -> None:
+    """``Collector:lag`` (it grows when a storage burst or a full run queue stalls the collector),
+    ``missed_ticks`` and ``cpu_time`` describe the instrument: kind ``instrument``, no window
+    features, so no anomaly is ever attributed to them."""
+    from reveal_lab.features import feature_plan
+
+    cols = ["Collector:lag.h[us]", "Collector_diff:missed_ticks.h[count]", "Collector_diff:cpu_time.h[us]",
+            "Storage_diff:sectors_read.h[sectors]"]  # fmt: skip
+    cat = catalogue(cols)
+    assert cat["kind"].to_list() == ["instrument", "instrument", "instrument", "dynamic"]
+    assert "instrument" in KINDS
+    pairs, excluded = feature_plan(cat)
+    assert set(pairs["metric"]) == {"Storage_diff:sectors_read.h[sectors]"}
+    assert set(excluded["metric"]) == set(cols[:3])
+    assert set(excluded["reason"]) == {"the collector's own telemetry: data quality, not the host's state"}
+
+
 def test_unknown_names_fall_back_without_crashing() -> None:
     info = classify("Habana:utilization.0.h1[%]")
     assert (info.subsystem, info.kind, info.known) == ("system", "dynamic", False)
