@@ -11,7 +11,7 @@ import polars as pl
 
 from reveal_lab.attribution import format_value as _fmt
 from reveal_lab.attribution import readable_metric
-from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, parse_metric_name, split_hosts
+from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, metric_key, split_hosts
 
 __all__ = ["deviation", "DEVIATION_SCHEMA"]
 
@@ -58,10 +58,7 @@ def _bucket_means(frame: pl.DataFrame, window_s: float, align: str, t_ref: int |
     """Mean of every metric per tumbling window, columns renamed to host-free keys."""
     ts = frame[TIMESTAMP].dt.epoch("ms")
     t0 = int(ts.min()) if align == "elapsed" or t_ref is None else t_ref
-    ren = {}
-    for c in metric_columns(frame):
-        m = parse_metric_name(c)
-        ren[c] = m.key() if m is not None else c
+    ren = {c: metric_key(c) for c in metric_columns(frame)}
     width = int(round(window_s * 1000))
     return (
         frame.with_columns(_b=((ts - t0) // width).cast(pl.Int64))
@@ -134,8 +131,7 @@ def deviation(
     column_of: dict[tuple[str, str], str] = {}  # (key, host) -> that host's column
     for h, f in frames.items():
         for c in metric_columns(f):
-            m = parse_metric_name(c)
-            kk = m.key() if m is not None else c
+            kk = metric_key(c)
             keys.setdefault(kk, c)
             column_of[(kk, h)] = c
     key_list = list(keys)

@@ -58,7 +58,15 @@ from reveal_lab.pipeline import (
     silent_counters,
     silent_indices,
 )
-from reveal_lab.telemetry import TIMESTAMP, Run, RunMeta, TelemetryError, classify, parse_metric_name
+from reveal_lab.telemetry import (
+    TIMESTAMP,
+    Run,
+    RunMeta,
+    TelemetryError,
+    classify,
+    metric_key,
+    parse_metric_name,
+)
 
 __all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
 
@@ -139,11 +147,7 @@ def pair_keys(pairs: pl.DataFrame) -> list[str]:
     """Host-free identity of each feature column: ``<metric key>|<feature>`` (align across hosts)."""
     if "key" in pairs.columns:
         return [f"{k}|{f}" for k, f in pairs.select("key", "feature").iter_rows()]
-    keys = []
-    for metric, feature in pairs.select("metric", "feature").iter_rows():
-        m = parse_metric_name(metric)
-        keys.append(f"{m.key() if m is not None else metric}|{feature}")
-    return keys
+    return [f"{metric_key(m)}|{feature}" for m, feature in pairs.select("metric", "feature").iter_rows()]
 
 
 class LiveDetector:

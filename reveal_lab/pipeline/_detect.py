@@ -33,7 +33,6 @@ from reveal_lab.pipeline._method import (
     THRESHOLD_MODES,
     Pruning,
     TrimRule,
-    _key,
     fit_pruning,
     load_pruning,
     robust_threshold,
@@ -56,6 +55,7 @@ from reveal_lab.telemetry import (
     TelemetryError,
     TelemetryWarning,
     metric_columns,
+    metric_key,
 )
 
 __all__ = [
@@ -230,7 +230,7 @@ def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> lis
     ['CPU:Busy%.0.h1[%]']
     """
     sel = set(getattr(selected, "selected", selected))
-    return [c for c in columns if c != TIMESTAMP and (c in sel or _key(c) in sel)]
+    return [c for c in columns if c != TIMESTAMP and (c in sel or metric_key(c) in sel)]
 
 
 def detection_view(
@@ -294,7 +294,7 @@ def _baseline_features(
             keys = (
                 wf.pairs["key"].to_list()
                 if "key" in wf.pairs.columns
-                else [_key(m) for m in wf.pairs["metric"]]
+                else [metric_key(m) for m in wf.pairs["metric"]]
             )
             col = {
                 (k, f): j for j, (k, f) in enumerate(zip(keys, wf.pairs["feature"].to_list(), strict=True))
@@ -661,9 +661,12 @@ def _detect_run(
             trim_info["baseline"] = [t.to_dict() for _, t in trimmed]
     pre_notes: list[str] = []
     if baseline:  # before pruning: a space fitted on the baseline would hide what it lacks
-        base_keys = {_key(c) for b in baseline for c in metric_columns(b.frame)}
+        base_keys = {metric_key(c) for b in baseline for c in metric_columns(b.frame)}
         pre_notes = check_metric_overlap(
-            (_key(c) for c in metric_columns(run.frame)), base_keys, where=run.run_id, force=force_baseline
+            (metric_key(c) for c in metric_columns(run.frame)),
+            base_keys,
+            where=run.run_id,
+            force=force_baseline,
         )
         moving = any(
             b.frame.get_column(c).drop_nulls().n_unique() > 1 for b in baseline for c in metric_columns(b.frame)

@@ -135,13 +135,6 @@ def recorded_span(run: Run) -> tuple[dt.datetime, dt.datetime] | None:
     return None
 
 
-def _key(metric: str) -> str:
-    """A metric column's host-free key (:meth:`MetricName.key`); the name itself when it does
-    not parse. Runs on different hosts align on it."""
-    m = parse_metric_name(metric)
-    return m.key() if m is not None else metric
-
-
 def _utilisation(frame: pl.DataFrame) -> pl.Series | None:
     gpu, cpu = [], []
     for c in metric_columns(frame):

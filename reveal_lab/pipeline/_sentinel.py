@@ -21,8 +21,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import DetectConfig
-from reveal_lab.pipeline._method import _key
-from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns
+from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, metric_key
 
 __all__ = [
     "SENTINEL_COLUMNS",
@@ -76,7 +75,7 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
             if not _is_counter(c):
                 continue
             x = b.frame[c].cast(pl.Float64, strict=False).to_numpy()
-            k = _key(c)
+            k = metric_key(c)
             x = x[np.isfinite(x)]  # missing samples (a difference's first row) say nothing
             zero[k] = zero.get(k, True) and bool(x.size) and not x.any()
         here = {k for k, z in zero.items() if z}
@@ -87,12 +86,12 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
 def silent_columns(frame: pl.DataFrame, silent: set[str]) -> list[str]:
     """The metric columns of ``frame`` whose host-free key is in ``silent``
     (:func:`silent_counters`), in column order."""
-    return [c for c in metric_columns(frame) if _key(c) in silent]
+    return [c for c in metric_columns(frame) if metric_key(c) in silent]
 
 
 def silent_indices(columns: Sequence[str], silent: set[str]) -> list[int]:
     """The positions in ``columns`` (metric names) of those whose host-free key is in ``silent``."""
-    return [i for i, c in enumerate(columns) if c != TIMESTAMP and _key(c) in silent]
+    return [i for i, c in enumerate(columns) if c != TIMESTAMP and metric_key(c) in silent]
 
 
 def sentinel_claim(metric: str, samples: int) -> str:

@@ -15,7 +15,7 @@ from reveal_lab.telemetry import (
     TelemetryError,
     classify,
     metric_columns,
-    parse_metric_name,
+    metric_key,
     split_hosts,
 )
 
@@ -30,11 +30,6 @@ __all__ = [
 ]
 
 CLUSTER_METHODS = ("complete", "connected")
-
-
-def _key(column: str) -> str:
-    m = parse_metric_name(column)
-    return m.key() if m is not None else column
 
 
 def correlation_matrix(X: np.ndarray, min_periods: int = 3) -> np.ndarray:
@@ -100,7 +95,7 @@ def _runs(frames: Sequence[Frame]) -> list[pl.DataFrame]:
     for f in frames:
         if isinstance(f, pl.LazyFrame):
             f = f.collect()
-        keys = [_key(c) for c in metric_columns(f)]
+        keys = [metric_key(c) for c in metric_columns(f)]
         if len(set(keys)) < len(keys):  # several hosts in one frame: one run per host
             out.extend(split_hosts(f).values())
         else:
@@ -126,7 +121,7 @@ def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
         cols, keys = [], []
         schema = f.schema
         for c in metric_columns(f):
-            k = _key(c)
+            k = metric_key(c)
             info = classify(c)
             if info.kind in ("static", "instrument"):
                 excluded.setdefault(k, f"{info.kind} metric")
@@ -256,7 +251,7 @@ class PruneResult:
         """The columns of a frame whose metric key is in the diagnostic space (or in
         one workload's selection)."""
         keep = set(self.union if workload is None else self.selected[workload])
-        return [c for c in columns if c != "timestamp" and _key(c) in keep]
+        return [c for c in columns if c != "timestamp" and metric_key(c) in keep]
 
 
 def prune(

@@ -9,17 +9,13 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import WindowConfig
-from reveal_lab.telemetry import Run, parse_metric_name
+from reveal_lab.telemetry import Run, metric_key
 
 __all__ = ["window_feature_table", "project"]
 
 
 def _pair_keys(pairs: pl.DataFrame) -> list[str]:
-    keys = []
-    for metric, feature in pairs.select("metric", "feature").iter_rows():
-        m = parse_metric_name(metric)
-        keys.append(f"{m.key() if m is not None else metric}|{feature}")
-    return keys
+    return [f"{metric_key(m)}|{feature}" for m, feature in pairs.select("metric", "feature").iter_rows()]
 
 
 def window_feature_table(

@@ -19,6 +19,7 @@ from reveal_lab.telemetry._names import (
     DIFF_SUFFIX,
     MetricName,
     format_metric_name,
+    metric_key,
     parse_metric_name,
     sanitize_host,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "catalogue",
     "classify",
     "register_metric",
+    "metric_key",
     "parse_metric_name",
     "format_metric_name",
     "sanitize_host",

@@ -16,7 +16,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["MetricName", "parse_metric_name", "format_metric_name", "sanitize_host", "DIFF_SUFFIX"]
+__all__ = [
+    "MetricName",
+    "parse_metric_name",
+    "format_metric_name",
+    "metric_key",
+    "sanitize_host",
+    "DIFF_SUFFIX",
+]
 
 DIFF_SUFFIX = "_diff"
 
@@ -72,6 +79,17 @@ class MetricName:
         compare the same metric across hosts."""
         inst = f".{self.instance}" if self.instance is not None else ""
         return f"{self.full_source}:{self.field}{inst}"
+
+
+def metric_key(column: str) -> str:
+    """A metric column's host-free key (:meth:`MetricName.key`), or the column itself when it
+    does not follow the grammar: runs on different hosts align on it.
+
+    >>> metric_key("Nstat_diff:TcpExtTCPOFOQueue.labB[count]"), metric_key("free text")
+    ('Nstat_diff:TcpExtTCPOFOQueue', 'free text')
+    """
+    m = parse_metric_name(column)
+    return m.key() if m is not None else column
 
 
 def sanitize_host(host: str) -> str:
