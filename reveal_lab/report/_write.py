@@ -358,6 +358,7 @@ def write_report(
         "anomalous": total_a,
         "anomalous_share": total_a / total_w if total_w else 0.0,
         "no_anomaly": total_a == 0,
+        "sentinel_windows": sum(s.get("sentinel_windows", 0) for s in summaries),
         "evidence_rows": csv.height,
         "files": list(REPORT_FILES),
     }

@@ -5,6 +5,7 @@ in ``DetectConfig.sentinel_samples`` of its samples is anomalous (the sentinel r
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import numpy as np
@@ -104,8 +105,12 @@ def test_a_silent_counter_moving_for_two_seconds_makes_its_windows_anomalous(tmp
     assert ev.height == len(fired) and set(ev["metric"]) == {OFO} and set(ev["subsystem"]) == {"network"}
     assert "0 in every sample of the baseline runs" in ev["claim"][0]
     assert det.summary["sentinel_windows"] == len(fired)
-    md = write_report(det, tmp_path, figures=False)["report.md"].read_text()
+    paths = write_report(det, tmp_path, figures=False)
+    md = paths["report.md"].read_text()
     assert "the sentinel rule" in md and f"{len(fired)} window(s)" in md
+    summary = json.loads(paths["summary.json"].read_text())
+    assert summary["sentinel_windows"] == len(fired) == summary["runs"][0]["sentinel_windows"]
+    assert pl.read_csv(paths["anomalies.csv"]).filter(pl.col("methods") == "sentinel").height == len(fired)
     # the rule off: the same counters listed, no window decided by them
     off = detect_run(run, baseline=base, trim=False, min_agreement=2, preset=_paper(sentinel_samples=None))
     assert off.config["sentinel_samples"] is None and off.sentinels.height == 1
