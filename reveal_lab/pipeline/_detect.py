@@ -857,7 +857,9 @@ def _sentinel_evidence(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.Data
         metric=pl.col("sentinel_metric"),
         feature=pl.lit("nonzero_samples"),
         score=n.cast(pl.Float64),
-        claim=pl.Series([sentinel_claim(m, k) for m, k in zip(w["sentinel_metric"], w["sentinel_samples"])]),
+        claim=pl.Series(
+            [sentinel_claim(m, k) for m, k in zip(w["sentinel_metric"], w["sentinel_samples"], strict=True)]
+        ),
         evidence_of=pl.lit("sentinel"),
         rank=(pl.col("_last").fill_null(0) + 1).cast(pl.Int64),
         value=n.cast(pl.Float64),
