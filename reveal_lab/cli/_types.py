@@ -22,6 +22,7 @@ __all__ = [
     "CALIBRATIONS",
     "SENTINEL_DEFAULT",
     "add_rule_arguments",
+    "add_sentinel_argument",
     "with_rule_arguments",
     "SENTINEL_HELP",
     "Z_CLIP_DEFAULT",
@@ -59,6 +60,11 @@ def add_rule_arguments(p: argparse.ArgumentParser) -> None:
     """``--z-clip`` and ``--sentinel-samples``: the detection rules ``detect`` and ``evaluate``
     share (read back with :func:`with_rule_arguments`)."""
     p.add_argument("--z-clip", type=z_clip, default=Z_CLIP_DEFAULT, metavar="UNITS|none", help=Z_CLIP_HELP)
+    add_sentinel_argument(p)
+
+
+def add_sentinel_argument(p: argparse.ArgumentParser) -> None:
+    """``--sentinel-samples N|none`` (``detect``, ``evaluate``, ``watch``)."""
     p.add_argument(
         "--sentinel-samples",
         type=sentinel_samples,

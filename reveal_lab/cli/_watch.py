@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._types import add_sentinel_argument
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
@@ -49,6 +51,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="K",
         help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect; 2 for fewer alerts)",
     )
+    add_sentinel_argument(p)
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
     p.add_argument("--duration", metavar="DURATION", help="stop after this long")
@@ -78,6 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.live import watch
 
     p = get_preset(args.preset)
+    p = dataclasses.replace(p, detect=dataclasses.replace(p.detect, sentinel_samples=args.sentinel_samples))
     w = p.window
     over = {
         k: parse_duration(v)
@@ -92,7 +96,7 @@ def _run(args: argparse.Namespace) -> int:
             baseline=args.baseline,
             warmup_s=parse_duration(args.warmup),
             window=w,
-            preset=args.preset,
+            preset=p,
             min_agreement=args.min_agreement,
             prune=False if args.no_prune else (args.pruning or True),
             jsonl=args.jsonl,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reveal_lab.config import WindowConfig, get_preset
+from reveal_lab.config import Preset, WindowConfig, get_preset
 from reveal_lab.live._engine import LiveDetector, Verdict
 from reveal_lab.live._follow import CollectorFollower
 from reveal_lab.telemetry import Run
@@ -84,7 +84,7 @@ def watch(
     baseline: Run | str | Path | None = None,
     warmup_s: float = 30.0,
     window: WindowConfig | None = None,
-    preset: str = "paper",
+    preset: str | Preset = "paper",
     min_agreement: int = 1,
     prune: bool | str | Path = True,
     jsonl: str | Path | None = None,
@@ -105,6 +105,8 @@ def watch(
     baseline : a reference run (``Run`` or a path ``load_run`` reads) to fit the
         detectors on; without it the first ``warmup_s`` seconds of the stream are used.
     window : windowing (default: the preset's, 3 s windows every 1 s).
+    preset : detector settings (a name or a :class:`~reveal_lab.config.Preset`); with a
+        baseline, ``preset.detect.sentinel_samples`` is the sentinel rule's (``None``: off).
     prune : the pruned metric space (default, the paper's): fitted on the baseline or on
         the warm-up; a ``pruning.json`` path reuses a saved one (e.g. ``reveal-lab
         detect``'s); ``False`` scores every metric.
@@ -125,7 +127,7 @@ def watch(
         raise ValueError(f"show must be 'anomalies', 'all' or 'none', got {show!r}")
     directory = Path(directory)
     check_run_folder(directory)
-    p = get_preset(preset)
+    p = preset if isinstance(preset, Preset) else get_preset(preset)
     cfg = window or p.window
     det = LiveDetector(
         cfg,

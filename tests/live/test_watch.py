@@ -131,3 +131,17 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     assert summary.pruning["source"].startswith("every metric")
     # the pruned space (fitted on the baseline) scores fewer features than every metric
     assert 0 < features[True] < features[False]
+    # each verdict says whether the sentinel rule fired (which counters move is the machine's
+    # business); with the rule off (a preset with sentinel_samples=None) it never does
+    assert all("sentinel" in json.loads(line) for line in jsonl.read_text().splitlines() if '"window_id"' in line)
+    from dataclasses import replace
+
+    from reveal_lab.config import get_preset
+
+    paper = get_preset("paper")
+    off = replace(paper, detect=replace(paper.detect, sentinel_samples=None))
+    quiet: list = []
+    summary = watch(live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None,
+                    on_verdict=quiet.append, preset=off)  # fmt: skip
+    assert summary.scored >= 2 and not any(v.sentinel for v in quiet)
+    assert all(v.anomalous == (v.agreement >= 1) for v in quiet if v.phase == "scored")
