@@ -134,7 +134,8 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     # each verdict says whether the sentinel rule fired (which counters move is the machine's
     # business); with the rule off (a preset with sentinel_samples=None) it never does
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
-    assert all("sentinel" in e for e in lines if "window_id" in e)
+    verdicts = [e for e in lines if "window_id" in e]
+    assert verdicts and all("sentinel" in e for e in verdicts)
     from dataclasses import replace
 
     from reveal_lab.config import get_preset
