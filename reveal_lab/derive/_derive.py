@@ -11,6 +11,7 @@ import polars as pl
 
 from reveal_lab.telemetry import (
     TIMESTAMP,
+    UNSCORED_KINDS,
     Frame,
     MetricName,
     TelemetryError,
@@ -426,7 +427,7 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
         ).row(0, named=True)
     kinds = dict(zip(cat["column"], cat["kind"], strict=True))
     for i, c in enumerate(cols):
-        if kinds.get(c) in ("static", "instrument"):
+        if kinds.get(c) in UNSCORED_KINDS:
             reasons[c] = f"{kinds[c]} metric"
         elif stats[f"n{i}"] == 0:
             reasons[c] = "all values missing"

@@ -14,7 +14,14 @@ import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with th
 from reveal_lab.config import WindowConfig
 from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 from reveal_lab.features._windows import make_windows
-from reveal_lab.telemetry import DEFAULT_REGISTRY, TIMESTAMP, Frame, TelemetryError, metric_columns
+from reveal_lab.telemetry import (
+    DEFAULT_REGISTRY,
+    TIMESTAMP,
+    UNSCORED_KINDS,
+    Frame,
+    TelemetryError,
+    metric_columns,
+)
 from reveal_lab.telemetry import catalogue as make_catalogue
 
 __all__ = [
@@ -45,7 +52,7 @@ DYNAMIC_FEATURES: tuple[str, ...] = (
 )
 #: sparse event/error counters: how many events in the window, and the largest burst
 COUNTER_FEATURES: tuple[str, ...] = ("sum", "max")
-#: kinds that get no features, with the reason recorded in ``excluded``
+#: why each of the telemetry's ``UNSCORED_KINDS`` gets no features (recorded in ``excluded``)
 _NOT_SCORED = {
     "static": "static metric: kept for cross-host comparison, not single-host detection",
     "instrument": "the collector's own telemetry: data quality, not the host's state",
@@ -172,7 +179,7 @@ def feature_plan(
     excluded = []
     for r in cat.iter_rows(named=True):
         kind = r["kind"]
-        if kind in _NOT_SCORED:
+        if kind in UNSCORED_KINDS:
             excluded.append({"metric": r["column"], "kind": kind, "reason": _NOT_SCORED[kind]})
             continue
         names = COUNTER_FEATURES if kind == "counter" else DYNAMIC_FEATURES

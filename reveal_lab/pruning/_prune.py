@@ -11,6 +11,7 @@ import polars as pl
 
 import reveal_lab.derive  # noqa: F401  (registers the "Derived:" source with the registry)
 from reveal_lab.telemetry import (
+    UNSCORED_KINDS,
     Frame,
     TelemetryError,
     classify,
@@ -123,7 +124,7 @@ def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
         for c in metric_columns(f):
             k = metric_key(c)
             info = classify(c)
-            if info.kind in ("static", "instrument"):
+            if info.kind in UNSCORED_KINDS:
                 excluded.setdefault(k, f"{info.kind} metric")
                 continue
             if schema[c] not in (pl.Float64, pl.Float32):

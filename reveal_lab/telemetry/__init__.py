@@ -26,6 +26,7 @@ from reveal_lab.telemetry._names import (
 from reveal_lab.telemetry._registry import (
     DEFAULT_REGISTRY,
     KINDS,
+    UNSCORED_KINDS,
     SUBSYSTEMS,
     MetricInfo,
     MetricRegistry,
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_REGISTRY",
     "SUBSYSTEMS",
     "KINDS",
+    "UNSCORED_KINDS",
     "catalogue",
     "classify",
     "register_metric",

@@ -23,6 +23,7 @@ from reveal_lab.telemetry._names import MetricName, parse_metric_name
 __all__ = [
     "SUBSYSTEMS",
     "KINDS",
+    "UNSCORED_KINDS",
     "MetricRule",
     "MetricInfo",
     "MetricRegistry",
@@ -39,6 +40,8 @@ SUBSYSTEMS: tuple[str, ...] = ("cpu", "gpu", "memory", "network", "storage", "sy
 #: instrument: the collector's own telemetry (its lag, missed ticks, CPU time): the state of the
 #: instrument, not of the host, so kept in the frames as data quality and never scored.
 KINDS: tuple[str, ...] = ("dynamic", "counter", "static", "instrument")
+#: the kinds single-host detection leaves out (no window features, not in pruning)
+UNSCORED_KINDS: tuple[str, ...] = ("static", "instrument")
 
 #: Pruning priority: lower is more interpretable and preferred as a cluster representative.
 PRIORITY_UTILIZATION = 0

@@ -9,6 +9,7 @@ from reveal_lab.io._sample import sample_columns
 from reveal_lab.telemetry import (
     KINDS,
     SUBSYSTEMS,
+    UNSCORED_KINDS,
     MetricRegistry,
     MetricRule,
     catalogue,
@@ -60,11 +61,14 @@ def test_the_collectors_own_telemetry_is_an_instrument_and_gets_no_features() ->
             "Storage_diff:sectors_read.h[sectors]"]  # fmt: skip
     cat = catalogue(cols)
     assert cat["kind"].to_list() == ["instrument", "instrument", "instrument", "dynamic"]
-    assert "instrument" in KINDS
+    assert "instrument" in KINDS and set(UNSCORED_KINDS) == {"static", "instrument"}
     pairs, excluded = feature_plan(cat)
     assert set(pairs["metric"]) == {"Storage_diff:sectors_read.h[sectors]"}
     assert set(excluded["metric"]) == set(cols[:3])
     assert set(excluded["reason"]) == {"the collector's own telemetry: data quality, not the host's state"}
+    # every kind left unscored gets features from nobody, with its reason
+    _, both = feature_plan(catalogue(["Memory:MemTotal.h[kB]", "Collector:lag.h[us]"]))
+    assert set(both["kind"]) == set(UNSCORED_KINDS) and both["reason"].null_count() == 0
 
 
 def test_unknown_names_fall_back_without_crashing() -> None:
