@@ -53,7 +53,7 @@ from reveal_lab.pipeline import (
     load_pruning,
     per_interval_counts,
     select_metrics,
-    sentinel_claim,
+    sentinel_evidence,
     silent_columns,
     silent_counters,
     silent_indices,
@@ -63,7 +63,6 @@ from reveal_lab.telemetry import (
     Run,
     RunMeta,
     TelemetryError,
-    classify,
     metric_key,
     parse_metric_name,
 )
@@ -566,25 +565,12 @@ class LiveDetector:
             ]
         if sentinel is not None:  # the sentinel rule: anomalous whatever the detectors say
             metric, n = sentinel
-            sub = classify(metric).subsystem
+            ev = {**sentinel_evidence(metric, n), "rank": len(v.evidence) + 1}
             v.sentinel = metric
             v.methods.append("sentinel")
             if not v.anomalous:
-                v.subsystems = sub
-            v.evidence.append(
-                {
-                    "subsystem": sub,
-                    "metric": metric,
-                    "feature": "nonzero_samples",
-                    "score": float(n),
-                    "claim": sentinel_claim(metric, n),
-                    "evidence_of": "sentinel",
-                    "rank": len(v.evidence) + 1,
-                    "value": float(n),
-                    "baseline": 0.0,
-                    "z": None,
-                }
-            )
+                v.subsystems = ev["subsystem"]
+            v.evidence.append(ev)
             v.anomalous = True
 
 

@@ -43,8 +43,8 @@ from reveal_lab.pipeline._method import (
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
     per_interval_counts,
-    sentinel_claim,
     sentinel_counters,
+    sentinel_evidence,
     sentinel_windows,
     silent_counters,
 )
@@ -848,25 +848,16 @@ def _sentinel_evidence(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.Data
         return pl.DataFrame(schema=EVIDENCE_SCHEMA)
     last = evidence.group_by("window_id", "host").agg(pl.col("rank").max().alias("_last"))
     w = w.join(last, on=["window_id", "host"], how="left")
-    n = pl.col("sentinel_samples")
-    return w.select(
-        "window_id", "start", "end", "host",
-        methods=pl.lit("sentinel"),
-        agreement=pl.col("agreement").cast(pl.Int64),
-        subsystem=pl.col("sentinel_subsystem"),
-        metric=pl.col("sentinel_metric"),
-        feature=pl.lit("nonzero_samples"),
-        score=n.cast(pl.Float64),
-        claim=pl.Series(
-            [sentinel_claim(m, k) for m, k in zip(w["sentinel_metric"], w["sentinel_samples"], strict=True)]
-        ),
-        evidence_of=pl.lit("sentinel"),
-        rank=(pl.col("_last").fill_null(0) + 1).cast(pl.Int64),
-        value=n.cast(pl.Float64),
-        baseline=pl.lit(0.0),
-        z=pl.lit(None, dtype=pl.Float64),
-        combined=pl.col("combined").cast(pl.Float64),
-    ).cast(EVIDENCE_SCHEMA)  # fmt: skip
+    rows = [
+        {
+            **{k: r[k] for k in ("window_id", "start", "end", "host", "agreement", "combined")},
+            "methods": "sentinel",
+            "rank": (r["_last"] or 0) + 1,
+            **sentinel_evidence(r["sentinel_metric"], r["sentinel_samples"]),
+        }
+        for r in w.iter_rows(named=True)
+    ]
+    return pl.DataFrame(rows, schema=EVIDENCE_SCHEMA)
 
 
 def detect_many(

@@ -16,6 +16,7 @@ counters (its missed ticks: kind ``instrument``) are never sentinels.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -30,7 +31,7 @@ __all__ = [
     "silent_counters",
     "silent_columns",
     "per_interval_counts",
-    "sentinel_claim",
+    "sentinel_evidence",
     "sentinel_counters",
     "sentinel_windows",
     "silent_indices",
@@ -94,12 +95,25 @@ def silent_indices(columns: Sequence[str], silent: set[str]) -> list[int]:
     return [i for i, c in enumerate(columns) if c != TIMESTAMP and metric_key(c) in silent]
 
 
-def sentinel_claim(metric: str, samples: int) -> str:
-    """The evidence sentence of a window the sentinel rule fires on."""
-    return (
-        f"{metric} is 0 in every sample of the baseline runs and non-zero in {samples} "
-        "of this window's samples"
-    )
+def sentinel_evidence(metric: str, samples: int) -> dict[str, Any]:
+    """The evidence of a window the sentinel rule fires on (the attribution's evidence fields
+    but ``rank`` and the window's own: ``detect_run`` and the live engine add those).
+
+    >>> sentinel_evidence("Nstat_diff:TcpExtTCPOFOQueue.h1[count]", 7)["subsystem"]
+    'network'
+    """
+    return {
+        "subsystem": classify(metric).subsystem,
+        "metric": metric,
+        "feature": "nonzero_samples",
+        "score": float(samples),
+        "claim": f"{metric} is 0 in every sample of the baseline runs and non-zero in {samples} "
+        "of this window's samples",
+        "evidence_of": "sentinel",
+        "value": float(samples),
+        "baseline": 0.0,
+        "z": None,
+    }
 
 
 def per_interval_counts(run: Run, derive: bool = True) -> Run:
