@@ -46,19 +46,12 @@ import polars as pl
 from reveal_lab.config import data_dir
 from reveal_lab.io import load_run
 from reveal_lab.lab import read_labels, read_meta
-from reveal_lab.pipeline import silent_columns, silent_counters
+from reveal_lab.evaluation import fault_free_refs
+from reveal_lab.pipeline import silent_columns, silent_counters, trim_run
 from reveal_lab.telemetry import TIMESTAMP, Run
 
 HERE = Path(__file__).resolve().parent
 WINDOW, STRIDE = 30, 10  # samples at 100 ms: 3 s windows every 1 s
-
-
-def _span(frame: pl.DataFrame, row: dict) -> pl.DataFrame:
-    if not (row.get("workload_start") and row.get("workload_end")):
-        return frame
-    a = dt.datetime.fromisoformat(str(row["workload_start"]))
-    b = dt.datetime.fromisoformat(str(row["workload_end"]))
-    return frame.filter((pl.col(TIMESTAMP) >= a) & (pl.col(TIMESTAMP) <= b))
 
 
 def host_runs(root: Path, meta: pl.DataFrame) -> Iterator[tuple[dict, pl.DataFrame, np.ndarray]]:
@@ -73,17 +66,14 @@ def host_runs(root: Path, meta: pl.DataFrame) -> Iterator[tuple[dict, pl.DataFra
         sf = row["source_file"]
         if sf not in cache:
             r = load_run(root / sf.removeprefix("./"))
-            cache[sf] = Run(r.meta, _span(r.frame, row), r.warnings)
+            if row.get("workload_start") and row.get("workload_end"):
+                a, b = (dt.datetime.fromisoformat(str(row[k])) for k in ("workload_start", "workload_end"))
+                r, _ = trim_run(r, span=(a, b))
+            cache[sf] = r
         return cache[sf]
 
     for row in meta.iter_rows(named=True):
-        refs = meta.filter(
-            (pl.col("fault") == "none")
-            & (pl.col("workload") == row["workload"])
-            & (pl.col("phase") == row["phase"])
-            & (pl.col("host") == row["host"])
-            & (pl.col("source_file") != row["source_file"])
-        )
+        refs = fault_free_refs(meta, row)
         if refs.is_empty():
             continue
         f = run(row).frame

@@ -128,6 +128,7 @@ def episode_evidence(
     """
     from reveal_lab.io import load_run
     from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.pipeline import trim_run
 
     from reveal_lab.config import data_dir
 
@@ -149,10 +150,10 @@ def episode_evidence(
             path = root / sf.removeprefix("./")
             if not path.exists():
                 raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
-            f = load_run(path).frame
+            run = load_run(path)
             if trim and row.get("workload_start") and row.get("workload_end"):
-                f = _between(f, _stamp(row["workload_start"]), _stamp(row["workload_end"]))
-            cache[sf] = f
+                run, _ = trim_run(run, span=(_stamp(row["workload_start"]), _stamp(row["workload_end"])))
+            cache[sf] = run.frame
         return cache[sf]
 
     out: list[dict] = []
