@@ -13,7 +13,6 @@ argparse.ArgumentTypeError: expected a share between 0 and 1 (exclusive), got '1
 from __future__ import annotations
 
 import argparse
-
 import dataclasses
 
 from reveal_lab.config import DetectConfig, Preset, parse_duration

@@ -317,8 +317,7 @@ def storage_burst_example(
                 for c in ("start", "end", "combined", "agreement", "top_subsystem")
                 if c in det.windows.columns
             ]
-            flags = det.windows.select(det.decision).to_series()
-            windows = det.windows.select(cols).with_columns(flagged=flags)
+            windows = det.windows.select(*cols, flagged=det.decision)
     return {"series": series, "episodes": eps, "windows": windows}
 
 
