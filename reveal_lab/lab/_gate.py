@@ -361,16 +361,15 @@ class LoadGate:
             self.sleep(min(self.poll_s, self.settle_s))
             now = self.clock()
             pts.append((now, self.read_cache_kb()))
+            r["waited_s"] = round(now - start, 1)
             old = [p for p in pts if now - p[0] >= self.settle_s - 1e-6]
             if old:  # the window is full
                 t0, kb0 = old[-1]
                 drift = (pts[-1][1] - kb0) / 1024 / (now - t0)
                 r.update(drift_mb_s=round(drift, 3), page_cache_mb=round(pts[-1][1] / 1024, 1))
-                r["waited_s"] = round(now - start, 1)
                 if abs(drift) <= self.settle_mb_s:
                     return {**r, "passed": True}
             if now - start >= self.max_wait_s:
-                r["waited_s"] = round(now - start, 1)
                 moved = f"{r['drift_mb_s']:+.1f} MB/s" if "drift_mb_s" in r else "not measured"
                 raise GateRefused(
                     f"the page cache is still changing: {moved} over the last {self.settle_s:g}s "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 import polars as pl
@@ -231,14 +231,12 @@ def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int
     from reveal_lab.lab._recorder import recorded_slots
 
     current = {r for runs in recorded_slots(sessions).values() for r in runs}
-    by: dict[str, dict[str, int]] = {}
+    by: dict[str, Counter[str]] = defaultdict(Counter)
     for ses in sessions:
         for sl in ses.get("slots", []):
             for r in sl.get("runs") or []:
-                if r in current:
-                    w = r.rsplit("_", 1)[0]  # the stem less its time stamp (run_stem)
-                    st = str(ses.get("started", "?"))
-                    by.setdefault(w, {})[st] = by.setdefault(w, {}).get(st, 0) + 1
+                if r in current:  # the stem less its time stamp (run_stem): the workload
+                    by[r.rsplit("_", 1)[0]][str(ses.get("started", "?"))] += 1
     return [(w, sorted(v.items())) for w, v in sorted(by.items()) if len(v) > 1]
 
 
