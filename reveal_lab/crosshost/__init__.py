@@ -1,6 +1,7 @@
 """Cross-host deviation: each host against the cluster baseline, static metrics included
-(the paper's HugePages case study)."""
+(the paper's HugePages case study), and against the job's fault-free runs
+(:func:`baseline_deviation`: hosts whose roles differ are not flagged for their role)."""
 
-from reveal_lab.crosshost._deviation import DEVIATION_SCHEMA, deviation
+from reveal_lab.crosshost._deviation import BASELINE_COLUMNS, DEVIATION_SCHEMA, baseline_deviation, deviation
 
-__all__ = ["deviation", "DEVIATION_SCHEMA"]
+__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "BASELINE_COLUMNS"]

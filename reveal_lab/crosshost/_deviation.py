@@ -13,7 +13,7 @@ from reveal_lab.attribution import format_value as _fmt
 from reveal_lab.attribution import readable_metric
 from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, metric_key, split_hosts
 
-__all__ = ["deviation", "DEVIATION_SCHEMA"]
+__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "BASELINE_COLUMNS"]
 
 DEVIATION_SCHEMA: dict[str, pl.DataType] = {
     "key": pl.String,
@@ -91,6 +91,7 @@ def deviation(
     deviates *persistently* when ``|z| > k`` in at least ``persist`` of the windows.
     Static metrics (configuration: ``HugePages_Total``, ``MemTotal``, link speed...) are
     compared as values: a host deviates when its value differs from the cluster median.
+    The collector's own telemetry (kind ``instrument``) is not compared.
 
     Parameters
     ----------
@@ -131,6 +132,8 @@ def deviation(
     column_of: dict[tuple[str, str], str] = {}  # (key, host) -> that host's column
     for h, f in frames.items():
         for c in metric_columns(f):
+            if classify(c).kind == "instrument":  # the collector's own lag, not the host's state
+                continue
             kk = metric_key(c)
             keys.setdefault(kk, c)
             column_of[(kk, h)] = c
@@ -232,3 +235,141 @@ def _claim(
             f"(median z = {zt}; {_fmt(x)} vs {_fmt(c)})"
         )
     return f"{name} on {host} is in line with the cluster (median z = {zt}; {_fmt(x)} vs {_fmt(c)})"
+
+
+#: the columns :func:`baseline_deviation` adds to :data:`DEVIATION_SCHEMA`
+BASELINE_COLUMNS: dict[str, pl.DataType] = {
+    "cluster_persistent": pl.Boolean,
+    "baseline_z": pl.Float64,
+    "baseline_spread": pl.Float64,
+    "excess": pl.Float64,
+    "threshold": pl.Float64,
+    "baseline_runs": pl.Int64,
+}
+
+
+def _excess(dev: pl.DataFrame, refs: Sequence[pl.DataFrame], spread_floor: float) -> pl.DataFrame:
+    """``dev`` with each (key, host)'s median ``z`` over the ``refs`` deviation frames, their
+    spread (standard deviation, at least ``spread_floor``), the ``excess`` of ``z`` over that
+    median in spreads, and whether ``z`` lies outside the range the refs span (``outside``)."""
+    ref = (
+        pl.concat([r.select("key", "host", "z") for r in refs], how="vertical")
+        .filter(pl.col("z").is_finite())
+        .group_by("key", "host")
+        .agg(
+            baseline_z=pl.col("z").median(),
+            _sd=pl.col("z").std(),
+            _lo=pl.col("z").min(),
+            _hi=pl.col("z").max(),
+            baseline_runs=pl.len().cast(pl.Int64),
+        )
+    )
+    spread = pl.max_horizontal(pl.col("_sd").fill_null(0.0).fill_nan(0.0), pl.lit(spread_floor))
+    return (
+        dev.join(ref, on=["key", "host"], how="left")
+        .with_columns(baseline_spread=spread)
+        .with_columns(
+            excess=(pl.col("z") - pl.col("baseline_z")) / pl.col("baseline_spread"),
+            outside=(pl.col("z") > pl.col("_hi")) | (pl.col("z") < pl.col("_lo")),
+        )
+        .drop("_sd", "_lo", "_hi")
+    )
+
+
+def _beyond(frame: pl.DataFrame, persist_col: str) -> pl.Expr:
+    """Rows that deviate from the cluster persistently and from the baseline runs' range."""
+    return pl.col(persist_col) & pl.col("outside").fill_null(False) & pl.col("excess").is_finite()
+
+
+def baseline_deviation(
+    data: Run | pl.DataFrame | Mapping[str, Run | pl.DataFrame] | Sequence[Run],
+    baseline: Sequence[Run | pl.DataFrame | Mapping[str, Run | pl.DataFrame] | Sequence[Run]],
+    *,
+    window_s: float | None = 3.0,
+    k: float = 3.0,
+    persist: float = 0.5,
+    align: str = "time",
+    spread_floor: float = 1.0,
+    **kwargs: float,
+) -> pl.DataFrame:
+    """Cross-host deviation judged against fault-free runs of the same job.
+
+    Hosts of a job often differ for good reason: rank 0 gathers, one host has a core to
+    itself, one runs the job's collector. :func:`deviation` flags such a host in every run,
+    faulty or not. Here each host is compared with *itself* in the ``baseline`` runs
+    (fault-free runs of the same job, the same host names): for each metric and host, the
+    host's median ``z`` against the cluster in ``data`` is set against its median ``z`` in
+    each baseline run. A deviation is persistent when
+
+    * it is persistent against the cluster (:func:`deviation`, ``k`` and ``persist``);
+    * its ``z`` lies outside the range of the host's ``z`` over the baseline runs; and
+    * its ``excess``, ``(z - median baseline z) / spread`` (``spread``: the standard deviation of
+      the baseline ``z``, at least ``spread_floor``), exceeds ``threshold`` in magnitude.
+
+    ``threshold`` is calibrated on the baseline runs alone: each is scored in the same way
+    against the others, and the largest ``|excess|`` any of them reaches (at least ``k``)
+    becomes the bar, so a fault-free run like those in ``baseline`` is not flagged. Needs two
+    or more baseline runs. A metric or host no baseline run has is judged by the cluster rule
+    alone (``baseline_z`` null).
+
+    Returns the rows of :func:`deviation` (``persistent`` redefined as above) with the columns
+    :data:`BASELINE_COLUMNS`: ``cluster_persistent`` (the cluster rule alone), ``baseline_z``,
+    ``baseline_spread``, ``excess``, ``threshold`` and ``baseline_runs``; persistent deviations
+    first, then by ``|excess|``.
+
+    Examples
+    --------
+    Host ``h2`` always runs 30 % busier than the others (its role); in the run under test
+    ``h3`` also has twice the memory traffic. The cluster rule flags ``h2`` in every run; the
+    baseline rule flags only ``h3``:
+
+    >>> import numpy as np
+    >>> from reveal_lab.telemetry import Run, RunMeta
+    >>> def job(seed, h3_mem=1.0):
+    ...     rng = np.random.default_rng(seed)
+    ...     t = pl.datetime_range(pl.datetime(2025, 1, 1), pl.datetime(2025, 1, 1, 0, 0, 59),
+    ...                           "1s", eager=True)
+    ...     cols = {"timestamp": t}
+    ...     for i, h in enumerate(["h1", "h2", "h3", "h4"]):
+    ...         busy = 50 * (1.3 if h == "h2" else 1.0)
+    ...         mem = 100 * (h3_mem if h == "h3" else 1.0)
+    ...         cols[f"CPU:Busy%.0.{h}[%]"] = busy + rng.normal(0, 1, t.len())
+    ...         cols[f"Memory:Dirty.{h}[kB]"] = mem + rng.normal(0, 2, t.len())
+    ...     return Run(RunMeta(run_id=f"job{seed}"), pl.DataFrame(cols))
+    >>> plain = deviation(job(9, h3_mem=2.0))
+    >>> sorted(set(plain.filter(pl.col("persistent"))["host"]))
+    ['h2', 'h3']
+    >>> dev = baseline_deviation(job(9, h3_mem=2.0), [job(s) for s in range(4)])
+    >>> dev.filter(pl.col("persistent")).select("host", "key").rows()
+    [('h3', 'Memory:Dirty')]
+    """
+    base = list(baseline)
+    if len(base) < 2:
+        raise ValueError(f"baseline_deviation needs at least 2 baseline runs, got {len(base)}")
+    opts = {"window_s": window_s, "k": k, "persist": persist, "align": align, **kwargs}
+    cur = deviation(data, **opts)
+    refs = [deviation(b, **opts) for b in base]
+    threshold = float(k)
+    for i, r in enumerate(refs):  # each baseline run against the others: the calibrated bar
+        e = _excess(r, refs[:i] + refs[i + 1 :], spread_floor).filter(_beyond(r, "persistent"))
+        if e.height:
+            threshold = max(threshold, float(e["excess"].abs().max()))
+    out = _excess(cur, refs, spread_floor).rename({"persistent": "cluster_persistent"})
+    judged = pl.col("baseline_z").is_not_null()
+    out = out.with_columns(
+        persistent=pl.when(judged)
+        .then(_beyond(out, "cluster_persistent") & (pl.col("excess").abs() > threshold))
+        .otherwise(pl.col("cluster_persistent")),
+        threshold=pl.lit(threshold),
+        baseline_runs=pl.col("baseline_runs").fill_null(0),
+    ).drop("outside")
+    cols = [*DEVIATION_SCHEMA, *BASELINE_COLUMNS]
+    return (
+        out.select(cols)
+        .cast({c: t for c, t in BASELINE_COLUMNS.items()})
+        .sort(
+            [pl.col("persistent"), pl.col("excess").abs(), pl.col("key"), pl.col("host")],
+            descending=[True, True, False, False],
+            nulls_last=True,
+        )
+    )

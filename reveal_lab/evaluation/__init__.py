@@ -6,12 +6,12 @@
 windows and labels.
 """
 
+from reveal_lab.evaluation._crosshost import crosshost_deviations, crosshost_episodes, crosshost_false_alarms
 from reveal_lab.evaluation._evaluate import (
     COMPARISON_COLUMNS,
     FIT_MODES,
     Evaluation,
     compare_spaces,
-    crosshost_episodes,
     detection_windows,
     evaluate_dataset,
     fault_free_refs,
@@ -55,6 +55,8 @@ __all__ = [
     "FIT_MODES",
     "TABLE_COLUMNS",
     "crosshost_episodes",
+    "crosshost_deviations",
+    "crosshost_false_alarms",
     "Evaluation",
     "detection_windows",
     "evaluate_dataset",

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from reveal_lab.evaluation._crosshost import crosshost_deviations, crosshost_episodes, crosshost_false_alarms
 from reveal_lab.evaluation._score import (
     OVERALL_DETECTORS_ONLY,
     TABLE_COLUMNS,
@@ -85,6 +86,9 @@ class Evaluation:
     #: flagged share of fault-free windows per repeat of the workload (lab datasets with a
     #: ``repeat`` column): the first repeat, recorded first, is where v2's false alarms are
     false_alarms_by_repeat: pl.DataFrame | None = None
+    #: hosts the cross-host rule flags where nothing was wrong
+    #: (:func:`reveal_lab.evaluation.crosshost_false_alarms`; ``None`` when it did not run)
+    crosshost_false_alarms: dict[str, Any] | None = None
 
     def write(self, out: str | Path) -> dict[str, Path]:
         """``evaluation_<mode>.csv/.md``, ``episodes_<mode>.csv``, ``false_alarms_<mode>.csv``
@@ -191,64 +195,6 @@ def detection_windows(detection, run: str, host: str, *, baseline: bool) -> pl.D
     )
 
 
-def crosshost_episodes(root: str | Path, run_labels: pl.DataFrame, *, k: float = 3.0) -> pl.DataFrame:
-    """Score whole-run labels by cross-host deviation (rows shaped like :func:`score_episodes`).
-
-    Each labelled run is compared with a fault-free DDP run
-    (:func:`reveal_lab.studies._case_studies.crosshost_study`: four hosts, elapsed-time
-    alignment). Detected when the labelled host has a persistent deviation; the ranking
-    orders subsystems by the largest ``|z|`` of the labelled host's persistent deviations.
-    """
-    from reveal_lab.studies import crosshost_study
-
-    rows = []
-    for ft in run_labels["fault_type"].unique(maintain_order=True).to_list():
-        dev = crosshost_study(root, fault=ft, k=k)["deviation"]
-        for lab in run_labels.filter(pl.col("fault_type") == ft).iter_rows(named=True):
-            d = dev.filter((pl.col("fault_run") == lab["run"]) & pl.col("labelled") & pl.col("persistent"))
-            ranked = (
-                (
-                    d.with_columns(az=pl.col("z").abs())
-                    .group_by("subsystem")
-                    .agg(pl.col("az").max())
-                    .sort("az", descending=True)["subsystem"]
-                    .to_list()
-                )
-                if d.height
-                else []
-            )
-            exp = lab["expected_subsystem"]
-            rows.append(
-                {
-                    "run": lab["run"],
-                    "host": lab["host"],
-                    "fault_type": ft,
-                    "magnitude": lab.get("magnitude"),
-                    "scope": "run",
-                    "start": lab["start"],
-                    "end": lab["end"],
-                    "expected_subsystem": exp,
-                    "n_windows": int(dev.filter(pl.col("fault_run") == lab["run"])["n_windows"].max() or 0),
-                    "n_flagged": d.height,
-                    "detected": bool(ranked),
-                    "ranking": ">".join(ranked),
-                    "top1": (ranked[0] == exp) if ranked else None,
-                    "top3": (exp in ranked[:3]) if ranked else None,
-                    "method": "crosshost",
-                }
-            )
-    return pl.DataFrame(
-        rows,
-        schema_overrides={
-            "start": pl.Datetime("ms"),
-            "end": pl.Datetime("ms"),
-            "magnitude": pl.Float64,
-            "top1": pl.Boolean,
-            "top3": pl.Boolean,
-        },
-    )
-
-
 def evaluate_dataset(
     root: str | Path | None = None,
     *,
@@ -287,8 +233,10 @@ def evaluate_dataset(
     saved one; ``False`` scores every metric. ``config["pruning"]`` says which.
 
     Whole-run labels (``scope="run"``, a configuration difference) are also scored with
-    cross-host deviation when ``crosshost`` (see :func:`crosshost_episodes`); those rows
-    have ``method="crosshost"``.
+    cross-host deviation against the job's other fault-free runs when ``crosshost``
+    (:func:`reveal_lab.evaluation.crosshost_deviations`; every multi-host run is judged, the
+    fault-free ones too, so its false alarms are measured:
+    :attr:`Evaluation.crosshost_false_alarms`); those rows have ``method="crosshost"``.
 
     ``false_alarm_rate`` is the calibrated mode's target share of fault-free windows
     flagged by any detector (split evenly over the detectors).
@@ -410,12 +358,21 @@ def evaluate_dataset(
     episodes = score_episodes(windows, labs, run_min_share=run_min_share).with_columns(
         method=pl.lit("windows")
     )
+    crosshost_fa = None
     if crosshost and run_labs.height:
+        from reveal_lab.studies import own_core_view
+
+        def frame_of(r: dict) -> pl.DataFrame:  # trimmed, the host's own core and cgroup as own/self
+            return own_core_view(load(r["source_file"]).frame, r["host"], r["core"])
+
         try:
-            extra = crosshost_episodes(root, run_labs)
+            devs, skipped = crosshost_deviations(meta, frame_of, runs=runs)
         except (TelemetryError, ValueError) as exc:
             failures.append(f"cross-host deviation: {exc}")
         else:
+            failures += [f"cross-host deviation: {m}" for m in skipped]
+            extra = crosshost_episodes(devs, run_labs)
+            crosshost_fa = crosshost_false_alarms(devs, run_labs)
             if mode != "self":  # windows scored these labels already: a separate row, not in `overall`
                 extra = extra.with_columns(
                     fault_type=pl.col("fault_type") + " [cross-host]", in_overall=pl.lit(False)
@@ -443,6 +400,11 @@ def evaluate_dataset(
         "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
         "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
         "crosshost": crosshost,
+        "crosshost_false_alarms": (
+            f"{crosshost_fa['fault_free_flagged']}/{crosshost_fa['fault_free_hosts']} fault-free hosts"
+            if crosshost_fa
+            else None
+        ),
         "sentinel_samples": pre.detect.sentinel_samples if mode != "self" else None,
         "sentinel_windows": (
             int(windows["sentinel"].fill_null(False).sum()) if "sentinel" in windows.columns else 0
@@ -455,6 +417,7 @@ def evaluate_dataset(
     if "repeat" in windows.columns and windows["repeat"].drop_nulls().len():
         ev.false_alarms_by_repeat = false_alarms(windows, by="repeat")
     ev.pruning = pruning
+    ev.crosshost_false_alarms = crosshost_fa
     return ev
 
 

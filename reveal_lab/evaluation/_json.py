@@ -5,7 +5,9 @@
 label counted once, by the method meant for it), and ``overall_detectors_only`` when the
 sentinel rule flagged windows (the same windows by the detectors' agreement alone); when the labels
 carry magnitudes, ``by_magnitude`` repeats them per fault type and magnitude (detection
-versus magnitude). ``settings`` is the configuration the evaluation ran with.
+versus magnitude). ``settings`` is the configuration the evaluation ran with; ``crosshost_false_alarms`` says how
+often the cross-host rule flagged a host of a fault-free run
+(:func:`reveal_lab.evaluation.crosshost_false_alarms`).
 
 Per fault type, ``false_alarm_share`` is the flagged share of the fault-free windows of
 the workloads that fault type's runs use (the overall one: of every fault-free window).
@@ -168,5 +170,8 @@ def write_evaluation_json(evaluation, path: str | Path) -> Path:  # noqa: ANN001
         obj["false_alarm_share_by_repeat"] = {
             str(r["repeat"]): r["false_alarm_share"] for r in by_repeat.iter_rows(named=True)
         }
+    fa = getattr(evaluation, "crosshost_false_alarms", None)
+    if fa is not None:  # the cross-host rule on hosts where nothing was wrong
+        obj["crosshost_false_alarms"] = fa
     path.write_text(json.dumps(obj, indent=1, default=str) + "\n")
     return path

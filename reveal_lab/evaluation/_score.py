@@ -34,7 +34,9 @@ Definitions (per fault type and overall):
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
+from typing import Any
 
 import polars as pl
 
@@ -137,6 +139,30 @@ def persistent(windows: pl.DataFrame, k: int) -> pl.DataFrame:
     return w.sort("_row").drop("_row", "_seg", "_len")
 
 
+def episode_row(
+    label: Mapping[str, Any], scope: str, n: int, k: int, detected: bool, ranking: Sequence[str]
+) -> dict[str, Any]:
+    """One scored label (a row of :data:`EPISODE_COLUMNS`' shape): ``n`` windows looked at,
+    ``k`` flagged, the subsystems ranked (most anomalous first)."""
+    exp = label["expected_subsystem"]
+    return {
+        "run": label["run"],
+        "host": label["host"],
+        "fault_type": label["fault_type"],
+        "magnitude": label.get("magnitude"),
+        "scope": scope,
+        "start": label["start"],
+        "end": label["end"],
+        "expected_subsystem": exp,
+        "n_windows": n,
+        "n_flagged": k,
+        "detected": detected,
+        "ranking": ">".join(ranking),
+        "top1": (bool(ranking) and ranking[0] == exp) if detected else None,
+        "top3": (exp in ranking[:3]) if detected else None,
+    }
+
+
 def score_episodes(
     windows: pl.DataFrame, labels: pl.DataFrame, *, run_min_share: float = 0.5
 ) -> pl.DataFrame:
@@ -172,26 +198,7 @@ def score_episodes(
             detected = n > 0 and k / n >= run_min_share
         else:
             detected = k > 0
-        ranking = _ranking(fl) if detected else []
-        exp = lab["expected_subsystem"]
-        rows.append(
-            {
-                "run": lab["run"],
-                "host": lab["host"],
-                "fault_type": lab["fault_type"],
-                "magnitude": lab.get("magnitude"),
-                "scope": scope,
-                "start": lab["start"],
-                "end": lab["end"],
-                "expected_subsystem": exp,
-                "n_windows": n,
-                "n_flagged": k,
-                "detected": detected,
-                "ranking": ">".join(ranking),
-                "top1": (bool(ranking) and ranking[0] == exp) if detected else None,
-                "top3": (exp in ranking[:3]) if detected else None,
-            }
-        )
+        rows.append(episode_row(lab, scope, n, k, detected, _ranking(fl) if detected else []))
     schema = {
         "run": pl.String,
         "host": pl.String,

@@ -106,8 +106,8 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "read bursts = sequential `O_DIRECT` reads of a 512 MiB file for a share (duty cycle) of every "
         "200 ms; configuration differences for a whole run: a host's cgroup CPU quota (`config_cpu_quota`), "
         "one host's rank with N intra-op threads (`config_threads`), every host's network processing "
-        "(RPS/XPS of both ends of its veth) steered to one core (`config_irq_imbalance`; the others run "
-        "spread: each host's on its own core). A stressor reports `ready` when the stress is on; the "
+        "(RPS/XPS of both ends of its veth) steered to one core (`config_irq_imbalance`, labelled on the hosts whose "
+        "processing left their own core; the others run spread: each host's on its own core). A stressor reports `ready` when the stress is on; the "
         "start time is taken then. `meta_lab.csv`'s `case` marks the case studies' sides "
         "(`ddp:before`, `<study>:after`).",
         "* **Schedule**: every run is recorded alone (no concurrent runs); single-host runs on labA. A run: "

@@ -61,6 +61,7 @@ __all__ = [
     "workload_key",
     "warmup_plans",
     "recorded_slots",
+    "label_hosts",
     "supersede_runs",
     "WARMUP_DIR",
     "collector_command",
@@ -560,6 +561,37 @@ def record_slot(
     return results
 
 
+def label_hosts(manifest: dict, label: dict) -> list[str]:
+    """The hosts a recorded fault label belongs to in ``labels.csv``.
+
+    A fault is recorded on one host. A network-steering change (``config_irq_imbalance``)
+    is recorded on the host whose core receives every host's network processing, but that
+    host's own configuration is unchanged when its processing was on that core already; the
+    hosts whose configuration differs from a fault-free run are those whose steering masks in
+    the run's manifest (``hosts[h]["steering"]``, hexadecimal CPU masks) no longer name their
+    own core. Those hosts get the label; when the manifest does not say (older manifests, no
+    steering), the recorded host keeps it.
+
+    >>> man = {"hosts": {"a": {"core": 0, "steering": {"rx": "1"}},
+    ...                  "b": {"core": 1, "steering": {"rx": "1", "tx": "1"}}}}
+    >>> label_hosts(man, {"host": "a", "fault_type": "config_irq_imbalance"})
+    ['b']
+    >>> label_hosts(man, {"host": "a", "fault_type": "packet_loss"})
+    ['a']
+    """
+    if label["fault_type"] != "config_irq_imbalance":
+        return [label["host"]]
+    moved = []
+    for hn, h in manifest.get("hosts", {}).items():
+        masks, core = h.get("steering") or {}, h.get("core")
+        if core in (None, "") or not masks:
+            continue
+        own = 1 << int(core)
+        if any(int(str(v).replace(",", "") or "0", 16) != own for v in masks.values()):
+            moved.append(hn)
+    return moved or [label["host"]]
+
+
 def build_dataset(
     raw_root: str | Path, out: str | Path, *, drop_all_nan: bool = True, runs: Sequence[str] | None = None
 ) -> tuple[list[dict], list[dict]]:
@@ -679,11 +711,11 @@ def build_dataset(
             )
             for w in run.warnings[:3]:
                 log.info("%s: reader warning: %s", fn, w)
-        for lab in man["labels"]:
+        for lab, hn in ((lab, hn) for lab in man["labels"] for hn in label_hosts(man, lab)):
             label_rows.append(
                 {
                     "run": stem,
-                    "host": lab["host"],
+                    "host": hn,
                     "fault_type": lab["fault_type"],
                     "start": ms_to_stamp(lab["start_ms"]),
                     "end": ms_to_stamp(lab["end_ms"]),
@@ -691,7 +723,7 @@ def build_dataset(
                     "magnitude": lab["magnitude"],
                     "unit": lab["unit"],
                     "scope": lab["scope"],
-                    "source_file": f"./{split_dir(phase)}/{file_name(stem, lab['host'])}",
+                    "source_file": f"./{split_dir(phase)}/{file_name(stem, hn)}",
                 }
             )
     write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])

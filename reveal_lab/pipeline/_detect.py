@@ -119,7 +119,8 @@ class Detection:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
-    #: cross-host deviation (:func:`reveal_lab.crosshost.deviation`) for runs with 3+ hosts
+    #: cross-host deviation for runs with 3+ hosts (:func:`reveal_lab.crosshost.deviation`;
+    #: :func:`reveal_lab.crosshost.baseline_deviation` when 2+ baseline runs have the same hosts)
     crosshost: pl.DataFrame | None = None
     #: with baseline runs: the counters 0 in every baseline sample that move here
     #: (:func:`reveal_lab.pipeline.sentinel_counters`)
@@ -770,12 +771,19 @@ def _detect_run(
     )
     crosshost = None
     if len(parts) >= 3:
-        from reveal_lab.crosshost import deviation
+        from reveal_lab.crosshost import baseline_deviation, deviation
 
         t = time.perf_counter()
-        crosshost = deviation(
-            {h: p.frame for h, p in parts.items()}, window_s=preset.window.window_s, align="time"
-        )
+        hosts = {h: p.frame for h, p in parts.items()}
+        # baseline runs of the same hosts: each host is also judged against itself in them
+        same = [b for b in (baseline or []) if set(b.split_hosts()) == set(parts)]
+        if len(same) >= 2:
+            crosshost = baseline_deviation(
+                hosts, [{h: p.frame for h, p in b.split_hosts().items()} for b in same],
+                window_s=preset.window.window_s,
+            )
+        else:
+            crosshost = deviation(hosts, window_s=preset.window.window_s, align="time")
         timings["crosshost"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     cfg = {

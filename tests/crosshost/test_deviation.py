@@ -106,3 +106,59 @@ def test_one_odd_host_among_identical_hosts_gets_a_finite_z():
     assert all(np.isfinite(v) for v in z.values()), z
     assert abs(z["h4"]) > 2 and z["h1"] == 0
     assert dev.filter(pl.col("persistent"))["host"].to_list() == ["h4"]
+
+
+# -- against the job's fault-free runs ----------------------------------------------------------
+def _job(seed: int, *, role: float = 1.3, odd_host: str | None = None, odd: float = 1.0, n: int = 90):
+    """Four hosts of one job, 1 s samples: h2 always 30 % busier (its role); ``odd_host`` has
+    ``odd`` times the memory traffic; every host carries the collector's own lag, h4's high."""
+    import numpy as np
+
+    from reveal_lab.telemetry import Run, RunMeta
+
+    rng = np.random.default_rng(seed)
+    t0 = dt.datetime(2025, 1, 1)
+    t = pl.datetime_range(t0, t0 + dt.timedelta(seconds=n - 1), "1s", eager=True)
+    cols: dict = {"timestamp": t}
+    for h in HOSTS:
+        cols[f"CPU:Busy%.0.{h}[%]"] = 50 * (role if h == "h2" else 1.0) + rng.normal(0, 1, n)
+        cols[f"Memory:Dirty.{h}[kB]"] = 100 * (odd if h == odd_host else 1.0) + rng.normal(0, 2, n)
+        cols[f"Network:rx_bytes.{h}[B]"] = 1e6 + rng.normal(0, 1e4, n)
+        cols[f"Collector:lag.{h}[us]"] = (5000.0 if h == "h4" else 100.0) + rng.normal(0, 5, n)
+    return Run(RunMeta(run_id=f"job{seed}"), pl.DataFrame(cols))
+
+
+def test_a_host_is_judged_against_itself_in_the_fault_free_runs():
+    from reveal_lab.crosshost import BASELINE_COLUMNS, baseline_deviation
+
+    base = [_job(s) for s in range(4)]
+    plain = deviation(_job(9, odd_host="h3", odd=2.0))
+    # the cluster rule flags h2 for its role, in a faulty run and a fault-free one alike
+    assert set(plain.filter(pl.col("persistent"))["host"]) == {"h2", "h3"}
+    assert "h2" in set(deviation(base[0]).filter(pl.col("persistent"))["host"])
+    dev = baseline_deviation(_job(9, odd_host="h3", odd=2.0), base)
+    assert list(dev.columns) == [*DEVIATION_SCHEMA, *BASELINE_COLUMNS]
+    hit = dev.filter(pl.col("persistent"))
+    assert hit.select("host", "key").rows() == [("h3", "Memory:Dirty")]
+    row = hit.row(0, named=True)
+    assert row["excess"] > row["threshold"] >= 3.0 and row["baseline_runs"] == 4
+    role = dev.filter((pl.col("host") == "h2") & (pl.col("key") == "CPU:Busy%.0"))
+    assert role["cluster_persistent"].item() and not role["persistent"].item()
+    # a fault-free run like the baseline runs: nothing
+    assert baseline_deviation(_job(10), base).filter(pl.col("persistent")).height == 0
+    # a change of the role itself (h2 now 60 % busier) is a deviation again
+    moved = baseline_deviation(_job(11, role=1.6), base).filter(pl.col("persistent"))
+    assert moved.select("host", "key").rows() == [("h2", "CPU:Busy%.0")]
+
+
+def test_the_collectors_own_telemetry_is_not_compared():
+    dev = deviation(_job(0))
+    assert not dev["key"].str.starts_with("Collector").any()
+    assert set(dev["key"]) == {"CPU:Busy%.0", "Memory:Dirty", "Network:rx_bytes"}
+
+
+def test_baseline_deviation_needs_two_baseline_runs():
+    from reveal_lab.crosshost import baseline_deviation
+
+    with pytest.raises(ValueError, match="at least 2 baseline runs"):
+        baseline_deviation(_job(0), [_job(1)])

@@ -177,3 +177,46 @@ def test_the_sentinel_rule_finds_packet_loss_the_detectors_miss(tmp_path, capsys
     off = json.loads((tmp_path / "off.json").read_text())
     assert off["settings"]["sentinel_samples"] is None and "overall_detectors_only" not in off
     assert off["fault_types"]["packet_loss"]["episode_recall"] == 0.0
+
+
+def test_crosshost_finds_the_configuration_differences_and_spares_fault_free_hosts():
+    """Every multi-host run of the bundled data against the other fault-free runs of its job
+    (:func:`reveal_lab.evaluation.crosshost_deviations`). Measured on v3: each of the 8
+    whole-run labels is found on its host, and none of the 15 hosts of the 5 fault-free DDP runs
+    is flagged (the cluster rule alone flags a host in every one of them: labB has a core to
+    itself, labA and labC share one)."""
+    from datetime import datetime
+
+    from reveal_lab.crosshost import deviation
+    from reveal_lab.evaluation import crosshost_deviations, crosshost_episodes, crosshost_false_alarms
+    from reveal_lab.io import load_run
+    from reveal_lab.pipeline import trim_run
+    from reveal_lab.studies import own_core_view
+
+    root = data_dir()
+    meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
+
+    def stamp(s: str) -> datetime:
+        return datetime.strptime(s, "%Y-%m-%d %H:%M:%S.%f")
+
+    def frame_of(r: dict) -> pl.DataFrame:
+        span = (stamp(r["workload_start"]), stamp(r["workload_end"]))
+        run, _ = trim_run(load_run(root / r["source_file"]), span=span)
+        return own_core_view(run.frame, r["host"], r["core"])
+
+    devs, skipped = crosshost_deviations(meta, frame_of)
+    assert skipped == []
+    run_labels = labels.filter(pl.col("scope") == "run")
+    ep = crosshost_episodes(devs, run_labels)
+    assert ep.height == run_labels.height == 8
+    assert ep["detected"].all() and (ep["method"] == "crosshost").all()
+    # irq steering moved labB's network processing off its core: labelled there, found there
+    irq = ep.filter(pl.col("fault_type") == "config_irq_imbalance")
+    assert set(irq["host"]) == {"labB"} and irq["top1"].all()
+    fa = crosshost_false_alarms(devs, run_labels)
+    assert fa["fault_free_hosts"] == 15 and fa["fault_free_flagged"] == 0 and fa["flagged_runs"] == []
+    # the cluster rule alone, on one fault-free run: labB is flagged for its role
+    free = meta.filter((pl.col("fault") == "none") & (pl.col("world_size") > 1))
+    one = free.filter(pl.col("run") == free["run"][0])
+    plain = deviation({r["host"]: frame_of(r) for r in one.iter_rows(named=True)}, align="time")
+    assert "labB" in set(plain.filter(pl.col("persistent"))["host"])

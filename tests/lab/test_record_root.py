@@ -100,7 +100,11 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     assert sorted(meta["host"].to_list()) == list(NAMES) and meta["world_size"].to_list() == [3, 3, 3]
     assert meta["model"][0] == "DDPMLP" and meta["run"].n_unique() == 1
     assert set(meta["case"]) == {"irq:after"}
-    assert sorted(labels["fault_type"]) == ["config_irq_imbalance", "packet_loss"]
+    # the steering change is labelled on the hosts whose processing left their own core
+    moved = sorted(hn for hn, h in man["hosts"].items() if h["core"] != man["hosts"][NAMES[1]]["core"])
+    irq = labels.filter(pl.col("fault_type") == "config_irq_imbalance")
+    assert moved and sorted(irq["host"]) == moved and (irq["scope"] == "run").all()
+    assert sorted(set(labels["fault_type"])) == ["config_irq_imbalance", "packet_loss"]
     labels = labels.filter(pl.col("fault_type") == "packet_loss")
     assert labels["host"][0] == NAMES[1] and labels["magnitude"][0] == 0.05
     start, end = labels["start"][0], labels["end"][0]
