@@ -111,12 +111,24 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--cross-host",
         action="store_true",
         help="also compare the hosts of all RUNs with each other (cross-host deviation, static "
-        "metrics included; runs with 3+ hosts get it anyway)",
+        "metrics included; runs with 3+ hosts get it anyway); with 2+ --baseline runs of the same "
+        "hosts, each host is also judged against itself in them",
     )
     p.add_argument(
         "--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)"
     )
     p.set_defaults(func=_run)
+
+
+def _jobs(runs: list) -> list[dict]:
+    """Baseline runs as jobs, ``{host: frame}`` each: host files of one recorded job (the lab's
+    ``run_group``) together, any other run by itself; a host's first file in a job is used."""
+    jobs: dict[str, dict] = {}
+    for r in runs:
+        key = str(r.meta.extra.get("run_group") or r.run_id)
+        for h, part in r.split_hosts().items():
+            jobs.setdefault(key, {}).setdefault(h, part.frame)
+    return list(jobs.values())
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -231,7 +243,7 @@ def _run(args: argparse.Namespace) -> int:
         episodes.append(_episodes_near(path, run.run_id))
     crosshost = None
     if args.cross_host:
-        from reveal_lab.crosshost import deviation
+        from reveal_lab.crosshost import baseline_deviation, deviation
 
         if repeated:
             print(
@@ -242,9 +254,17 @@ def _run(args: argparse.Namespace) -> int:
                 f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates"
             )
         else:
-            crosshost = deviation(frames_by_host, align="elapsed")
+            # baseline runs of the same hosts (one job: a run_group, or one file): each host is
+            # also judged against itself in them, so a host's usual role is not flagged
+            jobs = [j for j in _jobs(baseline or []) if set(j) == set(frames_by_host)]
+            if len(jobs) >= 2:
+                crosshost = baseline_deviation(frames_by_host, jobs, align="elapsed")
+                against = f" against {len(jobs)} baseline runs of the same hosts"
+            else:
+                crosshost = deviation(frames_by_host, align="elapsed")
+                against = " (the cluster median only: give 2+ --baseline runs of the same hosts)"
             n = int(crosshost["persistent"].sum())
-            print(f"cross-host: {len(frames_by_host)} hosts, {n} persistent deviation(s)")
+            print(f"cross-host: {len(frames_by_host)} hosts{against}, {n} persistent deviation(s)")
     import polars as pl
 
     known = [e for e in episodes if e is not None and e.height]

@@ -412,18 +412,25 @@ def write_report(
         xh.append(crosshost)
     cross = None
     if xh:
-        allx = pl.concat(xh, how="vertical")
+        allx = pl.concat(xh, how="diagonal_relaxed")
         paths["crosshost.csv"] = out / "crosshost.csv"
         allx.write_csv(paths["crosshost.csv"], float_precision=6)
-        flagged = allx.filter(pl.col("persistent")).select(
-            "host", "subsystem", "kind", "key", "z", "deviating_share", "claim"
+        # against the job's fault-free runs too (crosshost.baseline_deviation): excess and its bar
+        vs_base = "excess" in allx.columns and allx["excess"].is_not_null().any()
+        cols = ["host", "subsystem", "kind", "key", "z", *(["excess", "threshold"] if vs_base else [])]
+        flagged = allx.filter(pl.col("persistent")).select(*cols, "deviating_share", "claim")
+        where = (
+            "from the cluster median and from the host's own fault-free runs (|excess| over the "
+            "threshold those runs set)"
+            if vs_base
+            else "from the cluster median"
         )
         head = "Cross-host deviation"
         para = (
-            f"{flagged.height} persistent deviation(s) of a host from the cluster median "
+            f"{flagged.height} persistent deviation(s) of a host {where} "
             "(static metrics compared as values). All comparisons are in `crosshost.csv`."
             if flagged.height
-            else "No host deviates persistently from the cluster median."
+            else f"No host deviates persistently {where}."
         )
         md += [f"## {head}", "", para, ""]
         if flagged.height:

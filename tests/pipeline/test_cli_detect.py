@@ -217,3 +217,33 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     assert "each standardized feature counts at most 10 units" in (tmp_path / "trimmed" / "report.md").read_text()
     assert "unclipped z" in (out / "report.md").read_text()
     assert s0["thresholds"][host]["zscore"] >= t["zscore"]
+
+
+@pytest.mark.slow
+def test_detect_cross_host_against_the_jobs_fault_free_runs(tmp_path, capsys):
+    """The three host files of a recorded IRQ-steering run (labB's network processing moved
+    off its core) with the host files of four fault-free runs of the job as --baseline: the
+    baseline files are grouped into runs by their run_group, each host is judged against itself
+    in them, and labB alone deviates, in the network."""
+    from reveal_lab.config import data_dir
+    from reveal_lab.lab import read_labels, read_meta
+
+    root = data_dir()
+    meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
+    lab = labels.filter(pl.col("fault_type") == "config_irq_imbalance").row(0, named=True)
+
+    def files(rows: pl.DataFrame) -> list[str]:
+        return [str(root / s.removeprefix("./")) for s in rows["source_file"]]
+
+    runs = files(meta.filter(pl.col("run") == lab["run"]))
+    free = meta.filter((pl.col("fault") == "none") & (pl.col("world_size") > 1))
+    base = files(free.filter(pl.col("run").is_in(free["run"].unique(maintain_order=True).to_list()[:4])))
+    out = tmp_path / "rep"
+    assert main(["detect", *runs, "--cross-host", "--baseline", *base, "--out", str(out)]) == 0
+    assert "cross-host: 3 hosts against 4 baseline runs of the same hosts" in capsys.readouterr().out
+    xh = pl.read_csv(out / "crosshost.csv")
+    assert {"excess", "threshold", "cluster_persistent"} <= set(xh.columns)
+    hit = xh.filter(pl.col("persistent"))
+    assert hit.height >= 1 and set(hit["host"]) == {lab["host"]} == {"labB"}
+    assert "network" in set(hit["subsystem"]) and (hit["excess"].abs() > hit["threshold"]).all()
+    assert "own fault-free runs" in (out / "report.md").read_text()
