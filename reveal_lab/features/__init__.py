@@ -35,6 +35,7 @@ from reveal_lab.features._features import (
     WindowFeatures,
     WindowPlan,
     feature_plan,
+    pair_keys,
     window_features,
     window_plan,
 )

@@ -21,10 +21,12 @@ from reveal_lab.telemetry import (
     Frame,
     TelemetryError,
     metric_columns,
+    metric_key,
 )
 from reveal_lab.telemetry import catalogue as make_catalogue
 
 __all__ = [
+    "pair_keys",
     "DYNAMIC_FEATURES",
     "COUNTER_FEATURES",
     "FEATURES",
@@ -70,6 +72,14 @@ PAIR_SCHEMA = {
     "host": pl.String,
     "key": pl.String,
 }
+
+
+def pair_keys(pairs: pl.DataFrame) -> list[str]:
+    """Host-free identity of each feature column of a :class:`WindowFeatures`' ``pairs``:
+    ``<metric key>|<feature>``, so that columns of different hosts and runs line up."""
+    if "key" in pairs.columns:
+        return [f"{k}|{f}" for k, f in pairs.select("key", "feature").iter_rows()]
+    return [f"{metric_key(m)}|{feature}" for m, feature in pairs.select("metric", "feature").iter_rows()]
 
 
 @dataclass

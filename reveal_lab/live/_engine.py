@@ -45,12 +45,13 @@ from reveal_lab.config import DetectConfig, WindowConfig
 from reveal_lab.derive import DerivedPlan, plan_derived
 from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
-from reveal_lab.features import WindowPlan, window_features, window_plan
+from reveal_lab.features import WindowPlan, pair_keys, window_features, window_plan
 from reveal_lab.pipeline import (
     Pruning,
     detection_view,
     fit_pruning,
     load_pruning,
+    moved_samples,
     per_interval_counts,
     select_metrics,
     sentinel_evidence,
@@ -63,7 +64,6 @@ from reveal_lab.telemetry import (
     Run,
     RunMeta,
     TelemetryError,
-    metric_key,
     parse_metric_name,
 )
 
@@ -140,13 +140,6 @@ class Verdict:
 def make_detectors(cfg: DetectConfig) -> list[Any]:
     """The three detectors of the paper with ``cfg``'s settings (fresh, unfitted)."""
     return default_detectors(cfg)
-
-
-def pair_keys(pairs: pl.DataFrame) -> list[str]:
-    """Host-free identity of each feature column: ``<metric key>|<feature>`` (align across hosts)."""
-    if "key" in pairs.columns:
-        return [f"{k}|{f}" for k, f in pairs.select("key", "feature").iter_rows()]
-    return [f"{metric_key(m)}|{feature}" for m, feature in pairs.select("metric", "feature").iter_rows()]
 
 
 class LiveDetector:
@@ -523,7 +516,7 @@ class LiveDetector:
         if not k or not self._silent_idx.size or not rows.shape[0]:
             return None
         sub = rows[:, self._silent_idx]
-        n = ((sub != 0) & np.isfinite(sub)).sum(axis=0)
+        n = moved_samples(sub).sum(axis=0)
         j = int(n.argmax())
         return (self._silent_names[j], int(n[j])) if n[j] >= k else None
 

@@ -36,6 +36,7 @@ from reveal_lab.pipeline._sentinel import (
     SENTINEL_COLUMNS,
     SENTINEL_MIN_SAMPLES,
     SENTINEL_WINDOW_SCHEMA,
+    moved_samples,
     per_interval_counts,
     sentinel_evidence,
     sentinel_counters,
@@ -46,6 +47,7 @@ from reveal_lab.pipeline._sentinel import (
 )
 
 __all__ = [
+    "moved_samples",
     "Detection",
     "detect_run",
     "detect_many",

@@ -35,6 +35,7 @@ __all__ = [
     "sentinel_counters",
     "sentinel_windows",
     "silent_indices",
+    "moved_samples",
 ]
 
 #: the columns of :func:`sentinel_counters`' frame
@@ -82,6 +83,17 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
         here = {k for k, z in zero.items() if z}
         keys = here if keys is None else keys & here
     return keys or set()
+
+
+def moved_samples(values: np.ndarray) -> np.ndarray:
+    """Which samples of a counter moved: finite and non-zero. A missing or non-finite sample
+    (a difference's first row, a rate over an empty interval) says nothing, in the baseline
+    (:func:`silent_counters`) and in the scored run alike.
+
+    >>> moved_samples(np.array([0.0, 3.0, np.nan, np.inf, -1.0])).tolist()
+    [False, True, False, False, True]
+    """
+    return np.isfinite(values) & (values != 0)
 
 
 def silent_columns(frame: pl.DataFrame, silent: set[str]) -> list[str]:
@@ -136,8 +148,8 @@ def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFram
         f = part.frame
         ts = f[TIMESTAMP]
         for c in silent_columns(f, silent):
-            x = np.nan_to_num(f[c].cast(pl.Float64, strict=False).to_numpy())
-            moved = np.flatnonzero(x != 0)
+            x = f[c].cast(pl.Float64, strict=False).to_numpy()
+            moved = np.flatnonzero(moved_samples(x))
             if moved.size == 0:
                 continue
             rows.append(
@@ -203,7 +215,7 @@ def sentinel_windows(
             a = np.searchsorted(ts, w["start"].cast(ms).to_physical().to_numpy(), side="left")
             b = np.searchsorted(ts, w["end"].cast(ms).to_physical().to_numpy(), side="left")
             moved = np.column_stack(
-                [np.nan_to_num(f[c].cast(pl.Float64, strict=False).to_numpy()) != 0 for c in cols]
+                [moved_samples(f[c].cast(pl.Float64, strict=False).to_numpy()) for c in cols]
             )
             cum = np.vstack([np.zeros((1, len(cols)), dtype=np.int64), np.cumsum(moved, axis=0)])
             counts = cum[b] - cum[a]  # windows x counters

@@ -9,13 +9,9 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import WindowConfig
-from reveal_lab.telemetry import Run, metric_key
+from reveal_lab.telemetry import Run
 
 __all__ = ["window_feature_table", "project"]
-
-
-def _pair_keys(pairs: pl.DataFrame) -> list[str]:
-    return [f"{metric_key(m)}|{feature}" for m, feature in pairs.select("metric", "feature").iter_rows()]
 
 
 def window_feature_table(
@@ -31,14 +27,14 @@ def window_feature_table(
     hosts line up. Returns ``(X, rows)`` where ``rows`` has ``run_id, workload,
     window_id, anomalous`` (``anomalous`` from the ``(run_id, window_id)`` map, else False).
     """
-    from reveal_lab.features import window_features
+    from reveal_lab.features import pair_keys, window_features
 
     window = window or WindowConfig()
     mats, metas, keysets = [], [], []
     for run in runs:
         for _host, sub in run.split_hosts().items():
             wf = window_features(sub.frame, window)
-            keys = _pair_keys(wf.pairs)
+            keys = pair_keys(wf.pairs)
             X = np.asarray(wf.X, dtype=float)
             wid = np.asarray(wf.windows.get_column("window_id").to_list())
             if max_windows_per_run and len(wid) > max_windows_per_run:

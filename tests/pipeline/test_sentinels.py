@@ -146,6 +146,24 @@ def test_sentinel_windows_counts_each_counters_samples_per_window():
         sentinel_windows(w, r.split_hosts(), silent, 0)
 
 
+def test_missing_and_non_finite_samples_are_not_moves():
+    """A counter sample moves when it is finite and non-zero, in the baseline and in the scored
+    run alike (the live engine counts the same way): NaN and ±inf samples say nothing."""
+    run = _run("r", 4)
+    n = run.frame.height
+    vals = [np.nan] * 3 + [np.inf] * 3 + [-np.inf] * 3 + [2.0] * 4 + [0.0] * (n - 13)
+    r = Run(run.meta, run.frame.with_columns(pl.Series(OFO, vals)))
+    ts = r.frame["timestamp"]
+    w = pl.DataFrame({"window_id": [0], "host": ["h1"], "start": [ts[0]], "end": [ts[30]]})
+    out = sentinel_windows(w, r.split_hosts(), {"Nstat_diff:TcpExtTCPOFOQueue"}, 4)
+    assert out["sentinel_samples"].to_list() == [4] and out["sentinel"].to_list() == [True]
+    listed = sentinel_counters(r.split_hosts(), {"Nstat_diff:TcpExtTCPOFOQueue"})
+    assert listed["samples"].to_list() == [4] and listed["max"].to_list() == [2.0]
+    # a baseline whose only non-zero samples are non-finite keeps the counter silent
+    base = Run(run.meta, run.frame.with_columns(pl.Series(OFO, [np.inf] * 2 + [0.0] * (n - 2))))
+    assert "Nstat_diff:TcpExtTCPOFOQueue" in silent_counters([base])
+
+
 def test_the_collectors_own_counters_are_never_sentinels():
     """``Collector_diff:missed_ticks`` is the instrument's state (kind ``instrument``): on the lab
     recording it was the only counter that fired the rule in a fault-free run."""
