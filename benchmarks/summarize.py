@@ -20,6 +20,9 @@ Shapes understood (see ``benchmarks/README.md``):
   [{"model", "phase", "episode_share", "top"}]}}}, "min_run"}`` (``benchmarks/lone_runs.py``).
 * ``sentinel_counters``: ``{"by_min_samples": {K: {"false_alarm_share", "episodes_found": {name:
   {"found", "episodes"}}}}}`` (``benchmarks/sentinel_counters.py``).
+* ``crosshost_references``: ``{"by_refs": {m: {"fault_free_hosts_flagged", "fault_free_hosts_judged",
+  "labels_found", "labels_judged", "by_fault": {fault: {"found", "judged"}}}}}``
+  (``benchmarks/crosshost_references.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ EXPECTED: dict[str, str] = {
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
     "lone_runs": "lab runs detected alone (no baseline): windows flagged, default vs `--min-run`",
     "sentinel_counters": "lab runs: counters never non-zero in fault-free runs, as a rule alone (a study)",
+    "crosshost_references": "lab DDP runs: cross-host deviation against 2, 3, 4 fault-free runs (a study)",
 }
 
 
@@ -377,6 +381,25 @@ def sentinel_table(data: dict) -> list[str]:
     return lines
 
 
+def crosshost_references_table(data: dict) -> list[str]:
+    """``crosshost_references.json``: one row per number of fault-free reference runs."""
+    by = data.get("by_refs")
+    if not isinstance(by, dict) or not by:
+        raise ValueError("no 'by_refs'")
+    lines = [
+        "| fault-free reference runs | fault-free hosts flagged | whole-run labels found (per fault) |",
+        "|---:|---:|---|",
+    ]
+    for m, v in by.items():
+        per = "; ".join(f"{k} {c['found']}/{c['judged']}" for k, c in v["by_fault"].items())
+        flagged = f"{v['fault_free_hosts_flagged']}/{v['fault_free_hosts_judged']}"
+        lines.append(
+            f"| {m} | {flagged} ({_fmt(_num(v.get('false_alarm_share')))}) | "
+            f"{v['labels_found']}/{v['labels_judged']}: {per} |"
+        )
+    return lines
+
+
 def summarize(results_dir: Path) -> str:
     found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
     run_log: dict = {}
@@ -409,6 +432,8 @@ def summarize(results_dir: Path) -> str:
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
             elif name == "sentinel_counters":
                 studies += [f"**{name}** ({data.get('date', '?')})", "", *sentinel_table(data), ""]
+            elif name == "crosshost_references":
+                studies += [f"**{name}** ({data.get('date', '?')})", "", *crosshost_references_table(data), ""]
             elif name == "lone_runs":
                 studies += [f"**{name}** (host {data.get('host', '?')}, {data.get('date', '?')})", ""]
                 studies += [*lone_runs_table(data), ""]

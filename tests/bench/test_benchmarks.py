@@ -284,3 +284,30 @@ def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
         [sys.executable, script, "--min-samples", "0"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and "--min-samples" in bad.stderr
+
+
+def test_summary_renders_the_crosshost_references_study(tmp_path: Path):
+    v = {"fault_free_hosts_flagged": 1, "fault_free_hosts_judged": 60, "false_alarm_share": 1 / 60,
+         "labels_found": 7, "labels_judged": 8, "by_fault": {"config_threads": {"found": 7, "judged": 8}}}
+    (tmp_path / "crosshost_references.json").write_text(json.dumps({"by_refs": {"3": v}}))
+    assert "| 3 | 1/60 (0.0167) | 7/8: config_threads 7/8 |" in _summarize(tmp_path)
+    (tmp_path / "crosshost_references.json").write_text(json.dumps({"results": []}))
+    assert "unreadable crosshost_references.json: no 'by_refs'" in _summarize(tmp_path)
+
+
+def test_crosshost_references_study_on_the_bundled_ddp_runs(tmp_path: Path):
+    """v3, all 4 other fault-free runs as references (what evaluate uses): every whole-run label
+    found on its host, no host of a fault-free run flagged; a number of references the data
+    cannot give is refused by name."""
+    out = tmp_path / "x.json"
+    script = str(BENCH / "crosshost_references.py")
+    p = subprocess.run([sys.executable, script, "--refs", "4", "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    res = json.loads(out.read_text())
+    v = res["by_refs"]["4"]
+    assert res["fault_free_runs"] == 5 and res["labels"] == 8
+    assert v["fault_free_hosts_judged"] == 15 and v["fault_free_hosts_flagged"] == 0
+    assert v["labels_found"] == v["labels_judged"] == 40
+    bad = subprocess.run([sys.executable, script, "--refs", "1"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--refs 1" in bad.stderr
