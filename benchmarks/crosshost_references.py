@@ -108,16 +108,18 @@ def main() -> int:
         res = {"benchmark": "crosshost_references", "data": str(root), **measure(root, sizes)}
     except ValueError as exc:
         p.error(str(exc))
-    res["host"] = {"node": platform.node(), "python": platform.python_version()}
-    res["date"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1) + "\n")
-    for m, v in res["by_refs"].items():
-        print(
-            f"{m} reference runs: fault-free hosts flagged {v['fault_free_hosts_flagged']}/"
-            f"{v['fault_free_hosts_judged']}, labels found {v['labels_found']}/{v['labels_judged']}"
-        )
-    print(f"wrote {args.out}")
+    res |= {
+        "host": {"node": platform.node(), "python": platform.python_version()},
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    print("\n".join(
+        f"{m} reference runs: fault-free hosts flagged {v['fault_free_hosts_flagged']}/"
+        f"{v['fault_free_hosts_judged']}, labels found {v['labels_found']}/{v['labels_judged']}"
+        for m, v in res["by_refs"].items()
+    ) + f"\nwrote {out}")
     return 0
 
 

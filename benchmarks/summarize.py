@@ -366,38 +366,43 @@ def lone_runs_table(data: dict) -> list[str]:
     return lines
 
 
+def _study_rows(data: dict, key: str, header: str, cells) -> list[str]:  # noqa: ANN001
+    """A study's table: ``header`` (three columns), then ``cells(name, entry)`` (its three cells)
+    for each entry of ``data[key]``; a missing or empty ``key`` is a ValueError."""
+    by = data.get(key)
+    if not isinstance(by, dict) or not by:
+        raise ValueError(f"no {key!r}")
+    return [header, "|---:|---:|---|", *("| " + " | ".join(cells(k, v)) + " |" for k, v in by.items())]
+
+
 def sentinel_table(data: dict) -> list[str]:
     """``sentinel_counters.json``: one row per ``K``, false alarms and episodes found per fault."""
-    by = data.get("by_min_samples")
-    if not isinstance(by, dict) or not by:
-        raise ValueError("no 'by_min_samples'")
-    lines = [
+    return _study_rows(
+        data,
+        "by_min_samples",
         "| K (samples of 30) | false alarms | episodes found (fault@magnitude found/all) |",
-        "|---:|---:|---|",
-    ]
-    for k, v in by.items():
-        found = "; ".join(f"{n} {c['found']}/{c['episodes']}" for n, c in v["episodes_found"].items())
-        lines.append(f"| {k} | {_fmt(_num(v.get('false_alarm_share')))} | {found} |")
-    return lines
+        lambda k, v: (
+            k,
+            _fmt(_num(v.get("false_alarm_share"))),
+            "; ".join(f"{n} {c['found']}/{c['episodes']}" for n, c in v["episodes_found"].items()),
+        ),
+    )
 
 
 def crosshost_references_table(data: dict) -> list[str]:
     """``crosshost_references.json``: one row per number of fault-free reference runs."""
-    by = data.get("by_refs")
-    if not isinstance(by, dict) or not by:
-        raise ValueError("no 'by_refs'")
-    lines = [
+    return _study_rows(
+        data,
+        "by_refs",
         "| fault-free reference runs | fault-free hosts flagged | whole-run labels found (per fault) |",
-        "|---:|---:|---|",
-    ]
-    for m, v in by.items():
-        per = "; ".join(f"{k} {c['found']}/{c['judged']}" for k, c in v["by_fault"].items())
-        flagged = f"{v['fault_free_hosts_flagged']}/{v['fault_free_hosts_judged']}"
-        lines.append(
-            f"| {m} | {flagged} ({_fmt(_num(v.get('false_alarm_share')))}) | "
-            f"{v['labels_found']}/{v['labels_judged']}: {per} |"
-        )
-    return lines
+        lambda m, v: (
+            m,
+            f"{v['fault_free_hosts_flagged']}/{v['fault_free_hosts_judged']} "
+            f"({_fmt(_num(v.get('false_alarm_share')))})",
+            f"{v['labels_found']}/{v['labels_judged']}: "
+            + "; ".join(f"{k} {c['found']}/{c['judged']}" for k, c in v["by_fault"].items()),
+        ),
+    )
 
 
 def summarize(results_dir: Path) -> str:
