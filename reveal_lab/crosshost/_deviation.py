@@ -304,7 +304,9 @@ def baseline_deviation(
     * it is persistent against the cluster (:func:`deviation`, ``k`` and ``persist``);
     * its ``z`` lies outside the range of the host's ``z`` over the baseline runs; and
     * its ``excess``, ``(z - median baseline z) / spread`` (``spread``: the standard deviation of
-      the baseline ``z``, at least ``spread_floor``), exceeds ``threshold`` in magnitude.
+      the baseline ``z``, at least ``spread_floor``), exceeds ``threshold`` in magnitude; a
+      static metric (a configuration value) needs no bar: differing from the cluster where the
+      baseline runs did not is the change.
 
     ``threshold`` is calibrated on the baseline runs alone: each is scored in the same way
     against the others, and the largest ``|excess|`` any of them reaches (at least ``k``)
@@ -349,16 +351,20 @@ def baseline_deviation(
     opts = {"window_s": window_s, "k": k, "persist": persist, "align": align, **kwargs}
     cur = deviation(data, **opts)
     refs = [deviation(b, **opts) for b in base]
+    static = pl.col("kind") == "static"
     threshold = float(k)
     for i, r in enumerate(refs):  # each baseline run against the others: the calibrated bar
-        e = _excess(r, refs[:i] + refs[i + 1 :], spread_floor).filter(_beyond(r, "persistent"))
+        e = _excess(r, refs[:i] + refs[i + 1 :], spread_floor).filter(_beyond(r, "persistent") & ~static)
         if e.height:
             threshold = max(threshold, float(e["excess"].abs().max()))
     out = _excess(cur, refs, spread_floor).rename({"persistent": "cluster_persistent"})
     judged = pl.col("baseline_z").is_not_null()
+    # a configuration value (static) that differs from the cluster where it did not in the
+    # baseline runs is a change whatever its z (with 3 hosts one odd value has |z| 2.4)
+    bar = static | (pl.col("excess").abs() > threshold)
     out = out.with_columns(
         persistent=pl.when(judged)
-        .then(_beyond(out, "cluster_persistent") & (pl.col("excess").abs() > threshold))
+        .then(_beyond(out, "cluster_persistent") & bar)
         .otherwise(pl.col("cluster_persistent")),
         threshold=pl.lit(threshold),
         baseline_runs=pl.col("baseline_runs").fill_null(0),

@@ -109,9 +109,19 @@ def test_one_odd_host_among_identical_hosts_gets_a_finite_z():
 
 
 # -- against the job's fault-free runs ----------------------------------------------------------
-def _job(seed: int, *, role: float = 1.3, odd_host: str | None = None, odd: float = 1.0, n: int = 90):
-    """Four hosts of one job, 1 s samples: h2 always 30 % busier (its role); ``odd_host`` has
-    ``odd`` times the memory traffic; every host carries the collector's own lag, h4's high."""
+def _job(
+    seed: int,
+    *,
+    role: float = 1.3,
+    odd_host: str | None = None,
+    odd: float = 1.0,
+    n: int = 90,
+    hosts: tuple[str, ...] = tuple(HOSTS),
+    huge_host: str | None = None,
+):
+    """Hosts of one job, 1 s samples: h2 always 30 % busier (its role); ``odd_host`` has
+    ``odd`` times the memory traffic; every host carries the collector's own lag, h4's high,
+    and its configured huge pages (1,024 on ``huge_host``, else 0)."""
     import numpy as np
 
     from reveal_lab.telemetry import Run, RunMeta
@@ -120,7 +130,8 @@ def _job(seed: int, *, role: float = 1.3, odd_host: str | None = None, odd: floa
     t0 = dt.datetime(2025, 1, 1)
     t = pl.datetime_range(t0, t0 + dt.timedelta(seconds=n - 1), "1s", eager=True)
     cols: dict = {"timestamp": t}
-    for h in HOSTS:
+    for h in hosts:
+        cols[f"Memory:HugePages_Total.{h}[count]"] = np.full(n, 1024.0 if h == huge_host else 0.0)
         cols[f"CPU:Busy%.0.{h}[%]"] = 50 * (role if h == "h2" else 1.0) + rng.normal(0, 1, n)
         cols[f"Memory:Dirty.{h}[kB]"] = 100 * (odd if h == odd_host else 1.0) + rng.normal(0, 2, n)
         cols[f"Network:rx_bytes.{h}[B]"] = 1e6 + rng.normal(0, 1e4, n)
@@ -154,7 +165,23 @@ def test_a_host_is_judged_against_itself_in_the_fault_free_runs():
 def test_the_collectors_own_telemetry_is_not_compared():
     dev = deviation(_job(0))
     assert not dev["key"].str.starts_with("Collector").any()
-    assert set(dev["key"]) == {"CPU:Busy%.0", "Memory:Dirty", "Network:rx_bytes"}
+    assert set(dev["key"]) == {"CPU:Busy%.0", "Memory:Dirty", "Network:rx_bytes", "Memory:HugePages_Total"}
+
+
+def test_a_configuration_value_that_changed_is_a_deviation_on_three_hosts():
+    """HugePages set on one of three hosts: one odd value among three has |z| 2.4, under the
+    excess bar, yet the value differs from the cluster where the baseline runs did not; a host
+    configured so in every baseline run (its role) is not flagged."""
+    from reveal_lab.crosshost import baseline_deviation
+
+    three = ("h1", "h2", "h3")
+    base = [_job(s, hosts=three) for s in range(3)]
+    dev = baseline_deviation(_job(9, hosts=three, huge_host="h3"), base)
+    hit = dev.filter(pl.col("persistent"))
+    assert hit.select("host", "key", "kind").rows() == [("h3", "Memory:HugePages_Total", "static")]
+    assert abs(hit["excess"][0]) < hit["threshold"][0]
+    usual = [_job(s, hosts=three, huge_host="h1") for s in range(3)]
+    assert baseline_deviation(_job(9, hosts=three, huge_host="h1"), usual)["persistent"].sum() == 0
 
 
 def test_baseline_deviation_needs_two_baseline_runs():
