@@ -67,6 +67,10 @@ def crosshost_deviations(
     """
     from reveal_lab.crosshost import baseline_deviation
 
+    need = ("run", "host", "fault", "workload", "phase", "world_size")
+    missing = [c for c in need if c not in meta.columns]
+    if missing:
+        raise TelemetryError(f"meta_lab.csv lacks the column(s) {missing} that cross-host deviation needs")
     multi = meta.filter(pl.col("world_size").cast(pl.Int64, strict=False) > 1)
     cache: dict[str, dict[str, pl.DataFrame]] = {}
 

@@ -363,7 +363,7 @@ def evaluate_dataset(
         from reveal_lab.studies import own_core_view
 
         def frame_of(r: dict) -> pl.DataFrame:  # trimmed, the host's own core and cgroup as own/self
-            return own_core_view(load(r["source_file"]).frame, r["host"], r["core"])
+            return own_core_view(load(r["source_file"]).frame, r["host"], r.get("core", ""))
 
         try:
             devs, skipped = crosshost_deviations(meta, frame_of, runs=runs)

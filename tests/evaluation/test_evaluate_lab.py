@@ -220,3 +220,12 @@ def test_crosshost_finds_the_configuration_differences_and_spares_fault_free_hos
     one = free.filter(pl.col("run") == free["run"][0])
     plain = deviation({r["host"]: frame_of(r) for r in one.iter_rows(named=True)}, align="time")
     assert "labB" in set(plain.filter(pl.col("persistent"))["host"])
+
+
+def test_crosshost_deviations_names_the_meta_columns_it_lacks():
+    from reveal_lab.evaluation import crosshost_deviations
+    from reveal_lab.telemetry import TelemetryError
+
+    meta = read_meta(data_dir() / "meta_lab.csv").drop("world_size")
+    with pytest.raises(TelemetryError, match="world_size"):
+        crosshost_deviations(meta, lambda r: pl.DataFrame())
