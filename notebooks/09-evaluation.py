@@ -72,6 +72,25 @@ studies.save_table(by_repeat, out_dir, "evaluation_false_alarms_by_repeat")
 table
 
 # %% [markdown]
+# ## Cross-host deviation: how often it flags a host where nothing was wrong
+#
+# The whole-run configuration differences are scored by cross-host deviation against the job's
+# other fault-free runs (`reveal_lab.crosshost.baseline_deviation`). Every multi-host run is
+# judged, the fault-free ones too (each against the other fault-free runs), so the rule's false
+# alarms are counted: fault-free hosts flagged, and the unlabelled hosts of the runs with a
+# whole-run label (a slow rank slows its peers, so these are shown, not counted as false alarms).
+
+# %%
+xh = ev.crosshost_false_alarms if labelled else None
+if xh:
+    crosshost_alarms = pl.DataFrame([{k: v for k, v in xh.items() if k != "flagged_runs"}])
+else:
+    crosshost_alarms = pl.DataFrame({"note": ["cross-host deviation did not run (crosshost off, or no "
+                                              "whole-run label, or not a labelled dataset)"]})
+studies.save_table(crosshost_alarms, out_dir, "evaluation_crosshost_false_alarms")
+crosshost_alarms
+
+# %% [markdown]
 # ## Was the fault in the telemetry?
 #
 # A missed episode is either invisible in the telemetry or visible and not picked up by the
