@@ -34,7 +34,7 @@ from pathlib import Path
 import polars as pl
 
 from reveal_lab.config import data_dir
-from reveal_lab.crosshost import baseline_deviation
+from reveal_lab.crosshost import deviation, judge_deviation
 from reveal_lab.io import load_run
 from reveal_lab.lab import read_labels, read_meta
 from reveal_lab.pipeline import trim_run
@@ -47,20 +47,21 @@ def measure(root: Path, refs_sizes: list[int]) -> dict:
     """False alarms and labels found for each number of reference runs (see the module doc)."""
     meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
     multi = meta.filter(pl.col("world_size").cast(pl.Int64, strict=False) > 1)
-    cache: dict[str, dict[str, pl.DataFrame]] = {}
+    cache: dict[str, pl.DataFrame] = {}
+    n_hosts = multi.group_by("run").len()
 
-    def hosts(run: str) -> dict[str, pl.DataFrame]:
+    def dev_of(run: str) -> pl.DataFrame:  # each run's hosts against each other, once
         if run not in cache:
             out = {}
             for r in multi.filter(pl.col("run") == run).iter_rows(named=True):
                 span = tuple(dt.datetime.fromisoformat(str(r[k])) for k in ("workload_start", "workload_end"))
                 frame, _ = trim_run(load_run(root / r["source_file"].removeprefix("./")), span=span)
                 out[r["host"]] = own_core_view(frame.frame, r["host"], r["core"])
-            cache[run] = out
+            cache[run] = deviation(out, align="time")
         return cache[run]
 
     def flagged(run: str, refs: tuple[str, ...]) -> set[str]:
-        dev = baseline_deviation(hosts(run), [hosts(r) for r in refs])
+        dev = judge_deviation(dev_of(run), [dev_of(r) for r in refs])
         return set(dev.filter(pl.col("persistent"))["host"].to_list())
 
     free = multi.filter(pl.col("fault") == "none")["run"].unique(maintain_order=True).to_list()
@@ -73,7 +74,7 @@ def measure(root: Path, refs_sizes: list[int]) -> dict:
         for run in free:
             for refs in itertools.combinations([r for r in free if r != run], m):
                 fa += len(flagged(run, refs))
-                n_fa += len(hosts(run))
+                n_fa += int(n_hosts.filter(pl.col("run") == run)["len"].item())
         found: dict[str, list[int]] = {}
         for lab in run_labels.iter_rows(named=True):
             for refs in itertools.combinations(free, m):

@@ -2,6 +2,12 @@
 (the paper's HugePages case study), and against the job's fault-free runs
 (:func:`baseline_deviation`: hosts whose roles differ are not flagged for their role)."""
 
-from reveal_lab.crosshost._deviation import BASELINE_COLUMNS, DEVIATION_SCHEMA, baseline_deviation, deviation
+from reveal_lab.crosshost._deviation import (
+    BASELINE_COLUMNS,
+    DEVIATION_SCHEMA,
+    baseline_deviation,
+    deviation,
+    judge_deviation,
+)
 
-__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "BASELINE_COLUMNS"]
+__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "judge_deviation", "BASELINE_COLUMNS"]

@@ -13,7 +13,7 @@ from reveal_lab.attribution import format_value as _fmt
 from reveal_lab.attribution import readable_metric
 from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, metric_key, split_hosts
 
-__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "BASELINE_COLUMNS"]
+__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "judge_deviation", "BASELINE_COLUMNS"]
 
 DEVIATION_SCHEMA: dict[str, pl.DataType] = {
     "key": pl.String,
@@ -349,15 +349,27 @@ def baseline_deviation(
     if len(base) < 2:
         raise ValueError(f"baseline_deviation needs at least 2 baseline runs, got {len(base)}")
     opts = {"window_s": window_s, "k": k, "persist": persist, "align": align, **kwargs}
-    cur = deviation(data, **opts)
-    refs = [deviation(b, **opts) for b in base]
+    return judge_deviation(
+        deviation(data, **opts), [deviation(b, **opts) for b in base], k=k, spread_floor=spread_floor
+    )
+
+
+def judge_deviation(
+    dev: pl.DataFrame, baseline_devs: Sequence[pl.DataFrame], *, k: float = 3.0, spread_floor: float = 1.0
+) -> pl.DataFrame:
+    """The rule of :func:`baseline_deviation` on deviations computed already: ``dev`` of the run
+    and ``baseline_devs`` of the baseline runs (each a :func:`deviation` frame, with the same
+    ``k``). Reuses the baseline runs' deviations when many runs are judged against them."""
+    refs = list(baseline_devs)
+    if len(refs) < 2:
+        raise ValueError(f"judging a deviation needs at least 2 baseline runs, got {len(refs)}")
     static = pl.col("kind") == "static"
     threshold = float(k)
     for i, r in enumerate(refs):  # each baseline run against the others: the calibrated bar
         e = _excess(r, refs[:i] + refs[i + 1 :], spread_floor).filter(_beyond(r, "persistent") & ~static)
         if e.height:
             threshold = max(threshold, float(e["excess"].abs().max()))
-    out = _excess(cur, refs, spread_floor).rename({"persistent": "cluster_persistent"})
+    out = _excess(dev, refs, spread_floor).rename({"persistent": "cluster_persistent"})
     judged = pl.col("baseline_z").is_not_null()
     # a configuration value (static) that differs from the cluster where it did not in the
     # baseline runs is a change whatever its z (with 3 hosts one odd value has |z| 2.4)

@@ -65,19 +65,20 @@ def crosshost_deviations(
     Hosts of a run are aligned by wall-clock time. ``runs`` judges only these runs (their
     job's fault-free runs are still the references).
     """
-    from reveal_lab.crosshost import baseline_deviation
+    from reveal_lab.crosshost import deviation, judge_deviation
 
     need = ("run", "host", "fault", "workload", "phase", "world_size")
     missing = [c for c in need if c not in meta.columns]
     if missing:
         raise TelemetryError(f"meta_lab.csv lacks the column(s) {missing} that cross-host deviation needs")
     multi = meta.filter(pl.col("world_size").cast(pl.Int64, strict=False) > 1)
-    cache: dict[str, dict[str, pl.DataFrame]] = {}
+    cache: dict[str, pl.DataFrame] = {}
 
-    def hosts_of(run: str) -> dict[str, pl.DataFrame]:
+    def dev_of(run: str) -> pl.DataFrame:  # each run's hosts against each other, once
         if run not in cache:
             rows = multi.filter(pl.col("run") == run).iter_rows(named=True)
-            cache[run] = {r["host"]: frame_of(r) for r in rows}
+            frames = {r["host"]: frame_of(r) for r in rows}
+            cache[run] = deviation(frames, window_s=window_s, k=k, align="time")
         return cache[run]
 
     parts, skipped = [], []
@@ -88,7 +89,7 @@ def crosshost_deviations(
         if len(refs) < 2:
             skipped.append(f"{run}: {len(refs)} other fault-free run(s) of its job; cross-host needs 2")
             continue
-        dev = baseline_deviation(hosts_of(run), [hosts_of(r) for r in refs], window_s=window_s, k=k)
+        dev = judge_deviation(dev_of(run), [dev_of(r) for r in refs], k=k)
         fault = multi.filter(pl.col("run") == run)["fault"][0]
         parts.append(dev.with_columns(run=pl.lit(run), fault=pl.lit(fault)))
         log.info("cross-host %s: %d persistent", run, int(dev["persistent"].sum()))

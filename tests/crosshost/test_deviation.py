@@ -189,3 +189,15 @@ def test_baseline_deviation_needs_two_baseline_runs():
 
     with pytest.raises(ValueError, match="at least 2 baseline runs"):
         baseline_deviation(_job(0), [_job(1)])
+
+
+def test_judging_precomputed_deviations_is_the_same_rule():
+    from reveal_lab.crosshost import baseline_deviation, judge_deviation
+
+    base = [_job(s) for s in range(3)]
+    run = _job(9, odd_host="h3", odd=2.0)
+    direct = baseline_deviation(run, base)
+    judged = judge_deviation(deviation(run, align="time"), [deviation(b, align="time") for b in base])
+    assert judged.equals(direct)
+    with pytest.raises(ValueError, match="at least 2 baseline runs"):
+        judge_deviation(deviation(run), [deviation(base[0])])
