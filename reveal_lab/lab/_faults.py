@@ -268,7 +268,10 @@ class ThreadCount(Fault):
 
 @dataclass
 class IrqImbalance(Fault):
-    """Steer the network processing of ``peers`` (every host of the run) to ``host``'s core."""
+    """Steer the network processing of ``peers`` (every host of the run) to ``host``'s core.
+
+    Recorded on ``host``; in ``labels.csv`` the label goes to the peers whose processing left
+    their own core (:func:`reveal_lab.lab.label_hosts`), the hosts whose configuration changed."""
 
     fault_type: str = "config_irq_imbalance"
     magnitude: float = 1.0
