@@ -42,9 +42,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--min-agreement",
         type=int,
-        default=1,
+        default=None,
         metavar="N",
-        help="detectors that must flag a window for it to count as anomalous (1-3, default 1)",
+        help="detectors that must flag a window for it to count as anomalous (1-3; default 2 with "
+        "calibrated thresholds, as `evaluate`, where any one detector flags 8 %% of the lab's "
+        "fault-free windows and two 1 %%; else 1)",
     )
     p.add_argument("--preset", default="paper", help="settings preset: paper, full, smoke (default paper)")
     p.add_argument(
@@ -173,6 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         return load_run(path, **opts)
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
+    calibrated = args.thresholds == "calibrated" or (args.thresholds == "auto" and len(baseline or []) >= 2)
+    min_agreement = args.min_agreement if args.min_agreement is not None else (2 if calibrated else 1)
     if args.false_alarm_rate is not None and not 0 < args.false_alarm_rate < 1:
         raise ValueError(f"--false-alarm-rate must be between 0 and 1, got {args.false_alarm_rate}")
     out = Path(args.out)
@@ -204,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
             baseline=baseline,
             preset=preset,
             selected=selected,
-            min_agreement=args.min_agreement,
+            min_agreement=min_agreement,
             prune=run_pruning if run_pruning is not None else False,
             trim=not args.no_trim,
             thresholds=args.thresholds,

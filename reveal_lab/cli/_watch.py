@@ -49,7 +49,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         type=int,
         default=1,
         metavar="K",
-        help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect; 2 for fewer alerts)",
+        help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect without calibrated "
+        "thresholds; 2 for fewer alerts)",
     )
     add_sentinel_argument(p)
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")

@@ -247,3 +247,27 @@ def test_detect_cross_host_against_the_jobs_fault_free_runs(tmp_path, capsys):
     assert hit.height >= 1 and set(hit["host"]) == {lab["host"]} == {"labB"}
     assert "network" in set(hit["subsystem"]) and (hit["excess"].abs() > hit["threshold"]).all()
     assert "own fault-free runs" in (out / "report.md").read_text()
+
+
+@pytest.mark.slow
+def test_detect_asks_two_detectors_with_calibrated_thresholds_as_evaluate(tmp_path, capsys):
+    """With 2+ baseline runs the thresholds are calibrated and a window needs two detectors
+    (as `reveal-lab evaluate` measures it); alone, or with --min-agreement, as asked."""
+    from reveal_lab.config import data_dir
+    from reveal_lab.lab import read_meta
+
+    root = data_dir()
+    meta = read_meta(root / "meta_lab.csv").filter(
+        (pl.col("model") == "CNN") & (pl.col("phase") == "infer") & (pl.col("fault") == "none")
+    )
+    files = [str(root / s.removeprefix("./")) for s in meta["source_file"].to_list()[:3]]
+
+    def agreement(*extra: str) -> tuple[int, str]:
+        out = tmp_path / f"rep{len(list(tmp_path.iterdir()))}"
+        assert main(["detect", files[0], *extra, "--out", str(out), "--preset", "smoke"]) == 0
+        run = json.loads((out / "summary.json").read_text())["runs"][0]
+        return run["min_agreement"], run["fit_mode"]
+
+    assert agreement("--baseline", *files[1:]) == (2, "calibrated")
+    assert agreement("--baseline", *files[1:], "--min-agreement", "1") == (1, "calibrated")
+    assert agreement() == (1, "robust")
