@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.io import load_run
-    from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
+    from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning, threshold_mode
     from reveal_lab.report import write_report
 
     preset = with_rule_arguments(get_preset(args.preset), args)
@@ -175,7 +175,7 @@ def _run(args: argparse.Namespace) -> int:
         return load_run(path, **opts)
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
-    calibrated = args.thresholds == "calibrated" or (args.thresholds == "auto" and len(baseline or []) >= 2)
+    calibrated = threshold_mode(args.thresholds, len(baseline or [])) == "calibrated"
     min_agreement = args.min_agreement if args.min_agreement is not None else (2 if calibrated else 1)
     if args.false_alarm_rate is not None and not 0 < args.false_alarm_rate < 1:
         raise ValueError(f"--false-alarm-rate must be between 0 and 1, got {args.false_alarm_rate}")

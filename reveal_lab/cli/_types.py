@@ -74,9 +74,12 @@ def add_sentinel_argument(p: argparse.ArgumentParser) -> None:
 
 
 def with_rule_arguments(preset: Preset, args: argparse.Namespace) -> Preset:
-    """``preset`` with the detect settings of :func:`add_rule_arguments`' flags."""
+    """``preset`` with the detect settings of :func:`add_rule_arguments`' flags (a command
+    with only :func:`add_sentinel_argument`, such as ``watch``, keeps the preset's clip)."""
     detect = dataclasses.replace(
-        preset.detect, calibrated_z_clip=args.z_clip, sentinel_samples=args.sentinel_samples
+        preset.detect,
+        calibrated_z_clip=getattr(args, "z_clip", preset.detect.calibrated_z_clip),
+        sentinel_samples=args.sentinel_samples,
     )
     return dataclasses.replace(preset, detect=detect)
 

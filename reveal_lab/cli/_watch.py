@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import add_sentinel_argument
+from reveal_lab.cli._types import add_sentinel_argument, with_rule_arguments
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -81,8 +81,7 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.live import watch
 
-    p = get_preset(args.preset)
-    p = dataclasses.replace(p, detect=dataclasses.replace(p.detect, sentinel_samples=args.sentinel_samples))
+    p = with_rule_arguments(get_preset(args.preset), args)
     w = p.window
     over = {
         k: parse_duration(v)

@@ -145,12 +145,9 @@ def crosshost_false_alarms(deviations: pl.DataFrame, run_labels: pl.DataFrame) -
     """
     per_host = deviations.group_by("run", "host", "fault").agg(flagged=pl.col("persistent").any())
     free = per_host.filter(pl.col("fault") == "none")
-    labelled = set(zip(run_labels["run"].to_list(), run_labels["host"].to_list(), strict=True))
-    runs = {r for r, _ in labelled}
-    other = per_host.filter(pl.col("run").is_in(list(runs))).filter(
-        ~pl.struct("run", "host").map_elements(
-            lambda s: (s["run"], s["host"]) in labelled, return_dtype=pl.Boolean
-        )
+    labelled = run_labels.select("run", "host").unique()
+    other = per_host.filter(pl.col("run").is_in(labelled["run"].to_list())).join(
+        labelled, on=["run", "host"], how="anti"
     )
     hit = free.filter("flagged").select("run", "host").sort("run", "host").rows()
     n, f = free.height, int(free["flagged"].sum())

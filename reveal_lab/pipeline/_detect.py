@@ -38,10 +38,12 @@ from reveal_lab.pipeline._method import (
     robust_threshold,
     spike_windows,
     sustained,
+    threshold_mode,
     trim_run,
 )
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
+    check_min_samples,
     per_interval_counts,
     sentinel_counters,
     sentinel_evidence,
@@ -619,21 +621,14 @@ def _detect_run(
     sentinel_samples = preset.detect.sentinel_samples
     if isinstance(min_run, bool) or not isinstance(min_run, int | np.integer) or min_run < 1:
         raise ValueError(f"min_run must be a whole number >= 1, got {min_run!r}")
-    if sentinel_samples is not None and (
-        isinstance(sentinel_samples, bool) or not isinstance(sentinel_samples, int | np.integer)
-        or sentinel_samples < 1
-    ):
-        raise ValueError(
-            f"preset.detect.sentinel_samples must be a whole number >= 1 or None, got {sentinel_samples!r}"
-        )
+    if sentinel_samples is not None:  # None: the sentinel rule off
+        check_min_samples(sentinel_samples, "preset.detect.sentinel_samples")
     if thresholds not in THRESHOLD_MODES:
         raise ValueError(f"thresholds must be one of {THRESHOLD_MODES}, got {thresholds!r}")
     if calibration not in CALIBRATION_RULES:
         raise ValueError(f"calibration must be one of {CALIBRATION_RULES}, got {calibration!r}")
     n_base = len(baseline) if baseline else 0
-    mode = thresholds
-    if mode == "auto":
-        mode = "calibrated" if n_base >= 2 else "baseline" if n_base == 1 else "robust"
+    mode = threshold_mode(thresholds, n_base)
     if mode in ("calibrated", "baseline") and not n_base:
         raise ValueError(f"thresholds={mode!r} needs baseline runs")
     if mode in ("robust", "self"):
@@ -776,12 +771,10 @@ def _detect_run(
         t = time.perf_counter()
         hosts = {h: p.frame for h, p in parts.items()}
         # baseline runs of the same hosts: each host is also judged against itself in them
-        same = [b for b in (baseline or []) if set(b.split_hosts()) == set(parts)]
+        split = [{h: p.frame for h, p in b.split_hosts().items()} for b in (baseline or [])]
+        same = [b for b in split if set(b) == set(parts)]
         if len(same) >= 2:
-            crosshost = baseline_deviation(
-                hosts, [{h: p.frame for h, p in b.split_hosts().items()} for b in same],
-                window_s=preset.window.window_s,
-            )
+            crosshost = baseline_deviation(hosts, same, window_s=preset.window.window_s)
         else:
             crosshost = deviation(hosts, window_s=preset.window.window_s, align="time")
         timings["crosshost"] = time.perf_counter() - t

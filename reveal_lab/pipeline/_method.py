@@ -37,6 +37,7 @@ from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_na
 
 __all__ = [
     "THRESHOLD_MODES",
+    "threshold_mode",
     "CALIBRATION_RULES",
     "TrimRule",
     "Trim",
@@ -60,6 +61,21 @@ __all__ = [
 #: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
 #: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
 THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
+
+
+def threshold_mode(thresholds: str, n_baseline: int) -> str:
+    """The threshold mode ``thresholds`` (one of :data:`THRESHOLD_MODES`) means with
+    ``n_baseline`` baseline runs: ``auto`` is calibrated with 2+, baseline with one, robust
+    with none; any other mode is itself.
+
+    >>> threshold_mode("auto", 2), threshold_mode("auto", 1), threshold_mode("auto", 0)
+    ('calibrated', 'baseline', 'robust')
+    >>> threshold_mode("self", 3)
+    'self'
+    """
+    if thresholds != "auto":
+        return thresholds
+    return "calibrated" if n_baseline >= 2 else "baseline" if n_baseline == 1 else "robust"
 
 #: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
 #: the most extreme run), ``pooled`` or ``median`` (of each run's quantile); see

@@ -36,6 +36,7 @@ __all__ = [
     "sentinel_windows",
     "silent_indices",
     "moved_samples",
+    "check_min_samples",
 ]
 
 #: the columns of :func:`sentinel_counters`' frame
@@ -83,6 +84,19 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
         here = {k for k, z in zero.items() if z}
         keys = here if keys is None else keys & here
     return keys or set()
+
+
+def check_min_samples(value: object, name: str = "min_samples") -> None:
+    """Refuse, naming ``name``, a sample count that is not a whole number >= 1 (the sentinel
+    rule's :func:`sentinel_windows` and ``DetectConfig.sentinel_samples``).
+
+    >>> check_min_samples(0, "preset.detect.sentinel_samples")
+    Traceback (most recent call last):
+    ...
+    ValueError: preset.detect.sentinel_samples must be a whole number >= 1, got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
 
 
 def moved_samples(values: np.ndarray) -> np.ndarray:
@@ -198,8 +212,7 @@ def sentinel_windows(
     ...     "window_id", "sentinel_samples", "sentinel", "sentinel_subsystem").rows()
     [(0, 0, False, None), (1, 20, True, 'network')]
     """
-    if isinstance(min_samples, bool) or not isinstance(min_samples, int | np.integer) or min_samples < 1:
-        raise ValueError(f"min_samples must be a whole number >= 1, got {min_samples!r}")
+    check_min_samples(min_samples)
     out = []
     for host, part in parts.items():
         w = windows.filter(pl.col("host") == host).select("window_id", "host", "start", "end")
