@@ -4,15 +4,15 @@
 Every single-host run of one lab host (default ``labA`` of the bundled ``data/lab``) goes
 through :func:`reveal_lab.pipeline.detect_run` with default settings (pruned on the run
 itself, trimmed to the recorded workload span, ``robust`` thresholds) and ``min_run=4``
-(``--min-run``). For each run:
+(``--min-run``; the default for a run alone since 2026-11-26). For each run:
 the share of its windows flagged (any detector) and, for fault runs, the share of the
 windows that overlap a labelled episode flagged, and the subsystem ranked first most
 often on those. Each is given twice from the same scores: with the ``min_run`` rule (a
 detector's flag counts only inside 4+ consecutive windows over its threshold,
 :func:`reveal_lab.pipeline.sustained`) and without it (every window over a threshold:
-``min_run=1``, the default), so the comparison needs no second run.
+``min_run=1``), so the comparison needs no second run.
 
-    .venv/bin/python benchmarks/lone_runs.py [--data data/lab] [--host labA]   # ~3 min
+    .venv/bin/python benchmarks/lone_runs.py [--data data/lab] [--host labA]   # ~20 s
 
 Writes ``benchmarks/results/lone_runs.json`` (per run and summaries). A detection study,
 not a timing: the machine's load does not change its numbers.

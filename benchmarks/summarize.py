@@ -45,7 +45,10 @@ EXPECTED: dict[str, str] = {
     "scale_throughput": "Dask scale-out throughput",
     "watch_latency": "live `watch` latency",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
-    "lone_runs": "lab runs detected alone (no baseline): windows flagged, default vs `--min-run`",
+    "lone_runs": (
+        "lab runs detected alone (no baseline): windows flagged, `--min-run 1` vs the default for a run "
+        "alone (4)"
+    ),
     "sentinel_counters": "lab runs: counters never non-zero in fault-free runs, as a rule alone (a study)",
     "crosshost_references": "lab DDP runs: cross-host deviation against 2, 3, 4 fault-free runs (a study)",
 }
@@ -339,12 +342,16 @@ def labelled_table(data: dict) -> list[str]:
 
 
 def lone_runs_table(data: dict) -> list[str]:
-    """``lone_runs.json``: one row per setting (``plain`` = default, ``sustained`` =
-    ``--min-run N``), the fault-free runs' flagged share and each fault run's episode share."""
+    """``lone_runs.json``: one row per setting (``plain`` = ``--min-run 1``, ``sustained`` =
+    ``--min-run N``, the default for a run alone), the fault-free runs' flagged share and each
+    fault run's episode share."""
     summ = data.get("summary")
     if not isinstance(summ, dict) or not summ:
         raise ValueError("no 'summary' by setting")
-    names = {"plain": "`--min-run 1` (default)", "sustained": f"`--min-run {data.get('min_run', '?')}`"}
+    names = {
+        "plain": "`--min-run 1`",
+        "sustained": f"`--min-run {data.get('min_run', '?')}` (default for a run alone)",
+    }
     lines = [
         "| setting | fault-free runs | flagged share: median / mean / max | "
         "fault runs: share of episode windows flagged (top subsystem) |",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._types import positive_int
+
 FILTERS = ("platform", "phase", "mode", "model", "task", "dataset", "workload", "host")
 STUDIES = ("pruning", "dtw", "granularity")
 
@@ -43,6 +45,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--pruning", metavar="FILE", help="one pruning.json for every run")
     p.add_argument("--no-trim", action="store_true", help="score whole recordings (default: workload span)")
+    p.add_argument(
+        "--min-run",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="a detector's flag counts only inside N or more consecutive windows over its threshold "
+        "(default: 4 for each run detected alone, as `detect`; 1: every window over it)",
+    )
     p.add_argument(
         "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"
     )
@@ -91,7 +101,9 @@ def _run(args: argparse.Namespace) -> int:
     res = scan(
         args.data,
         refs=refs,
-        task_kwargs={"preset": args.preset, "prune": prune, "trim": not args.no_trim},
+        task_kwargs={
+            "preset": args.preset, "prune": prune, "trim": not args.no_trim, "min_run": args.min_run
+        },
         scheduler=INPROCESS if args.inprocess else args.scheduler,
         n_workers=args.workers,
         memory_limit=args.memory_limit,

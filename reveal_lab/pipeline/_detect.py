@@ -96,7 +96,8 @@ class Detection:
     ----------
     windows : one row per scored window and host: ``window_id, start, end, host,
         n_samples``, ``score_<detector>``, ``label_<detector>``, ``agreement``,
-        ``combined``, the sentinel rule's ``sentinel_samples``, ``sentinel``,
+        ``raw_agreement`` (before the ``min_run`` rule), ``combined``, the sentinel rule's
+        ``sentinel_samples``, ``sentinel``,
         ``sentinel_metric``, ``sentinel_subsystem`` (:func:`sentinel_windows`; with baseline
         runs), ``anomalous`` (the decision: ``agreement >= min_agreement`` or ``sentinel``),
         and for anomalous windows their (joint) ``subsystems``, ``top_subsystem`` and
@@ -217,6 +218,12 @@ class Detection:
             "excluded_metrics": self.excluded.height,
             "sentinel_counters": None if self.sentinels is None else self.sentinels.height,
             "sentinel_windows": int(w["sentinel"].sum()) if "sentinel" in w.columns else 0,
+            # windows that had the detectors' agreement before the min_run rule dropped it
+            "short_runs_dropped": (
+                int(((w["raw_agreement"] >= self.min_agreement) & ~w["anomalous"]).sum())
+                if "raw_agreement" in w.columns
+                else 0
+            ),
             "warnings": list(self.warnings),
             "timings_s": self.timings,
         }
@@ -420,6 +427,24 @@ def past_a_spike(preset: Preset) -> int:
     return spike_windows(preset.window.window_s, preset.window.stride_s) + 1
 
 
+def default_min_run(mode: str, preset: Preset) -> int:
+    """The ``min_run`` that ``min_run=None`` means under threshold mode ``mode``:
+    :func:`past_a_spike` for ``robust`` (a run alone, no baseline), 1 for every other mode.
+
+    A run alone has no reference for what its own bursts look like: on the 30 fault-free
+    single-host runs of the v3 lab data detected alone (``benchmarks/lone_runs.py``), every
+    window over a robust threshold flags a median 23 % of a run's windows, and counting
+    only runs of 4+ windows 2.3 % (CPU contention and memory pressure are found as before).
+    With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
+    setting every window over a threshold counts.
+
+    >>> from reveal_lab.config import get_preset
+    >>> default_min_run("robust", get_preset("paper")), default_min_run("calibrated", get_preset("paper"))
+    (4, 1)
+    """
+    return past_a_spike(preset) if mode == "robust" else 1
+
+
 def _sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     """Each detector's labels kept only in runs of ``min_run`` windows (:func:`sustained`);
     agreement recounted. Scores, thresholds and the combined score stay as they are."""
@@ -491,6 +516,7 @@ def _score_host(
             for m in result.methods:
                 ens.detectors_[m].threshold_ = robust_threshold(result.scores[m], robust_rate, n_det)
             result = ens.score(wf.X)
+    raw_agreement = result.agreement  # before the min_run rule (the report counts what it dropped)
     if min_run > 1:
         result = _sustained_result(result, min_run)
     notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
@@ -503,6 +529,7 @@ def _score_host(
         *[pl.Series(f"score_{m}", result.scores[m]) for m in result.methods],
         *[pl.Series(f"label_{m}", result.labels[m]) for m in result.methods],
         pl.Series("agreement", result.agreement),
+        pl.Series("raw_agreement", raw_agreement),
         pl.Series("combined", result.combined),
     )
     return w, att, result.thresholds, wf.excluded, notes, result
@@ -523,7 +550,7 @@ def detect_run(
     trim: bool | TrimRule = True,
     thresholds: str = "auto",
     calibration: str = "trimmed",
-    min_run: int = 1,
+    min_run: int | None = None,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
@@ -548,15 +575,17 @@ def detect_run(
         paper's setting (fit on the run, the top 1 % per detector flagged); ``robust``
         fits on the run too but thresholds each detector at ``median + k·1.4826·MAD`` of the
         run's own scores (:func:`robust_threshold`), so a fault covering a minority of the
-        run stands out instead of a fixed top share (with ``min_run=4`` for a run alone:
-        see ``min_run``).
+        run stands out instead of a fixed top share (and, by default, only sustained
+        deviations count: see ``min_run``).
     min_run : a detector's flag counts only inside ``min_run`` or more consecutive windows
-        over its threshold (:func:`sustained`); 1 (default): every window over it. One
-        sample's spike lies in :func:`spike_windows` windows (3 with 3 s windows every 1 s),
-        so ``past_a_spike(preset)`` (4) keeps sustained deviations only. Measured on the 30
-        fault-free single-host v2 lab runs detected alone (``benchmarks/lone_runs.py``):
-        mean share of windows flagged 27 % with 1, 3.5 % with 4; a single huge value is
-        then not flagged (the report's outlier-fence warning still names it).
+        over its threshold (:func:`sustained`); 1: every window over it. ``None``
+        (default): :func:`default_min_run`, ``past_a_spike(preset)`` (4) for ``robust``
+        thresholds (a run alone) and 1 otherwise. One sample's spike lies in
+        :func:`spike_windows` windows (3 with 3 s windows every 1 s), so 4 keeps sustained
+        deviations only. Measured on the 30 fault-free single-host v3 lab runs detected
+        alone (``benchmarks/lone_runs.py``): median share of windows flagged 23 % with 1,
+        2.3 % with 4; a single sample's spike is then not flagged (``summary`` counts the
+        windows the rule dropped: ``short_runs_dropped``).
     min_agreement : how many detectors must flag a window for it to count as anomalous
         (evidence rows and the report's table); 1 = any detector.
         With baseline runs, a window is anomalous also when a counter that is 0 in every
@@ -615,12 +644,14 @@ def _detect_run(
     trim: Any = True,
     thresholds: str = "auto",
     calibration: str = "trimmed",
-    min_run: int = 1,
+    min_run: int | None = None,
 ) -> Detection:
     preset = preset or get_preset("paper")
     sentinel_samples = preset.detect.sentinel_samples
-    if isinstance(min_run, bool) or not isinstance(min_run, int | np.integer) or min_run < 1:
-        raise ValueError(f"min_run must be a whole number >= 1, got {min_run!r}")
+    if min_run is not None and (
+        isinstance(min_run, bool) or not isinstance(min_run, int | np.integer) or min_run < 1
+    ):
+        raise ValueError(f"min_run must be a whole number >= 1 (or None: by threshold mode), got {min_run!r}")
     if sentinel_samples is not None:  # None: the sentinel rule off
         check_min_samples(sentinel_samples, "preset.detect.sentinel_samples")
     if thresholds not in THRESHOLD_MODES:
@@ -633,6 +664,8 @@ def _detect_run(
         raise ValueError(f"thresholds={mode!r} needs baseline runs")
     if mode in ("robust", "self"):
         baseline = None
+    if min_run is None:
+        min_run = default_min_run(mode, preset)
     if false_alarm_rate is not None:
         if not 0.0 < false_alarm_rate < 1.0:
             raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")

@@ -140,7 +140,8 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         )
         + (
             f" A detector flags a window only inside {det.config['min_run_windows']} or more consecutive "
-            "windows over its threshold (shorter runs, such as one sample's spike, are dropped)."
+            "windows over its threshold (shorter runs, such as one sample's spike, are dropped: "
+            f"{s.get('short_runs_dropped', 0)} window(s) here; `--min-run 1` counts every window)."
             if det.config.get("min_run_windows", 1) > 1
             else ""
         )

@@ -206,7 +206,7 @@ def detect_task(
     min_agreement: int = 1,
     prune: Any = True,
     trim: bool = True,
-    min_run: int = 1,
+    min_run: int | None = None,
 ) -> RunResult:
     """The default per-run work: :func:`reveal_lab.pipeline.detect_run` (derive, trimmed to
     the workload's span, windows, features in the pruned space, the three detectors fitted on

@@ -132,6 +132,7 @@ def run_detection(
     pruning: object | None = None,
     trim: bool = True,
     thresholds: str = "auto",
+    min_run: int | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Detect every run with :func:`reveal_lab.pipeline.detect_run`; return
     ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
@@ -144,6 +145,9 @@ def run_detection(
     run on the other fault-free runs of its workload (:func:`baseline_runs`) with
     calibrated thresholds where there are 2 or more, robust thresholds on the run itself
     where not; ``self`` is the paper's setting (top 1 % per detector of each run).
+    ``min_run``: the pipeline's (``None``: 4 consecutive windows for a run detected alone
+    with robust thresholds, every window otherwise; see
+    :func:`reveal_lab.pipeline.default_min_run`).
     """
     from dataclasses import replace
 
@@ -176,6 +180,7 @@ def run_detection(
             prune=pruning if pruning is not None else False,
             trim=trim,
             thresholds=mode,
+            min_run=min_run,
         )
         ids = [
             pl.lit(run.meta.run_id).alias("run_id"),

@@ -14,7 +14,8 @@ LAB = PROJECT_ROOT / "data" / "lab"
 
 def test_detect_report_shades_the_runs_labelled_episodes(tmp_path, capsys):
     labels = read_labels(LAB / "labels.csv").filter(pl.col("scope") == "episode")
-    lab = labels.row(0, named=True)
+    # a CPU-contention run: detected alone, it has flagged windows (and raw traces to show)
+    lab = labels.filter(pl.col("fault_type") == "cpu_contention").row(0, named=True)
     path = next((LAB / "infer_separated").glob(f"{lab['run']}_{lab['host']}.parquet"), None) or next(
         (LAB / "train_separated").glob(f"{lab['run']}_{lab['host']}.parquet")
     )

@@ -163,16 +163,20 @@ def test_detect_min_run_reaches_the_detection_and_the_report(tmp_path, capsys):
     than with 1) and the report says so; ``--min-run 0`` is refused by name. (That every kept
     flag lies in a run of N+ windows is checked on the API in ``test_method.py``.)"""
     run = f"{CPU_ZIP}::{TWO_HOSTS}"
-    shares = {}
-    for n in (1, 4):
+    shares, dropped = {}, {}
+    for n in (1, 4, None):  # None: the default, 4 for a run alone
         out = tmp_path / f"rep{n}"
-        assert main(["detect", run, "--out", str(out), "--preset", "smoke", "--min-run", str(n)]) == 0
+        flag = [] if n is None else ["--min-run", str(n)]
+        assert main(["detect", run, "--out", str(out), "--preset", "smoke", *flag]) == 0
         s = _check_report(out)["runs"][0]
-        assert s["config"]["min_run_windows"] == n
-        shares[n] = s["anomalous_share"]
+        assert s["config"]["min_run_windows"] == (n or 4)
+        shares[n], dropped[n] = s["anomalous_share"], s["short_runs_dropped"]
         text = (out / "report.md").read_text()
-        assert ("4 or more consecutive windows" in text) == (n == 4)
-    assert shares[4] <= shares[1]
+        assert ("4 or more consecutive windows" in text) == (n != 1)
+        if n != 1:
+            assert f"dropped: {dropped[n]} window(s) here" in text
+    assert shares[4] <= shares[1] and shares[None] == shares[4] and dropped[None] == dropped[4]
+    assert dropped[1] == 0 and dropped[4] == round((shares[1] - shares[4]) * s["windows"])
     with pytest.raises(SystemExit):
         main(["detect", run, "--out", str(tmp_path / "bad"), "--min-run", "0"])
     assert "--min-run" in capsys.readouterr().err

@@ -51,16 +51,21 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
     vals = run.frame[col].to_numpy().copy()
     vals[200] = value  # t = 20 s
     spiked = dataclasses.replace(run, frame=run.frame.with_columns(pl.Series(col, vals)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow warnings
-        det = detect_run(spiked)
     t = run.frame["timestamp"][200]
-    hit = det.windows.filter((pl.col("start") <= t) & (pl.col("end") > t))
-    assert hit.height and (hit["agreement"] >= 1).any(), hit
-    assert all(np.isfinite(v) for v in det.thresholds[next(iter(det.thresholds))].values())
-    assert any("outlier fence" in w for w in det.warnings)
-    if value > 1e30:
-        assert any("clipped" in w for w in det.warnings)
+    for min_run in (1, None):  # every window over a threshold; the default for a run alone (4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow warnings
+            det = detect_run(spiked, min_run=min_run)
+        hit = det.windows.filter((pl.col("start") <= t) & (pl.col("end") > t))
+        assert hit.height and (hit["raw_agreement"] >= 1).any(), hit
+        if min_run == 1:
+            assert (hit["agreement"] >= 1).any(), hit
+        else:  # one sample lies in 3 windows: dropped by the 4-window rule, and counted as dropped
+            assert det.config["min_run_windows"] == 4 and det.summary["short_runs_dropped"] >= 1
+        assert all(np.isfinite(v) for v in det.thresholds[next(iter(det.thresholds))].values())
+        assert any("outlier fence" in w for w in det.warnings)
+        if value > 1e30:
+            assert any("clipped" in w for w in det.warnings)
 
 
 def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs):

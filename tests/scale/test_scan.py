@@ -24,6 +24,9 @@ pytestmark = pytest.mark.filterwarnings("ignore::reveal_lab.telemetry.TelemetryW
 
 FIXTURE = fixtures_dir() / "reveal_sample"
 PRESET = "smoke"
+#: the fixture is noise without planted faults: no deviation lasts the 4 windows that the default
+#: for a run alone asks, so every window over a threshold counts, to give the tables rows to compare
+MIN_RUN = 1
 SORT = ["run_id", "window_id", "host", "metric", "feature"]
 
 
@@ -33,7 +36,7 @@ def pipeline_results() -> tuple[pl.DataFrame, dict[str, dict]]:
     ds = open_dataset(FIXTURE)
     frames, summaries = [], {}
     for run_id in ds.run_ids:
-        det = detect_run(ds.load(run_id), preset=get_preset(PRESET))
+        det = detect_run(ds.load(run_id), preset=get_preset(PRESET), min_run=MIN_RUN)
         frames.append(det.evidence.select(pl.lit(run_id).alias("run_id"), pl.all()))
         summaries[run_id] = det.summary
     return pl.concat(frames, how="vertical").sort(SORT, maintain_order=True), summaries
@@ -46,7 +49,11 @@ def reference(pipeline_results) -> pl.DataFrame:
 
 def test_local_cluster_matches_in_process_pipeline(client, reference, pipeline_results):
     res = scan(
-        FIXTURE, scheduler=client, task_kwargs={"preset": PRESET}, progress=False, echo=lambda _m: None
+        FIXTURE,
+        scheduler=client,
+        task_kwargs={"preset": PRESET, "min_run": MIN_RUN},
+        progress=False,
+        echo=lambda _m: None,
     )
     assert res.backend == "dask" and res.n_workers == 2
     assert not res.failures, [f.error for f in res.failures]
@@ -66,7 +73,13 @@ def test_local_cluster_matches_in_process_pipeline(client, reference, pipeline_r
 
 def test_in_process_backend_runs_the_same_code(reference):
     ids = open_dataset(FIXTURE).run_ids[:3]
-    local = scan(FIXTURE, scheduler=INPROCESS, run_ids=ids, task_kwargs={"preset": PRESET}, progress=False)
+    local = scan(
+        FIXTURE,
+        scheduler=INPROCESS,
+        run_ids=ids,
+        task_kwargs={"preset": PRESET, "min_run": MIN_RUN},
+        progress=False,
+    )
     want = reference.filter(pl.col("run_id").is_in(ids))
     assert_frame_equal(local.anomalies.select(want.columns).sort(SORT, maintain_order=True), want)
 
@@ -159,6 +172,8 @@ def test_cli_scan_on_a_running_scheduler(client, tmp_path, capsys):
             "--out",
             str(out),
             "--no-progress",
+            "--min-run",
+            str(MIN_RUN),
         ]
     )
     text = capsys.readouterr().out
