@@ -5,12 +5,14 @@ Every single-host run of one lab host (default ``labA`` of the bundled ``data/la
 through :func:`reveal_lab.pipeline.detect_run` with default settings (pruned on the run
 itself, trimmed to the recorded workload span, ``robust`` thresholds) and ``min_run=4``
 (``--min-run``; the default for a run alone since 2026-11-26). For each run:
-the share of its windows flagged (any detector) and, for fault runs, the share of the
-windows that overlap a labelled episode flagged, and the subsystem ranked first most
-often on those. Each is given twice from the same scores: with the ``min_run`` rule (a
-detector's flag counts only inside 4+ consecutive windows over its threshold,
-:func:`reveal_lab.pipeline.sustained`) and without it (every window over a threshold:
-``min_run=1``), so the comparison needs no second run.
+the share of its windows flagged and, for fault runs, the share of the windows that overlap
+a labelled episode flagged, and the subsystem ranked first most often on those. Each is
+given twice from the same scores: ``sustained`` is the default decision (a detector's flag
+counts only inside 4+ consecutive windows over its threshold,
+:func:`reveal_lab.pipeline.sustained`, or the sentinel rule for a run alone fires,
+:func:`reveal_lab.pipeline.lone_sentinel_windows`); ``plain`` is every window over a
+detector's threshold (``min_run=1``, no sentinel rule), so the comparison needs no second
+run. ``sentinel_windows`` counts the windows the sentinel rule fired on.
 
     .venv/bin/python benchmarks/lone_runs.py [--data data/lab] [--host labA]   # ~20 s
 
@@ -63,7 +65,7 @@ def measure(data: Path, host: str, min_run: int = 4) -> list[dict]:
         w = det.windows
         thr = det.thresholds[host] if host in det.thresholds else next(iter(det.thresholds.values()))
         plain = pl.any_horizontal([pl.col(f"score_{m}") > thr[m] for m in det.methods])
-        w = w.with_columns(sustained=pl.col("agreement") >= 1, plain=plain)
+        w = w.with_columns(sustained=pl.col("anomalous"), plain=plain)
         w = w.with_columns(inside=_episode_mask(labels.filter(pl.col("run") == r["run"])))
         row = {
             "run": r["run"],
@@ -73,6 +75,7 @@ def measure(data: Path, host: str, min_run: int = 4) -> list[dict]:
             "repeat": int(r["repeat"]),
             "windows": w.height,
             "min_run_windows": det.config.get("min_run_windows"),
+            "sentinel_windows": int(w["sentinel"].sum()),
         }
         for rule in ("sustained", "plain"):
             row[f"share_{rule}"] = float(w[rule].mean())

@@ -342,15 +342,16 @@ def labelled_table(data: dict) -> list[str]:
 
 
 def lone_runs_table(data: dict) -> list[str]:
-    """``lone_runs.json``: one row per setting (``plain`` = ``--min-run 1``, ``sustained`` =
-    ``--min-run N``, the default for a run alone), the fault-free runs' flagged share and each
-    fault run's episode share."""
+    """``lone_runs.json``: one row per setting (``plain`` = every window over a threshold,
+    ``--min-run 1`` without the sentinel rule; ``sustained`` = the default decision for a run
+    alone, ``--min-run N`` and the sentinel rule for a run alone), the fault-free runs' flagged
+    share and each fault run's episode share."""
     summ = data.get("summary")
     if not isinstance(summ, dict) or not summ:
         raise ValueError("no 'summary' by setting")
     names = {
         "plain": "`--min-run 1`",
-        "sustained": f"`--min-run {data.get('min_run', '?')}` (default for a run alone)",
+        "sustained": f"default for a run alone: `--min-run {data.get('min_run', '?')}` + sentinel rule",
     }
     lines = [
         "| setting | fault-free runs | flagged share: median / mean / max | "

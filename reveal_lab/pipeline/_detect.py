@@ -44,6 +44,7 @@ from reveal_lab.pipeline._method import (
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
     check_min_samples,
+    lone_sentinel_windows,
     per_interval_counts,
     sentinel_counters,
     sentinel_evidence,
@@ -594,7 +595,13 @@ def detect_run(
         say: such counters (a receiver's out-of-order queue, a sender's fast retransmits
         under packet loss) are pruned as constant and seen by one detector at most. With
         ``sentinel_samples=None`` they are listed (``sentinels``) but decide nothing, the
-        paper's rule.
+        paper's rule. A run alone (``robust`` thresholds) has no baseline to say which
+        counters are silent: its window is anomalous also when a counter 0 in at least half
+        of the run's own samples moves in 90 % or more of the window's samples, in
+        ``past_a_spike(preset)`` (4) windows in a row (:func:`lone_sentinel_windows`;
+        ``config["sentinel_rule"]`` says which form decided; ``sentinel_samples=None`` turns
+        both off). On the v3 lab runs detected alone it flags no fault-free window and every
+        window inside the storage-read episodes, which the detectors miss.
     false_alarm_rate : the share of fault-free windows any detector may flag (union
         bound: each detector gets ``rate / 3``), default 0.01. ``calibrated``: each
         detector's threshold from out-of-sample scores of the baseline runs (leave one
@@ -787,14 +794,26 @@ def _detect_run(
                 how="left",
             )
         timings["sentinels"] = time.perf_counter() - t
-    if not fire_on:
+    lone_on = mode == "robust" and sentinel_samples is not None
+    if lone_on:  # a run alone: its own quiet counters, continuously active for past_a_spike windows
+        t = time.perf_counter()
+        counts = {h: per_interval_counts(p, derive) for h, p in parts.items()}
+        lone = lone_sentinel_windows(windows, counts, past_a_spike(preset))
+        windows = windows.join(lone, on=["window_id", "host"], how="left")
+        fired = {metric_key(m) for m in lone.filter("sentinel")["sentinel_metric"].to_list()}
+        sentinels = sentinel_counters(counts, fired)
+        timings["sentinels"] = time.perf_counter() - t
+    if not (fire_on or lone_on):
         windows = windows.with_columns(
             *[pl.lit(None, dtype=d).alias(c) for c, d in SENTINEL_WINDOW_SCHEMA.items()]
         )
     windows = _with_sentinel_decision(
         windows.with_columns(pl.col("sentinel").fill_null(False)), min_agreement
     )
-    evidence = pl.concat([evidence, _sentinel_evidence(windows, evidence)], how="vertical_relaxed").sort(
+    lone_windows = past_a_spike(preset) if lone_on else None
+    evidence = pl.concat(
+        [evidence, _sentinel_evidence(windows, evidence, lone_windows=lone_windows)], how="vertical_relaxed"
+    ).sort(
         ["agreement", "combined", "window_id", "host", "rank"], descending=[True, True, False, False, False]
     )
     crosshost = None
@@ -825,6 +844,10 @@ def _detect_run(
         "z_clip": preset.detect.calibrated_z_clip if mode == "calibrated" else None,
         "min_run_windows": int(min_run),
         "sentinel_samples": int(sentinel_samples) if fire_on else None,
+        # which form of the sentinel rule decided: against the baseline runs' silent counters,
+        # or a run alone's quiet counters (lone_sentinel_windows); None: off
+        "sentinel_rule": "baseline" if fire_on else "lone" if lone_on else None,
+        "sentinel_min_run": past_a_spike(preset) if lone_on else None,  # windows in a row (lone)
         "trim": trim_info,
         "pruning": prune_info,
         "force_baseline": force_baseline,
@@ -874,9 +897,12 @@ def _with_sentinel_decision(windows: pl.DataFrame, min_agreement: int) -> pl.Dat
     )
 
 
-def _sentinel_evidence(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataFrame:
+def _sentinel_evidence(
+    windows: pl.DataFrame, evidence: pl.DataFrame, *, lone_windows: int | None = None
+) -> pl.DataFrame:
     """One evidence row per window the sentinel rule fires on, ranked after the window's
-    detector evidence (first when there is none)."""
+    detector evidence (first when there is none); ``lone_windows``: the rule's form for a run
+    alone (:func:`sentinel_evidence`)."""
     w = windows.filter(pl.col("sentinel"))
     if w.is_empty():
         return pl.DataFrame(schema=EVIDENCE_SCHEMA)
@@ -887,7 +913,7 @@ def _sentinel_evidence(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.Data
             **{k: r[k] for k in ("window_id", "start", "end", "host", "agreement", "combined")},
             "methods": "sentinel",
             "rank": (r["_last"] or 0) + 1,
-            **sentinel_evidence(r["sentinel_metric"], r["sentinel_samples"]),
+            **sentinel_evidence(r["sentinel_metric"], r["sentinel_samples"], lone_windows=lone_windows),
         }
         for r in w.iter_rows(named=True)
     ]

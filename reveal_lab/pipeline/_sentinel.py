@@ -11,6 +11,13 @@ for ``detect``'s report and ``sentinels.csv``; :func:`sentinel_windows` is the s
 anomalous), measured in ``benchmarks/sentinel_counters.py``: on the lab recording it finds
 all 9 packet-loss episodes and flags none of the 3,953 fault-free windows. The collector's own
 counters (its missed ticks: kind ``instrument``) are never sentinels.
+
+A run alone has no baseline to say which counters are silent. :func:`lone_sentinel_windows` is
+the rule's form for it: a counter 0 in at least half of the run's own samples (its calm majority
+is exactly 0, so its robust scale is 0 and the detectors' standard deviation is set by the
+bursts themselves) that moves in at least 90 % of a window's samples, in 4 or more windows in a
+row. On the v3 lab runs detected alone it flags none of the 30 fault-free runs' windows and 0.67
+of the storage episodes' windows (every window inside an episode), which the detectors miss.
 """
 
 from __future__ import annotations
@@ -34,6 +41,10 @@ __all__ = [
     "sentinel_evidence",
     "sentinel_counters",
     "sentinel_windows",
+    "quiet_counters",
+    "lone_sentinel_windows",
+    "LONE_QUIET_SHARE",
+    "LONE_ACTIVE_SHARE",
     "silent_indices",
     "moved_samples",
     "check_min_samples",
@@ -51,6 +62,12 @@ SENTINEL_WINDOW_SCHEMA: dict[str, pl.DataType] = {
 #: a window fires when a silent counter is non-zero in at least this many of its samples
 #: (``DetectConfig.sentinel_samples``, where the choice is explained)
 SENTINEL_MIN_SAMPLES = DetectConfig.sentinel_samples
+#: a run alone: a counter is quiet when it is 0 in at least this share of the run's samples (a
+#: majority: its median and MAD are 0)
+LONE_QUIET_SHARE = 0.5
+#: a run alone: a window fires when a quiet counter moved in at least this share of its samples
+#: (continuously active, not a counter that ticks now and then)
+LONE_ACTIVE_SHARE = 0.9
 
 
 def _is_counter(metric: str) -> bool:
@@ -121,20 +138,31 @@ def silent_indices(columns: Sequence[str], silent: set[str]) -> list[int]:
     return [i for i, c in enumerate(columns) if c != TIMESTAMP and metric_key(c) in silent]
 
 
-def sentinel_evidence(metric: str, samples: int) -> dict[str, Any]:
+def sentinel_evidence(
+    metric: str, samples: int, *, lone_windows: int | None = None
+) -> dict[str, Any]:
     """The evidence of a window the sentinel rule fires on (the attribution's evidence fields
-    but ``rank`` and the window's own: ``detect_run`` and the live engine add those).
+    but ``rank`` and the window's own: ``detect_run`` and the live engine add those);
+    ``lone_windows``: the rule's form for a run alone (:func:`lone_sentinel_windows`), with
+    this many windows in a row.
 
     >>> sentinel_evidence("Nstat_diff:TcpExtTCPOFOQueue.h1[count]", 7)["subsystem"]
     'network'
+    >>> sentinel_evidence("Disk_diff:sectors_read.vda.h1[sectors]", 30, lone_windows=4)["claim"][-81:]
+    "most of this run's samples, non-zero in 30 of this window's (4+ windows in a row)"
     """
+    where = (
+        f"most of this run's samples, non-zero in {samples} of this window's "
+        f"({lone_windows}+ windows in a row)"
+        if lone_windows
+        else f"every sample of the baseline runs and non-zero in {samples} of this window's samples"
+    )
     return {
         "subsystem": classify(metric).subsystem,
         "metric": metric,
         "feature": "nonzero_samples",
         "score": float(samples),
-        "claim": f"{metric} is 0 in every sample of the baseline runs and non-zero in {samples} "
-        "of this window's samples",
+        "claim": f"{metric} is 0 in {where}",
         "evidence_of": "sentinel",
         "value": float(samples),
         "baseline": 0.0,
@@ -192,6 +220,34 @@ def sentinel_counters(parts: Mapping[str, Run], silent: set[str]) -> pl.DataFram
     return out.sort(["samples", "host", "metric"], descending=[True, False, False])
 
 
+def _moved_counts(
+    frame: pl.DataFrame, cols: Sequence[str], w: pl.DataFrame
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each window of ``w`` (``start``, ``end``; ``[start, end)``): in how many of its samples
+    each counter of ``cols`` moved (windows x counters), and how many samples it has."""
+    ms = pl.Datetime("ms")
+    ts = frame[TIMESTAMP].cast(ms).to_physical().to_numpy()
+    a = np.searchsorted(ts, w["start"].cast(ms).to_physical().to_numpy(), side="left")
+    b = np.searchsorted(ts, w["end"].cast(ms).to_physical().to_numpy(), side="left")
+    moved = np.column_stack(
+        [moved_samples(frame[c].cast(pl.Float64, strict=False).to_numpy()) for c in cols]
+    )
+    cum = np.vstack([np.zeros((1, len(cols)), dtype=np.int64), np.cumsum(moved, axis=0)])
+    return cum[b] - cum[a], b - a
+
+
+def _window_frame(w: pl.DataFrame, n: np.ndarray, metric: list[str | None]) -> pl.DataFrame:
+    """The sentinel columns of the windows ``w``: a window fires where ``metric`` names a counter."""
+    return w.select("window_id", "host").with_columns(
+        sentinel_samples=pl.Series(n, dtype=pl.Int64),
+        sentinel=pl.Series([m is not None for m in metric], dtype=pl.Boolean),
+        sentinel_metric=pl.Series(metric, dtype=pl.String),
+        sentinel_subsystem=pl.Series(
+            [classify(m).subsystem if m else None for m in metric], dtype=pl.String
+        ),
+    )
+
+
 def sentinel_windows(
     windows: pl.DataFrame, parts: Mapping[str, Run], silent: set[str], min_samples: int = SENTINEL_MIN_SAMPLES
 ) -> pl.DataFrame:
@@ -223,27 +279,89 @@ def sentinel_windows(
         n = np.zeros(w.height, dtype=np.int64)
         metric: list[str | None] = [None] * w.height
         if cols and f.height:
-            ms = pl.Datetime("ms")
-            ts = f[TIMESTAMP].cast(ms).to_physical().to_numpy()
-            a = np.searchsorted(ts, w["start"].cast(ms).to_physical().to_numpy(), side="left")
-            b = np.searchsorted(ts, w["end"].cast(ms).to_physical().to_numpy(), side="left")
-            moved = np.column_stack(
-                [moved_samples(f[c].cast(pl.Float64, strict=False).to_numpy()) for c in cols]
-            )
-            cum = np.vstack([np.zeros((1, len(cols)), dtype=np.int64), np.cumsum(moved, axis=0)])
-            counts = cum[b] - cum[a]  # windows x counters
+            counts, _ = _moved_counts(f, cols, w)  # windows x counters
             best = counts.argmax(axis=1)
             n = counts[np.arange(w.height), best]
             metric = [cols[j] if k >= min_samples else None for j, k in zip(best, n, strict=True)]
-        out.append(
-            w.select("window_id", "host").with_columns(
-                sentinel_samples=pl.Series(n, dtype=pl.Int64),
-                sentinel=pl.Series(n >= min_samples, dtype=pl.Boolean),
-                sentinel_metric=pl.Series(metric, dtype=pl.String),
-                sentinel_subsystem=pl.Series(
-                    [classify(m).subsystem if m else None for m in metric], dtype=pl.String
-                ),
+        out.append(_window_frame(w, n, metric))
+    schema = {"window_id": pl.Int64, "host": pl.String, **SENTINEL_WINDOW_SCHEMA}
+    return pl.concat(out, how="vertical") if out else pl.DataFrame(schema=schema)
+
+
+def quiet_counters(frame: pl.DataFrame, quiet_share: float = LONE_QUIET_SHARE) -> list[str]:
+    """The counter columns of ``frame`` (per-interval differences of the host, not the
+    collector's own) that moved in some sample and are 0 in at least ``quiet_share`` of their
+    samples with a value: the counters of a run alone whose calm majority is exactly 0.
+
+    >>> import datetime as dt
+    >>> t = [dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=100 * i) for i in range(10)]
+    >>> f = pl.DataFrame({"timestamp": t, "Disk_diff:sectors_read.vda.h[sectors]": [0.0] * 6 + [9.0] * 4,
+    ...                   "Nstat_diff:TcpInSegs.h[count]": [3.0] * 10})
+    >>> quiet_counters(f)
+    ['Disk_diff:sectors_read.vda.h[sectors]']
+    """
+    out = []
+    for c in metric_columns(frame):
+        if not _is_counter(c):
+            continue
+        x = frame[c].cast(pl.Float64, strict=False).to_numpy()
+        x = x[np.isfinite(x)]
+        moved = moved_samples(x)
+        if moved.any() and 1.0 - moved.mean() >= quiet_share:
+            out.append(c)
+    return out
+
+
+def lone_sentinel_windows(
+    windows: pl.DataFrame,
+    parts: Mapping[str, Run],
+    min_run: int,
+    *,
+    quiet_share: float = LONE_QUIET_SHARE,
+    active_share: float = LONE_ACTIVE_SHARE,
+) -> pl.DataFrame:
+    """The sentinel rule for a run alone (no baseline runs to say which counters are silent):
+    per window of ``windows`` (``window_id, host, start, end``; ``[start, end)``), a window
+    fires when a counter of :func:`quiet_counters` of ``parts[host]`` moved in at least
+    ``active_share`` of the window's samples, in ``min_run`` or more consecutive windows
+    (:func:`reveal_lab.pipeline.sustained`). The columns of :func:`sentinel_windows`:
+    ``sentinel_samples`` (the samples the named counter moved in), ``sentinel``,
+    ``sentinel_metric`` and ``sentinel_subsystem`` (of the firing counter that moved in the
+    most samples; the first in column order on a tie).
+
+    >>> import datetime as dt
+    >>> from reveal_lab.telemetry import RunMeta
+    >>> t = [dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=100 * i) for i in range(100)]
+    >>> f = pl.DataFrame({"timestamp": t, "Disk_diff:sectors_read.vda.h[sectors]": [0.0] * 60 + [8.0] * 40},
+    ...                  schema_overrides={"timestamp": pl.Datetime("ms")})
+    >>> w = pl.DataFrame({"window_id": list(range(8)), "host": ["h"] * 8,
+    ...                   "start": [t[10 * i] for i in range(8)], "end": [t[10 * i + 20] for i in range(8)]})
+    >>> lone_sentinel_windows(w, {"h": Run(RunMeta(run_id="r", hosts=("h",)), f)}, 2).select(
+    ...     "window_id", "sentinel_samples", "sentinel", "sentinel_subsystem").rows()[4:]
+    [(4, 0, False, None), (5, 0, False, None), (6, 20, True, 'storage'), (7, 20, True, 'storage')]
+    """
+    from reveal_lab.pipeline._method import sustained
+
+    out = []
+    for host, part in parts.items():
+        w = windows.filter(pl.col("host") == host).select("window_id", "host", "start", "end")
+        w = w.sort("start")
+        if w.is_empty():
+            continue
+        f = part.frame
+        n = np.zeros(w.height, dtype=np.int64)
+        metric: list[str | None] = [None] * w.height
+        cols = quiet_counters(f, quiet_share) if f.height else []
+        if cols:
+            counts, samples = _moved_counts(f, cols, w)  # windows x counters
+            share = counts / np.maximum(samples, 1)[:, None]
+            fired = np.column_stack(
+                [sustained(share[:, j] >= active_share, min_run) for j in range(len(cols))]
             )
-        )
+            best = np.where(fired, counts, -1).argmax(axis=1)
+            hit = fired.any(axis=1)
+            n = np.where(hit, counts[np.arange(w.height), best], 0)
+            metric = [cols[j] if h else None for j, h in zip(best, hit, strict=True)]
+        out.append(_window_frame(w, n, metric))
     schema = {"window_id": pl.Int64, "host": pl.String, **SENTINEL_WINDOW_SCHEMA}
     return pl.concat(out, how="vertical") if out else pl.DataFrame(schema=schema)

@@ -136,6 +136,12 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             f"{det.config['sentinel_samples']} or more of its samples (the sentinel rule: "
             f"{s.get('sentinel_windows', 0)} window(s))."
             if det.config.get("sentinel_samples")
+            else (
+                ", or when a counter that is 0 in at least half of the run's samples moves in 90 % or "
+                f"more of its samples, in {det.config.get('sentinel_min_run')} or more windows in a row "
+                f"(the sentinel rule for a run alone: {s.get('sentinel_windows', 0)} window(s))."
+            )
+            if det.config.get("sentinel_rule") == "lone"
             else "."
         )
         + (
@@ -204,7 +210,24 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         ]
         out.append(("Per host", "", pl.DataFrame(rows)))
     sent = det.sentinels
-    if sent is not None and sent.height:
+    if sent is not None and sent.height and det.config.get("sentinel_rule") == "lone":
+        out.append(
+            (
+                "Quiet counters that fired the sentinel rule",
+                f"{sent.height} counter(s) that are 0 in at least half of this run's samples moved in "
+                f"90 % or more of the samples of {det.config.get('sentinel_min_run')} or more windows in a "
+                "row (a run alone has no baseline to say which counters are silent; the detectors, "
+                "fitted on the run, take such a burst for part of its normal spread when it covers much "
+                "of the run). "
+                "All rows are in `sentinels.csv`.",
+                sent.head(max_rows).with_columns(
+                    pl.col("share").round(4),
+                    pl.col("first").dt.strftime("%H:%M:%S%.3f"),
+                    pl.col("last").dt.strftime("%H:%M:%S%.3f"),
+                ),
+            )
+        )
+    elif sent is not None and sent.height:
         out.append(
             (
                 "Counters silent in the baseline that moved here",

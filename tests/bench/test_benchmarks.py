@@ -100,7 +100,8 @@ def test_summary_renders_the_lone_runs_study(tmp_path: Path):
     text = _summarize(tmp_path)
     assert "| `--min-run 1` | 30 | 0.25 / 0.5 / 0.75 | cpu_contention CNN train 0.75 (cpu) |" in text
     assert (
-        "| `--min-run 4` (default for a run alone) | 30 | 0 / 0.125 / 0.5 | storage_read MLP infer 0 (–) |"
+        "| default for a run alone: `--min-run 4` + sentinel rule | 30 | 0 / 0.125 / 0.5 | "
+        "storage_read MLP infer 0 (–) |"
         in text
     )
     assert "`lone_runs` (lab runs detected alone" in text and ": ok" in text

@@ -68,11 +68,42 @@ def test_a_counter_silent_in_the_baseline_is_listed_and_reported(tmp_path):
     md = paths["report.md"].read_text()
     assert "Counters silent in the baseline that moved here" in md and OFO in md
     assert "Counters silent in the baseline" in paths["report.html"].read_text()
-    # the same run without a baseline: nothing to call silent, no file, no section
+    # the same run without a baseline: nothing to call silent; the rule for a run alone asks a
+    # quiet counter to move in 90 % of a window's samples 4 windows in a row, and 7 scattered
+    # samples do not: nothing listed, no file, no section
     alone = detect_run(run, trim=False)
-    assert alone.sentinels is None and alone.summary["sentinel_counters"] is None
+    assert alone.config["sentinel_rule"] == "lone" and alone.sentinels.height == 0
+    assert alone.summary["sentinel_counters"] == 0 and not alone.windows["sentinel"].any()
     paths = write_report(alone, tmp_path / "alone", figures=False)
-    assert "sentinels.csv" not in paths and "Counters silent" not in paths["report.md"].read_text()
+    md = paths["report.md"].read_text()
+    assert "sentinels.csv" not in paths and "Counters silent" not in md and "Quiet counters" not in md
+    off = detect_run(run, preset=_paper(sentinel_samples=None), trim=False)
+    assert off.config["sentinel_rule"] is None and off.sentinels is None
+
+
+def test_a_quiet_counter_busy_for_six_seconds_fires_the_rule_for_a_run_alone(tmp_path):
+    """A run alone, no baseline: the out-of-order counter is 0 in 90 % of the run and moves in
+    every sample for 6 s (60 samples). The windows wholly inside those 6 s (4 of 3 s every 1 s)
+    are anomalous by the sentinel rule for a run alone, attributed to the network; the counter
+    is listed and reported; ``sentinel_samples=None`` turns the rule off."""
+    run = _run("r", 3, ofo_at=list(range(300, 360)))
+    det = detect_run(run, trim=False)
+    assert det.fit_mode == "robust" and det.config["sentinel_rule"] == "lone"
+    assert det.config["sentinel_min_run"] == 4
+    fired = det.windows.filter("sentinel").sort("start")
+    t = run.frame["timestamp"]
+    assert fired.height == 4 and fired["sentinel_metric"].unique().to_list() == [OFO]
+    assert (fired["start"] >= t[300]).all()
+    assert (fired["end"] <= t[359] + dt.timedelta(milliseconds=100)).all()
+    assert fired["anomalous"].all()
+    assert (fired.filter(pl.col("agreement") == 0)["top_subsystem"] == "network").all()
+    assert det.summary["sentinel_windows"] == 4 and det.sentinels["metric"].to_list() == [OFO]
+    paths = write_report(det, tmp_path, figures=False)
+    assert "Quiet counters that fired the sentinel rule" in paths["report.md"].read_text()
+    assert "sentinel rule for a run alone: 4 window(s)" in paths["report.md"].read_text()
+    assert pl.read_csv(paths["sentinels.csv"])["metric"].to_list() == [OFO]
+    off = detect_run(run, preset=_paper(sentinel_samples=None), trim=False)
+    assert not off.windows["sentinel"].any() and off.config["sentinel_rule"] is None
 
 
 def _paper(**detect) -> object:
