@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from reveal_lab.config import WindowConfig
+from reveal_lab.config import WindowConfig, get_preset
 from reveal_lab.studies import GRANULARITIES, granularity_comparison, granularity_intervals, granularity_table
 from reveal_lab.telemetry import TIMESTAMP_DTYPE, Run, RunMeta
 
@@ -59,3 +59,25 @@ def test_granularity_study_on_known_episodes():
     )
     assert row["n"] == 2
     assert 0 < row["mean"] <= 1 and row["std"] >= 0
+
+
+def test_the_study_detects_with_the_papers_decision_not_the_lone_run_defaults():
+    """``detect_windows`` counts every window over a threshold and leaves the sentinel rule out
+    (the paper's Table 2 compares the detectors' own decisions), while ``detect_run``'s defaults
+    for a run alone drop a one-sample spike (4 windows in a row) and add the sentinel rule."""
+    from reveal_lab.pipeline import detect_run
+    from reveal_lab.studies import detect_windows
+    from reveal_lab.synth import make_run
+
+    run = make_run(60, 40, seed=5).run
+    col = [c for c in run.frame.columns if c != "timestamp"][3]
+    vals = run.frame[col].to_numpy().copy()
+    vals[200] = 1e9  # one sample, t = 20 s
+    run = Run(run.meta, run.frame.with_columns(pl.Series(col, vals)), [])
+    wc = WindowConfig(window_s=3.0, stride_s=1.0)
+    win = detect_windows(run, wc, preset="smoke", trim=False)
+    spike = (win["start_s"] <= 20.0) & (win["end_s"] > 20.0)
+    assert win.filter(spike)["anomalous"].any()
+    det = detect_run(run, preset=get_preset("smoke"), prune=False, trim=False)
+    assert det.config["min_run_windows"] == 4 and det.config["sentinel_rule"] == "lone"
+    assert det.summary["short_runs_dropped"] >= 1
