@@ -120,3 +120,19 @@ def test_reproduce_output_is_quiet(tmp_path, capfd):
     assert "without encryption" not in err + out
     assert not [ln for ln in err.splitlines() if "WARNING" in ln], err
     assert any("01-good.ipynb: ok" in ln for ln in lines)
+
+
+def test_the_kernel_starts_with_its_log_at_critical(tmp_path):
+    """The kernel's own log lines (such as ipykernel's "KeyboardInterrupt caught in kernel." at
+    shutdown) stay out of reproduce's output: the kernel process starts with
+    ``--IPKernelApp.log_level=CRITICAL``, read back here from the kernel's own ``sys.argv``."""
+    d = tmp_path / "nbs"
+    d.mkdir()
+    _notebook(d / "01-argv.ipynb", "import sys\nprint(' '.join(sys.argv))\n")
+    (d / "manifest.yml").write_text(
+        "kernel: reveal-lab\npresets: {smoke: {}, full: {}}\nnotebooks:\n  - {notebook: 01-argv.ipynb}\n"
+    )
+    run_manifest(preset="full", data="synth", out=tmp_path / "k", manifest=load_manifest(d / "manifest.yml"))
+    nb = nbformat.read(tmp_path / "k" / "notebooks" / "01-argv.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for o in nb.cells[-1].outputs)
+    assert "--IPKernelApp.log_level=CRITICAL" in printed, printed
