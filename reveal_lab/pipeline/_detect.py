@@ -655,10 +655,8 @@ def _detect_run(
 ) -> Detection:
     preset = preset or get_preset("paper")
     sentinel_samples = preset.detect.sentinel_samples
-    if min_run is not None and (
-        isinstance(min_run, bool) or not isinstance(min_run, int | np.integer) or min_run < 1
-    ):
-        raise ValueError(f"min_run must be a whole number >= 1 (or None: by threshold mode), got {min_run!r}")
+    if min_run is not None:  # None: by threshold mode (default_min_run)
+        check_min_samples(min_run, "min_run")
     if sentinel_samples is not None:  # None: the sentinel rule off
         check_min_samples(sentinel_samples, "preset.detect.sentinel_samples")
     if thresholds not in THRESHOLD_MODES:
@@ -795,10 +793,11 @@ def _detect_run(
             )
         timings["sentinels"] = time.perf_counter() - t
     lone_on = mode == "robust" and sentinel_samples is not None
-    if lone_on:  # a run alone: its own quiet counters, continuously active for past_a_spike windows
+    lone_windows = past_a_spike(preset) if lone_on else None  # the lone rule's windows in a row
+    if lone_on:  # a run alone: its own quiet counters, continuously active for lone_windows windows
         t = time.perf_counter()
         counts = {h: per_interval_counts(p, derive) for h, p in parts.items()}
-        lone = lone_sentinel_windows(windows, counts, past_a_spike(preset))
+        lone = lone_sentinel_windows(windows, counts, lone_windows)
         windows = windows.join(lone, on=["window_id", "host"], how="left")
         fired = {metric_key(m) for m in lone.filter("sentinel")["sentinel_metric"].to_list()}
         sentinels = sentinel_counters(counts, fired)
@@ -810,7 +809,6 @@ def _detect_run(
     windows = _with_sentinel_decision(
         windows.with_columns(pl.col("sentinel").fill_null(False)), min_agreement
     )
-    lone_windows = past_a_spike(preset) if lone_on else None
     evidence = pl.concat(
         [evidence, _sentinel_evidence(windows, evidence, lone_windows=lone_windows)], how="vertical_relaxed"
     ).sort(
@@ -847,7 +845,7 @@ def _detect_run(
         # which form of the sentinel rule decided: against the baseline runs' silent counters,
         # or a run alone's quiet counters (lone_sentinel_windows); None: off
         "sentinel_rule": "baseline" if fire_on else "lone" if lone_on else None,
-        "sentinel_min_run": past_a_spike(preset) if lone_on else None,  # windows in a row (lone)
+        "sentinel_min_run": lone_windows,  # windows in a row (lone)
         "trim": trim_info,
         "pruning": prune_info,
         "force_baseline": force_baseline,

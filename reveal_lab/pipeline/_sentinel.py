@@ -104,8 +104,9 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
 
 
 def check_min_samples(value: object, name: str = "min_samples") -> None:
-    """Refuse, naming ``name``, a sample count that is not a whole number >= 1 (the sentinel
-    rule's :func:`sentinel_windows` and ``DetectConfig.sentinel_samples``).
+    """Refuse, naming ``name``, a count that is not a whole number >= 1 (the sentinel rule's
+    :func:`sentinel_windows`, ``DetectConfig.sentinel_samples``, and ``detect_run``'s
+    ``min_run``, a count of windows).
 
     >>> check_min_samples(0, "preset.detect.sentinel_samples")
     Traceback (most recent call last):

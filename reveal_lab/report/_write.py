@@ -210,27 +210,19 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
         ]
         out.append(("Per host", "", pl.DataFrame(rows)))
     sent = det.sentinels
-    if sent is not None and sent.height and det.config.get("sentinel_rule") == "lone":
-        out.append(
-            (
-                "Quiet counters that fired the sentinel rule",
+    if sent is not None and sent.height:
+        if det.config.get("sentinel_rule") == "lone":
+            head = "Quiet counters that fired the sentinel rule"
+            text = (
                 f"{sent.height} counter(s) that are 0 in at least half of this run's samples moved in "
                 f"90 % or more of the samples of {det.config.get('sentinel_min_run')} or more windows in a "
                 "row (a run alone has no baseline to say which counters are silent; the detectors, "
                 "fitted on the run, take such a burst for part of its normal spread when it covers much "
                 "of the run). "
-                "All rows are in `sentinels.csv`.",
-                sent.head(max_rows).with_columns(
-                    pl.col("share").round(4),
-                    pl.col("first").dt.strftime("%H:%M:%S%.3f"),
-                    pl.col("last").dt.strftime("%H:%M:%S%.3f"),
-                ),
             )
-        )
-    elif sent is not None and sent.height:
-        out.append(
-            (
-                "Counters silent in the baseline that moved here",
+        else:
+            head = "Counters silent in the baseline that moved here"
+            text = (
                 f"{sent.height} counter(s) were 0 in every sample of every baseline run and are non-zero "
                 "in this run (on the lab recording, packet loss shows only in such counters). The "
                 "detectors hardly see them: the pruned space leaves out metrics constant in every "
@@ -242,7 +234,11 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
                     if det.config.get("sentinel_samples")
                     else "They decide nothing here (`--sentinel-samples none`): evidence to check. "
                 )
-                + "All rows are in `sentinels.csv`.",
+            )
+        out.append(
+            (
+                head,
+                text + "All rows are in `sentinels.csv`.",
                 sent.head(max_rows).with_columns(
                     pl.col("share").round(4),
                     pl.col("first").dt.strftime("%H:%M:%S%.3f"),
