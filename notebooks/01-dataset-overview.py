@@ -47,6 +47,6 @@ studies.save_table(summary, out_dir, "usage_summary")
 summary
 
 # %%
-fig = plots.plot_usage_cdfs(samples)
+fig = plots.plot_usage_cdfs(samples, studies.usage_labels())
 plots.save_figure(fig, out_dir, "usage_cdfs")
 fig

@@ -9,5 +9,6 @@ from reveal_lab.crosshost._deviation import (
     deviation,
     judge_deviation,
 )
+from reveal_lab.crosshost._views import own_core_view
 
-__all__ = ["deviation", "DEVIATION_SCHEMA", "baseline_deviation", "judge_deviation", "BASELINE_COLUMNS"]
+__all__ = ["own_core_view", "deviation", "DEVIATION_SCHEMA", "baseline_deviation", "judge_deviation", "BASELINE_COLUMNS"]

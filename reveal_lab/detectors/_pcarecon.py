@@ -8,7 +8,10 @@ import numpy as np
 from reveal_lab.detectors._base import BaseDetector
 from reveal_lab.detectors._mahalanobis import _top_eigen
 
-__all__ = ["PCAReconstructionDetector"]
+__all__ = ["PCAReconstructionDetector", "RESIDUAL_ROUNDOFF"]
+
+#: residual entries within this many ``eps · (‖z‖ + 1)`` of 0 are round-off (set to 0)
+RESIDUAL_ROUNDOFF = 1024.0
 
 
 class PCAReconstructionDetector(BaseDetector):
@@ -108,10 +111,22 @@ class PCAReconstructionDetector(BaseDetector):
         return self._residuals(self._transform_input(X))
 
     def _residuals(self, X: np.ndarray) -> np.ndarray:
+        """``z - W Wᵀ z`` with round-off set to 0.
+
+        Where the kept components span the row (all of the fit data's variance, or a row
+        inside the subspace) the residual is mathematically 0 and numerically round-off of
+        order ``eps·‖z‖``, whose bits depend on how BLAS blocks the batch. A threshold fitted
+        on such round-off would flag a row in one batch and not in another, so each entry
+        within :data:`RESIDUAL_ROUNDOFF` ``· eps · (‖z‖ + 1)`` of 0 is 0: a row's score and
+        verdict do not depend on which rows are scored with it.
+        """
         Z = self._standardize(X)
         if self.n_components_ == 0:
             return Z
-        return Z - (Z @ self.components_.T) @ self.components_
+        R = Z - (Z @ self.components_.T) @ self.components_
+        tol = RESIDUAL_ROUNDOFF * np.finfo(np.float64).eps * (np.sqrt(np.einsum("ij,ij->i", Z, Z)) + 1.0)
+        R[np.abs(R) <= tol[:, None]] = 0.0
+        return R
 
     def _score(self, X: np.ndarray) -> np.ndarray:
         R = self._residuals(X)

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from reveal_lab.crosshost import own_core_view
 from reveal_lab.evaluation._crosshost import crosshost_deviations, crosshost_episodes, crosshost_false_alarms
 from reveal_lab.evaluation._score import (
     OVERALL_DETECTORS_ONLY,
@@ -360,8 +361,6 @@ def evaluate_dataset(
     )
     crosshost_fa = None
     if crosshost and run_labs.height:
-        from reveal_lab.studies import own_core_view
-
         def frame_of(r: dict) -> pl.DataFrame:  # trimmed, the host's own core and cgroup as own/self
             return own_core_view(load(r["source_file"]).frame, r["host"], r.get("core", ""))
 

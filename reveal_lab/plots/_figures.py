@@ -74,14 +74,16 @@ def plot_usage_cdfs(
     samples: pl.DataFrame, labels: dict[str, str] | None = None, *, by: str = "workload", max_groups: int = 8
 ):
     """CDFs of key resource usage (one panel per quantity, one line per ``by`` group and
-    the pooled ``all`` in black; seaborn's ECDF) from :func:`reveal_lab.studies.usage_samples`."""
+    the pooled ``all`` in black; seaborn's ECDF) from :func:`reveal_lab.studies.usage_samples`.
+
+    ``labels``: axis label per quantity (the caller's vocabulary; the quantity's name otherwise).
+    Panels follow the quantities' order of first appearance in ``samples``.
+    """
     import seaborn as sns
     from matplotlib.ticker import MaxNLocator, NullFormatter
 
-    from reveal_lab.studies import USAGE_QUANTITIES
-
-    labels = labels or {q: str(s["label"]) for q, s in USAGE_QUANTITIES.items()}
-    quantities = [q for q in USAGE_QUANTITIES if samples.height and q in set(samples["quantity"].to_list())]
+    labels = labels or {}
+    quantities = samples.get_column("quantity").unique(maintain_order=True).to_list() if samples.height else []
     n = max(len(quantities), 1)
     fig, axes = new_figure(1, n, width=2.9 * n, height=3.1)
     if not quantities:

@@ -11,9 +11,9 @@
 * :mod:`~reveal_lab.studies._case_studies`: the lab dataset's case studies.
 """
 
+from reveal_lab.crosshost import own_core_view  # re-exported: the studies' own-core view
 from reveal_lab.studies._case_studies import (
     crosshost_study,
-    own_core_view,
     packet_loss_study,
     packet_loss_summary,
     storage_burst_example,
@@ -98,7 +98,7 @@ from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
 from reveal_lab.studies._projections import project, window_feature_table
-from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_columns, usage_samples, usage_summary
+from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_labels, usage_columns, usage_samples, usage_summary
 
 __all__ = [
     "crosshost_study",
@@ -181,6 +181,7 @@ __all__ = [
     "project",
     "window_feature_table",
     "USAGE_QUANTITIES",
+    "usage_labels",
     "ecdf",
     "usage_columns",
     "usage_samples",

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reveal_lab.crosshost import own_core_view
 from reveal_lab.telemetry import (
     TIMESTAMP,
     TelemetryError,
@@ -42,7 +43,6 @@ __all__ = [
     "packet_loss_summary",
     "storage_burst_example",
     "crosshost_study",
-    "own_core_view",
 ]
 
 
@@ -79,27 +79,6 @@ def _col(frame: pl.DataFrame, source: str, field: str, instance: str | None = No
         if m is not None and m.full_source == source and m.field == field:
             return c
     return None
-
-
-def own_core_view(frame: pl.DataFrame, host: str, core: int | str) -> pl.DataFrame:
-    """Rename a host's own-core and own-cgroup columns to the instances ``own`` and ``self``.
-
-    Per-core columns of ``core`` become instance ``own`` and the host's cgroup (instance ==
-    ``host``) becomes ``self``, so the same host-free key means the same thing on every lab
-    host (``CPU:Busy%.own`` is host A's core 0 and host B's core 1). Other per-core columns
-    are left as they are.
-    """
-    ren = {}
-    core = str(core)
-    for c in metric_columns(frame):
-        m = parse_metric_name(c)
-        if m is None or m.instance is None:
-            continue
-        if m.instance == core:
-            ren[c] = format_metric_name(replace(m, instance="own"))
-        elif m.instance == host:
-            ren[c] = format_metric_name(replace(m, instance="self"))
-    return frame.rename(ren)
 
 
 # -- §6: packet loss ---------------------------------------------------------------------------

@@ -14,15 +14,13 @@ gives the status:
   in the lab dataset or on this machine: ``cannot be reproduced here``, whatever is read.
 
 A claim whose table is missing (its notebook failed or was not run, e.g. ``--only``) is
-``cannot be reproduced here`` with the missing file named. :func:`paper_vs_reproduced`
-also appends the rows of ``reveal_lab.reliability.paper_claims()`` when that module exists.
+``cannot be reproduced here`` with the missing file named. The reliability paper's rows
+(Kokolis et al.) are another paper's and have their own table (``reliability_vs_paper.csv``,
+written by ``reproduce``).
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -416,39 +414,12 @@ CLAIMS: tuple[Claim, ...] = (
 )
 
 
-def _extra_rows(out: Path) -> list[dict[str, object]]:
-    """Rows from ``reveal_lab.reliability.paper_claims()`` when that module exists."""
-    if importlib.util.find_spec("reveal_lab.reliability") is None:
-        return []
-    mod = importlib.import_module("reveal_lab.reliability")
-    fn = getattr(mod, "paper_claims", None)
-    if fn is None:
-        return []
-    # paper_claims() takes no required argument; one that needs the output folder gets it
-    required = [
-        p
-        for p in inspect.signature(fn).parameters.values()
-        if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
-    rows = list(fn(out) if required else fn())
-    for i, r in enumerate(rows):
-        missing = [c for c in CLAIM_COLUMNS if c not in r]
-        if missing:
-            raise ValueError(f"reveal_lab.reliability.paper_claims() row {i}: missing columns {missing}")
-        if r["status"] not in CLAIM_STATUSES:
-            raise ValueError(
-                f"reveal_lab.reliability.paper_claims() row {i}: status {r['status']!r} not one of {CLAIM_STATUSES}"
-            )
-    return rows
-
-
 def paper_vs_reproduced(
-    out_dir: str | Path, *, data: str = "", claims: tuple[Claim, ...] = CLAIMS, extra: bool = True
+    out_dir: str | Path, *, data: str = "", claims: tuple[Claim, ...] = CLAIMS
 ) -> pl.DataFrame:
     """One row per claim (:data:`CLAIM_COLUMNS`), ours read from ``out_dir/tables``.
 
     ``data``: what the studies ran on (shown in the ``data`` column of dataset-based rows).
-    ``extra``: append ``reveal_lab.reliability.paper_claims()`` when that module exists.
     """
     out = Path(out_dir)
     rows = []
@@ -477,14 +448,6 @@ def paper_vs_reproduced(
             }
         )
     df = pl.DataFrame(rows, schema={c: (pl.Float64 if c == "ours" else pl.String) for c in CLAIM_COLUMNS})
-    if extra:
-        more = _extra_rows(out)
-        if more:
-            conformed = [
-                {c: (_number(r[c]) if c == "ours" else (None if r[c] is None else str(r[c]))) for c in CLAIM_COLUMNS}
-                for r in more
-            ]
-            df = pl.concat([df, pl.DataFrame(conformed, schema=df.schema)], how="vertical")
     return df
 
 

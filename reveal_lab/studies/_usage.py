@@ -10,7 +10,7 @@ import polars as pl
 
 from reveal_lab.telemetry import Run, metric_columns, parse_metric_name
 
-__all__ = ["USAGE_QUANTITIES", "usage_columns", "usage_samples", "ecdf", "usage_summary"]
+__all__ = ["USAGE_QUANTITIES", "usage_labels", "usage_columns", "usage_samples", "ecdf", "usage_summary"]
 
 #: quantity -> (sources, fields, instance rule, how instances combine, unit label)
 USAGE_QUANTITIES: dict[str, dict[str, object]] = {
@@ -43,6 +43,15 @@ USAGE_QUANTITIES: dict[str, dict[str, object]] = {
         "label": "GPU utilization [%]",
     },
 }
+
+
+def usage_labels() -> dict[str, str]:
+    """Axis label of each usage quantity (for :func:`reveal_lab.plots.plot_usage_cdfs`).
+
+    >>> usage_labels()["gpu_util_pct"]
+    'GPU utilization [%]'
+    """
+    return {q: str(spec["label"]) for q, spec in USAGE_QUANTITIES.items()}
 
 
 def usage_columns(columns: Iterable[str]) -> dict[str, list[str]]:

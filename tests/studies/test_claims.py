@@ -1,12 +1,9 @@
 """The paper-vs-reproduced table: schema, values read from the output folder's tables,
-the tolerance rule, and the ``reveal_lab.reliability`` extension hook."""
+the tolerance rule."""
 
 from __future__ import annotations
 
 import datetime as dt
-import importlib.machinery
-import sys
-import types
 
 import polars as pl
 import pytest
@@ -84,7 +81,7 @@ def _row(df: pl.DataFrame, claim_id: str) -> dict:
 
 
 def test_schema_and_catalogue(out):
-    df = paper_vs_reproduced(out, data="data/lab", extra=False)
+    df = paper_vs_reproduced(out, data="data/lab")
     assert tuple(df.columns) == CLAIM_COLUMNS
     assert df.height == len(CLAIMS) >= 20
     assert df["claim_id"].n_unique() == df.height
@@ -96,7 +93,7 @@ def test_schema_and_catalogue(out):
 
 
 def test_ours_is_read_from_the_tables(out):
-    df = paper_vs_reproduced(out, extra=False)
+    df = paper_vs_reproduced(out)
     r = _row(df, "prune_retained")  # the 'all' row at 0.5, not the workload's or 0.9's
     assert r["ours"] == pytest.approx(0.61) and r["status"] == "reproduced"
     assert _row(df, "prune_max_r")["status"] == "differs"  # 0.62 < 0.8
@@ -133,36 +130,8 @@ def test_status_rule():
         claim_status("nearly", 1.0, 1.0, 0.0)
 
 
-def _reliability(monkeypatch, rows):
-    """A ``reveal_lab.reliability`` whose ``paper_claims`` has keyword-only options, as the real one."""
-    mod = types.ModuleType("reveal_lab.reliability")
-    mod.__spec__ = importlib.machinery.ModuleSpec("reveal_lab.reliability", None)
-
-    def paper_claims(*, simulate: bool = True):
-        return rows
-
-    mod.paper_claims = paper_claims
-    monkeypatch.setitem(sys.modules, "reveal_lab.reliability", mod)
-
-
-def test_reliability_rows_are_appended(out, monkeypatch):
-    extra = {c: "x" for c in CLAIM_COLUMNS} | {"claim_id": "rel_1", "ours": 0.25, "status": "differs"}
-    _reliability(monkeypatch, [extra])
-    path, df = write_paper_vs_reproduced(out, data="data/lab")
-    assert df.height == len(CLAIMS) + 1
-    back = pl.read_csv(path)
-    assert back.columns == list(CLAIM_COLUMNS) and back["claim_id"][-1] == "rel_1"
-    assert back["ours"][-1] == pytest.approx(0.25)
-
-
-def test_reliability_rows_are_checked(out, monkeypatch):
-    _reliability(monkeypatch, [{"claim_id": "bad"}])
-    with pytest.raises(ValueError, match="missing columns"):
-        paper_vs_reproduced(out)
-
-
 def test_index_shows_the_claims_first(out):
-    df = paper_vs_reproduced(out, extra=False)
+    df = paper_vs_reproduced(out)
     results = [NotebookResult("01-x.ipynb", "First notebook", "ok")]
     page = write_index(out, results, preset="smoke", data="d", started=dt.datetime(2026, 1, 1), claims=df).read_text()
     assert page.index("The paper beside us") < page.index("First notebook")
