@@ -18,10 +18,16 @@ test: setup  ## run the whole test suite
 lab: setup  ## open the notebooks in JupyterLab (the default environment has it)
 	.venv/bin/reveal-lab lab
 
+test-latest:  ## run the suite in .venv-latest with the newest releases (reports drift; never fails make test)
+	@scripts/test_latest.sh
+
+lock:  ## move requirements/lock.txt to the versions in .venv-latest (after a green make test-latest)
+	@scripts/lock.sh
+
 bench: setup  ## run the performance benchmarks (results in benchmarks/results/)
 	.venv/bin/python benchmarks/run_all.py
 
 record-lab:  ## (root, a quiet machine, ~95 min) record v2's plan with 15 s warm-ups into data/lab, refresh the HF export
 	WARMUP=$${WARMUP:-15s} scripts/record_lab_dataset.sh v2
 
-.PHONY: help setup reproduce test lab bench record-lab
+.PHONY: help setup reproduce test test-latest lock lab bench record-lab
