@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import dataclasses
 from dataclasses import replace
 
 import numpy as np
@@ -20,11 +21,13 @@ from reveal_lab.pipeline import (
     fit_pruning,
     load_pruning,
     recorded_span,
+    resolve_trim,
     robust_threshold,
     past_a_spike,
     save_pruning,
     spike_windows,
     sustained,
+    trim_arguments,
     trim_run,
 )
 from reveal_lab.synth import make_run
@@ -72,25 +75,54 @@ def _fault_coverage(det, run: str) -> tuple[float, pl.Series]:  # noqa: ANN001
 # ----------------------------------------------------------------------------- trimming
 def test_active_span_from_utilisation_with_a_margin():
     run = _util_run()
-    kept, trim = trim_run(run)
-    assert trim.how.startswith("active span")
+    kept, trim = trim_run(run, mode="active")
+    assert trim.how.startswith("active span") and trim.mode == "active"
     # busy from 10 s to 40 s; the 1 s smoothing moves the edges by at most half a second
     assert trim.cut_start_s == pytest.approx(10.0 + 3.0, abs=0.6)
     assert trim.cut_end_s == pytest.approx(8.0 + 3.0, abs=0.6)
     assert kept.frame["CPU:Busy%.-.h[%]"].min() > 50  # no idle sample left
     # a configurable margin
-    _, t0 = trim_run(run, TrimRule(margin_s=0.0))
+    _, t0 = trim_run(run, TrimRule(margin_s=0.0), mode="active")
     assert t0.cut_start_s == pytest.approx(10.0, abs=0.6)
 
 
 def test_no_idle_phase_keeps_the_run_less_the_margin_and_short_runs_stay_whole():
     run = _util_run(idle_s=0.0, tail_s=0.0)
-    kept, trim = trim_run(run)
+    kept, trim = trim_run(run, mode="active")
     assert "no idle phase" in trim.how
     assert trim.cut_start_s == pytest.approx(3.0, abs=0.15) and trim.cut_end_s == pytest.approx(3.0, abs=0.15)
     short = _util_run(idle_s=1.0, busy_s=8.0, tail_s=1.0)
-    kept, trim = trim_run(short)
+    kept, trim = trim_run(short, mode="active")
     assert kept.frame.height == short.frame.height and trim.how.startswith("not trimmed")
+
+
+def test_a_run_without_a_recorded_span_is_scored_whole_by_default_and_says_why():
+    """Intermittent busy phases (a host recording): ``auto`` leaves nothing out, ``active``
+    keeps one phase and says what it cut; ``span`` without a recorded span keeps it whole."""
+    run = _util_run()
+    kept, trim = trim_run(run)
+    assert (trim.mode, trim.cut_start_s, trim.cut_end_s) == ("none", 0.0, 0.0)
+    assert kept.frame.height == run.frame.height
+    assert trim.describe().startswith("Scored the whole") and "scored as it is" in trim.describe()
+    host = Run(dataclasses.replace(run.meta, platform="collector"), run.frame)
+    assert "no workload span" in trim_run(host)[1].how
+    _, span = trim_run(run, mode="span")
+    assert span.cut_start_s == 0.0 and "no recorded workload span" in span.how
+    _, act = trim_run(run, mode="active")
+    d = act.to_dict()
+    assert d["mode"] == "active" and "left out" in d["left_out"] and "trim=active" in d["left_out"]
+    assert d["recording_start"] == str(run.frame["timestamp"][0])
+    with pytest.raises(ValueError, match="trim must be one of"):
+        trim_run(run, mode="busy")
+
+
+def test_resolve_trim_by_source():
+    assert resolve_trim("auto", "lab")[0] == "span"
+    assert resolve_trim("auto", "public")[0] == "none" and resolve_trim("auto", "host")[0] == "none"
+    assert resolve_trim("active", "host") == ("active", "asked: trim=active")
+    assert trim_arguments(True) == ("auto", None) and trim_arguments(False) == ("none", None)
+    with pytest.raises(ValueError, match="source must be one of"):
+        resolve_trim("auto", "cluster")
 
 
 def test_lab_runs_are_trimmed_to_their_recorded_workload_span():
@@ -100,7 +132,8 @@ def test_lab_runs_are_trimmed_to_their_recorded_workload_span():
     b = dt.datetime.fromisoformat(row["workload_end"])
     assert recorded_span(run) == (a, b)
     kept, trim = trim_run(run)
-    assert trim.how == "recorded workload span"
+    assert trim.how == "recorded workload span" and trim.mode == "span"
+    assert trim.describe().startswith("Scored") and "left out" in trim.describe()
     ts = kept.frame["timestamp"]
     assert ts.min() >= a and ts.max() <= b
     assert trim.cut_start_s > 1.0 and trim.cut_end_s > 1.0  # start-up and teardown left out
