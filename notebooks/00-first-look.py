@@ -38,6 +38,7 @@ import warnings
 from pathlib import Path
 
 import polars as pl
+from IPython.display import Image
 
 from reveal_lab import plots, studies
 from reveal_lab.io import load_run, open_dataset
@@ -77,8 +78,8 @@ f"{s['windows']} windows, {s['anomalous']} anomalous ({s['anomalous_share']:.0%}
 # %%
 fig = plots.plot_score_timeline(det.windows.filter(pl.col("host") == host), det.thresholds[host], episodes,
                                 methods=det.methods, title=f"{det.run_id} · {host}")
-plots.save_figure(fig, out_dir, "first_look_timeline")
-fig
+png = plots.save_figure(fig, out_dir, "first_look_timeline")[0]
+Image(filename=str(png))  # the figure as written to out_dir/figures
 
 # %% [markdown]
 # The evidence behind the anomalous windows: the metric–feature pairs named most often,
