@@ -28,6 +28,7 @@ from reveal_lab.pipeline._baseline_check import (
     outlier_notes,
 )
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._method import (
     CALIBRATION_RULES,
     THRESHOLD_MODES,
@@ -244,6 +245,7 @@ def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> lis
     return [c for c in columns if c != TIMESTAMP and (c in sel or metric_key(c) in sel)]
 
 
+@memoize("view")
 def detection_view(
     frame: pl.DataFrame,
     selected: Iterable[str] | Any | None = None,
@@ -287,9 +289,14 @@ def detection_view(
 
 
 def _features(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeatures
+    return _window_features(frame, preset.window)
+
+
+@memoize("features")
+def _window_features(frame: pl.DataFrame, window: Any):  # noqa: ANN202 - WindowFeatures
     from reveal_lab.features import window_features
 
-    return window_features(frame, preset.window)
+    return window_features(frame, window)
 
 
 def _baseline_features(
@@ -454,6 +461,7 @@ def _sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
 
 
+@memoize("score", ignore=("timings",))
 def _score_host(
     run: Run,
     host: str,

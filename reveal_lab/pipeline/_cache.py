@@ -1,0 +1,224 @@
+"""An on-disk cache of per-run work (a host's detection view, window features and scores).
+
+A reproduction derives, windows and scores the same runs in several notebooks, and a
+run's baseline features once for every other run of its workload. :func:`memoize`
+stores a function's result under a key made of its arguments' *contents*: a frame by a
+hash of its rows, columns and dtypes, an array by a hash of its bytes, a dataclass
+(a preset, a policy) by its ``repr``, plus a fingerprint of the reveal_lab source code.
+A changed file (hence frame), a changed setting or changed code gives another key, so
+a stale entry is never read; entries are pickles written atomically (workers on one
+folder may race: the last writer wins with identical bytes).
+
+The cache is on when ``$REVEAL_LAB_CACHE`` names a folder (``reveal-lab reproduce``
+sets it to ``OUT/cache``) or inside :func:`using_cache`; off otherwise.
+
+Examples
+--------
+>>> import tempfile, polars as pl
+>>> calls = []
+>>> @memoize("demo")
+... def total(frame):
+...     calls.append(1)
+...     return frame["x"].sum()
+>>> with tempfile.TemporaryDirectory() as d, using_cache(d):
+...     a = total(pl.DataFrame({"x": [1, 2]}))
+...     b = total(pl.DataFrame({"x": [1, 2]}))   # read back: same contents, same key
+...     c = total(pl.DataFrame({"x": [1, 3]}))   # other contents: computed
+>>> (a, b, c, len(calls))
+(3, 3, 4, 2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import inspect
+import os
+import pickle
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import polars as pl
+
+__all__ = ["CACHE_ENV", "cache_dir", "using_cache", "memoize", "content_key", "code_fingerprint", "cache_stats"]
+
+#: the environment variable naming the cache folder (unset or empty: no cache)
+CACHE_ENV = "REVEAL_LAB_CACHE"
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_STATS = {"hits": 0, "misses": 0}
+
+
+def cache_dir() -> Path | None:
+    """The cache folder (``$REVEAL_LAB_CACHE``), or ``None`` when caching is off."""
+    d = os.environ.get(CACHE_ENV, "")
+    return Path(d) if d else None
+
+
+@contextlib.contextmanager
+def using_cache(folder: str | Path | None) -> Iterator[Path | None]:
+    """Cache into ``folder`` inside the ``with`` block (``None``: off), then restore."""
+    old = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(folder) if folder else ""
+    try:
+        yield cache_dir()
+    finally:
+        if old is None:
+            os.environ.pop(CACHE_ENV, None)
+        else:
+            os.environ[CACHE_ENV] = old
+
+
+def cache_stats() -> dict[str, int]:
+    """Hits and misses of this process so far (a copy)."""
+    return dict(_STATS)
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A hash of every ``reveal_lab/**/*.py`` file and of the numeric libraries' versions:
+    changed code or a changed library gives new keys."""
+    import sklearn
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.blake2b(digest_size=16)
+    for p in sorted(root.rglob("*.py")):
+        h.update(p.relative_to(root).as_posix().encode())
+        h.update(p.read_bytes())
+    h.update(f"{pl.__version__} {np.__version__} {sklearn.__version__}".encode())
+    return h.hexdigest()
+
+
+def _frame_digest(frame: pl.DataFrame) -> bytes:
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr(list(frame.schema.items())).encode())
+    h.update(str(frame.height).encode())
+    if frame.width:
+        for seed in (0, 1):  # two 64-bit row hashes per row
+            h.update(frame.hash_rows(seed=seed).to_numpy().tobytes())
+    return h.digest()
+
+
+def _feed(h: Any, value: Any) -> None:
+    """Feed ``value``'s contents into the hash ``h`` (type-tagged, recursively)."""
+    if isinstance(value, pl.DataFrame):
+        h.update(b"F")
+        h.update(_frame_digest(value))
+    elif isinstance(value, pl.Series):
+        _feed(h, value.to_frame())
+    elif isinstance(value, np.ndarray):
+        h.update(b"A" + str((value.dtype.str, value.shape)).encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, dict):
+        h.update(b"D%d" % len(value))
+        for k in sorted(value, key=repr):
+            _feed(h, k)
+            _feed(h, value[k])
+    elif isinstance(value, (list, tuple)):
+        h.update(b"L%d" % len(value))
+        for v in value:
+            _feed(h, v)
+    elif isinstance(value, (set, frozenset)):
+        h.update(b"S")
+        _feed(h, sorted(value, key=repr))
+    elif hasattr(value, "meta") and hasattr(value, "frame"):  # a Run: its id, hosts and frame
+        h.update(b"R")
+        _feed(h, (value.meta.run_id, tuple(value.meta.hosts), value.meta.workload, value.frame))
+    elif hasattr(value, "selected") and hasattr(value, "params"):  # a Pruning: its metric space
+        h.update(b"P")
+        _feed(h, sorted(value.selected))
+    elif dataclasses.is_dataclass(value) or isinstance(value, (str, int, float, bool, type(None), os.PathLike)):
+        h.update(b"V" + repr(value).encode())
+    else:
+        raise TypeError(f"run cache: cannot key an argument of type {type(value).__name__}")
+
+
+def content_key(*parts: Any) -> str:
+    """A hex key of ``parts``' contents and the code fingerprint.
+
+    >>> import polars as pl
+    >>> content_key(pl.DataFrame({"a": [1.0]}), "x") == content_key(pl.DataFrame({"a": [1.0]}), "x")
+    True
+    >>> content_key(pl.DataFrame({"a": [1.0]})) == content_key(pl.DataFrame({"a": [2.0]}))
+    False
+    """
+    h = hashlib.blake2b(digest_size=20)
+    h.update(code_fingerprint().encode())
+    _feed(h, parts)
+    return h.hexdigest()
+
+
+def _read(path: Path) -> tuple[bool, Any]:
+    try:
+        with open(path, "rb") as f:
+            return True, pickle.load(f)
+    except FileNotFoundError:
+        return False, None
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        return False, None  # a torn or foreign entry: computed again and rewritten
+
+
+def _write(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pkl")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def memoize(kind: str, *, ignore: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Decorate a deterministic function so its results are kept in the cache folder
+    under ``kind/``, keyed by :func:`content_key` of its bound arguments (except the
+    parameters named in ``ignore``, e.g. a timings dict it only writes into).
+
+    The warnings the function raises are stored with its result and raised again on
+    every call, read back or computed, so a caller that records them sees the same list.
+    An argument that cannot be keyed (an unknown type) means the call is not cached.
+    """
+
+    def wrap(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def cached(*args: Any, **kwargs: Any) -> Any:
+            root = cache_dir()
+            if root is None:
+                return fn(*args, **kwargs)
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            try:
+                key = content_key(kind, [(k, v) for k, v in bound.arguments.items() if k not in ignore])
+            except TypeError:
+                return fn(*args, **kwargs)
+            path = root / kind / key[:2] / f"{key}.pkl"
+            found, entry = _read(path)
+            _STATS[f"{kind}_{'hits' if found else 'misses'}"] = _STATS.get(f"{kind}_{'hits' if found else 'misses'}", 0) + 1
+            if found:
+                _STATS["hits"] += 1
+            else:
+                _STATS["misses"] += 1
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    value = fn(*args, **kwargs)
+                entry = ([(w.category, str(w.message), w.filename, w.lineno) for w in caught], value)
+                _write(path, entry)
+            for category, message, filename, lineno in entry[0]:
+                warnings.warn_explicit(message, category, filename, lineno)
+            return entry[1]
+
+        cached.uncached = fn  # type: ignore[attr-defined]
+        return cached  # type: ignore[return-value]
+
+    return wrap

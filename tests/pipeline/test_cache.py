@@ -1,0 +1,93 @@
+"""The on-disk run cache: equal results read back, a new key for new contents or settings."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from reveal_lab.config import get_preset
+from reveal_lab.pipeline import detect_run
+from reveal_lab.pipeline._cache import cache_stats, content_key, memoize, using_cache
+from reveal_lab.synth import Anomaly, make_run
+from reveal_lab.telemetry import Run
+
+
+def _runs() -> list[Run]:
+    out = []
+    for seed in range(3):
+        sr = make_run(40.0, n_channels=40, seed=seed, anomalies=[Anomaly("cpu", 20.0, 26.0)], run_id=f"r{seed}")
+        out.append(Run(dataclasses.replace(sr.run.meta, workload="W"), sr.run.frame, []))
+    return out
+
+
+def _detect(run: Run, baseline: list[Run]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    det = detect_run(run, baseline=baseline, preset=get_preset("smoke"), prune=False, trim=False)
+    return det.windows, det.evidence
+
+
+def test_detection_read_back_equals_computed(tmp_path):
+    runs = _runs()
+    plain = _detect(runs[0], runs[1:])
+    with using_cache(tmp_path):
+        before = cache_stats()
+        cold = _detect(runs[0], runs[1:])
+        mid = cache_stats()
+        warm = _detect(runs[0], runs[1:])
+        after = cache_stats()
+    assert mid["misses"] > before["misses"]
+    assert after["misses"] == mid["misses"] and after["hits"] > mid["hits"]  # all read back
+    assert list((tmp_path / "score").rglob("*.pkl"))
+    for a, b, c in zip(plain, cold, warm, strict=True):
+        assert_frame_equal(a, b)
+        assert_frame_equal(a, c)
+
+
+def test_baseline_features_are_shared_between_runs(tmp_path):
+    runs = _runs()
+    with using_cache(tmp_path):
+        _detect(runs[0], runs[1:])
+        before = cache_stats().get("features_hits", 0)
+        _detect(runs[1], [runs[0], runs[2]])  # run 2's baseline features were computed for run 0
+        assert cache_stats().get("features_hits", 0) > before
+
+
+def test_changed_contents_or_settings_give_new_keys():
+    f = pl.DataFrame({"a": [1.0, 2.0]})
+    assert content_key(f, "x") == content_key(f.clone(), "x")
+    assert content_key(f, "x") != content_key(f.with_columns(pl.col("a") * 2), "x")
+    assert content_key(f, "x") != content_key(f.rename({"a": "b"}), "x")
+    assert content_key(f, get_preset("smoke")) != content_key(f, get_preset("full"))
+
+
+def test_warnings_are_raised_again_when_read_back(tmp_path):
+    @memoize("warns")
+    def noisy(x: int) -> int:
+        warnings.warn(f"odd input {x}", UserWarning, stacklevel=1)
+        return x + 1
+
+    with using_cache(tmp_path):
+        for _ in range(2):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                assert noisy(3) == 4
+            assert [str(w.message) for w in caught] == ["odd input 3"]
+
+
+def test_off_without_a_folder(tmp_path):
+    calls = []
+
+    @memoize("off")
+    def f(x: int) -> int:
+        calls.append(x)
+        return x
+
+    with using_cache(None):
+        f(1)
+        f(1)
+    assert calls == [1, 1]
+    with pytest.raises(TypeError):
+        content_key(object())
