@@ -8,6 +8,8 @@
   read bursts, a CPU-quota configuration difference, with exact start/end times;
 * :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
   dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
+* :mod:`~reveal_lab.lab._hostset` -- a labelled set of host recordings (intermittent jobs
+  on this machine, no workload span);
 * :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
 * :mod:`~reveal_lab.lab._plan` -- the plans (v2, the default; v1; smoke) and their time estimate.
 
@@ -29,6 +31,15 @@ from reveal_lab.lab._gate import (
     own_load_from_counts,
     read_page_cache_kb,
     read_process_table,
+)
+from reveal_lab.lab._hostset import (
+    HOST_JOBS,
+    HostJob,
+    HostRecordingPlan,
+    build_host_set,
+    host_set_plan,
+    record_host_recording,
+    record_host_set,
 )
 from reveal_lab.lab._hosts import (
     MAX_HOSTS,
@@ -84,6 +95,13 @@ from reveal_lab.lab._recorder import (
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "HOST_JOBS",
+    "HostJob",
+    "HostRecordingPlan",
+    "build_host_set",
+    "host_set_plan",
+    "record_host_recording",
+    "record_host_set",
     "HubError",
     "HF_ID_COLUMNS",
     "export_hf",
