@@ -66,7 +66,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--wait",
         default="30s",
         metavar="DURATION",
-        help="how long DIR may take to appear and hold a run (default 30s); a file or a folder "
+        help="how long DIR may take to appear and hold a run (default 30s), and how much longer the "
+        "warm-up goes on while it holds too few complete windows (a collector that starts late or "
+        "misses ticks); a file or a folder "
         "holding something else is an error at once. The watch stops by itself when the collector "
         "has finished; it exits 1 when it scored no window, saying why",
     )

@@ -152,6 +152,11 @@ class LiveDetector:
     warmup_s : without a baseline, the first ``warmup_s`` seconds of the stream
         are the reference the detectors are fitted on (those windows get
         ``phase="warmup"`` verdicts).
+    warmup_wait_s : when the first ``warmup_s`` seconds hold fewer than
+        :attr:`min_warmup_windows` complete windows (a collector that starts late or misses
+        ticks on a busy machine leaves gap windows), the warm-up goes on for up to this many
+        more seconds of stream until they are there; then it fits on what it has (at least
+        3 windows, else :class:`~reveal_lab.telemetry.TelemetryError`).
     baseline : reference run(s) to fit on instead (metrics are matched by their
         host-free key and feature, so another host's run works).
     min_agreement : detectors that must flag a window for it to be an anomaly
@@ -173,6 +178,7 @@ class LiveDetector:
         detect: DetectConfig | None = None,
         *,
         warmup_s: float = 30.0,
+        warmup_wait_s: float = 0.0,
         baseline: Run | Sequence[Run] | None = None,
         min_agreement: int = 1,
         derive: bool = True,
@@ -184,6 +190,9 @@ class LiveDetector:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
         self.warmup_s = float(warmup_s)
+        if not warmup_wait_s >= 0:
+            raise ValueError(f"warmup_wait_s must be >= 0, got {warmup_wait_s}")
+        self.warmup_wait_s = float(warmup_wait_s)
         self.min_agreement = int(min_agreement)
         self.derive = derive
         self.fast_forest = fast_forest
@@ -239,6 +248,14 @@ class LiveDetector:
     @property
     def fitted(self) -> bool:
         return self.ensemble is not None
+
+    @property
+    def min_warmup_windows(self) -> int:
+        """Complete windows the warm-up waits for: half of those ``warmup_s`` holds at full
+        rate, and at least 3 (what a fit needs)."""
+        w = self.window
+        full = max(0.0, (self.warmup_s - w.window_s) / w.stride_s) + 1
+        return max(3, int(np.ceil(full / 2)))
 
     def _fit(self, X: np.ndarray, pairs: pl.DataFrame, what: str) -> None:
         if X.shape[0] < 3:
@@ -493,11 +510,14 @@ class LiveDetector:
                 self._warm_cols, self._warm_pairs = self._plan_cols, pairs
             if self._plan_cols == self._warm_cols:
                 self._warm_X.append(x)
-            if (end - (self._t0 or 0)) / 1000.0 >= self.warmup_s:
+            elapsed = (end - (self._t0 or 0)) / 1000.0
+            if elapsed >= self.warmup_s and (
+                len(self._warm_X) >= self.min_warmup_windows or elapsed >= self.warmup_s + self.warmup_wait_s
+            ):
                 self._fit(
                     np.vstack(self._warm_X),
                     self._warm_pairs,
-                    f"warm-up ({len(self._warm_X)} windows, {self.warmup_s:g} s)",
+                    f"warm-up ({len(self._warm_X)} windows, {elapsed:g} s)",
                 )
                 self._warm_X = []
         else:

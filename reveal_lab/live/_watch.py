@@ -118,7 +118,10 @@ def watch(
         wrote was read. Without any, runs until interrupted or the run finishes.
     wait_s : how long ``directory`` may take to appear (or, existing but empty, to
         hold a run) before :class:`FileNotFoundError`; a path that is a file, or a folder
-        holding something else than a collector run, raises at once.
+        holding something else than a collector run, raises at once. Also how many seconds
+        of stream the warm-up goes on past ``warmup_s`` while it holds fewer complete
+        windows than :attr:`LiveDetector.min_warmup_windows` (gap windows of a collector
+        that starts late or misses ticks).
     show : what ``echo`` prints: ``"anomalies"`` (default), ``"all"`` (every
         window) or ``"none"``.
     on_verdict : called with every :class:`Verdict` (warm-up ones included).
@@ -133,6 +136,7 @@ def watch(
         cfg,
         p.detect,
         warmup_s=warmup_s,
+        warmup_wait_s=wait_s,
         baseline=_load_baseline(baseline),
         min_agreement=min_agreement,
         prune=prune,

@@ -147,3 +147,49 @@ def test_watch_function_with_a_baseline_run(tmp_path):
                     on_verdict=quiet.append, preset=off)  # fmt: skip
     assert summary.scored >= 2 and not any(v.sentinel for v in quiet)
     assert all(v.anomalous == (v.agreement >= 1) for v in quiet if v.phase == "scored")
+
+
+def test_warm_up_waits_for_enough_windows_of_a_collector_that_starts_late_and_stalls(tmp_path):
+    """``watch`` first, the collector a moment later; the collector is stopped (SIGSTOP) half a
+    second after it started writing and resumed 6 s later, as on a machine too busy to let it
+    sample. The 4 s warm-up then holds gap windows only; it goes on (up to --wait) until it holds
+    enough complete windows instead of fitting on the first one and exiting."""
+    import os
+    import signal
+    import time
+
+    out, jsonl = tmp_path / "run", tmp_path / "verdicts.jsonl"
+    watcher = subprocess.Popen(
+        [CLI, "watch", str(out), "--warmup", "4s", "--wait", "30s", "--all", "--jsonl", str(jsonl)]
+        + ["--idle-exit", "20s", "--duration", "120s"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # the collector starts after the watch
+    collector = subprocess.Popen(
+        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "18s"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not any(out.glob("journal-*.bin")) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        os.kill(collector.pid, signal.SIGSTOP)
+        time.sleep(6.0)
+        os.kill(collector.pid, signal.SIGCONT)
+        assert collector.wait(timeout=60) == 0
+        stdout, stderr = watcher.communicate(timeout=120)
+    finally:
+        if collector.poll() is None:
+            os.kill(collector.pid, signal.SIGCONT)
+        _kill(collector, watcher)
+    assert watcher.returncode == 0, stderr[-2000:]
+    lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    fitted = next(r for r in lines if r["event"] == "fitted")
+    n_fit = int(fitted["on"].split("(", 1)[1].split(" windows", 1)[0])
+    assert n_fit >= 3, fitted["on"]
+    windows = [r for r in lines if r["event"] == "window"]
+    assert windows and all(r["phase"] == "scored" for r in windows)
