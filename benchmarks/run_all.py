@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         log["runs"].append(rec)
         (RESULTS / "run_all.json").write_text(json.dumps(log, indent=2))
     if not a.no_summary:
-        subprocess.run([sys.executable, str(HERE / "summarize.py"), "--readme", str(HERE.parent / "README.md")], cwd=HERE.parent, check=False)
+        results_md = HERE.parent / "docs" / "RESULTS.md"
+        subprocess.run([sys.executable, str(HERE / "summarize.py"), "--readme", str(results_md)], cwd=HERE.parent, check=False)
     return 0 if all(r["status"] in ("ok", "not present") for r in log["runs"]) else 1
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Turn every ``benchmarks/results/*.json`` into one Markdown table:
-``benchmarks/results/SUMMARY.md`` (the table the README shows).
+``benchmarks/results/SUMMARY.md`` (the tables ``docs/RESULTS.md`` shows).
 
     .venv/bin/python benchmarks/summarize.py [--results DIR] [--out FILE]
 
@@ -521,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         "--readme",
         type=Path,
         default=None,
-        help="also rewrite this README's benchmark section (between the markers), e.g. --readme README.md",
+        help="also rewrite this file's benchmark section (between the markers), e.g. --readme docs/RESULTS.md",
     )
     a = ap.parse_args(argv)
     text = summarize(a.results)

@@ -8,7 +8,11 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["provenance_readme"]
+__all__ = ["provenance_readme", "STORY_MARKER"]
+
+#: the line after which ``README.md`` of a dataset folder is written by hand (the recording's
+#: story); :func:`provenance_readme` carries it over, marker included, when it rebuilds the file
+STORY_MARKER = "<!-- written by hand below this line; reveal-lab record --build-only keeps it -->"
 
 
 def _sessions(raw: Path) -> list[dict]:
@@ -16,8 +20,16 @@ def _sessions(raw: Path) -> list[dict]:
     return json.loads(p.read_text()).get("sessions", []) if p.exists() else []
 
 
+def _story(out: Path) -> str:
+    """The hand-written part of ``out/README.md`` (from :data:`STORY_MARKER` on), or ``""``."""
+    readme = out / "README.md"
+    text = readme.read_text() if readme.exists() else ""
+    return text[text.index(STORY_MARKER):] if STORY_MARKER in text else ""
+
+
 def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
-    """Markdown provenance for the dataset in ``out_dir`` recorded into ``raw_dir``."""
+    """Markdown provenance for the dataset in ``out_dir`` recorded into ``raw_dir``; the part
+    of ``out_dir/README.md`` from :data:`STORY_MARKER` on is written by hand and kept."""
     raw, out = Path(raw_dir), Path(out_dir)
     meta = pl.read_csv(out / "meta_lab.csv", infer_schema_length=10000)
     labels = pl.read_csv(out / "labels.csv", infer_schema_length=10000)
@@ -31,7 +43,8 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "Telemetry recorded by `reveal-lab collect` (one collector per lab host, 100 ms) while PyTorch",
         "workloads trained and inferred on the CPU, with faults injected at recorded times.",
         "This file is written by `reveal-lab record --build-only` from the recorder's log",
-        "(`recording.json`); do not edit it by hand.",
+        "(`recording.json`); do not edit it by hand, except below the marker at its end (the",
+        "recording's story, kept when the file is written again).",
         "",
         "## Contents",
         "",
@@ -216,7 +229,8 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
     if errors:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
-    return "\n".join(lines) + "\n"
+    story = _story(out)
+    return "\n".join(lines) + "\n" + ("\n" + story if story else "")
 
 
 def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int]]]]:
