@@ -216,8 +216,7 @@ def evaluate_dataset(
 
     ``min_agreement`` (default 2): a window counts as flagged when at least this many
     detectors flag it (the paper's agreement, which keeps one detector's false alarms out;
-    measured on the v2 lab data with trimmed calibration: any detector flags 10 % of
-    fault-free windows, two agreeing 3.6 %). ``calibration``: how the calibrated mode's
+    what each choice flags on the lab data: ``docs/RESULTS.md``). ``calibration``: how the calibrated mode's
     thresholds combine the left-out baseline runs (``trimmed``, ``pooled`` or ``median``,
     see :func:`reveal_lab.pipeline.detect_run`).
 

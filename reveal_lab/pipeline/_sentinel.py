@@ -8,16 +8,15 @@ packet-loss episode shows in the lossy host's ``TcpExtTCPOFOQueue`` and its send
 ``TcpExtTCPFastRetrans``, both 0 in every fault-free run. :func:`sentinel_counters` lists them
 for ``detect``'s report and ``sentinels.csv``; :func:`sentinel_windows` is the sentinel rule
 (a window where one is non-zero in ``DetectConfig.sentinel_samples`` of its samples is
-anomalous), measured in ``benchmarks/sentinel_counters.py``: on the lab recording it finds
-all 9 packet-loss episodes and flags none of the 3,953 fault-free windows. The collector's own
-counters (its missed ticks: kind ``instrument``) are never sentinels.
+anomalous; ``benchmarks/sentinel_counters.py`` measures it, ``docs/RESULTS.md`` has the
+figures). The collector's own counters (its missed ticks: kind ``instrument``) are never
+sentinels.
 
 A run alone has no baseline to say which counters are silent. :func:`lone_sentinel_windows` is
 the rule's form for it: a counter 0 in at least half of the run's own samples (its calm majority
 is exactly 0, so its robust scale is 0 and the detectors' standard deviation is set by the
 bursts themselves) that moves in at least 90 % of a window's samples, in 4 or more windows in a
-row. On the v3 lab runs detected alone it flags none of the 30 fault-free runs' windows and 0.67
-of the storage episodes' windows (every window inside an episode), which the detectors miss.
+row: the lab's storage bursts, which the detectors miss (``benchmarks/lone_runs.py``).
 """
 
 from __future__ import annotations
