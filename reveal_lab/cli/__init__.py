@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -46,7 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:  # Ctrl-C while the commands' modules load: one line, as during a command
+        parser = build_parser()
+    except KeyboardInterrupt:
+        print("reveal-lab: interrupted", file=sys.stderr)
+        return 130
     args = parser.parse_args(_join_dash_values(sys.argv[1:] if argv is None else list(argv)))
     logging.basicConfig(
         level=logging.WARNING - 10 * min(args.verbose, 2) if args.verbose else logging.INFO,
@@ -56,9 +62,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    old_term = _terminate_as_exit()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
+        print(f"reveal-lab {args.command}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, OSError, RuntimeError) as exc:
         # Our errors carry file/line/column, OSError its file; show them plainly, not as a
@@ -67,6 +75,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"reveal-lab {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+def _terminate_as_exit():  # noqa: ANN202 - the previous handler, or None
+    """``SIGTERM`` raises ``SystemExit(143)`` while a command runs, so that its ``finally``
+    blocks and exit handlers run (a half-written output folder is removed) instead of the
+    process vanishing; a command that installs its own handler (``collect``) replaces it.
+    Returns the previous handler (``None`` off the main thread, where none is installed)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_term(signum, frame):  # noqa: ANN001, ARG001
+        raise SystemExit(128 + signal.SIGTERM)
+
+    return signal.signal(signal.SIGTERM, on_term)
 
 
 #: options whose value may start with '-' (``--probes -perf`` removes a probe)
@@ -74,26 +101,28 @@ DASH_VALUE_OPTIONS = ("--probes",)
 
 
 def _join_dash_values(argv: list[str]) -> list[str]:
-    """``--probes -perf`` → ``--probes=-perf``: argparse would take ``-perf`` for a flag.
+    """``--probes -perf`` → ``--probes=-perf``: argparse would take ``-perf`` for a flag; and
+    ``--restart -5m`` → ``--restart=-5m``, so that a negative value reaches the flag's type
+    and its message ("expected a duration from 0s ...") instead of "expected one argument".
 
     >>> _join_dash_values(["collect", "--probes", "-perf,-gpu", "--out", "x"])
     ['collect', '--probes=-perf,-gpu', '--out', 'x']
+    >>> _join_dash_values(["reliability", "ettr", "--restart", "-5m", "--seed", "-1"])
+    ['reliability', 'ettr', '--restart=-5m', '--seed=-1']
     """
     out: list[str] = []
-    it = iter(argv)
-    for a in it:
-        if a in DASH_VALUE_OPTIONS:
-            nxt = next(it, None)
-            if nxt is not None and nxt.startswith("-") and nxt != "--" and not nxt.startswith("--"):
-                out.append(f"{a}={nxt}")
-                continue
-            out.append(a)
-            if nxt is not None:
-                out.append(nxt)
+    i = 0
+    while i < len(argv):
+        a, nxt = argv[i], argv[i + 1] if i + 1 < len(argv) else None
+        negative = nxt is not None and re.match(r"-\.?\d", nxt) is not None
+        removal = a in DASH_VALUE_OPTIONS and nxt is not None and nxt.startswith("-") and nxt != "-"
+        if a.startswith("--") and "=" not in a and (negative or (removal and not nxt.startswith("--"))):
+            out.append(f"{a}={nxt}")
+            i += 2
             continue
         out.append(a)
+        i += 1
     return out
-
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

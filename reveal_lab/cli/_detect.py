@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from reveal_lab.cli._checks import (
+    REPORT_OUTPUTS,
+    check_pruning_overlap,
+    few_windows_warning,
+    without_own_run,
+    workload_warning,
+)
 from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, positive_int, with_rule_arguments
 
 
@@ -138,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from reveal_lab.config import get_preset, parse_duration
-    from reveal_lab.io import load_run
+    from reveal_lab.io import StagedFolder, load_run
     from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning, threshold_mode
     from reveal_lab.report import write_report
 
@@ -179,7 +186,8 @@ def _run(args: argparse.Namespace) -> int:
     min_agreement = args.min_agreement if args.min_agreement is not None else (2 if calibrated else 1)
     if args.false_alarm_rate is not None and not 0 < args.false_alarm_rate < 1:
         raise ValueError(f"--false-alarm-rate must be between 0 and 1, got {args.false_alarm_rate}")
-    out = Path(args.out)
+    stage = StagedFolder(args.out, ours=REPORT_OUTPUTS)  # moved into place once complete
+    out = stage.path
     pruning = None
     if selected is None and not args.no_prune:
         if args.pruning:
@@ -198,6 +206,10 @@ def _run(args: argparse.Namespace) -> int:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))
         mismatch = interval_mismatch(run, preset.window.interval_s, given=args.interval is not None)
+        run_baseline, own = without_own_run(path, args.baseline, baseline)
+        notes = [own, workload_warning(run, run_baseline)]
+        if args.pruning and pruning is not None:
+            notes.append(check_pruning_overlap(pruning, run, args.pruning, force=args.force))
         run_pruning = pruning
         if selected is None and not args.no_prune and run_pruning is None:  # the run alone: its own space
             run_pruning = fit_pruning([run], preset.prune.threshold, trim=not args.no_trim)
@@ -205,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
             save_pruning(run_pruning, out / name)
         det = detect_run(
             run,
-            baseline=baseline,
+            baseline=run_baseline,
             preset=preset,
             selected=selected,
             min_agreement=min_agreement,
@@ -217,9 +229,11 @@ def _run(args: argparse.Namespace) -> int:
             false_alarm_rate=args.false_alarm_rate,
             force_baseline=args.force,
         )
-        if mismatch:
-            print(f"warning: {mismatch}", file=sys.stderr)
-            det.warnings.append(mismatch)
+        rate = args.false_alarm_rate
+        notes += [mismatch, few_windows_warning(run.run_id, det.summary["windows"], det.fit_mode, rate)]
+        for note in filter(None, notes):
+            print(f"warning: {note}", file=sys.stderr)
+            det.warnings.append(note)
             det.summary["warnings"] = list(det.warnings)
         if det.config["trim"].get("run"):
             tr = det.config["trim"]["run"]
@@ -274,12 +288,12 @@ def _run(args: argparse.Namespace) -> int:
     known = [e for e in episodes if e is not None and e.height]
     paths = write_report(
         dets,
-        args.out,
+        out,
         crosshost=crosshost,
         runs=frames_by_run,
         episodes=pl.concat(known, how="vertical") if known else None,
     )
-    print(f"report: {paths['report.md'].parent} ({', '.join(paths)})")
+    print(f"report: {stage.commit()} ({', '.join(paths)})")
     return 0
 
 
@@ -290,12 +304,17 @@ def _episodes_near(path: str, run_id: str):  # noqa: ANN202 - a polars frame or 
 
     from reveal_lab.lab import read_labels
     from reveal_lab.studies import labelled_episodes
+    from reveal_lab.telemetry import TelemetryError
 
     p = Path(str(path).split("::", 1)[0]).resolve()
     for d in [p.parent, *list(p.parents)[1:3]]:
         f = d / "labels.csv"
         if f.is_file():
-            return labelled_episodes(read_labels(f), [run_id])
+            try:
+                return labelled_episodes(read_labels(f), [run_id])
+            except TelemetryError as exc:  # an optional file: the report goes on without it
+                print(f"warning: labelled episodes left out of the report: {exc}", file=sys.stderr)
+                return None
     return None
 
 

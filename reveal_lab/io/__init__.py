@@ -2,13 +2,16 @@
 all into the canonical telemetry frame (:mod:`reveal_lab.telemetry`)."""
 
 from reveal_lab.io._collector import is_collector_run, merge_hosts, read_collector_run
+from reveal_lab.io._csv import csv_datetimes, csv_numbers, read_csv_table
 from reveal_lab.io._describe import describe_dataset
 from reveal_lab.io._export_tsv import export_tsv
+from reveal_lab.io._identity import run_identity
 from reveal_lab.io._load import PARQUET_META_KEY, load_run, read_parquet_run, write_parquet_run
 from reveal_lab.io._meta import META_COLUMNS, read_meta_csv
 from reveal_lab.io._names import LLM_MODELS, PREFIX_PHASE, RunFileName, meta_from_name, parse_run_filename
 from reveal_lab.io._public import INDEX_SCHEMA, Dataset, open_dataset
 from reveal_lab.io._reconcile import Reconciliation, reconcile
+from reveal_lab.io._staged import StagedFolder, check_not_nested, staged_folder
 from reveal_lab.io._tsv import read_public_tsv
 
 __all__ = [
@@ -34,4 +37,11 @@ __all__ = [
     "LLM_MODELS",
     "PREFIX_PHASE",
     "reconcile",
+    "read_csv_table",
+    "csv_numbers",
+    "csv_datetimes",
+    "StagedFolder",
+    "staged_folder",
+    "check_not_nested",
+    "run_identity",
 ]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from reveal_lab.io._csv import read_csv_table
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = ["META_COLUMNS", "read_meta_csv"]
@@ -25,12 +26,7 @@ META_COLUMNS = (
 
 
 def _read_meta_csv(path: Path) -> pl.DataFrame:
-    try:
-        df = pl.read_csv(path, infer_schema=False)
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-        raise TelemetryError(
-            f"cannot read the metadata table ({str(exc).splitlines()[0]})", path=str(path)
-        ) from None
+    df = read_csv_table(path, what="metadata table")
     if "source_file" not in df.columns:
         raise TelemetryError(
             f"no 'source_file' column (found {df.columns[:6]}); expected the columns {list(META_COLUMNS)}",

@@ -30,6 +30,7 @@ from typing import Any
 import polars as pl
 
 from reveal_lab.io._archives import MEMBER_SUFFIXES, _dir_members, _find_split_dirs, _Member, _zip_members
+from reveal_lab.io._csv import read_csv_table
 from reveal_lab.io._load import read_parquet_run
 from reveal_lab.io._meta import META_COLUMNS, _read_meta_csv  # noqa: F401 - META_COLUMNS: its old home
 from reveal_lab.io._names import (
@@ -284,7 +285,7 @@ class Dataset:
     def labels(self) -> pl.DataFrame | None:
         """``labels.csv`` beside the data (the lab dataset's ground truth), or ``None``."""
         p = self.root / "labels.csv" if self.root.is_dir() else self.root.parent / "labels.csv"
-        return pl.read_csv(p) if p.exists() else None
+        return read_csv_table(p, what="labels file", infer=True) if p.exists() else None
 
     # -- checks -----------------------------------------------------------------------------------
     def reconcile(self, *, check_cols: bool = False, check_rows: bool = False) -> Reconciliation:

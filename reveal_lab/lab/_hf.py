@@ -31,6 +31,7 @@ from urllib.parse import urlparse
 import polars as pl
 
 from reveal_lab.config import data_dir
+from reveal_lab.io import check_not_nested, staged_folder
 from reveal_lab.lab._labels import LABEL_COLUMNS, read_labels, read_meta
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, metric_columns, parse_metric_name
 
@@ -147,19 +148,38 @@ def export_hf(
 ) -> Path:  # noqa: A002
     """Write the hub repository folder for the dataset at ``root`` into ``out`` (see module doc).
 
-    Returns ``out``. ``out`` must be empty or absent unless ``overwrite``.
+    Returns ``out``. ``out`` must be empty or absent unless ``overwrite``, and must not be,
+    contain or lie inside ``root``. The inputs are read and checked before anything is
+    written; the folder is written beside ``out`` and moved into place when complete
+    (:class:`~reveal_lab.io.StagedFolder`), so a failed export leaves ``out`` as it was.
     """
     root = Path(root) if root is not None else data_dir()
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} is not empty (use --overwrite to replace it)")
-        shutil.rmtree(out)
+    if not root.is_dir():
+        raise TelemetryError("the source dataset folder does not exist (--data)", path=str(root))
+    check_not_nested(root, out, flag="--hf")
     meta_path = root / ("meta_lab.csv" if (root / "meta_lab.csv").exists() else "meta.csv")
     meta = read_meta(meta_path)
     rows = _runs(root, meta)
     if not rows:
         raise TelemetryError("the meta table lists no runs", path=str(root))
+    if (root / "labels.csv").exists():
+        read_labels(root / "labels.csv")  # a broken labels file fails here, not after the shards
+    with staged_folder(out, overwrite=overwrite) as tmp:
+        _write_export(root, tmp, rows, meta, meta_path, runs_per_shard, pretty_name, license)
+    return out
+
+
+def _write_export(
+    root: Path,
+    out: Path,
+    rows: list[dict],
+    meta: pl.DataFrame,
+    meta_path: Path,
+    runs_per_shard: int,
+    pretty_name: str,
+    license: str,  # noqa: A002
+) -> None:
     for i, r in enumerate(rows):  # a run of another phase would fall out of every split
         if r.get("phase") not in SPLITS:
             raise TelemetryError(
@@ -240,7 +260,6 @@ def export_hf(
     if src_readme.exists():
         body += ["## Provenance (from the source folder's README)", "", src_readme.read_text()]
     (out / "README.md").write_text(card + "\n" + "\n".join(body))
-    return out
 
 
 @contextlib.contextmanager

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.io import META_COLUMNS
+from reveal_lab.io import META_COLUMNS, csv_datetimes, csv_numbers, read_csv_table
 from reveal_lab.telemetry import TelemetryError
 
 __all__ = [
@@ -71,6 +71,12 @@ LABEL_COLUMNS = (
     "scope",
     "source_file",
 )
+
+#: meta_lab.csv columns that hold numbers and timestamps (checked by :func:`read_meta`)
+META_NUMBER_COLUMNS = (
+    "n_rows", "n_cols", "world_size", "repeat", "seed", "steps", "samples_per_s", "cpu_quota", "threads"
+)
+META_TIME_COLUMNS = ("start", "end", "workload_start", "workload_end")
 
 STAMP_FMT = "%Y-%m-%d %H:%M:%S.%f"
 _POLARS_FMT = "%Y-%m-%d %H:%M:%S%.f"
@@ -125,9 +131,7 @@ def write_csv(path: str | Path, rows: Iterable[Mapping], columns: Iterable[str])
 def read_labels(path: str | Path) -> pl.DataFrame:
     """``labels.csv`` as a frame with ``start``/``end`` parsed to ``Datetime("ms")``."""
     path = Path(path)
-    if not path.exists():
-        raise TelemetryError("labels file not found", path=str(path))
-    df = pl.read_csv(path, infer_schema_length=0)
+    df = read_csv_table(path, what="labels file")
     missing = [
         c for c in ("run", "host", "fault_type", "start", "end", "expected_subsystem") if c not in df.columns
     ]
@@ -154,19 +158,35 @@ def read_labels(path: str | Path) -> pl.DataFrame:
         df = df.with_columns(pl.col("magnitude").cast(pl.Float64, strict=False))
     if "scope" not in df.columns:
         df = df.with_columns(pl.lit("episode").alias("scope"))
-    bad = df.filter(pl.col("end") <= pl.col("start"))
+    bad = df.with_row_index("_i").filter(pl.col("end") <= pl.col("start"))
     if bad.height:
-        raise TelemetryError(f"label ends before it starts: {bad.row(0, named=True)}", path=str(path))
+        r = bad.row(0, named=True)
+        raise TelemetryError(
+            f"the label ends ({r['end']}) before it starts ({r['start']})",
+            path=str(path),
+            line=int(r["_i"]) + 2,
+            column="end",
+        )
     return df
 
 
 def read_meta(path: str | Path) -> pl.DataFrame:
     """``meta_lab.csv`` as a frame (all public columns required)."""
     path = Path(path)
-    if not path.exists():
-        raise TelemetryError("meta file not found", path=str(path))
-    df = pl.read_csv(path, infer_schema_length=10000)
+    df = read_csv_table(path, what="meta file", infer=True)
     missing = [c for c in META_COLUMNS if c not in df.columns]
     if missing:
-        raise TelemetryError(f"meta file lacks columns {missing}", path=str(path))
+        raise TelemetryError(f"meta file lacks columns {missing}", path=str(path), line=1)
+    for c in META_NUMBER_COLUMNS:
+        if c in df.columns:
+            csv_numbers(df, c, path)
+    stamps = {c: csv_datetimes(df, c, path) for c in META_TIME_COLUMNS if c in df.columns}
+    for a, b in (("start", "end"), ("workload_start", "workload_end")):
+        if a in stamps and b in stamps:
+            back = (stamps[b] < stamps[a]).fill_null(False).arg_true()
+            if back.len():
+                i = int(back[0])
+                raise TelemetryError(
+                    f"{b} {df[b][i]} is before {a} {df[a][i]}", path=str(path), line=i + 2, column=b
+                )
     return df

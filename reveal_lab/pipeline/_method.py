@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from reveal_lab.io import csv_datetimes, read_csv_table
 from reveal_lab.numeric import true_runs
 from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
 
@@ -218,9 +219,11 @@ class Trim:
 @functools.lru_cache(maxsize=16)
 def _lab_spans(meta_csv: str, mtime: float) -> dict[str, tuple[dt.datetime, dt.datetime]]:
     del mtime  # part of the cache key only
-    meta = pl.read_csv(meta_csv, infer_schema_length=0)
+    meta = read_csv_table(meta_csv, what="meta file")
     if not {"source_file", "workload_start", "workload_end"} <= set(meta.columns):
         return {}
+    for c in ("workload_start", "workload_end"):
+        csv_datetimes(meta, c, meta_csv)  # a cell that is not a timestamp: its line and column
     out = {}
     for r in meta.iter_rows(named=True):
         a, b = r["workload_start"], r["workload_end"]

@@ -31,6 +31,10 @@ __all__ = ["SimulationResult", "simulate_ettr"]
 
 _EXACT_MAX = 256  # failures per job summed one by one; beyond, the CLT sum
 _CHUNK = 20_000  # jobs per block (bounds memory)
+#: a fixed wall-clock budget steps every job from failure to failure: at most this many
+#: job-steps (expected failures per job x jobs; seconds on one core), and at most 1 % of it
+#: in a row
+MAX_WALL_STEPS = 1e8
 
 
 @dataclass
@@ -49,9 +53,10 @@ class SimulationResult:
 
     @property
     def ci95(self) -> tuple[float, float]:
-        """95 % confidence interval of :attr:`mean` (normal, from the jobs' spread)."""
+        """95 % confidence interval of :attr:`mean` (normal, from the jobs' spread), within
+        [0, 1], the range of an ETTR."""
         half = 1.96 * float(self.ettr.std(ddof=1)) / np.sqrt(self.ettr.size) if self.ettr.size > 1 else np.nan
-        return (self.mean - half, self.mean + half)
+        return (max(self.mean - half, 0.0), min(self.mean + half, 1.0))
 
     @property
     def pooled(self) -> float:
@@ -190,8 +195,14 @@ def _simulate_wall(
         raise ValueError(
             f"a segment of {cycle:.3g} h at {lam:.3g} failures/h almost never completes; ETTR ≈ 0"
         )
-    if lam * (wall_h + restart_h) > 5e6:
-        raise ValueError(f"{lam * wall_h:.3g} expected failures per job: too many to step through")
+    steps = lam * wall_h / (1.0 + lam * restart_h)  # expected failures per job: the loop's steps
+    if steps * n_jobs > MAX_WALL_STEPS or steps > MAX_WALL_STEPS / 100:
+        raise ValueError(
+            f"a {wall_h:.3g} h wall-clock budget holds about {steps:.3g} failures per job (MTTF "
+            f"{1 / lam:.3g} h), {steps * n_jobs:.3g} simulation steps over {n_jobs} jobs, more than "
+            f"{MAX_WALL_STEPS:.0e}; give a shorter wall-clock budget or fewer jobs (the long-run "
+            "mean is the closed form's renewal_ettr)"
+        )
     rng = np.random.default_rng(seed)
     t = np.zeros(n_jobs)
     useful = np.zeros(n_jobs)

@@ -1,0 +1,121 @@
+"""Checks ``detect`` makes on its inputs before and after a detection: the run in its own
+baseline, a saved pruning that barely overlaps the run, workloads that differ, too few
+windows for thresholds fit on the run itself; and the names of the files a report folder
+holds (for :class:`reveal_lab.io.StagedFolder`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = [
+    "REPORT_OUTPUTS",
+    "MIN_SELF_WINDOWS",
+    "without_own_run",
+    "check_pruning_overlap",
+    "workload_warning",
+    "few_windows_warning",
+]
+
+#: every file ``detect`` writes into its report folder (glob patterns)
+REPORT_OUTPUTS = (
+    "anomalies.csv",
+    "summary.json",
+    "report.md",
+    "report.html",
+    "sentinels.csv",
+    "crosshost.csv",
+    "pruning.json",
+    "pruning_*.json",
+)
+#: thresholds fit on the run itself (``--thresholds self``) need at least this many windows:
+#: with fewer, "the top share of the run's windows" is one window or none, so the windows
+#: flagged say nothing about the run
+MIN_SELF_WINDOWS = 20
+
+
+def without_own_run(path: str, baseline_paths: Sequence[str] | None, baseline: list | None):  # noqa: ANN201
+    """``(baseline runs other than the run at path, a note or None)``: a run is never part of
+    its own baseline (same file by content, however it is spelled)."""
+    if not baseline or not baseline_paths:
+        return baseline, None
+    from reveal_lab.io import run_identity
+
+    me = run_identity(path)
+    keep = [b for p, b in zip(baseline_paths, baseline, strict=True) if run_identity(p) != me]
+    if len(keep) == len(baseline):
+        return baseline, None
+    note = (
+        f"{path} is also a --baseline run: left out of its own baseline "
+        f"({len(keep)} other baseline run(s) remain"
+        + ("; the run is detected alone)" if not keep else ")")
+    )
+    return (keep or None), note
+
+
+def check_pruning_overlap(pruning: Any, run: Any, source: str, *, force: bool) -> str | None:  # noqa: ANN401
+    """A note saying how many of a saved pruning's metrics the run has; refuses (``ValueError``)
+    below :data:`reveal_lab.pipeline.MIN_BASELINE_OVERLAP` of them unless ``force``."""
+    from reveal_lab.derive import add_derived
+    from reveal_lab.pipeline import MIN_BASELINE_OVERLAP, select_metrics
+    from reveal_lab.telemetry import metric_columns, metric_key
+
+    sel = set(pruning.selected)
+    if not sel:
+        raise ValueError(f"--pruning {source}: 'selected' is empty, so there is no metric to score")
+    cols = select_metrics(metric_columns(add_derived(run.frame)), sel)
+    have = {c if c in sel else metric_key(c) for c in cols} & sel
+    share = len(have) / len(sel)
+    note = (
+        f"{run.run_id}: the run has {len(have)} of the {len(sel)} metrics of --pruning {source} "
+        f"({100 * share:.0f} %)"
+    )
+    if share < MIN_BASELINE_OVERLAP:
+        missing = sorted(sel - have)[:3]
+        if not force:
+            raise ValueError(
+                f"{note}, under {100 * MIN_BASELINE_OVERLAP:.0f} %: the file was fitted on other "
+                f"metrics (missing e.g. {missing}); fit a pruning on this kind of run, give --no-prune, "
+                "or --force to score the few it has"
+            )
+        return note + " (--force: scored anyway)"
+    return note if have != sel else None
+
+
+def _workload(run: Any) -> str | None:  # noqa: ANN401 - a Run
+    m = run.meta
+    if not m.workload:
+        return None
+    prefix = (m.extra or {}).get("prefix")
+    return f"{prefix} {m.workload}" if prefix else str(m.workload)
+
+
+def workload_warning(run: Any, baseline: Sequence | None) -> str | None:  # noqa: ANN401
+    """A warning when the run's workload (phase and model/task/data, from the file name or
+    ``meta_lab.csv``) differs from a baseline run's: its windows are then compared with
+    another program's normal behaviour."""
+    mine = _workload(run)
+    if mine is None or not baseline:
+        return None
+    other = sorted({w for b in baseline if (w := _workload(b)) is not None and w != mine})
+    if not other:
+        return None
+    return (
+        f"{run.run_id}: workload {mine!r} differs from the baseline's {other[:3]}: a window that "
+        "looks anomalous may only be the other workload's normal behaviour; give baseline runs of "
+        "the same workload"
+    )
+
+
+def few_windows_warning(run_id: str, windows: int, thresholds: str, rate: float | None) -> str | None:
+    """A warning when thresholds fit on the run itself rest on fewer than
+    :data:`MIN_SELF_WINDOWS` windows."""
+    if thresholds != "self" or windows >= MIN_SELF_WINDOWS:
+        return None
+    r = rate or 0.01
+    return (
+        f"{run_id}: {windows} windows are too few for thresholds fit on the run itself (fewer than "
+        f"{MIN_SELF_WINDOWS}; the top {100 * r:g} % of the windows is {math.ceil(r * windows)} window(s)): "
+        "the windows flagged say nothing about the run; record a longer run or give --baseline runs"
+    )
