@@ -67,6 +67,7 @@ kept = (result.clusters.filter(pl.col("is_representative"))
         .group_by("key", "subsystem").agg(pl.col("workload").n_unique().alias("n_workloads"))
         .sort("subsystem", "n_workloads", "key", descending=[False, True, False]))
 studies.save_table(kept, out_dir, "pruning_selected")
+studies.save_table(studies.correlation_groups(result.spaces), out_dir, "pruning_correlation_groups")
 f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space"
 
 # %% [markdown]

@@ -37,7 +37,7 @@ pad_s = 15.0  # seconds of context before and after a flagged window
 min_agreement = 2  # pick windows flagged by at least this many detectors when there are any
 lab_cases = True  # run the lab dataset's case studies when the data has meta_lab.csv and labels.csv
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
-thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
+policy = "paper"  # detection setting of Fig. 7/8 (studies.SETTINGS): paper, the paper's method; default, ours
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
 
 # %%
@@ -56,7 +56,7 @@ runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=
 by_id = {r.meta.run_id: r for r in runs}
 space = studies.study_pruning(runs, out_dir, prune=pruning)
 windows, evidence = studies.run_detection(runs, preset=preset, pruning=space, trim=trim,
-                                          thresholds=thresholds)
+                                          **studies.setting_arguments(policy))
 top = studies.top_windows(evidence, 2, min_agreement=min_agreement)
 top
 

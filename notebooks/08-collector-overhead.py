@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -26,6 +33,8 @@ out_dir = "../out/lab"
 smoke = False
 results = ""  # the stored benchmark's JSON; empty: benchmarks/results/collector_overhead.json
 measure_s = 20.0  # seconds of the live collector-overhead measurement; 0: skip it
+intervals_ms = "100,200,300,600"  # collector sampling intervals measured side by side (Fig. 5: 100-600 ms)
+probes = "procfs,perf"  # the collector's probes while measured (perf: counters, as the paper's collector)
 runtime_windows = 120  # windows of one run for the run-time measurement; 0: skip it
 
 # %%
@@ -38,7 +47,8 @@ from reveal_lab import plots, studies
 
 if measure_s > 0:
     # start-up (imports, compiling the hot loop) is slow on a loaded machine: allow 2 minutes
-    measured = studies.measure_collector_overhead((100, 600), seconds=measure_s, warmup_s=2.0,
+    measured = studies.measure_collector_overhead([int(i) for i in studies.parse_list(intervals_ms)],
+                                                  seconds=measure_s, warmup_s=2.0, probes=probes,
                                                   perf_interval_ms=100, start_timeout_s=120.0)
 else:
     measured = pl.DataFrame({c: [] for c in studies.OVERHEAD_COLUMNS},

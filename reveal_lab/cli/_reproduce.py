@@ -40,7 +40,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 def _run(args: argparse.Namespace) -> int:
     import sys
 
-    from reveal_lab.notebooks import NotebookFailed, load_manifest, run_manifest
+    from reveal_lab.notebooks import ClaimsFailed, NotebookFailed, load_manifest, run_manifest
 
     m = load_manifest(args.manifest)
     if args.list:
@@ -52,6 +52,9 @@ def _run(args: argparse.Namespace) -> int:
         results = run_manifest(preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m)
     except NotebookFailed as exc:
         print(f"reveal-lab reproduce: stopped at the first failure\n{exc}", file=sys.stderr)
+        return 1
+    except ClaimsFailed as exc:
+        print(f"reveal-lab reproduce: {exc}", file=sys.stderr)
         return 1
     n_fig = sum(len(r.figures) for r in results)
     n_tab = sum(len(r.tables) for r in results)

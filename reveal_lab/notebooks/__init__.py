@@ -14,7 +14,7 @@ from reveal_lab.notebooks._manifest import (
     notebooks_dir,
 )
 from reveal_lab.notebooks._params import notebook_parameters
-from reveal_lab.notebooks._runner import NotebookFailed, expected_outputs, run_manifest, run_notebook
+from reveal_lab.notebooks._runner import ClaimsFailed, NotebookFailed, expected_outputs, run_manifest, run_notebook
 
 __all__ = [
     "KERNEL_NAME",
@@ -23,6 +23,7 @@ __all__ = [
     "Manifest",
     "NotebookEntry",
     "NotebookResult",
+    "ClaimsFailed",
     "NotebookFailed",
     "load_manifest",
     "discover_notebooks",

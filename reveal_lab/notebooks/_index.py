@@ -41,15 +41,35 @@ def _table(out: Path, name: str, status: str, max_rows: int) -> dict[str, object
     return {"name": name, "cells": table_cells(df, max_rows=max_rows, max_len=80), "error": None}
 
 
-def _claims_section(claims: pl.DataFrame | None) -> dict[str, object] | None:
+#: the claims' columns the page shows, in order (every column of the CSV but the rule)
+CLAIM_PAGE_COLUMNS = (
+    "claim_id", "section", "kind", "quote", "paper_value", "unit", "ours_paper_method", "status_paper_method",
+    "ours_default", "status_default", "data", "machine", "note",
+)
+
+
+def _claims_section(
+    claims: pl.DataFrame | None, data: str, error: str | None, reliability: pl.DataFrame | None
+) -> dict[str, object] | None:
+    """The page's first section: one line per setting with the counts, the claims, the
+    reliability paper's rows apart; or why the claims could not be written."""
+    from reveal_lab.studies import counts_line
+
+    if error is not None:
+        return {"error": error, "lines": [], "table": None, "reliability": None}
     if claims is None or claims.height == 0:
         return None
-    counts = claims.group_by("status").len().sort("len", descending=True).rows()
-    shown = claims.select(
-        [c for c in ("claim_id", "section", "claim", "paper_value", "ours", "unit", "status", "note")
-         if c in claims.columns]
-    )
-    return {"counts": counts, "table": table_cells(shown, max_len=160)}
+    shown = claims.select([c for c in CLAIM_PAGE_COLUMNS if c in claims.columns])
+    rel = None
+    if reliability is not None and reliability.height:
+        counts = reliability.group_by("status").len().sort("status").rows()
+        rel = {
+            "line": f"{reliability.height} numbers of Kokolis et al. (arXiv 2410.21680): "
+            + ", ".join(f"{n} {s}" for s, n in counts),
+            "table": table_cells(reliability, max_len=200),
+        }
+    return {"error": None, "lines": counts_line(claims, data), "table": table_cells(shown, max_len=200),
+            "reliability": rel}
 
 
 def write_index(
@@ -60,12 +80,17 @@ def write_index(
     data: str,
     started: dt.datetime,
     claims: pl.DataFrame | None = None,
+    claims_error: str | None = None,
+    reliability: pl.DataFrame | None = None,
     max_rows: int = 30,
 ) -> Path:
     """Write ``out/index.html`` (relative links, so the folder can be moved or zipped).
 
     ``claims``: the paper-vs-reproduced table (:func:`reveal_lab.studies.paper_vs_reproduced`),
-    shown first when given.
+    shown first, opening with one line per setting: "N of M claims of the paper reproduced
+    on DATA, K differ, J cannot be checked here". ``claims_error``: why the claims could not
+    be written (shown in their place). ``reliability``: the reliability paper's rows
+    (``reliability_vs_paper.csv``), in a section of their own.
     """
     out = Path(out)
     sections = []
@@ -98,7 +123,7 @@ def write_index(
         started=f"{started:%Y-%m-%d %H:%M:%S}",
         n_ok=sum(r.status == "ok" for r in results),
         results=sections,
-        claims=_claims_section(claims),
+        claims=_claims_section(claims, data, claims_error, reliability),
     )
     path = out / "index.html"
     path.write_text(page)

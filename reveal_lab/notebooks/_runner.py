@@ -19,7 +19,7 @@ from reveal_lab.notebooks._index import NotebookResult, write_index
 from reveal_lab.notebooks._kernel import ensure_kernel
 from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifest
 
-__all__ = ["NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
+__all__ = ["ClaimsFailed", "NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
 
 
 class NotebookFailed(RuntimeError):
@@ -39,6 +39,10 @@ class NotebookFailed(RuntimeError):
         self.notebook, self.cell_index, self.source = notebook, cell_index, source
         self.ename, self.evalue, self.executed = ename, evalue, executed
         super().__init__(message)
+
+
+class ClaimsFailed(RuntimeError):
+    """The notebooks ran but the paper-vs-reproduced table could not be written."""
 
 
 def expected_outputs(entry: NotebookEntry, out: Path) -> list[Path]:
@@ -154,7 +158,9 @@ def run_manifest(
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
-    from reveal_lab.studies import resolve_data, write_paper_vs_reproduced
+    import polars as pl
+
+    from reveal_lab.studies import counts_line, resolve_data, write_paper_vs_reproduced
 
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
     logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
@@ -191,20 +197,29 @@ def run_manifest(
                     f"(total {time.perf_counter() - t_all:.1f} s)"
                 )
     finally:
-        claims, claims_error = None, None
+        claims, claims_error, reliability = None, None, None
         try:
             claims_csv, claims = write_paper_vs_reproduced(out, data=data_s)
-            reliability = write_reliability_vs_paper(out)
-            if reliability is not None:
-                log(f"reliability paper vs ours: {reliability}")
-            counts = ", ".join(f"{n} {s}" for s, n in claims.group_by("status").len().sort("status").rows())
-            log(f"paper vs reproduced: {claims_csv} ({claims.height} claims: {counts})")
+            log(f"paper vs reproduced: {claims_csv}")
+            for line in counts_line(claims, data_s):
+                log(f"  {line}")
+            reliability_csv = write_reliability_vs_paper(out)
+            if reliability_csv is not None:
+                reliability = pl.read_csv(reliability_csv, infer_schema_length=10_000)
+                log(f"reliability paper vs ours: {reliability_csv}")
         except Exception as exc:  # noqa: BLE001 - raised again once the index is written
             claims_error = exc
-        index = write_index(out, results, preset=preset, data=data_s, started=started, claims=claims)
+        index = write_index(
+            out, results, preset=preset, data=data_s, started=started, claims=claims,
+            claims_error=None if claims_error is None else f"{type(claims_error).__name__}: {claims_error}",
+            reliability=reliability,
+        )
         log(f"index: {index}")
-        if claims_error is not None:
-            raise claims_error
+        if claims_error is not None and sys.exc_info()[0] is not None:
+            log(f"the claims could not be written either: {type(claims_error).__name__}: {claims_error}")
+        elif claims_error is not None:
+            raise ClaimsFailed(f"the claims could not be written: {type(claims_error).__name__}: "
+                               f"{claims_error}") from claims_error
     return results
 
 

@@ -1,0 +1,63 @@
+"""The two settings every detection claim is computed under: ``paper``, the paper's method
+as it states it (each run fitted on itself, the top 1 % per detector flagged, any detector,
+every window over a threshold, no clip, no sentinel rule, the §4.1 pruned space), and
+``default``, reveal-lab's defaults (thresholds calibrated on the workload's other
+fault-free runs where there are two or more, the clip and the sentinel rule on).
+
+A notebook detects once per setting and writes one table with a ``policy`` column
+(:func:`policy_table`); the claims read each setting's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+__all__ = ["SETTINGS", "setting_arguments", "policy_table"]
+
+#: the settings, in the order the claims show them
+SETTINGS: tuple[str, ...] = ("paper", "default")
+
+
+def setting_arguments(name: str, *, min_agreement: int = 1, lone_run: bool = False) -> dict[str, object]:
+    """Keyword arguments of :func:`~reveal_lab.studies.run_detection` (``lone_run=False``)
+    or :func:`~reveal_lab.studies.detect_windows` (``lone_run=True``: a run detected alone)
+    for setting ``name`` (one of :data:`SETTINGS`).
+
+    ``min_agreement``: the detectors that must agree under ``default`` (the paper's
+    setting always counts any detector).
+
+    >>> setting_arguments("paper")
+    {'thresholds': 'self', 'min_agreement': 1, 'min_run': 1}
+    >>> setting_arguments("default", lone_run=True)
+    {'thresholds': 'auto', 'min_agreement': 1, 'min_run': None, 'sentinel': True}
+    >>> setting_arguments("ours")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown setting 'ours'; expected one of ('paper', 'default')
+    """
+    if name == "paper":
+        args: dict[str, object] = {"thresholds": "self", "min_agreement": 1, "min_run": 1}
+        sentinel = False
+    elif name == "default":
+        args = {"thresholds": "auto", "min_agreement": int(min_agreement), "min_run": None}
+        sentinel = True
+    else:
+        raise ValueError(f"unknown setting {name!r}; expected one of {SETTINGS}")
+    if lone_run:
+        args["sentinel"] = sentinel
+    return args
+
+
+def policy_table(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """One table from one per setting: each with a first column ``policy`` (its key).
+
+    >>> t = policy_table({"paper": pl.DataFrame({"x": [1]}), "default": pl.DataFrame({"x": [2]})})
+    >>> t.rows()
+    [('paper', 1), ('default', 2)]
+    """
+    if not tables:
+        raise ValueError("policy_table needs at least one setting's table")
+    parts = [t.select(pl.lit(name, pl.String).alias("policy"), pl.all()) for name, t in tables.items()]
+    return pl.concat(parts, how="diagonal_relaxed")
