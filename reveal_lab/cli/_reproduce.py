@@ -33,6 +33,49 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="run only this notebook (name or stem, e.g. 05-dtw-reproducibility); repeatable",
     )
     p.add_argument("--manifest", default=None, help="manifest file (default: notebooks/manifest.yml)")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a notebook parameter, given to every notebook whose parameters cell declares NAME "
+        "(e.g. max_runs_per_workload=4); a name no notebook declares is an error that lists them; repeatable",
+    )
+    p.add_argument(
+        "--platform",
+        choices=("gpu", "cpu", "all"),
+        default=None,
+        help="the runs the studies use: one platform's hosts, or all (the notebooks' parameter 'platform')",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run the studies' per-run work on a local Dask cluster of N worker processes "
+        "(the notebooks' parameter 'workers'; default: in the notebook's own process)",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="run the studies' per-run work on this Dask scheduler (the notebooks' parameter 'scheduler')",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the notebooks an interrupted reproduction into --out completed (same parameters, "
+        "every output present) and run from the first one that is not",
+    )
+    cache = p.add_mutually_exclusive_group()
+    cache.add_argument(
+        "--cache",
+        default=None,
+        metavar="DIR",
+        help="the per-run cache the notebooks share (derived frames, window features, scores; "
+        "default: OUT/cache); entries are keyed by file contents, settings and code",
+    )
+    cache.add_argument("--no-cache", action="store_true", help="compute everything, keep nothing")
     p.add_argument("--list", action="store_true", help="list the notebooks, figures and tables, then exit")
     p.set_defaults(func=_run)
 
@@ -40,6 +83,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 def _run(args: argparse.Namespace) -> int:
     import sys
 
+    from reveal_lab.notebooks import parse_param
     from reveal_lab.notebooks import ClaimsFailed, NotebookFailed, load_manifest, run_manifest
 
     m = load_manifest(args.manifest)
@@ -49,7 +93,25 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{e.notebook:36s} figures: {figs}; tables: {tabs}")
         return 0
     try:
-        results = run_manifest(preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m)
+        params = dict(parse_param(p) for p in args.param)
+    except ValueError as exc:
+        print(f"reveal-lab reproduce: {exc}", file=sys.stderr)
+        return 2
+    for name in ("platform", "workers", "scheduler"):
+        if getattr(args, name) is not None:
+            params[name] = getattr(args, name)
+    if args.workers is not None and args.workers < 1:
+        print(f"reveal-lab reproduce: --workers {args.workers}: give 1 or more", file=sys.stderr)
+        return 2
+    cache = False if args.no_cache else (args.cache or True)
+    try:
+        results = run_manifest(
+            preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m,
+            params=params, resume=args.resume, cache=cache,
+        )
+    except ValueError as exc:
+        print(f"reveal-lab reproduce: {exc}", file=sys.stderr)
+        return 2
     except NotebookFailed as exc:
         print(f"reveal-lab reproduce: stopped at the first failure\n{exc}", file=sys.stderr)
         return 1

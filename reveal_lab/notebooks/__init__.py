@@ -13,10 +13,14 @@ from reveal_lab.notebooks._manifest import (
     load_manifest,
     notebooks_dir,
 )
+from reveal_lab.notebooks._overrides import notebook_overrides, parse_param, resume_from
 from reveal_lab.notebooks._params import notebook_parameters
 from reveal_lab.notebooks._runner import ClaimsFailed, NotebookFailed, expected_outputs, run_manifest, run_notebook
 
 __all__ = [
+    "notebook_overrides",
+    "parse_param",
+    "resume_from",
     "KERNEL_NAME",
     "INJECTED",
     "PRESET_NAMES",

@@ -12,12 +12,14 @@ import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from reveal_lab.notebooks._index import NotebookResult, write_index
 from reveal_lab.notebooks._kernel import ensure_kernel
 from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifest
+from reveal_lab.notebooks._overrides import notebook_overrides, read_status, resume_from, write_status
+from reveal_lab.pipeline import using_cache
 
 __all__ = ["ClaimsFailed", "NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
 
@@ -106,12 +108,16 @@ def run_notebook(
     out: Path,
     kernel: str | None = None,
     progress_bar: bool = False,
+    overrides: Mapping[str, object] | None = None,
 ) -> Path:
-    """Execute one notebook; return the executed copy. Raises :class:`NotebookFailed`."""
+    """Execute one notebook; return the executed copy. Raises :class:`NotebookFailed`.
+
+    ``overrides``: parameters over the manifest's (see :func:`notebook_overrides`)."""
     import papermill as pm
 
     ensure_kernel(kernel or manifest.kernel)
     params = manifest.parameters(entry, preset)
+    params.update(overrides or {})
     params.update({"data": data, "out_dir": str(out), "smoke": preset == "smoke"})
     executed = out / "notebooks" / entry.notebook
     executed.parent.mkdir(parents=True, exist_ok=True)
@@ -151,10 +157,19 @@ def run_manifest(
     only: Sequence[str] | None = None,
     manifest: Manifest | str | Path | None = None,
     log: Callable[[str], None] | None = None,
+    params: Mapping[str, object] | None = None,
+    resume: bool = False,
+    cache: str | Path | bool = True,
 ) -> list[NotebookResult]:
     """Run every notebook of the manifest (or ``only`` those) in order.
 
     ``data``: a dataset folder, ``"synth"``, or ``None`` for the bundled dataset.
+    ``params``: notebook parameters over the manifest's, each given to the notebooks that
+    declare it (:func:`notebook_overrides`: a name none declares is a ``ValueError``).
+    ``resume``: keep the notebooks of an earlier run into ``out`` up to the first one
+    without a complete output (:func:`resume_from`) and run from there.
+    ``cache``: the per-run cache folder the notebooks share (``True``: ``out/cache``;
+    ``False``: none; see :mod:`reveal_lab.pipeline._cache`).
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
@@ -171,6 +186,9 @@ def run_manifest(
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     entries = [m.entry(n) for n in only] if only else list(m.notebooks)
+    overrides = notebook_overrides(m, entries, params or {})
+    start = resume_from(out, entries, overrides, lambda e: expected_outputs(e, out)) if resume else 0
+    cache_folder = (out / "cache") if cache is True else (Path(cache) if cache else None)
     ensure_kernel(m.kernel)
     started = dt.datetime.now()
     results = [
@@ -178,20 +196,35 @@ def run_manifest(
     ]
     t_all = time.perf_counter()
     log(f"reproduce: preset {preset}, data {data_s}, {len(entries)} notebooks -> {out}")
+    status = read_status(out) if start else {}
+    if start:
+        log(f"resume: {start} notebook(s) complete in {out}, running from {entries[start].notebook}"
+            if start < len(entries) else f"resume: every notebook is complete in {out}")
     try:
         for i, (e, r) in enumerate(zip(entries, results, strict=True), 1):
+            if i <= start:
+                r.status, r.executed = "ok", out / "notebooks" / e.notebook
+                r.seconds = float(status[e.notebook].get("seconds") or 0.0)
+                log(f"[{i}/{len(entries)}] {e.notebook}: complete, kept ({r.seconds:.1f} s when it ran)")
+                continue
             log(f"[{i}/{len(entries)}] {e.notebook} ({e.title}) ...")
             t0 = time.perf_counter()
             try:
-                r.executed = run_notebook(
-                    m, e, preset=preset, data=data_s, out=out, progress_bar=sys.stderr.isatty()
-                )
+                with using_cache(cache_folder):
+                    r.executed = run_notebook(
+                        m, e, preset=preset, data=data_s, out=out, progress_bar=sys.stderr.isatty(),
+                        overrides=overrides[e.notebook],
+                    )
                 r.status = "ok"
             except NotebookFailed as exc:
                 r.status, r.error, r.executed = "failed", str(exc), exc.executed
                 raise
             finally:
                 r.seconds = time.perf_counter() - t0
+                write_status(
+                    out, e.notebook,
+                    {"status": r.status, "seconds": round(r.seconds, 3), "parameters": overrides[e.notebook]},
+                )
                 log(
                     f"[{i}/{len(entries)}] {e.notebook}: {r.status} in {r.seconds:.1f} s "
                     f"(total {time.perf_counter() - t_all:.1f} s)"

@@ -7,6 +7,7 @@ threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`).
 """
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
+from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
 from reveal_lab.pipeline._detect import (
     ANOMALIES_COLUMNS,
     Detection,
@@ -51,6 +52,11 @@ from reveal_lab.pipeline._sentinel import (
 )
 
 __all__ = [
+    "CACHE_ENV",
+    "cache_dir",
+    "cache_stats",
+    "memoize",
+    "using_cache",
     "moved_samples",
     "Detection",
     "detect_run",
