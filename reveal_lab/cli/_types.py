@@ -49,11 +49,9 @@ Z_CLIP_HELP = (
 SENTINEL_DEFAULT = DetectConfig.sentinel_samples
 SENTINEL_HELP = (
     "with baseline runs, a window is anomalous also when a counter that is 0 in every baseline sample "
-    f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}; on the lab recording this finds "
-    "every packet-loss episode, which the detectors miss, and flags no fault-free window); a run alone: "
-    "when a counter 0 in at least half of its samples moves in 90 %% of a window's samples, 4+ windows "
-    "in a row (finds the lab's storage bursts, flags no fault-free window); none: the detectors' "
-    "agreement alone, as the paper (the counters are still listed in sentinels.csv)"
+    f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}); a run alone: when a counter 0 "
+    "in at least half of its samples moves in 90 %% of a window's samples, 4+ windows in a row; none: "
+    "the detectors' agreement alone, as the paper (the counters are still listed in sentinels.csv)"
 )
 
 
