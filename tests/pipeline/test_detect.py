@@ -349,9 +349,9 @@ def test_false_alarm_rate_bounds_flags_on_new_fault_free_runs():
     assert crossfit / total <= 0.04, (crossfit, total)
 
 
-def test_false_alarm_rate_needs_two_baseline_runs():
+def test_calibrated_thresholds_need_two_baseline_runs():
     base = _small(11)
     with pytest.raises(ValueError, match="at least 2 baseline runs"):
-        detect_run(_small(12), baseline=[base], preset=FAST, false_alarm_rate=0.01, **RAW)
+        detect_run(_small(12), baseline=[base], preset=FAST, thresholds="calibrated", **RAW)
     with pytest.raises(ValueError, match="false_alarm_rate must be in"):
         detect_run(_small(12), baseline=[base, _small(13)], preset=FAST, false_alarm_rate=1.5, **RAW)

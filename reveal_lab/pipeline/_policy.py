@@ -1,0 +1,396 @@
+"""The detection policy: every choice that decides which windows are anomalous, in one
+frozen object.
+
+A :class:`DetectionPolicy` holds the choices as asked, ``"auto"`` or ``None`` where the
+choice depends on what the run comes with; :meth:`DetectionPolicy.resolve` turns them into
+concrete values for a run with ``baseline_runs`` baseline runs and says why
+(:class:`ResolvedPolicy`, printed in ``summary.json`` and the report). Two named policies
+(:data:`POLICIES`): ``paper``, the paper's method exactly, and ``default``, reveal-lab's
+defaults. Window, feature and detector hyper-parameters are not decisions: they stay in
+:mod:`reveal_lab.config` presets.
+
+>>> p = get_policy("default")
+>>> r = p.resolve(baseline_runs=0, source="lab")
+>>> r.thresholds, r.min_agreement, r.min_run, r.sentinel_rule
+('robust', 1, 4, 'lone')
+>>> print(r.reasons["min_run"])
+auto: a run alone (robust thresholds) counts a flag only past one sample's spike (4 windows in a row)
+>>> get_policy("paper").resolve(baseline_runs=0, source="lab").thresholds
+'self'
+>>> p.with_(min_run=0)
+Traceback (most recent call last):
+...
+ValueError: DetectionPolicy.min_run must be a whole number >= 1 or None (auto), got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from reveal_lab.config import Preset, get_preset
+from reveal_lab.detectors import default_detectors
+from reveal_lab.pipeline._method import Pruning, recorded_span, resolve_trim, spike_windows
+from reveal_lab.telemetry import Run
+
+__all__ = [
+    "DetectionPolicy",
+    "ResolvedPolicy",
+    "POLICIES",
+    "get_policy",
+    "THRESHOLD_MODES",
+    "CALIBRATION_RULES",
+    "TRIM_RULES",
+    "SOURCES",
+    "threshold_mode",
+    "run_source",
+    "past_a_spike",
+    "default_min_run",
+]
+
+#: ``calibrated``: fitted on baseline runs, thresholds cross-fitted on them (out-of-sample);
+#: ``baseline``: fitted on baseline runs, in-sample quantile thresholds;
+#: ``robust``: fitted on the run itself, threshold ``median + k·1.4826·MAD`` of the run's own
+#: scores (its calm majority), so no fixed share is flagged (for a run alone with
+#: ``min_run=4``: :func:`~reveal_lab.pipeline.sustained`, :func:`~reveal_lab.pipeline.spike_windows`);
+#: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
+#: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
+THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
+#: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
+#: the most extreme run), ``pooled`` or ``median`` (of each run's quantile)
+CALIBRATION_RULES = ("trimmed", "pooled", "median")
+#: ``auto``: by the run's source; ``span``: a lab run's recorded workload span; ``active``:
+#: the active span from utilisation; ``none``: the whole recording
+TRIM_RULES = ("auto", "span", "active", "none")
+#: where a run comes from, as :meth:`DetectionPolicy.resolve` reads it: a lab run (with a
+#: recorded workload span), a public-dataset run, a host recording (collector folder)
+SOURCES = ("lab", "public", "host")
+
+
+def threshold_mode(thresholds: str, n_baseline: int) -> str:
+    """The threshold mode ``thresholds`` (one of :data:`THRESHOLD_MODES`) means with
+    ``n_baseline`` baseline runs: ``auto`` is calibrated with 2+, baseline with one, robust
+    with none; any other mode is itself.
+
+    >>> threshold_mode("auto", 2), threshold_mode("auto", 1), threshold_mode("auto", 0)
+    ('calibrated', 'baseline', 'robust')
+    >>> threshold_mode("self", 3)
+    'self'
+    """
+    if thresholds != "auto":
+        return thresholds
+    return "calibrated" if n_baseline >= 2 else "baseline" if n_baseline == 1 else "robust"
+
+
+def run_source(run: Run) -> str:
+    """Where ``run`` comes from (one of :data:`SOURCES`): ``lab`` when it has a recorded
+    workload span (:func:`~reveal_lab.pipeline.recorded_span`), ``host`` when it was read from
+    a collector folder, else ``public``."""
+    if recorded_span(run) is not None:
+        return "lab"
+    src = run.meta.source_path
+    if run.meta.platform == "collector" or (src and "::" not in src and os.path.isdir(src)):
+        return "host"  # a collector folder, or a recording built from one (the host set)
+    return "public"
+
+
+def past_a_spike(preset: Preset) -> int:
+    """The ``min_run`` that no single sample's spike can reach: one more than the windows one
+    sample lies in (:func:`~reveal_lab.pipeline.spike_windows`; 4 with the paper's 3 s windows
+    and 1 s stride).
+
+    >>> past_a_spike(get_preset("paper"))
+    4
+    """
+    return spike_windows(preset.window.window_s, preset.window.stride_s) + 1
+
+
+def default_min_run(mode: str, preset: Preset) -> int:
+    """The ``min_run`` that ``min_run=None`` means under threshold mode ``mode``:
+    :func:`past_a_spike` for ``robust`` (a run alone, no baseline), 1 for every other mode.
+
+    A run alone has no reference for what its own bursts look like: on the 30 fault-free
+    single-host runs of the v3 lab data detected alone (``benchmarks/lone_runs.py``), every
+    window over a robust threshold flags a median 23 % of a run's windows, and counting
+    only runs of 4+ windows 2.3 % (CPU contention and memory pressure are found as before).
+    With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
+    setting every window over a threshold counts.
+
+    >>> default_min_run("robust", get_preset("paper")), default_min_run("calibrated", get_preset("paper"))
+    (4, 1)
+    """
+    return past_a_spike(preset) if mode == "robust" else 1
+
+
+def _whole(value: object, name: str, *, none_ok: bool) -> None:
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        tail = " or None (auto)" if none_ok else ""
+        raise ValueError(f"DetectionPolicy.{name} must be a whole number >= 1{tail}, got {value!r}")
+
+
+def _choice(value: object, name: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"DetectionPolicy.{name} must be one of {choices}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class DetectionPolicy:
+    """Which windows of a run are anomalous: every decision, as asked (``"auto"``/``None``
+    where it depends on the baseline runs; :meth:`resolve` makes it concrete).
+
+    Attributes
+    ----------
+    name : a label printed with the resolved policy (``"paper"``, ``"default"`` or the
+        caller's).
+    thresholds : one of :data:`THRESHOLD_MODES`; ``auto``: calibrated with 2+ baseline runs,
+        baseline with one, robust with none.
+    calibration : how calibrated thresholds combine the left-out baseline runs
+        (:data:`CALIBRATION_RULES`): ``trimmed`` pools them less the most extreme one (with
+        4+), ``pooled`` keeps all, ``median`` takes the median of each run's quantile.
+    false_alarm_rate : the share of fault-free windows any detector may flag (union bound:
+        each of ``n`` detectors gets ``rate / n``): the calibrated thresholds' target and the
+        ``k`` of robust thresholds; unused by ``baseline`` and ``self``.
+    min_agreement : detectors that must flag a window for it to count; ``None``: 2 with
+        calibrated thresholds (any one detector flags 8.1 % of the lab's fault-free windows,
+        two 1.06 %), else 1.
+    min_run : a detector's flag counts only inside this many consecutive windows over its
+        threshold; ``None``: :func:`default_min_run` (4 for a run alone, else 1).
+    trim : one of :data:`TRIM_RULES`: which span of the run (and of the baseline runs) is
+        scored.
+    prune : the pruned metric space (paper §4.1): ``True`` fits it on the baseline runs (or
+        the run itself), a path (or a :class:`~reveal_lab.pipeline.Pruning`) reuses a saved
+        one, ``False`` scores every metric.
+    z_clip : with calibrated thresholds, a standardized feature counts at most this many
+        units in the Z-score mean and the Mahalanobis projection; ``None``: unbounded, as
+        the paper. Other threshold modes are never clipped.
+    sentinel_samples : with baseline runs, a window is anomalous also when a counter 0 in
+        every baseline sample is non-zero in this many of its samples (the sentinel rule);
+        ``None``: off.
+    lone_sentinel : a run alone (robust thresholds): a window is anomalous also when a
+        counter 0 in at least half of the run's samples moves in 90 % of the window's samples,
+        :func:`past_a_spike` windows in a row.
+    force_baseline : use a baseline that shares few of the run's metrics or never moves
+        (refused otherwise).
+    """
+
+    name: str = "default"
+    thresholds: str = "auto"
+    calibration: str = "trimmed"
+    false_alarm_rate: float = 0.01
+    min_agreement: int | None = None
+    min_run: int | None = None
+    trim: str = "auto"
+    prune: bool | str | os.PathLike | Pruning = True
+    z_clip: float | None = 10.0
+    sentinel_samples: int | None = 5
+    lone_sentinel: bool = True
+    force_baseline: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"DetectionPolicy.name must be a non-empty string, got {self.name!r}")
+        _choice(self.thresholds, "thresholds", THRESHOLD_MODES)
+        _choice(self.calibration, "calibration", CALIBRATION_RULES)
+        _choice(self.trim, "trim", TRIM_RULES)
+        rate = self.false_alarm_rate
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 < rate < 1.0:
+            raise ValueError(f"DetectionPolicy.false_alarm_rate must be in (0, 1), got {rate!r}")
+        _whole(self.min_agreement, "min_agreement", none_ok=True)
+        _whole(self.min_run, "min_run", none_ok=True)
+        _whole(self.sentinel_samples, "sentinel_samples", none_ok=True)
+        clip = self.z_clip
+        if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not clip > 0):
+            raise ValueError(f"DetectionPolicy.z_clip must be a number > 0 or None (unbounded), got {clip!r}")
+        if not isinstance(self.prune, bool | str | os.PathLike | Pruning):
+            raise ValueError(
+                "DetectionPolicy.prune must be True (fit), False (every metric), the path of a "
+                f"pruning.json or a Pruning, got {self.prune!r}"
+            )
+        for flag in ("lone_sentinel", "force_baseline"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"DetectionPolicy.{flag} must be True or False, got {getattr(self, flag)!r}")
+
+    def with_(self, **changes: Any) -> DetectionPolicy:
+        """A copy with ``changes`` (field names), validated as a new policy.
+
+        >>> get_policy("default").with_(min_agreement=3).min_agreement
+        3
+        >>> get_policy("default").with_(agreement=3)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: DetectionPolicy has no field 'agreement'; fields: name, thresholds, ...
+        """
+        names = [f.name for f in dataclasses.fields(self)]
+        for k in changes:
+            if k not in names:
+                raise ValueError(f"DetectionPolicy has no field {k!r}; fields: {', '.join(names)}")
+        return dataclasses.replace(self, **changes)
+
+    def resolve(self, *, baseline_runs: int, source: str = "lab", preset: Preset | None = None) -> ResolvedPolicy:
+        """The concrete decision for a run with ``baseline_runs`` baseline runs from ``source``
+        (one of :data:`SOURCES`), windows and detectors of ``preset`` (default ``paper``), with
+        the reason for each value that ``"auto"``/``None`` left open.
+
+        Raises
+        ------
+        ValueError
+            when the thresholds asked need baseline runs that are not there, or
+            ``min_agreement`` exceeds the detectors of the preset.
+        """
+        if isinstance(baseline_runs, bool) or not isinstance(baseline_runs, int) or baseline_runs < 0:
+            raise ValueError(f"baseline_runs must be a whole number >= 0, got {baseline_runs!r}")
+        _choice(source, "resolve(source=...)", SOURCES)
+        preset = preset or get_preset("paper")
+        n = baseline_runs
+        why: dict[str, str] = {}
+        mode = threshold_mode(self.thresholds, n)
+        if self.thresholds == "auto":
+            why["thresholds"] = (
+                f"auto: {n} baseline runs"
+                + {
+                    "calibrated": " (2+: thresholds cross-fitted on them, out-of-sample)",
+                    "baseline": " (one: fitted on it, in-sample thresholds)",
+                    "robust": " (a run alone: median + k·MAD of its own scores)",
+                }[mode]
+            )
+        if mode in ("calibrated", "baseline") and not n:
+            raise ValueError(f"DetectionPolicy.thresholds={mode!r} needs baseline runs")
+        if mode == "calibrated" and n < 2:
+            raise ValueError(
+                "DetectionPolicy.thresholds='calibrated' needs at least 2 baseline runs "
+                "(leave-one-run-out thresholds)"
+            )
+        fit_on = "baseline" if mode in ("calibrated", "baseline") else "run"
+        if n and fit_on == "run":
+            why["fit_on"] = f"{mode} thresholds fit on the run itself: the {n} baseline runs are not used"
+        n_det = len(default_detectors(preset.detect))
+        agree = self.min_agreement
+        if agree is None:
+            agree = 2 if mode == "calibrated" else 1
+            why["min_agreement"] = (
+                "auto: 2 with calibrated thresholds (any one detector flags 8.1 % of the lab's "
+                "fault-free windows, two 1.06 %)"
+                if mode == "calibrated"
+                else f"auto: 1 with {mode} thresholds (any detector)"
+            )
+        if agree > n_det:
+            raise ValueError(f"DetectionPolicy.min_agreement must be in 1..{n_det}, got {agree}")
+        run = self.min_run
+        if run is None:
+            run = default_min_run(mode, preset)
+            why["min_run"] = (
+                f"auto: a run alone (robust thresholds) counts a flag only past one sample's spike "
+                f"({run} windows in a row)"
+                if mode == "robust"
+                else f"auto: every window over a threshold counts with {mode} thresholds"
+            )
+        rate = self.false_alarm_rate if mode in ("calibrated", "robust") else None
+        if rate is None:
+            why["false_alarm_rate"] = f"unused by {mode} thresholds"
+        trim, trim_why = resolve_trim(self.trim, source)
+        if self.trim == "auto":
+            why["trim"] = f"auto: {trim_why}"
+        clip = self.z_clip if mode == "calibrated" else None
+        if self.z_clip is not None and clip is None:
+            why["z_clip"] = f"clips calibrated thresholds only, not {mode}"
+        fire = fit_on == "baseline" and self.sentinel_samples is not None
+        lone = mode == "robust" and self.lone_sentinel
+        rule = "baseline" if fire else "lone" if lone else None
+        if rule == "lone":
+            why["sentinel_rule"] = "a run alone: its own quiet counters (lone_sentinel)"
+        elif rule is None and (self.sentinel_samples is not None or self.lone_sentinel):
+            why["sentinel_rule"] = f"off: no form of the sentinel rule applies to {mode} thresholds"
+        return ResolvedPolicy(
+            name=self.name,
+            baseline_runs=n,
+            source=source,
+            thresholds=mode,
+            fit_on=fit_on,
+            calibration=self.calibration if mode == "calibrated" else None,
+            false_alarm_rate=rate,
+            min_agreement=int(agree),
+            min_run=int(run),
+            trim=trim,
+            prune=self.prune,
+            z_clip=clip,
+            sentinel_samples=self.sentinel_samples if fire else None,
+            sentinel_rule=rule,
+            sentinel_min_run=past_a_spike(preset) if lone else None,
+            force_baseline=self.force_baseline,
+            reasons=why,
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedPolicy:
+    """A :class:`DetectionPolicy` made concrete for one run (:meth:`DetectionPolicy.resolve`):
+    every value in force, ``None`` where a rule is off or does not apply, and ``reasons``
+    (field → why) for every value that was ``"auto"``/``None`` or is not used."""
+
+    name: str
+    baseline_runs: int
+    source: str
+    thresholds: str
+    fit_on: str
+    calibration: str | None
+    false_alarm_rate: float | None
+    min_agreement: int
+    min_run: int
+    trim: str
+    prune: Any
+    z_clip: float | None
+    sentinel_samples: int | None
+    sentinel_rule: str | None
+    sentinel_min_run: int | None
+    force_baseline: bool
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``prune`` as ``"fit"``, ``"off"``, ``"given"`` or the path."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        p = self.prune
+        out["prune"] = (
+            "fit" if p is True else "off" if p is False else "given" if isinstance(p, Pruning) else os.fspath(p)
+        )
+        out["reasons"] = dict(self.reasons)
+        return out
+
+
+#: the named policies: ``paper`` is the paper's method exactly (fit on the run itself, the
+#: top share per detector flagged, any detector, no clip, no sentinel rule, a lab run by its
+#: recorded span, the pruned space); ``default`` is reveal-lab's (the fields' defaults)
+POLICIES: dict[str, DetectionPolicy] = {
+    "paper": DetectionPolicy(
+        name="paper",
+        thresholds="self",
+        min_agreement=1,
+        min_run=1,
+        z_clip=None,
+        sentinel_samples=None,
+        lone_sentinel=False,
+        trim="span",
+        prune=True,
+    ),
+    "default": DetectionPolicy(),
+}
+
+
+def get_policy(name: str, **changes: Any) -> DetectionPolicy:
+    """A named policy of :data:`POLICIES`, with ``changes`` applied (:meth:`DetectionPolicy.with_`).
+
+    >>> get_policy("paper", min_agreement=2).min_agreement
+    2
+    >>> get_policy("ours")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown detection policy 'ours'; expected one of ['default', 'paper']
+    """
+    try:
+        p = POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown detection policy {name!r}; expected one of {sorted(POLICIES)}") from None
+    return p.with_(**changes) if changes else p

@@ -1,0 +1,159 @@
+"""The detection policy: presets, resolution of "auto" for a run alone / one baseline run /
+2+ baseline runs, validation that names the field, and detect_run reading it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from reveal_lab.config import get_preset
+from reveal_lab.pipeline import (
+    POLICIES,
+    DetectionPolicy,
+    ResolvedPolicy,
+    detect_run,
+    get_policy,
+    policy_from_keywords,
+    run_source,
+)
+from reveal_lab.synth import Anomaly, make_run
+
+PAPER = get_preset("paper")
+FAST = get_preset("paper", detect=get_preset("smoke").detect)
+
+
+def test_default_resolves_a_run_alone():
+    r = get_policy("default").resolve(baseline_runs=0, source="lab")
+    assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("robust", "run", 1, 4)
+    assert (r.false_alarm_rate, r.z_clip, r.calibration) == (0.01, None, None)
+    assert (r.sentinel_rule, r.sentinel_samples, r.sentinel_min_run) == ("lone", None, 4)
+    assert r.trim == "span"
+    # every "auto" that was made concrete says why
+    assert {"thresholds", "min_agreement", "min_run", "trim", "sentinel_rule", "z_clip"} <= set(r.reasons)
+
+
+def test_default_resolves_one_baseline_run():
+    r = get_policy("default").resolve(baseline_runs=1, source="public")
+    assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("baseline", "baseline", 1, 1)
+    assert r.false_alarm_rate is None and "false_alarm_rate" in r.reasons
+    assert (r.sentinel_rule, r.sentinel_samples, r.sentinel_min_run) == ("baseline", 5, None)
+    assert r.z_clip is None
+    assert r.trim == "active"
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_default_resolves_two_or_more_baseline_runs(n):
+    r = get_policy("default").resolve(baseline_runs=n, source="lab")
+    assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("calibrated", "baseline", 2, 1)
+    assert (r.false_alarm_rate, r.calibration, r.z_clip) == (0.01, "trimmed", 10.0)
+    assert (r.sentinel_rule, r.sentinel_samples) == ("baseline", 5)
+    assert r.baseline_runs == n
+    assert "8.1 %" in r.reasons["min_agreement"]
+
+
+def test_paper_policy_is_the_papers_method():
+    p = POLICIES["paper"]
+    assert (p.thresholds, p.min_agreement, p.min_run, p.z_clip) == ("self", 1, 1, None)
+    assert (p.sentinel_samples, p.lone_sentinel, p.trim, p.prune) == (None, False, "span", True)
+    for n in (0, 1, 3):  # baseline runs given or not, the paper fits on the run itself
+        r = p.resolve(baseline_runs=n, source="lab")
+        assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("self", "run", 1, 1)
+        assert (r.sentinel_rule, r.z_clip, r.false_alarm_rate) == (None, None, None)
+    assert POLICIES["default"] == DetectionPolicy()
+
+
+def test_explicit_values_are_kept_without_a_reason():
+    r = get_policy("default", min_agreement=3, min_run=2, trim="none").resolve(baseline_runs=2, source="lab")
+    assert (r.min_agreement, r.min_run, r.trim) == (3, 2, "none")
+    assert not {"min_agreement", "min_run", "trim"} & set(r.reasons)
+
+
+def test_min_run_auto_follows_the_windows():
+    long = get_preset("paper", window=dataclasses.replace(PAPER.window, window_s=5.0))
+    assert get_policy("default").resolve(baseline_runs=0, source="lab", preset=long).min_run == 6
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("thresholds", "sometimes"),
+        ("calibration", "mean"),
+        ("trim", True),
+        ("false_alarm_rate", 1.5),
+        ("false_alarm_rate", 0),
+        ("min_agreement", 0),
+        ("min_run", 2.5),
+        ("sentinel_samples", True),
+        ("z_clip", -1.0),
+        ("prune", 3),
+        ("lone_sentinel", "yes"),
+        ("force_baseline", None),
+        ("name", ""),
+    ],
+)
+def test_bad_values_are_refused_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=rf"DetectionPolicy\.{field} must be"):
+        get_policy("default").with_(**{field: value})
+
+
+def test_resolve_refuses_what_cannot_apply():
+    with pytest.raises(ValueError, match="needs at least 2 baseline runs"):
+        get_policy("default", thresholds="calibrated").resolve(baseline_runs=1, source="lab")
+    with pytest.raises(ValueError, match="needs baseline runs"):
+        get_policy("default", thresholds="baseline").resolve(baseline_runs=0, source="lab")
+    with pytest.raises(ValueError, match=r"min_agreement must be in 1\.\.3, got 4"):
+        get_policy("default", min_agreement=4).resolve(baseline_runs=0, source="lab")
+    with pytest.raises(ValueError, match="source"):
+        get_policy("default").resolve(baseline_runs=0, source="somewhere")
+    with pytest.raises(ValueError, match="no field 'agreement'"):
+        get_policy("default").with_(agreement=2)
+    with pytest.raises(ValueError, match="unknown detection policy 'full'"):
+        get_policy("full")
+
+
+def test_policy_is_frozen_and_resolved_is_json():
+    p = get_policy("default")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.min_run = 3  # type: ignore[misc]
+    d = p.resolve(baseline_runs=2, source="lab").to_dict()
+    assert json.loads(json.dumps(d))["prune"] == "fit"
+    assert set(d) == {f.name for f in dataclasses.fields(ResolvedPolicy)}
+
+
+def _run(seed: int):
+    an = [Anomaly("cpu", 40.0, 55.0, "level")]
+    return make_run(90, n_channels=16, anomalies=an, seed=seed).run
+
+
+def test_detect_run_with_a_policy_equals_the_same_keywords():
+    run = _run(3)
+    paper = get_policy("paper", trim="none", prune=False)
+    a = detect_run(run, preset=FAST, policy=paper)
+    b = detect_run(
+        run, preset=FAST, thresholds="self", min_agreement=1, min_run=1, trim=False, prune=False
+    )
+    assert a.anomalies().equals(b.anomalies())
+    assert a.config["policy"]["name"] == "paper" and a.fit_mode == "self"
+    assert a.config["sentinel_rule"] is None and a.config["min_run_windows"] == 1
+    # the default decides otherwise on the same run: 4 windows in a row, robust thresholds
+    c = detect_run(run, preset=FAST, policy=get_policy("default", trim="none", prune=False))
+    assert (c.fit_mode, c.config["min_run_windows"], c.config["policy"]["min_run"]) == ("robust", 4, 4)
+    assert c.config["policy"]["reasons"]["min_run"].startswith("auto")
+
+
+def test_detect_run_refuses_a_policy_and_keywords():
+    with pytest.raises(TypeError, match="not both"):
+        detect_run(_run(4), preset=FAST, policy=get_policy("paper"), min_run=2)
+
+
+def test_keywords_take_the_clip_and_sentinel_rule_from_the_preset():
+    pre = get_preset("paper", detect=dataclasses.replace(PAPER.detect, calibrated_z_clip=None, sentinel_samples=None))
+    p = policy_from_keywords(pre, min_agreement=2, trim=False)
+    assert (p.z_clip, p.sentinel_samples, p.lone_sentinel, p.trim, p.min_agreement) == (None, None, False, "none", 2)
+
+
+def test_run_source(tmp_path):
+    run = _run(5)
+    assert run_source(run) == "public"
