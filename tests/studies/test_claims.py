@@ -13,6 +13,8 @@ import polars as pl
 import pytest
 
 import reveal_lab.reliability._claims as reliability_claims
+import reveal_lab.studies._claim_model as claim_model
+import reveal_lab.studies._claim_readers as claim_readers
 import reveal_lab.studies._claims as claims_module
 from reveal_lab.reliability import STATUSES, paper_claims
 from reveal_lab.reliability._claims import status
@@ -281,7 +283,10 @@ def _status_literals(module) -> list[tuple[int, str]]:
             and id(n) not in allowed]
 
 
-@pytest.mark.parametrize("module", [claims_module, reliability_claims], ids=["reveal", "reliability"])
+@pytest.mark.parametrize(
+    "module", [claims_module, claim_readers, claim_model, reliability_claims],
+    ids=["catalogue", "readers", "model", "reliability"],
+)
 def test_no_status_is_a_literal(module):
     assert _status_literals(module) == []
 

@@ -1,0 +1,197 @@
+"""The claims' model: what a reading of ours is, what a claim's reader sees, a claim of the
+paper, and the rule that gives a status (:func:`claim_status`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import polars as pl
+
+__all__ = [
+    "APPROX",
+    "CLAIM_COLUMNS",
+    "CLAIM_KINDS",
+    "CLAIM_STATUSES",
+    "RULES",
+    "SETTING_COLUMNS",
+    "Claim",
+    "ClaimContext",
+    "Reading",
+    "claim_status",
+]
+
+#: the settings' columns: (setting, ours column, status column)
+SETTING_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("paper", "ours_paper_method", "status_paper_method"),
+    ("default", "ours_default", "status_default"),
+)
+#: the columns of ``paper_vs_reproduced.csv``, in order
+CLAIM_COLUMNS: tuple[str, ...] = (
+    "claim_id",
+    "section",
+    "kind",
+    "quote",
+    "paper_value",
+    "unit",
+    "rule",
+    *(c for _, ours, status in SETTING_COLUMNS for c in (ours, status)),
+    "data",
+    "machine",
+    "note",
+)
+CLAIM_STATUSES: tuple[str, ...] = ("reproduced", "differs", "cannot be checked here")
+REPRODUCED, DIFFERS, CANNOT = CLAIM_STATUSES
+CLAIM_KINDS: tuple[str, ...] = ("finding", "setting")
+RULES = ("close", "range", "at_least", "at_most", "above", "below", "factor", "qualitative")
+#: the relative tolerance this catalogue gives the paper's "approximately", "~", "roughly"
+APPROX = 0.10
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Our value for a claim (``value``; ``holds`` for a qualitative one), and what it was
+    computed on when not the studies' dataset (``machine``, ``data``). No value: ``note``
+    says why."""
+
+    value: float | None
+    note: str = ""
+    holds: bool | None = None
+    machine: str | None = None
+    data: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaimContext:
+    """What a claim's reader sees: the output folder, the dataset folder, the setting."""
+
+    out: Path
+    data: str = ""
+    policy: str = "default"
+
+    def table(self, name: str) -> pl.DataFrame | None:
+        """``out/tables/<name>.csv`` (``None`` when not written); a table with a
+        ``policy`` column gives this setting's rows only."""
+        p = self.out / "tables" / f"{name}.csv"
+        if not p.exists():
+            return None
+        df = pl.read_csv(p, infer_schema_length=10_000)
+        if "policy" in df.columns:
+            df = df.filter(pl.col("policy") == self.policy)
+        return df
+
+    @property
+    def root(self) -> Path | None:
+        return None if self.data in ("", "synth") else Path(self.data)
+
+    @cached_property
+    def faults(self) -> set[str] | None:
+        """The injected faults recorded for DATA's runs (``meta_lab.csv``), ``None`` when
+        DATA records none."""
+        root = self.root
+        meta = root / "meta_lab.csv" if root else None
+        if meta is None or not meta.exists():
+            return None
+        df = pl.read_csv(meta, infer_schema_length=10_000, columns=None)
+        if "fault" not in df.columns:
+            return None
+        out = set()
+        for v in df["fault"].drop_nulls().to_list():
+            out |= {part.split("@", 1)[0] for part in str(v).split("+")}
+        return out - {"", "none"}
+
+    @cached_property
+    def platforms(self) -> set[str]:
+        df = self.table("dataset_runs")
+        if df is None or "platform" not in df.columns:
+            return set()
+        return {str(p) for p in df["platform"].drop_nulls().to_list()}
+
+    @property
+    def is_recording(self) -> bool:
+        """DATA was recorded by reveal-lab's lab recorder (``recording.json``) or made up
+        (``synth``): not the paper's dataset."""
+        return self.data == "synth" or bool(self.root and (self.root / "recording.json").exists())
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of the paper and how to read ours."""
+
+    claim_id: str
+    section: str
+    quote: str
+    paper: float | tuple[float, float] | None
+    unit: str
+    rule: str
+    tol: float
+    read: Callable[[ClaimContext], Reading]
+    note: str = ""
+    kind: str = "finding"
+    detection: bool = False
+    #: how the paper's value is shown when the paper gives no number (qualitative)
+    paper_words: str = ""
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise ValueError(f"claim {self.claim_id}: rule {self.rule!r} not one of {RULES}")
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"claim {self.claim_id}: kind {self.kind!r} not one of {CLAIM_KINDS}")
+        if self.rule == "range" and not (isinstance(self.paper, tuple) and len(self.paper) == 2):
+            raise ValueError(f"claim {self.claim_id}: rule 'range' needs paper=(lo, hi)")
+        if (self.rule == "qualitative") != (self.paper is None):
+            raise ValueError(f"claim {self.claim_id}: a qualitative claim has no paper value, every other "
+                             f"has one")
+
+    @property
+    def paper_text(self) -> str:
+        p = self.paper
+        if p is None:
+            return self.paper_words or "no number (qualitative)"
+        if isinstance(p, tuple):
+            return f"{p[0]:g}–{p[1]:g}"
+        prefix = {"at_most": "≤ ", "at_least": "≥ ", "above": "> ", "below": "< "}.get(self.rule, "")
+        return f"{prefix}{p:g}"
+
+
+def claim_status(
+    rule: str,
+    paper: float | tuple[float, float] | None,
+    ours: float | None,
+    tol: float,
+    holds: bool | None = None,
+) -> str:
+    """The status of one claim under its rule.
+
+    >>> claim_status("close", 0.92, 0.85, 0.1), claim_status("close", 0.92, 0.7, 0.1)
+    ('reproduced', 'differs')
+    >>> claim_status("range", (1.2, 1.4), 0.5, 0.1), claim_status("at_most", 2.0, 0.5, 0.0)
+    ('differs', 'reproduced')
+    >>> claim_status("factor", 1.46, 0.5, 2.0), claim_status("close", 0.5, None, 0.1)
+    ('differs', 'cannot be checked here')
+    >>> claim_status("qualitative", None, 3.0, 0.0, holds=True), claim_status("above", 700, 700, 0)
+    ('reproduced', 'differs')
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
+    if rule == "qualitative":
+        return CANNOT if holds is None else REPRODUCED if holds else DIFFERS
+    if ours is None or math.isnan(ours) or paper is None:
+        return CANNOT
+    if rule == "range":
+        lo, hi = paper  # type: ignore[misc]
+        ok = lo - tol <= ours <= hi + tol
+    else:
+        p = float(paper)  # type: ignore[arg-type]
+        ok = {
+            "close": lambda: abs(ours - p) <= tol,
+            "at_least": lambda: ours >= p - tol,
+            "at_most": lambda: ours <= p + tol,
+            "above": lambda: ours > p,
+            "below": lambda: ours < p,
+            "factor": lambda: ours > 0 and p > 0 and max(ours / p, p / ours) <= tol,
+        }[rule]()
+    return REPRODUCED if ok else DIFFERS

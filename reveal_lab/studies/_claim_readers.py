@@ -1,0 +1,600 @@
+"""How each claim's value is read from a reproduction's output folder: small functions that
+return a :class:`~reveal_lab.studies._claim_model.Reading` (no value: the reason), used by the
+catalogue in :mod:`~reveal_lab.studies._claims`."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+
+import polars as pl
+
+from reveal_lab.studies._claim_model import ClaimContext, Reading
+from reveal_lab.studies._claim_tables import metric_family
+
+def _missing(name: str) -> Reading:
+    return Reading(None, f"tables/{name}.csv not in the output (its notebook failed or was not run)")
+
+
+def _float(v: object) -> float | None:
+    if v is None:
+        return None
+    try:
+        f = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(f) else f
+
+
+def _fmt(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4g}"
+
+
+def _from(name: str, pick: Callable[[pl.DataFrame, ClaimContext], Reading]) -> Callable[[ClaimContext],
+                                                                                        Reading]:
+    """A reader of table ``name`` (missing: cannot be checked, naming the file)."""
+
+    def read(ctx: ClaimContext) -> Reading:
+        df = ctx.table(name)
+        if df is None:
+            return _missing(name)
+        if df.height == 0:
+            return Reading(None, f"tables/{name}.csv has no rows" + (f" for the {ctx.policy} setting" if
+                                                                       _has_policy(ctx, name) else ""))
+        return pick(df, ctx)
+
+    return read
+
+
+def _has_policy(ctx: ClaimContext, name: str) -> bool:
+    p = ctx.out / "tables" / f"{name}.csv"
+    return p.exists() and "policy" in pl.read_csv(p, n_rows=1).columns
+
+
+def _needs_policy(name: str, pick: Callable[[pl.DataFrame, ClaimContext],
+                                            Reading]) -> Callable[[ClaimContext], Reading]:
+    """A detection table's reader: the table must say which setting each row has."""
+
+    def read(ctx: ClaimContext) -> Reading:
+        if (ctx.out / "tables" / f"{name}.csv").exists() and not _has_policy(ctx, name):
+            return Reading(None,
+                           f"tables/{name}.csv has no policy column: its rows do not say which setting made "
+                           f"them")
+        return _from(name, pick)(ctx)
+
+    return read
+
+
+def _absent(needs: str, check: Callable[[ClaimContext], str | None]) -> Callable[[ClaimContext], Reading]:
+    """A claim about something the data may lack: ``check`` returns why it cannot be
+    checked on this data (``None``: it could be, but no reader computes it here)."""
+
+    def read(ctx: ClaimContext) -> Reading:
+        why = check(ctx)
+        return Reading(None, why or f"DATA has {needs}, but no study here computes this number")
+
+    return read
+
+
+def _no_fault(*names: str, what: str) -> Callable[[ClaimContext], str | None]:
+    def check(ctx: ClaimContext) -> str | None:
+        faults = ctx.faults
+        if faults is None:
+            return (f"needs runs with {what}; DATA records no injected faults "
+                    "(no meta_lab.csv with a fault column)")
+        if not faults & set(names):
+            return (f"needs runs with {what}; the faults recorded in DATA are "
+                    f"{', '.join(sorted(faults)) or 'none'}")
+        return None
+
+    return check
+
+
+def _no_gpu(what: str) -> Callable[[ClaimContext], str | None]:
+    def check(ctx: ClaimContext) -> str | None:
+        if "gpu" in ctx.platforms:
+            return None
+        found = ", ".join(sorted(ctx.platforms)) or "unknown (tables/dataset_runs.csv missing)"
+        return f"about {what}; DATA's runs are on platform {found}, no GPU run"
+
+    return check
+
+
+def _paper_dataset(count: Callable[[pl.DataFrame], tuple[float | None, str]]) -> Callable[[ClaimContext],
+                                                                                          Reading]:
+    """A count that describes the paper's own dataset: checkable on that dataset only."""
+
+    def read(ctx: ClaimContext) -> Reading:
+        df = ctx.table("dataset_runs")
+        value, how = count(df) if df is not None and df.height else (None, "")
+        if ctx.is_recording:
+            return Reading(None, f"describes the paper's dataset; DATA is a reveal-lab recording "
+                                 f"({'synthetic runs' if ctx.data == 'synth' else 'recording.json'})"
+                                 + (f" with {how}" if how else ""))
+        if df is None:
+            return _missing("dataset_runs")
+        return Reading(value, how + " (over the runs notebook 01 read)")
+
+    return read
+
+
+def _applications(platform: str | None) -> Callable[[pl.DataFrame], tuple[float | None, str]]:
+    def count(df: pl.DataFrame) -> tuple[float | None, str]:
+        if platform is not None:
+            df = df.filter(pl.col("platform") == platform)
+        n = df["workload"].n_unique() if df.height else 0
+        return float(n), f"{n} workloads" + (f" on platform {platform}" if platform else "")
+
+    return count
+
+
+def _runs_per_workload(df: pl.DataFrame) -> tuple[float | None, str]:
+    per = df.group_by("workload").len()["len"]
+    return float(per.median()), f"median {per.median():g} runs per workload over {per.len()} workloads"
+
+
+def _channels(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    if "n_metrics" not in df.columns:
+        return Reading(None, "dataset_runs has no n_metrics")
+    return Reading(float(df["n_metrics"].median()), f"median over {df.height} host files read by notebook 01")
+
+
+def _metric_types(ctx: ClaimContext) -> Reading:
+    from reveal_lab.studies._data import load_study_runs
+
+    try:
+        runs = load_study_runs(ctx.data, max_runs=1, max_seconds=2.0)
+    except Exception as exc:  # noqa: BLE001 - the claim says why it could not be read
+        return Reading(None, f"could not read a run of DATA: {type(exc).__name__}: {exc}")
+    if not runs:
+        return Reading(None, "DATA has no run")
+    cols = [c for c in runs[0].frame.columns if c != "timestamp"]
+    fams = {metric_family(c) for c in cols}
+    return Reading(float(len(fams)),
+                   f"distinct Source:field over the {len(cols)} channels of {runs[0].run_id}")
+
+
+def _pruning_json(ctx: ClaimContext) -> dict | None:
+    p = ctx.out / "pruning.json"
+    if not p.exists():
+        return None
+    return json.loads(p.read_text())
+
+
+def _selected(share: bool) -> Callable[[ClaimContext], Reading]:
+    def read(ctx: ClaimContext) -> Reading:
+        d = _pruning_json(ctx)
+        if d is None:
+            return Reading(None, "pruning.json not in the output (notebook 02 failed or was not run)")
+        params = d.get("params", {})
+        n_sel, n_all = len(d.get("selected", [])), params.get("n_metrics")
+        if not share:
+            return Reading(float(n_sel), f"metrics in the union of the workloads' selections at |r| = "
+                                         f"{params.get('threshold', '?')} (pruning.json)")
+        if not n_all:
+            return Reading(None, "pruning.json gives no n_metrics")
+        return Reading(n_sel / n_all, f"{n_sel} metrics in the union of the workloads' selections over the "
+                                      f"{n_all} metrics of a workload (mean over workloads; pruning.json)")
+
+    return read
+
+
+def _curve_at(column: str, removed: bool = False) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        row = df.filter((pl.col("workload") == "all") & ((pl.col("threshold") - 0.5).abs() < 1e-9))
+        if row.height == 0:
+            row = df.filter((pl.col("threshold") - 0.5).abs() < 1e-9)
+        if row.height == 0:
+            return Reading(None, "no row at |r| = 0.5 in fig4_pruning_curve")
+        v = _float(row[column][0])
+        if v is not None and removed:
+            v = 1.0 - v
+        return Reading(v, f"mean of the per-workload values at |r| = 0.5 ({row['workload'][0]!r} row)")
+
+    return pick
+
+
+def _r2_saturated(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    d = df.filter(pl.col("workload") == "all") if "all" in df["workload"].to_list() else df
+    d = d.group_by("threshold").agg(pl.col("avg_multi_r2").mean()).sort("threshold")
+    t, r2 = d["threshold"].to_list(), d["avg_multi_r2"].to_list()
+    if 0.5 not in t or t[0] >= 0.5 or t[-1] <= 0.5 or any(v is None for v in r2):
+        return Reading(None, f"needs thresholds below and above 0.5 with a value (have {t})")
+    i = t.index(0.5)
+    above, below = r2[-1] - r2[i], r2[i] - r2[0]
+    return Reading(r2[i],
+                   f"qualitative: 'saturated until below 0.5' read as: the curve falls less from |r| = "
+                   f"{t[-1]:g} "
+                          f"to 0.5 ({above:.3g}) than from 0.5 to {t[0]:g} ({below:.3g})",
+                   holds=above <= below)
+
+
+def _group_r(group: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        g = df.filter(pl.col("group") == group)
+        if g.height == 0:
+            return Reading(None,
+                           f"no pair of the group's metrics in DATA (tables/pruning_correlation_groups.csv)")
+        r = g["abs_r"]
+        return Reading(float(r.median()),
+                       f"median |r| of {g.height} pairs over {g['workload'].n_unique()} workloads "
+                                          f"(min {r.min():.3g}, max {r.max():.3g})")
+
+    return pick
+
+
+def _pmu_group(ctx: ClaimContext) -> Reading:
+    df = ctx.table("pruning_correlation_groups")
+    if df is None:
+        return _missing("pruning_correlation_groups")
+    r = _group_r("microarchitecture")(df, ctx) if df.height else Reading(None, "")
+    if r.value is None:
+        return Reading(None, "no StallRatio / OccupancyRatio / cycle_activity / cache-misses channel in DATA "
+                             "(the hardware PMU counters were not recorded)")
+    return r
+
+
+def _measured(process: str, interval_ms: float, column: str = "pct_of_core") -> Callable[[ClaimContext],
+                                                                                         Reading]:
+    def read(ctx: ClaimContext) -> Reading:
+        df = ctx.table("measured_overhead")
+        if df is None:
+            return _missing("measured_overhead")
+        sel = df.filter((pl.col("process") == process) & (pl.col("interval_ms") == interval_ms))
+        if sel.height == 0 or sel[column][0] is None:
+            has_note = sel.height and "note" in sel.columns and sel["note"][0]
+            why = sel["note"][0] if has_note else "not measured"
+            return Reading(None, f"{process} at {interval_ms:g} ms: {why} (notebook 08's intervals_ms)")
+        r = sel.row(0, named=True)
+        return Reading(
+            float(r[column]),
+            f"measured here for {r['seconds']:g} s, {r.get('channels') or '?'} channels, "
+            f"{r.get('note') or ''}".strip(", "),
+            machine=r.get("machine"),
+            data="live collector on this machine's /proc (notebook 08)",
+        )
+
+    return read
+
+
+def _overhead_ratio(interval_ms: float) -> Callable[[ClaimContext], Reading]:
+    def read(ctx: ClaimContext) -> Reading:
+        a = _measured("collector", interval_ms)(ctx)
+        b = _measured("perf stat", 100.0)(ctx)
+        if a.value is None or b.value is None or b.value <= 0:
+            return Reading(None, a.note if a.value is None else b.note, machine=a.machine or b.machine,
+                           data=a.data or b.data)
+        return Reading(a.value / b.value,
+                       f"collector at {interval_ms:g} ms ({a.value:.3g} % of a core) over perf "
+                                          f"stat at 100 ms ({b.value:.3g} %), measured side by side", None,
+                       a.machine, a.data)
+
+    return read
+
+
+def _collector_rows(ctx: ClaimContext) -> pl.DataFrame | None:
+    df = ctx.table("measured_overhead")
+    if df is None:
+        return None
+    measured = (pl.col("process") == "collector") & pl.col("pct_of_core").is_not_null()
+    return df.filter(measured).sort("interval_ms")
+
+
+def _overhead_max(ctx: ClaimContext) -> Reading:
+    df = _collector_rows(ctx)
+    if df is None:
+        return _missing("measured_overhead")
+    if df.height == 0:
+        return Reading(None, "no collector interval measured")
+    r = df.sort("pct_of_core").row(-1, named=True)
+    return Reading(float(r["pct_of_core"]), f"the largest over {df['interval_ms'].cast(int).to_list()} ms "
+                                            f"(at {r['interval_ms']:g} ms)", None, r["machine"],
+                   "live collector on this machine's /proc (notebook 08)")
+
+
+def _overhead_decreasing(ctx: ClaimContext) -> Reading:
+    df = _collector_rows(ctx)
+    if df is None:
+        return _missing("measured_overhead")
+    if df.height < 2:
+        return Reading(None, "fewer than two collector intervals measured")
+    v = df["pct_of_core"].to_list()
+    pairs = ", ".join(f"{i:g} ms: {p:.3g} %" for i, p in zip(df["interval_ms"], v, strict=True))
+    return Reading(v[-1], f"qualitative: strictly less CPU at each longer interval ({pairs})",
+                   all(b < a for a, b in zip(v, v[1:], strict=False)), df["machine"][0],
+                   "live collector on this machine's /proc (notebook 08)")
+
+
+#: bytes one sample of one channel takes raw: one 64-bit value, as the collector holds it
+RAW_VALUE_BYTES = 8
+
+
+def _raw_rate(ctx: ClaimContext, interval_ms: float = 100.0) -> tuple[float | None, str, Reading]:
+    r = _measured("collector", interval_ms, "channels")(ctx)
+    if r.value is None:
+        return None, r.note, r
+    rate = r.value * RAW_VALUE_BYTES * 1000.0 / interval_ms
+    how = (f"raw: {r.value:.0f} channels × {1000 / interval_ms:g} samples/s × {RAW_VALUE_BYTES} B, "
+           f"uncompressed "
+           f"(the paper's raw format is not stated)")
+    return rate, how, r
+
+
+def _raw_bytes(per_day: bool, selected: bool = False) -> Callable[[ClaimContext], Reading]:
+    def read(ctx: ClaimContext) -> Reading:
+        rate, how, r = _raw_rate(ctx)
+        if rate is None:
+            return Reading(None, how, machine=r.machine, data=r.data)
+        if selected:
+            sel = _selected(False)(ctx)
+            if sel.value is None:
+                return Reading(None, sel.note, machine=r.machine, data=r.data)
+            rate = rate * sel.value / r.value  # type: ignore[operator]
+            how += (f"; kept: {sel.value:.0f} metrics after pruning (pruning.json) at the same "
+                    "per-channel rate")
+        return Reading(rate * 86400 / 1e9 if per_day else rate / 1000.0, how, None, r.machine, r.data)
+
+    return read
+
+
+def _disk_over_raw(ctx: ClaimContext) -> Reading:
+    rate, how, r = _raw_rate(ctx)
+    disk = _measured("collector", 100.0, "bytes_per_s")(ctx)
+    if rate is None or disk.value is None:
+        return Reading(None, how if rate is None else disk.note, machine=r.machine, data=r.data)
+    return Reading(disk.value / rate,
+                   f"qualitative: on disk (zstd Parquet + journal) {disk.value / 1000:.3g} KB/s "
+                                      f"over {rate / 1000:.3g} KB/s raw", disk.value < rate, r.machine,
+                   r.data)
+
+
+def _longer_interval_smaller(ctx: ClaimContext) -> Reading:
+    a = _measured("collector", 100.0, "bytes_per_s")(ctx)
+    b = _measured("collector", 200.0, "bytes_per_s")(ctx)
+    if a.value is None or b.value is None:
+        return Reading(None, a.note if a.value is None else b.note, machine=a.machine, data=a.data)
+    return Reading(b.value / a.value,
+                   f"qualitative: bytes on disk per second at 200 ms ({b.value / 1000:.3g} KB/s) "
+                                      f"below 100 ms ({a.value / 1000:.3g} KB/s)", b.value < a.value,
+                   a.machine, a.data)
+
+
+def _ours_compressed(ctx: ClaimContext) -> Reading:
+    r = _measured("collector", 100.0, "bytes_per_s")(ctx)
+    if r.value is None:
+        return r
+    return Reading(r.value / 1000.0, "ours on disk: zstd Parquet segments + journal", None, r.machine, r.data)
+
+
+def _runtime(step: str, column: str = "seconds") -> Callable[[ClaimContext], Reading]:
+    def read(ctx: ClaimContext) -> Reading:
+        df = ctx.table("measured_runtimes")
+        if df is None:
+            return _missing("measured_runtimes")
+        sel = df.filter(pl.col("step") == step)
+        if column not in df.columns:
+            return Reading(None, f"measured_runtimes has no {column!r} column (one time per step, no spread)",
+                           machine=sel["machine"][0] if sel.height else None)
+        if sel.height == 0 or sel[column][0] is None:
+            why = sel["note"][0] if sel.height and "note" in sel.columns else "not measured"
+            return Reading(None, f"{step}: {why}")
+        r = sel.row(0, named=True)
+        return Reading(float(r[column]), str(r.get("note") or ""), None, r.get("machine"),
+                       "one run of DATA timed on this machine (notebook 08)")
+
+    return read
+
+
+def _dtw_share(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    for col in ("share_significant_two_sided_pct", "share_significant_pct"):
+        if col in df.columns:
+            v = _float(df[col][0])
+            tested = df["tested"][0] if "tested" in df.columns else None
+            extra = [f"{tested} workload–metric pairs tested"] if tested is not None else []
+            if v is None:
+                extra.append("no pair had enough runs for the test")
+            return Reading(v, "; ".join(extra))
+    return Reading(None, "dtw_summary has no share column")
+
+
+#: Table 2's pairs: the paper's label -> ours (tables/table2_window_granularity.csv)
+_PAIRS = {
+    "fine": "3s/1s vs 1.5s/0.5s",
+    "coarse": "3s/1s vs 5s/2s",
+    "fine_coarse": "1.5s/0.5s vs 5s/2s",
+}
+
+
+def _granularity(pair: str, measure: str, stat: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        sel = df.filter((pl.col("pair") == _PAIRS[pair]) & (pl.col("measure") == measure))
+        if sel.height == 0 or stat not in sel.columns:
+            return Reading(None, f"no {stat} of {_PAIRS[pair]!r} / {measure} in table2_window_granularity")
+        n = sel["n"][0] if "n" in sel.columns else None
+        return Reading(_float(sel[stat][0]), f"over {n} run-host timelines" if n is not None else "")
+
+    return pick
+
+
+def _extremes_weakest(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    iou = {p: _float(df.filter((pl.col("pair") == lab) & (pl.col("measure") == "iou"))["median"].first())
+           for p, lab in _PAIRS.items()}
+    if any(v is None for v in iou.values()):
+        return Reading(None, f"an IoU median is missing ({iou})")
+    fc = iou["fine_coarse"]
+    return Reading(fc, f"qualitative: the fine–coarse IoU median is the lowest of the three "
+                       f"({', '.join(f'{k} {v:.3g}' for k, v in iou.items())})",
+                   fc < min(iou["fine"], iou["coarse"]))  # type: ignore[type-var]
+
+
+def _evidence_share(*subsystems: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        v = float(df.filter(pl.col("subsystem").is_in(list(subsystems)))["share"].sum())
+        return Reading(v, f"share of {int(df['pairs'].sum())} metric–feature pairs in anomalous windows")
+
+    return pick
+
+
+def _scoped(check: Callable[[ClaimContext], str | None], reader: Callable[[ClaimContext], Reading]
+            ) -> Callable[[ClaimContext], Reading]:
+    """``reader``'s value, shown; but the claim cannot be checked when ``check`` says the
+    data is not what the claim is about."""
+
+    def read(ctx: ClaimContext) -> Reading:
+        r = reader(ctx)
+        why = check(ctx)
+        if why is None:
+            return r
+        return Reading(None, why + (f"; on DATA: {_fmt(r.value)} ({r.note})" if r.value is not None else ""),
+                       machine=r.machine, data=r.data)
+
+    return read
+
+
+def _memory_io_concentrate(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    share = {s: float(df.filter(pl.col("subsystem") == s)["share"].sum()) for s in
+             ("memory", "storage", "cpu", "network")}
+    mio, cn = share["memory"] + share["storage"], share["cpu"] + share["network"]
+    return Reading(mio, f"qualitative: 'concentrate' read as: memory + storage ({mio:.3g}) hold more of the "
+                        f"evidence than CPU + network ({cn:.3g})", mio > cn)
+
+
+def _all_subsystems(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    seen = set(df.filter(pl.col("pairs") > 0)["subsystem"].to_list())
+    need = {"cpu", "memory", "network", "storage"}
+    return Reading(float(len(seen & need)), f"qualitative: each of CPU, memory, network and storage in the "
+                                            f"evidence (seen: {', '.join(sorted(seen)) or 'none'})",
+                   need <= seen)
+
+
+def _family_seconds(pattern: str, what: str, *, longest: bool = False, workload: str | None = None,
+                    stat: str = "median") -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        runs = df.filter(pl.col("family") == "(any)")
+        if workload:
+            runs = runs.filter(pl.col("workload").str.contains(workload))
+        if runs.height == 0:
+            return Reading(None,
+                           f"no run{' of ' + workload if workload else ''} among those notebook 03 detected")
+        fam = df.filter(pl.col("family").str.contains(pattern))
+        per = (runs.select("run_id", "host", "scored_s")
+               .join(fam.group_by("run_id", "host").agg(pl.col("seconds").sum(), pl.col("longest_s").max()),
+                     on=["run_id", "host"], how="left").fill_null(0.0))
+        col = "longest_s" if longest else "seconds"
+        v = float(per[col].max() if stat == "max" else per[col].median())
+        return Reading(v, f"{stat} over {per.height} run-hosts of the seconds {what} "
+                          f"{'in one stretch ' if longest else ''}is in the evidence of anomalous windows "
+                          f"(runs scored {per['scored_s'].median():.0f} s median)")
+
+    return pick
+
+
+def _loss_network(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+    runs = df.filter((pl.col("family") == "(any)") & pl.col("fault").str.contains("packet_loss"))
+    if runs.height == 0:
+        return Reading(None, "no packet-loss run among the runs notebook 03 detected")
+    net = df.filter((pl.col("subsystem") == "network") & pl.col("fault").str.contains("packet_loss"))
+    hit = net.select("run_id", "host").unique().height
+    return Reading(hit / runs.height,
+                   f"qualitative: 'consistently' read as: network counters in the anomalous "
+                                      f"windows' evidence of every packet-loss run-host ({hit} of "
+                                      f"{runs.height})",
+                   hit == runs.height)
+
+
+def _loss_case(column: str, what: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        if not {"condition", column} <= set(df.columns):
+            return Reading(None, f"case_packet_loss has no condition/{column} columns ({df.columns[:3]})")
+        base = df.filter(pl.col("condition") == "baseline")[column].drop_nulls()
+        loss = df.filter(pl.col("condition").str.starts_with("loss_episode"))[column].drop_nulls()
+        if base.len() == 0 or loss.len() == 0 or not base.mean():
+            return Reading(None, "case_packet_loss lacks a baseline or a loss condition")
+        ratio = float(loss.max()) / float(base.mean())  # type: ignore[arg-type]
+        return Reading(ratio,
+                       f"qualitative: 'not by orders of magnitude' read as: the largest {what} under loss "
+                              f"within 10× the baseline's", ratio < 10.0)
+
+    return pick
+
+
+def _remediation(case: str, pattern: str, side: str, what: str) -> Callable[[pl.DataFrame, ClaimContext],
+                                                                            Reading]:
+    """The largest share of side ``side`` (``a_mean``/``b_mean``) over the metric rows of
+    notebook 11's ``case`` whose name matches ``pattern``, in %; 0 when the case has rows
+    but none of its anomalous windows names such a metric."""
+
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        need = {"case", "level", "name", side}
+        if not need <= set(df.columns):
+            return Reading(None, f"remediation_details lacks {sorted(need - set(df.columns))}")
+        rows = df.filter(pl.col("case").str.ends_with(case))
+        if rows.height == 0:
+            return Reading(None, f"no case {case!r} in remediation_details (notebook 11's cases)")
+        sel = rows.filter((pl.col("level") == "metric") & pl.col("name").str.contains(pattern))
+        label = {"a_mean": "side A (ddp:before, no fault)", "b_mean": f"side B ({case})"}[side]
+        if sel.height == 0:
+            return Reading(0.0, f"{label}: no anomalous window names {what}")
+        top = sel.sort(side).row(-1, named=True)
+        return Reading(100.0 * float(top[side]), f"{label}: share of windows naming {top['name']} "
+                                                 f"(the largest over {sel.height} {what} metrics)")
+
+    return pick
+
+
+def _no_gain(case: str, what: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    """Qualitative: the throughput's change of notebook 11's ``case`` has a bootstrap
+    interval that includes 0."""
+
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        sel = df.filter(pl.col("case").str.ends_with(case) & (pl.col("level") == "throughput"))
+        if sel.height == 0 or not {"rel_change", "diff_lo", "diff_hi"} <= set(df.columns):
+            return Reading(None, f"no throughput row for case {case!r} in remediation_cases")
+        r = sel.row(0, named=True)
+        lo, hi = _float(r["diff_lo"]), _float(r["diff_hi"])
+        if lo is None or hi is None:
+            return Reading(None, f"case {case!r}: no interval for the throughput's change")
+        return Reading(_float(r["rel_change"]),
+                       f"qualitative: '{what}' read as: the bootstrap interval of the "
+                                               f"throughput's change ({lo:.4g} to {hi:.4g} {r['name']}) "
+                                               f"includes 0 (case {case}, notebook 11)", lo <= 0.0 <= hi)
+
+    return pick
+
+
+def _preset_value(ctx: ClaimContext, part: str, name: str) -> Reading:
+    from reveal_lab.config import get_preset
+
+    p = get_preset("paper")
+    v = getattr(getattr(p, part), name, None)
+    return Reading(_float(v), f"reveal_lab.config preset 'paper', {part}.{name}", None,
+                   "none (a setting of the code)", "reveal_lab.config")
+
+
+def _flag_share(method: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
+        sel = df.filter(pl.col("method") == method)
+        if sel.height == 0:
+            return Reading(None, f"no {method} rows in fig2_detector_windows")
+        n, s = int(sel["n_windows"].sum()), int(sel["n_scored"].sum())
+        return Reading(n / s if s else None, f"{n} of {s} windows flagged (all hosts)")
+
+    return pick
+
+
+def _has_family(ctx: ClaimContext, pattern: str) -> bool:
+    df = ctx.table("anomalous_time")
+    return df is not None and df.height > 0 and df["family"].str.contains(f"(?i){pattern}").any()
+
+
+def _loss_rates(ctx: ClaimContext) -> Reading:
+    faults = ctx.faults
+    if faults is None or "packet_loss" not in faults:
+        return Reading(None, "DATA records no packet-loss run")
+    meta = pl.read_csv(ctx.root / "meta_lab.csv", infer_schema_length=10_000)  # type: ignore[operator]
+    rates = sorted({float(p.split("@", 1)[1]) * 100 for v in meta["fault"].drop_nulls().to_list()
+                    for p in str(v).split("+") if p.startswith("packet_loss@")})
+    return Reading(max(rates) if rates else None,
+                   f"loss rates in DATA: {'/'.join(f'{r:g}' for r in rates)} % "
+                                                  f"(the largest shown)")
