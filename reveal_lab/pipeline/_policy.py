@@ -32,8 +32,7 @@ from typing import Any
 
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.detectors import default_detectors
-from reveal_lab.pipeline._method import Pruning, recorded_span, resolve_trim, spike_windows
-from reveal_lab.telemetry import Run
+from reveal_lab.pipeline._method import TRIM_RULES, Pruning, resolve_trim, run_source, spike_windows
 
 __all__ = [
     "DetectionPolicy",
@@ -61,9 +60,6 @@ THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
 #: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
 #: the most extreme run), ``pooled`` or ``median`` (of each run's quantile)
 CALIBRATION_RULES = ("trimmed", "pooled", "median")
-#: ``auto``: by the run's source; ``span``: a lab run's recorded workload span; ``active``:
-#: the active span from utilisation; ``none``: the whole recording
-TRIM_RULES = ("auto", "span", "active", "none")
 #: where a run comes from, as :meth:`DetectionPolicy.resolve` reads it: a lab run (with a
 #: recorded workload span), a public-dataset run, a host recording (collector folder)
 SOURCES = ("lab", "public", "host")
@@ -82,18 +78,6 @@ def threshold_mode(thresholds: str, n_baseline: int) -> str:
     if thresholds != "auto":
         return thresholds
     return "calibrated" if n_baseline >= 2 else "baseline" if n_baseline == 1 else "robust"
-
-
-def run_source(run: Run) -> str:
-    """Where ``run`` comes from (one of :data:`SOURCES`): ``lab`` when it has a recorded
-    workload span (:func:`~reveal_lab.pipeline.recorded_span`), ``host`` when it was read from
-    a collector folder, else ``public``."""
-    if recorded_span(run) is not None:
-        return "lab"
-    src = run.meta.source_path
-    if run.meta.platform == "collector" or (src and "::" not in src and os.path.isdir(src)):
-        return "host"  # a collector folder, or a recording built from one (the host set)
-    return "public"
 
 
 def past_a_spike(preset: Preset) -> int:

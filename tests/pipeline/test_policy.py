@@ -40,7 +40,7 @@ def test_default_resolves_one_baseline_run():
     assert r.false_alarm_rate is None and "false_alarm_rate" in r.reasons
     assert (r.sentinel_rule, r.sentinel_samples, r.sentinel_min_run) == ("baseline", 5, None)
     assert r.z_clip is None
-    assert r.trim == "active"
+    assert r.trim == "none"  # a public-dataset run is scored whole
 
 
 @pytest.mark.parametrize("n", [2, 5])
