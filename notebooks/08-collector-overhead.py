@@ -36,6 +36,8 @@ measure_s = 20.0  # seconds of the live collector-overhead measurement; 0: skip 
 intervals_ms = "100,200,300,600"  # collector sampling intervals measured side by side (Fig. 5: 100-600 ms)
 probes = "procfs,perf"  # the collector's probes while measured (perf: counters, as the paper's collector)
 runtime_windows = 120  # windows of one run for the run-time measurement; 0: skip it
+runtime_preset = "paper"  # detector settings timed end to end (reveal_lab.config presets)
+tsfresh_windows = 2  # windows tsfresh extracts, each timed on its own over every channel
 
 # %%
 import json
@@ -59,7 +61,8 @@ measured
 # %%
 if runtime_windows > 0:
     runs = studies.load_study_runs(data, max_runs=1, max_seconds=runtime_windows + 5.0)
-    runtimes = studies.measure_runtimes(runs[0], max_windows=runtime_windows)
+    runtimes = studies.measure_runtimes(runs[0], max_windows=runtime_windows, preset=runtime_preset,
+                                        tsfresh_windows=tsfresh_windows)
 else:
     runtimes = pl.DataFrame(schema={c: pl.String for c in studies.RUNTIME_COLUMNS})
 studies.save_table(runtimes, out_dir, "measured_runtimes")

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 OVERHEAD_COLUMNS = ("interval_ms", "process", "pct_of_core", "bytes_per_s", "channels", "seconds", "machine", "note")
-RUNTIME_COLUMNS = ("step", "seconds", "per", "n", "machine", "note")
+RUNTIME_COLUMNS = ("step", "seconds", "std", "per", "n", "repeats", "machine", "note")
 #: perf stat's events here: software events (hardware counters are often not exposed in VMs)
 PERF_EVENTS = "task-clock,context-switches,cpu-migrations,page-faults"
 _CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
@@ -217,22 +217,44 @@ def measure_collector_overhead(
     return df.select(OVERHEAD_COLUMNS)
 
 
-def _timed(fn, repeat: int = 1) -> float:  # noqa: ANN001
-    best = float("inf")
+def _timed(fn, repeat: int = 1) -> list[float]:  # noqa: ANN001
+    """Seconds of each of ``repeat`` calls of ``fn``."""
+    times = []
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        times.append(time.perf_counter() - t)
+    return times
 
 
-def measure_runtimes(run, *, max_windows: int = 60, tsfresh_channels: int = 40, preset: str = "smoke") -> pl.DataFrame:  # noqa: ANN001
+def _mean_std(times: Sequence[float], per: int = 1) -> tuple[float, float | None]:
+    """Mean and sample standard deviation of ``times`` divided by ``per`` (``None`` for one time).
+
+    >>> _mean_std([2.0, 4.0], per=2)
+    (1.5, 0.7071067811865476)
+    """
+    a = np.asarray(times, dtype=np.float64) / per
+    return float(a.mean()), (float(a.std(ddof=1)) if a.size > 1 else None)
+
+
+def measure_runtimes(
+    run,  # noqa: ANN001
+    *,
+    max_windows: int = 60,
+    tsfresh_channels: int | None = None,
+    tsfresh_windows: int = 2,
+    preset: str = "smoke",
+    repeat: int = 3,
+) -> pl.DataFrame:
     """Run times on this machine for one run (``run``: a :class:`reveal_lab.io.Run`),
     on its first ``max_windows`` 3 s / 1 s windows: feature extraction per window with
-    our kernels and with tsfresh (on ``tsfresh_channels`` channels, scaled linearly to
-    all), writing the features as Parquet per window, each detector's fit + score, and
-    :func:`reveal_lab.pipeline.detect_run` end to end per window. Best of 3 where cheap.
-    Columns :data:`RUNTIME_COLUMNS`.
+    our kernels and with tsfresh (each of the first ``tsfresh_windows`` windows timed on
+    its own, on ``tsfresh_channels`` channels, ``None``: all of them), writing the features
+    as Parquet per window, each detector's fit + score, and
+    :func:`reveal_lab.pipeline.detect_run` end to end per window (``preset``'s detector
+    settings). Each step runs ``repeat`` times: ``seconds`` is the mean, ``std`` the sample
+    standard deviation over the repeats (tsfresh: over its windows). Columns
+    :data:`RUNTIME_COLUMNS`.
     """
     from reveal_lab.config import get_preset
     from reveal_lab.detectors import IsolationForestDetector, PCAMahalanobisDetector, ZScoreDetector
@@ -255,44 +277,48 @@ def measure_runtimes(run, *, max_windows: int = 60, tsfresh_channels: int = 40, 
         nonlocal wf
         wf = window_features(frame, windows=wins)
 
-    t_feat = _timed(features, 3)
+    t_feat = _timed(features, repeat)
     assert wf is not None
     n, n_ch = wf.n_windows, len(wf.pairs["metric"].unique()) if "metric" in wf.pairs.columns else wf.X.shape[1]
-    rows = [("features_per_window", t_feat / n, "window", n, f"numba kernels, {n_ch} channels, {wf.X.shape[1]} features")]
+    rows = [("features_per_window", *_mean_std(t_feat, n), "window", n, repeat,
+             f"numba kernels, {n_ch} channels, {wf.X.shape[1]} features")]
     X = wf.imputed() if hasattr(wf, "imputed") else np.nan_to_num(wf.X)
     with tempfile.TemporaryDirectory(prefix="reveal-lab-parquet-") as d:
         cols = {f"f{i}": X[:, i] for i in range(X.shape[1])}
-        t_pq = _timed(lambda: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), 3)
-    rows.append(("parquet_per_window", t_pq / n, "window", n, "window features written as one Parquet file"))
+        t_pq = _timed(lambda: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), repeat)
+    rows.append(("parquet_per_window", *_mean_std(t_pq, n), "window", n, repeat,
+                 "window features written as one Parquet file"))
     try:
         import tsfresh  # noqa: F401
 
         metrics = [c for c in frame.columns if c != "timestamp"][:tsfresh_channels]
-        two = wins.head(2)
-        sub = frame.select("timestamp", *metrics).filter(pl.col("timestamp") < two["end"].max())
-        t_ts = _timed(lambda: window_features(sub, windows=two, backend="tsfresh"))
-        scale = n_ch / max(len(metrics), 1)
-        rows.append(
-            ("tsfresh_per_window", t_ts / 2 * scale, "window", 2,
-             f"tsfresh on {len(metrics)} channels × 2 windows, scaled ×{scale:.3g} to {n_ch} channels")
-        )
+        some = wins.head(max(int(tsfresh_windows), 1))
+        times = []
+        for i in range(some.height):
+            one = some.slice(i, 1)
+            sub = frame.select("timestamp", *metrics).filter(
+                (pl.col("timestamp") >= one["start"][0]) & (pl.col("timestamp") < one["end"][0]))
+            times += _timed(lambda sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"))
+        rows.append(("tsfresh_per_window", *_mean_std(times), "window", len(times), 1,
+                     f"tsfresh on {len(metrics)} channels, each of {len(times)} windows timed on its own"))
     except ImportError:
-        rows.append(("tsfresh_per_window", None, "window", 0, "tsfresh is not installed (extra 'studies')"))
+        rows.append(("tsfresh_per_window", None, None, "window", 0, 0, "tsfresh is not installed (extra 'studies')"))
     for name, det in (
         ("zscore", ZScoreDetector()),
         ("mahalanobis", PCAMahalanobisDetector()),
         ("iforest", IsolationForestDetector()),
     ):
-        t = _timed(lambda det=det: det.fit(X).decision_function(X), 3)
-        rows.append((name, t, "run", n, f"fit + score of {n} windows × {X.shape[1]} features"))
+        t = _timed(lambda det=det: det.fit(X).decision_function(X), repeat)
+        rows.append((name, *_mean_std(t), "run", n, repeat, f"fit + score of {n} windows × {X.shape[1]} features"))
     pr = get_preset(preset)
-    t_e2e = _timed(lambda: detect_run(part, preset=pr))
-    rows.append(("end_to_end_per_window", t_e2e / n, "window", n, f"detect_run ({preset} preset) on {n} windows"))
+    t_e2e = _timed(lambda: detect_run(part, preset=pr), repeat)
+    rows.append(("end_to_end_per_window", *_mean_std(t_e2e, n), "window", n, repeat,
+                 f"detect_run ({preset} preset) on {n} windows"))
     label = machine_label(before, machine_info())
     return pl.DataFrame(
-        [dict(zip(RUNTIME_COLUMNS, (*r[:4], label, r[4]), strict=True)) for r in rows],
-        schema={"step": pl.String, "seconds": pl.Float64, "per": pl.String, "n": pl.Int64,
-                "machine": pl.String, "note": pl.String},
+        [dict(zip(RUNTIME_COLUMNS, (*r[:6], label, r[6]), strict=True)) for r in rows],
+        schema={"step": pl.String, "seconds": pl.Float64, "std": pl.Float64, "per": pl.String, "n": pl.Int64,
+                "repeats": pl.Int64, "machine": pl.String, "note": pl.String},
     )
 
 
