@@ -38,7 +38,7 @@ preset = "full"  # detector settings: reveal_lab.config presets (paper, full, sm
 window_s = 3.0
 stride_s = 1.0
 policies = "paper,default"  # detection settings (studies.SETTINGS), comma-separated; the first is drawn
-min_agreement = 1  # detectors that must agree under the default setting (the paper's counts any one)
+min_agreement = 0  # detectors that must agree under the default setting; 0: its own (2 calibrated, else 1)
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
 

@@ -20,18 +20,22 @@ __all__ = ["SETTINGS", "setting_arguments", "policy_table"]
 SETTINGS: tuple[str, ...] = ("paper", "default")
 
 
-def setting_arguments(name: str, *, min_agreement: int = 1, lone_run: bool = False) -> dict[str, object]:
+def setting_arguments(
+    name: str, *, min_agreement: int | None = None, lone_run: bool = False
+) -> dict[str, object]:
     """Keyword arguments of :func:`~reveal_lab.studies.run_detection` (``lone_run=False``)
     or :func:`~reveal_lab.studies.detect_windows` (``lone_run=True``: a run detected alone)
-    for setting ``name`` (one of :data:`SETTINGS`).
+    for setting ``name`` (one of :data:`SETTINGS`); the pipeline builds its
+    :class:`~reveal_lab.pipeline.DetectionPolicy` from them.
 
-    ``min_agreement``: the detectors that must agree under ``default`` (the paper's
-    setting always counts any detector).
+    ``min_agreement``: the detectors that must agree under ``default``; ``None`` or 0: the
+    default policy's own (2 with calibrated thresholds, else 1). The paper's setting always
+    counts any one detector.
 
     >>> setting_arguments("paper")
     {'thresholds': 'self', 'min_agreement': 1, 'min_run': 1}
     >>> setting_arguments("default", lone_run=True)
-    {'thresholds': 'auto', 'min_agreement': 1, 'min_run': None, 'sentinel': True}
+    {'thresholds': 'auto', 'min_agreement': None, 'min_run': None, 'sentinel': True}
     >>> setting_arguments("ours")
     Traceback (most recent call last):
     ...
@@ -41,7 +45,8 @@ def setting_arguments(name: str, *, min_agreement: int = 1, lone_run: bool = Fal
         args: dict[str, object] = {"thresholds": "self", "min_agreement": 1, "min_run": 1}
         sentinel = False
     elif name == "default":
-        args = {"thresholds": "auto", "min_agreement": int(min_agreement), "min_run": None}
+        agree = int(min_agreement) if min_agreement else None
+        args = {"thresholds": "auto", "min_agreement": agree, "min_run": None}
         sentinel = True
     else:
         raise ValueError(f"unknown setting {name!r}; expected one of {SETTINGS}")
