@@ -12,7 +12,13 @@ from reveal_lab.cli._checks import (
     without_own_run,
     workload_warning,
 )
-from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, positive_int, with_rule_arguments
+from reveal_lab.cli._types import (
+    CALIBRATIONS,
+    add_rule_arguments,
+    add_trim_argument,
+    positive_int,
+    with_rule_arguments,
+)
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -71,12 +77,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--pruning", metavar="FILE", default=None, help="reuse a saved pruning.json as the metric space"
     )
-    p.add_argument(
-        "--no-trim",
-        action="store_true",
-        help="score the whole recording (default: the workload's span: the recorded span of lab runs, "
-        "else the active span from utilisation less a 3 s margin at each end)",
-    )
+    add_trim_argument(p)
     p.add_argument(
         "--thresholds",
         choices=("auto", "calibrated", "baseline", "robust", "self"),
@@ -193,7 +194,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.pruning:
             pruning = load_pruning(args.pruning)
         elif baseline:  # fitted once on the baseline runs, saved beside the report
-            pruning = fit_pruning(baseline, preset.prune.threshold, trim=not args.no_trim)
+            pruning = fit_pruning(baseline, preset.prune.threshold, trim=args.trim)
             save_pruning(pruning, out / "pruning.json")
     dets = []
     frames_by_run: dict[str, object] = {}  # for the report's raw traces
@@ -212,7 +213,7 @@ def _run(args: argparse.Namespace) -> int:
             notes.append(check_pruning_overlap(pruning, run, args.pruning, force=args.force))
         run_pruning = pruning
         if selected is None and not args.no_prune and run_pruning is None:  # the run alone: its own space
-            run_pruning = fit_pruning([run], preset.prune.threshold, trim=not args.no_trim)
+            run_pruning = fit_pruning([run], preset.prune.threshold, trim=args.trim)
             name = "pruning.json" if len(args.runs) == 1 else f"pruning_{run.run_id}.json"
             save_pruning(run_pruning, out / name)
         det = detect_run(
@@ -222,7 +223,7 @@ def _run(args: argparse.Namespace) -> int:
             selected=selected,
             min_agreement=min_agreement,
             prune=run_pruning if run_pruning is not None else False,
-            trim=not args.no_trim,
+            trim=args.trim,
             thresholds=args.thresholds,
             calibration=args.calibration,
             min_run=args.min_run,
@@ -236,8 +237,7 @@ def _run(args: argparse.Namespace) -> int:
             det.warnings.append(note)
             det.summary["warnings"] = list(det.warnings)
         if det.config["trim"].get("run"):
-            tr = det.config["trim"]["run"]
-            print(f"{run.run_id}: trimmed {tr['cut_start_s']:.1f} s + {tr['cut_end_s']:.1f} s ({tr['how']})")
+            print(f"{run.run_id}: {det.config['trim']['run']['left_out']}")
         s = det.summary
         subs = ", ".join(
             f"{k} {v['windows']}"

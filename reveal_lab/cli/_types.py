@@ -22,6 +22,8 @@ __all__ = [
     "SENTINEL_DEFAULT",
     "add_rule_arguments",
     "add_sentinel_argument",
+    "add_trim_argument",
+    "TRIM_CHOICES",
     "with_rule_arguments",
     "SENTINEL_HELP",
     "Z_CLIP_DEFAULT",
@@ -62,6 +64,23 @@ def add_rule_arguments(p: argparse.ArgumentParser) -> None:
     add_sentinel_argument(p)
 
 
+#: ``--trim`` choices: the pipeline's ``TRIM_RULES``, written here so that building the parser
+#: imports no pipeline
+TRIM_CHOICES = ("auto", "span", "active", "none")
+TRIM_HELP = (
+    "which part of each recording is scored: auto (default): a lab run's recorded workload span, a "
+    "public-dataset run or a host recording (collector folder) whole; span: the recorded workload "
+    "span (whole when there is none); active: the span where utilisation is high, less 3 s at each "
+    "end (on a host with intermittent jobs it keeps the busiest and leaves the others out); none: "
+    "the whole recording. The report's first lines say what was left out and why"
+)
+
+
+def add_trim_argument(p: argparse.ArgumentParser) -> None:
+    """``--trim auto|span|active|none`` (``detect``, ``evaluate``, ``scan``, ``compare``)."""
+    p.add_argument("--trim", choices=TRIM_CHOICES, default="auto", help=TRIM_HELP)
+
+
 def add_sentinel_argument(p: argparse.ArgumentParser) -> None:
     """``--sentinel-samples N|none`` (``detect``, ``evaluate``, ``watch``)."""
     p.add_argument(
@@ -90,20 +109,28 @@ def duration(text: str) -> float:
         v = parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected a duration > 0, got {text!r}")
+    if not 0 < v <= 366 * 86400:
+        raise argparse.ArgumentTypeError(f"expected a duration > 0 and at most a year (8784h), got {text!r}")
     return v
+
+
+#: the largest count a whole-number flag takes (windows in a row, samples, repeats)
+MAX_COUNT = 1_000_000
+_COUNT_TEXT = f"a whole number from 1 to {MAX_COUNT:,}"
 
 
 def positive_int(text: str) -> int:
-    """A whole number >= 1."""
+    """A whole number from 1 to :data:`MAX_COUNT`."""
     try:
         v = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {_COUNT_TEXT}, got {text!r}") from None
+    if not 1 <= v <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected {_COUNT_TEXT}, got {text[:40]!r}")
     return v
+
+
+positive_int.range_text = f"1–{MAX_COUNT:,}"  # type: ignore[attr-defined]
 
 
 def share(text: str) -> float:
@@ -138,3 +165,9 @@ def z_clip(text: str) -> float | None:
     if not v > 0 or v == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number > 0 or 'none', got {text!r}")
     return v
+
+
+# the ranges --help shows (reveal_lab.cli._ranges.document_ranges)
+share.range_text = "(0, 1)"  # type: ignore[attr-defined]
+sentinel_samples.range_text = f"1–{MAX_COUNT:,}, or none"  # type: ignore[attr-defined]
+z_clip.range_text = "> 0, or none"  # type: ignore[attr-defined]

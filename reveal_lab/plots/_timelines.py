@@ -99,13 +99,17 @@ def plot_score_timeline(
     *,
     methods: Sequence[str] | None = None,
     title: str = "",
+    recording: tuple[dt.datetime, dt.datetime] | None = None,
 ):
     """The report's timeline for one run and host: each detector's score along the run
     (one panel per detector) with its threshold (dashed) and its flagged windows (dots);
     labelled episodes shaded when given.
 
     ``windows``: ``start``, ``end``, ``score_<det>`` and ``label_<det>`` columns (a
-    :class:`~reveal_lab.pipeline.Detection`'s windows of one host).
+    :class:`~reveal_lab.pipeline.Detection`'s windows of one host). ``recording``: the
+    whole recording's first and last timestamps; the axis then spans all of it and the
+    scored span (the windows' first start to last end) is shaded, so what trimming left
+    out shows as unshaded, unscored time.
     """
     methods = list(methods or _methods(windows, "score_"))
     n = max(len(methods), 1)
@@ -114,9 +118,13 @@ def plot_score_timeline(
         mark_empty(axes[0, 0], "no windows")
         return fig
     w = windows.sort("start")
-    t0 = w["start"].min()
+    t0 = w["start"].min() if recording is None else recording[0]
     mid = (_seconds(w["start"], t0) + _seconds(w["end"], t0)) / 2
     for ax, m in zip(axes[:, 0], methods, strict=False):
+        if recording is not None:
+            a, b = _seconds([w["start"].min(), w["end"].max()], t0)
+            ax.axvspan(a, b, color="#55a868", alpha=0.08, lw=0, label="scored span", gid="scored-span")
+            ax.set_xlim(0.0, float(_seconds([recording[1]], t0)[0]))
         _shade_episodes(ax, episodes, t0, label=ax is axes[0, 0])
         s = w[f"score_{m}"].cast(pl.Float64).to_numpy()
         ax.plot(mid, s, color=color_for(m), lw=1, label="score", gid=f"score:{m}")
@@ -126,7 +134,11 @@ def plot_score_timeline(
             flag = w[f"label_{m}"].fill_null(False).cast(pl.Boolean).to_numpy()
             ax.plot(mid[flag], s[flag], "o", ms=4, color="#c44e52", label="flagged window", gid=f"flagged:{m}")
         ax.set_ylabel(m, rotation=0, ha="right", va="center")
-    axes[-1, 0].set_xlabel("seconds from the first window (window centres)")
+    axes[-1, 0].set_xlabel(
+        "seconds from the recording's start (window centres)"
+        if recording is not None
+        else "seconds from the first window (window centres)"
+    )
     if title:
         axes[0, 0].set_title(title, loc="left", fontsize=9)
     handles: dict[str, object] = {}

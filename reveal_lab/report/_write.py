@@ -128,7 +128,8 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     trim = det.config.get("trim", {}).get("run")
     prune = det.config.get("pruning", {})
     intro = (
-        f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
+        (f"**{trim['left_out']}** " if trim and trim.get("left_out") else "")
+        + f"{s['windows']} windows of {det.config['window_s']:g} s every {det.config['stride_s']:g} s "
         f"on {hosts}; detectors {', '.join(det.methods)}, {fit}. "
         f"A window counts as anomalous when at least {det.min_agreement} detector(s) flag it"
         + (
@@ -149,12 +150,6 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             "windows over its threshold (shorter runs, such as one sample's spike, are dropped: "
             f"{s.get('short_runs_dropped', 0)} window(s) here; `--min-run 1` counts every window)."
             if det.config.get("min_run_windows", 1) > 1
-            else ""
-        )
-        + (
-            f" Trimmed: {trim['cut_start_s']:g} s at the start, {trim['cut_end_s']:g} s at the end "
-            f"({trim['how']})."
-            if trim
             else ""
         )
         + (
@@ -272,7 +267,10 @@ def _figures(
         ep = None
         if episodes is not None and episodes.height:
             ep = episodes.filter((pl.col("run") == det.run_id) & (pl.col("host") == host))
-        fig = plot_score_timeline(w, det.thresholds.get(host, {}), ep, methods=det.methods, title=f"{det.run_id} · {host}")
+        span = _recording_span(det)
+        fig = plot_score_timeline(
+            w, det.thresholds.get(host, {}), ep, methods=det.methods, title=f"{det.run_id} · {host}", recording=span
+        )
         n_ep = 0 if ep is None else ep.height
         out.append(
             {
@@ -280,6 +278,12 @@ def _figures(
                 "alt": f"detector scores along run {det.run_id} on {host}",
                 "caption": f"{host}: each detector's score per window (line), its threshold (dashed) and the "
                 "windows it flags (dots)"
+                + (
+                    " along the whole recording, the scored span shaded green"
+                    f" ({det.config['trim']['run']['left_out']})"
+                    if span is not None
+                    else ""
+                )
                 + (f"; {n_ep} labelled fault episode(s) shaded" if n_ep else "; no labelled episode known"),
             }
         )
@@ -304,6 +308,17 @@ def _figures(
             }
         )
     return out
+
+
+def _recording_span(det: Detection) -> tuple[Any, Any] | None:
+    """The whole recording's first and last timestamps, from what trimming recorded."""
+    import datetime as dt
+
+    tr = det.config.get("trim", {}).get("run") or {}
+    a, b = tr.get("recording_start"), tr.get("recording_end")
+    if not a or not b:
+        return None
+    return dt.datetime.fromisoformat(a), dt.datetime.fromisoformat(b)
 
 
 def _frame_of(runs: Mapping[str, Any] | None, run_id: str) -> pl.DataFrame | None:
@@ -368,7 +383,9 @@ def write_report(
     paths = {name: out / name for name in REPORT_FILES}
     csv.write_csv(paths["anomalies.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6)
 
-    summaries = [d.summary or d.make_summary() for d in dets]
+    summaries = [
+        {**(d.summary or d.make_summary()), "scored_span": d.config.get("trim", {}).get("run")} for d in dets
+    ]
     total_w = sum(s["windows"] for s in summaries)
     total_a = sum(s["anomalous"] for s in summaries)
     summary = {
@@ -389,7 +406,8 @@ def write_report(
         if total_a == 0
         else f"{total_a} anomalous window(s) out of {total_w} in {len(dets)} run(s)."
     )
-    md = [f"# {title}", "", headline, ""]
+    left = [(d.run_id, (d.config.get("trim", {}).get("run") or {}).get("left_out")) for d in dets]
+    md = [f"# {title}", "", *[f"- {rid}: {text}" for rid, text in left if text], "", headline, ""]
     page_runs = []
     for d in dets:
         sections = []
@@ -464,6 +482,7 @@ def write_report(
             "report.html.j2",
             title=title,
             headline=headline,
+            scored=[(rid, text) for rid, text in left if text],
             none=total_a == 0,
             runs=page_runs,
             crosshost=cross,
