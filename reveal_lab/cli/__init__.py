@@ -15,6 +15,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from reveal_lab.cli._ranges import document_ranges
+
 __all__ = ["main", "build_parser"]
 
 #: sub-command modules, in the order ``--help`` lists them
@@ -44,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         # every listed command must exist: a missing module is an ImportError, not a shorter CLI
         importlib.import_module(f"reveal_lab.cli._{name}").register(sub)
+    document_ranges(parser)
     return parser
 
 
@@ -59,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    if args.verbose < 2:  # fontTools logs every font subset matplotlib embeds in a PDF at INFO
+        logging.getLogger("fontTools").setLevel(logging.WARNING)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from reveal_lab.cli._ranges import int_in
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser("bench", help="detection/attribution benchmarks on labelled server telemetry")
@@ -34,7 +36,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     lab.add_argument("--servers", default=None, help="comma-separated server names (default: all)")
     lab.add_argument(
         "--window-rows",
-        type=int,
+        type=int_in(2, 100_000),
         default=None,
         help="rows per window (stride 1 row), the same for every server (default 10)",
     )
@@ -44,7 +46,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="comma-separated window features (default: all for windows of >= 30 rows, "
         "else mean,std,min,max,slope)",
     )
-    lab.add_argument("--estimators", type=int, default=None, help="Isolation Forest trees (default 200)")
+    lab.add_argument(
+        "--estimators", type=int_in(1, 100_000), default=None, help="Isolation Forest trees (default 200)"
+    )
     lab.add_argument(
         "--backend",
         default=None,

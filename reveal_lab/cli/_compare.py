@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import positive_int as _positive_int
+from reveal_lab.cli._ranges import int_in
 from reveal_lab.cli._types import share as _share
+
+#: bootstrap resamples at most (memory: resamples x runs x compared quantities)
+MAX_BOOTSTRAP = 20_000
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -38,8 +41,10 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
     p.add_argument("--false-alarm-rate", type=_share, default=0.01, help="reference=a: threshold target")
-    p.add_argument("--bootstrap", type=_positive_int, default=2000, help="bootstrap resamples (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--bootstrap", type=int_in(1, MAX_BOOTSTRAP), default=2000, help="bootstrap resamples (default 2000)"
+    )
+    p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="bootstrap seed")
     p.add_argument("--no-trim", action="store_true", help="score whole recordings, not the workload span")
     p.add_argument("--a-label", default="A", help="name of side A in tables and figure")
     p.add_argument("--b-label", default="B", help="name of side B")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._ranges import float_in, int_in
+
 
 def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers type
     e = verbs.add_parser(
@@ -18,7 +20,12 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     e.add_argument(
         "--data", default=None, help="source dataset folder (default: data/lab or $REVEAL_DATA_DIR)"
     )
-    e.add_argument("--runs-per-shard", type=int, default=8)
+    e.add_argument(
+        "--runs-per-shard",
+        type=int_in(1, 100_000),
+        default=8,
+        help="runs per Parquet shard (default 8)",
+    )
     e.add_argument("--overwrite", action="store_true", help="replace DIR if it is not empty")
     e.set_defaults(func=_export)
     p = verbs.add_parser(
@@ -34,7 +41,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     p.add_argument("--private", action="store_true")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=float_in(0, 3600, low_open=True, what="seconds"),
         default=10.0,
         help="seconds any hub request may go without an answer (connect, each read and write; "
         "default 10); a hub that never answers ends the upload after a few retries",

@@ -17,6 +17,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from reveal_lab.cli._ranges import float_in, int_in
+
 __all__ = ["register", "public_dir", "pull", "hub_unreachable", "manual_instructions", "REPO_ID"]
 
 REPO_ID = "subsetchen/RevealTelemetryDatasetforMLInfraProfilingAnomalyDetection"
@@ -298,7 +300,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
         default="table",
         help="table (default), csv (the whole index) or json (one object per line)",
     )
-    p.add_argument("--limit", type=int, default=0, help="show at most N runs")
+    p.add_argument("--limit", type=int_in(0, 10**9), default=0, help="show at most N runs (0: all)")
     p.set_defaults(func=_cmd_ls)
 
     p = verbs.add_parser(
@@ -315,7 +317,9 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
         action="store_true",
         help="also count every file's rows against meta n_rows (reads every file whole: slow)",
     )
-    p.add_argument("--show", type=int, default=10, help="list at most N entries per section (default 10)")
+    p.add_argument(
+        "--show", type=int_in(0, 10**6), default=10, help="list at most N entries per section (default 10)"
+    )
     p.add_argument("--json", action="store_true", help="print everything as JSON")
     p.set_defaults(func=_cmd_info)
 
@@ -337,7 +341,7 @@ def register(verbs) -> None:  # noqa: ANN001 - argparse's private subparsers typ
     p.add_argument("--revision", help="a branch, tag or commit of the dataset repository")
     p.add_argument(
         "--timeout",
-        type=float,
+        type=float_in(0, 3600, low_open=True, what="seconds"),
         default=10.0,
         help="seconds any hub request may go without an answer (connect, each read and write; "
         "default 10); a hub that never answers ends the pull after a few retries",

@@ -12,6 +12,7 @@ from reveal_lab.cli._checks import (
     without_own_run,
     workload_warning,
 )
+from reveal_lab.cli._ranges import as_text, duration_in, float_in, int_in
 from reveal_lab.cli._types import (
     CALIBRATIONS,
     add_rule_arguments,
@@ -47,14 +48,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="use a --baseline that shares fewer than half of a run's metrics, or never moves "
         "(refused otherwise); the report warns",
     )
-    p.add_argument("--window", default=None, metavar="DUR", help="window length (default 3s)")
-    p.add_argument("--stride", default=None, metavar="DUR", help="window stride (default 1s)")
+    length = as_text(duration_in(0.001, 3600.0))
+    p.add_argument("--window", type=length, default=None, metavar="DUR", help="window length (default 3s)")
+    p.add_argument("--stride", type=length, default=None, metavar="DUR", help="window stride (default 1s)")
     p.add_argument(
-        "--interval", default=None, metavar="DUR", help="nominal sampling interval (default 100ms)"
+        "--interval", type=length, default=None, metavar="DUR", help="nominal sampling interval (default 100ms)"
     )
     p.add_argument(
         "--min-agreement",
-        type=int,
+        type=int_in(1, 3),
         default=None,
         metavar="N",
         help="detectors that must flag a window for it to count as anomalous (1-3; default 2 with "
@@ -106,7 +108,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--false-alarm-rate",
-        type=float,
+        type=float_in(0, 1, low_open=True, high_open=True, what="a share"),
         default=None,
         metavar="RATE",
         help="share of fault-free windows any detector may flag (calibrated and robust; default 0.01)",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, with_rule_arguments
+from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, add_trim_argument, with_rule_arguments
+from reveal_lab.cli._ranges import as_text, duration_in
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
 
@@ -25,20 +26,22 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--mode",
         default="calibrated",
-        choices=("calibrated", "baseline", "self", "all"),
+        choices=("calibrated", "baseline", "self", "alone", "all"),
         help="calibrated (default): fit on the workload's other baseline runs, thresholds "
         "cross-fitted on them (each scored by detectors fitted on the rest) for --false-alarm-rate; "
         "baseline: fit on the other baseline runs, in-sample thresholds; self: fit on "
-        "the run itself (the paper's setting); all: the three",
+        "the run itself (the paper's setting); alone: each run by itself with `detect RUN`'s defaults "
+        "(robust thresholds, its own pruned space, --min-run, the sentinel rule for a run alone); "
+        "all: calibrated, baseline and self",
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
     p.add_argument(
         "--min-agreement",
         type=int,
-        default=2,
+        default=None,
         choices=(1, 2, 3),
         help="detectors that must flag a window (default 2: agreement, as the paper, keeps one "
-        "detector's false alarms out; 1 = any detector)",
+        "detector's false alarms out; 1 = any detector; --mode alone: 1, as detect RUN)",
     )
     p.add_argument(
         "--calibration",
@@ -50,12 +53,19 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     add_rule_arguments(p)
     p.add_argument(
-        "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
+        "--grace",
+        type=as_text(duration_in(0.0, 3600.0)),
+        default="0s",
+        help="count flagged windows up to this long after an episode as hits",
     )
+    add_trim_argument(p)
     p.add_argument(
-        "--no-trim",
-        action="store_true",
-        help="score whole recordings (default: only each workload's active span)",
+        "--min-run",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="--mode alone: a detector's flag counts only inside N or more consecutive windows over "
+        "its threshold (default: detect RUN's, 4)",
     )
     p.add_argument(
         "--false-alarm-rate",
@@ -148,10 +158,11 @@ def _run(args: argparse.Namespace) -> int:
                 args.data,
                 mode=mode,
                 preset=preset,
-                min_agreement=args.min_agreement,
+                min_agreement=args.min_agreement or (1 if mode == "alone" else 2),
                 grace_s=parse_duration(args.grace),
                 runs=runs,
-                trim=not args.no_trim,
+                trim=args.trim,
+                min_run=args.min_run,
                 false_alarm_rate=args.false_alarm_rate,
                 persist=args.persist,
                 prune=prune,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._ranges import int_in
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
@@ -13,7 +15,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "JupyterLab on notebooks/. Needs the 'lab' extra: pip install -e '.[lab]' (or make lab).",
     )
     p.add_argument("--notebooks", default=None, help="folder to open (default: the project's notebooks/)")
-    p.add_argument("--port", type=int, default=None, help="port for JupyterLab")
+    p.add_argument("--port", type=int_in(1, 65535), default=None, help="port for JupyterLab")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
     p.add_argument("--kernel-only", action="store_true", help="install the kernel and exit")
     p.add_argument(

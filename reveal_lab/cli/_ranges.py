@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from reveal_lab.config import parse_duration
 
-__all__ = ["int_in", "float_in", "duration_in", "slots_range", "document_ranges", "fmt_duration"]
+__all__ = ["int_in", "float_in", "duration_in", "as_text", "slots_range", "document_ranges", "fmt_duration"]
 
 #: longest duration any flag takes (a year): beyond it, an arithmetic accident, not a plan
 MAX_DURATION_S = 366 * 86400.0
@@ -100,6 +100,16 @@ def duration_in(lo_s: float, hi_s: float = MAX_DURATION_S) -> Callable[[str], fl
         return v
 
     return _typed(parse, "duration", f"{fmt_duration(lo_s)}–{fmt_duration(hi_s)}")
+
+
+def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """``parse``'s check, the text kept as given (for a value passed on as a string)."""
+
+    def check(s: str) -> str:
+        parse(s)
+        return s
+
+    return _typed(check, parse.__name__, parse.range_text)  # type: ignore[attr-defined]
 
 
 def slots_range(hi: int) -> Callable[[str], tuple[int, int]]:

@@ -15,7 +15,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from reveal_lab.cli._types import duration
+from reveal_lab.cli._ranges import as_text, duration_in, float_in, int_in
+
+#: one run of a plan lasts at most a day
+MAX_RUN_S = 86400.0
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -31,15 +34,25 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="recording plan: v2 (the default: 90 s runs, 5 repeats, graded faults, 3 hosts, case "
         "studies), v1 (the first data/lab) or smoke (one 8 s run)",
     )
-    p.add_argument("--duration", default=None, help="run length per workload, e.g. 40s (default: the plan's)")
     p.add_argument(
-        "--repeats", type=int, default=None, help="baseline repeats per workload (v2: 5, v1: 3)"
+        "--duration",
+        type=duration_in(1.0, MAX_RUN_S),
+        default=None,
+        help="run length per workload, e.g. 40s (default: the plan's)",
+    )
+    p.add_argument(
+        "--repeats", type=int_in(1, 1000), default=None, help="baseline repeats per workload (v2: 5, v1: 3)"
     )
     p.add_argument(
         "--raw", default="/var/tmp/reveal_lab/raw", help="where collector directories and run manifests go"
     )
     p.add_argument("--out", default=None, help="dataset folder to build (default: the bundled data/lab)")
-    p.add_argument("--interval", default="100ms", help="collector sampling interval")
+    p.add_argument(
+        "--interval",
+        type=as_text(duration_in(0.001, 60.0)),
+        default="100ms",
+        help="collector sampling interval",
+    )
     p.add_argument("--probes", default=None, help="collector probes (default: all that work)")
     p.add_argument("--slots", default=None, help="only these slots of the plan, e.g. 0-3,7")
     p.add_argument("--dry-run", action="store_true", help="list the plan's slots and exit")
@@ -57,7 +70,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--gate-wait",
-        type=duration,
+        type=duration_in(0.001),
         default="10min",
         help="longest wait for the machine to calm down before a slot; then refuse with exit status "
         "75 (EX_TEMPFAIL; default 10min)",
@@ -87,54 +100,54 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--note", default=None, help="why this session is recorded (kept in recording.json and the README)"
     )
-    p.add_argument("--gate-poll", type=duration, default="10s", help="how often to re-check a busy machine (default 10s)")
+    p.add_argument(
+        "--gate-poll",
+        type=duration_in(0.1, 3600.0),
+        default="10s",
+        help="how often to re-check a busy machine (default 10s)",
+    )
     p.set_defaults(func=_run)
 
 
+_load = float_in(0, 10_000, what="a load")
+
+
 def _gate_value(text: str) -> float | None:
+    """``--load-gate``: a load average from 0 to 10,000, or ``off``."""
     if text.strip().lower() in ("off", "none"):
         return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a load (e.g. 0.5) or 'off', got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a load >= 0 or 'off', got {text!r}")
-    return v
+    return _load(text)
+
+
+_gate_value.range_text = "0–10,000, or off"  # type: ignore[attr-defined]
+_run_length = duration_in(0.001, MAX_RUN_S)
 
 
 def _duration_or_off(text: str) -> float:
-    """``--warmup``, ``--settle``: a duration, or 0 / ``off`` for none."""
+    """``--warmup``, ``--settle``: a duration up to a day, or 0 / ``off`` for none."""
     if text.strip().lower() in ("off", "none", "0", "0s"):
         return 0.0
-    return duration(text)
+    return _run_length(text)
 
 
-def _rate_value(text: str) -> float:
-    """``--settle-rate``: MB/s, a positive number."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MB/s as a number (e.g. 2), got {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"expected MB/s > 0, got {text!r}")
-    return v
+_duration_or_off.range_text = f"{_run_length.range_text}, or 0 / off"  # type: ignore[attr-defined]
+_rate_value = float_in(0, 1e6, low_open=True, what="MB/s")
 
 
 def _slots(spec: str, n: int) -> list[int]:
+    """Slot numbers from ``0-3,7``; each range forwards and inside the plan's ``0..n-1``."""
     out: list[int] = []
     for part in spec.split(","):
+        a, sep, b = part.strip().partition("-")
         try:
-            if "-" in part:
-                a, b = part.split("-")
-                out.extend(range(int(a), int(b) + 1))
-            elif part:
-                out.append(int(part))
+            lo, hi = (int(a), int(b)) if sep else (int(a), int(a))
         except ValueError:
             raise ValueError(f"--slots {spec!r}: {part!r} is not a slot number or a range like 0-3") from None
-    bad = [i for i in out if not 0 <= i < n]
-    if bad:
-        raise ValueError(f"--slots {spec!r}: the plan has slots 0-{n - 1}")
+        if lo > hi:
+            raise ValueError(f"--slots {spec!r}: {part!r} runs backwards; give FIRST-LAST with FIRST <= LAST")
+        if lo < 0 or hi >= n:
+            raise ValueError(f"--slots {spec!r}: {part!r} is outside the plan's slots 0-{n - 1}")
+        out.extend(range(lo, hi + 1))
     return out
 
 
@@ -174,7 +187,7 @@ def _summary_text(s: dict, n_full: int) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from reveal_lab.config import data_dir, parse_duration
+    from reveal_lab.config import data_dir
     from reveal_lab.lab import (
         GateRefused,
         LoadGate,
@@ -187,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         require_root,
     )
 
-    kw = {} if args.duration is None else {"duration_s": parse_duration(args.duration)}
+    kw = {} if args.duration is None else {"duration_s": args.duration}
     if args.repeats is not None:
         if args.plan not in ("default", "v1", "v2"):
             raise ValueError(f"--repeats applies to the v1 and v2 plans only, not to {args.plan!r}")

@@ -4,7 +4,32 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._ranges import int_in
 from reveal_lab.cli._types import positive_int
+
+#: the largest local cluster and submission window scan starts
+MAX_WORKERS = 1024
+
+
+def _memory_limit(text: str) -> str:
+    """A worker memory limit such as ``4GB``, at least :data:`reveal_lab.scale.MIN_MEMORY_LIMIT`."""
+    from dask.utils import parse_bytes
+
+    from reveal_lab.scale import MIN_MEMORY_LIMIT
+
+    try:
+        n = parse_bytes(text)
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"expected a size such as 512MB or 4GB, got {text!r}") from None
+    if not MIN_MEMORY_LIMIT <= n <= 2**50:
+        raise argparse.ArgumentTypeError(
+            f"expected a size from {MIN_MEMORY_LIMIT // 1_000_000}MB (what a worker needs for its "
+            f"interpreter and one run; below it Dask restarts the worker over and over) to 1PB, got {text!r}"
+        )
+    return text
+
+
+_memory_limit.range_text = "512MB–1PB"  # type: ignore[attr-defined]
 
 FILTERS = ("platform", "phase", "mode", "model", "task", "dataset", "workload", "host")
 STUDIES = ("pruning", "dtw", "granularity")
@@ -27,15 +52,26 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="tcp://HOST:PORT",
         help="a running Dask scheduler (workers need reveal-lab and the data at the same path)",
     )
-    where.add_argument("--workers", type=int, metavar="N", help="local cluster size (default: one per core)")
+    where.add_argument(
+        "--workers",
+        type=int_in(1, MAX_WORKERS),
+        metavar="N",
+        help="local cluster size (default: one per core)",
+    )
     where.add_argument(
         "--inprocess", action="store_true", help="no Dask: the same per-run code serially here"
     )
     p.add_argument(
-        "--memory-limit", metavar="BYTES", help="per local worker, e.g. 4GB (default: 80%% RAM / N)"
+        "--memory-limit",
+        type=_memory_limit,
+        metavar="BYTES",
+        help="per local worker, e.g. 4GB (default: 80%% RAM / N)",
     )
     p.add_argument(
-        "--max-in-flight", type=int, metavar="K", help="runs submitted at once (default 2 per worker)"
+        "--max-in-flight",
+        type=int_in(1, 100 * MAX_WORKERS),
+        metavar="K",
+        help="runs submitted at once (default 2 per worker)",
     )
     p.add_argument("--preset", default="paper", help="detection preset (paper, smoke, full)")
     p.add_argument(
@@ -57,7 +93,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"
     )
     p.add_argument("--run-id", action="append", metavar="ID", help="only this run (repeatable)")
-    p.add_argument("--limit", type=int, metavar="N", help="only the first N runs (after filters)")
+    p.add_argument(
+        "--limit", type=int_in(1, 10**9), metavar="N", help="only the first N runs (after filters)"
+    )
     p.add_argument(
         "--studies",
         default="",

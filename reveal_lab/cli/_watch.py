@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._ranges import as_text, duration_in, int_in
 from reveal_lab.cli._types import add_sentinel_argument, with_rule_arguments
 
 
@@ -27,6 +28,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     ref.add_argument(
         "--warmup",
+        type=as_text(duration_in(0.001)),
         default="30s",
         metavar="DURATION",
         help="fit on the first DURATION of the stream (default 30s)",
@@ -41,12 +43,28 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     space.add_argument("--no-prune", action="store_true", help="score every metric, not the pruned space")
     p.add_argument("--jsonl", metavar="FILE", help="append one JSON object per scored window to FILE")
     p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke, full)")
-    p.add_argument("--window", metavar="DURATION", help="window length (default: the preset's, 3s)")
-    p.add_argument("--stride", metavar="DURATION", help="window stride (default: the preset's, 1s)")
-    p.add_argument("--interval", metavar="DURATION", help="sampling interval (default: the preset's, 100ms)")
+    window_length = as_text(duration_in(0.001, 3600.0))
+    p.add_argument(
+        "--window",
+        type=window_length,
+        metavar="DURATION",
+        help="window length (default: the preset's, 3s)",
+    )
+    p.add_argument(
+        "--stride",
+        type=window_length,
+        metavar="DURATION",
+        help="window stride (default: the preset's, 1s)",
+    )
+    p.add_argument(
+        "--interval",
+        type=window_length,
+        metavar="DURATION",
+        help="sampling interval (default: the preset's, 100ms)",
+    )
     p.add_argument(
         "--min-agreement",
-        type=int,
+        type=int_in(1, 3),
         default=1,
         metavar="K",
         help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect without calibrated "
@@ -55,15 +73,22 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     add_sentinel_argument(p)
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
-    p.add_argument("--duration", metavar="DURATION", help="stop after this long")
-    p.add_argument("--max-windows", type=int, metavar="N", help="stop after N scored windows")
+    p.add_argument(
+        "--duration",
+        type=as_text(duration_in(0.001)),
+        metavar="DURATION",
+        help="stop after this long",
+    )
+    p.add_argument("--max-windows", type=int_in(1, 10**12), metavar="N", help="stop after N scored windows")
     p.add_argument(
         "--idle-exit",
+        type=as_text(duration_in(0.001)),
         metavar="DURATION",
         help="stop after this long without new data (counted from the start before the first data)",
     )
     p.add_argument(
         "--wait",
+        type=as_text(duration_in(0.0)),
         default="30s",
         metavar="DURATION",
         help="how long DIR may take to appear and hold a run (default 30s), and how much longer the "

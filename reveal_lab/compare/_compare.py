@@ -120,6 +120,10 @@ def resolve_runs(items: Sequence[str], data: str | Path | None = None) -> list[R
     meta = _meta_rows(root) if root.exists() else None
     out: list[RunSpec] = []
     for item in items:
+        if not str(item).strip():
+            raise ValueError(
+                "an empty run name (''): give a run file, a run of the dataset or a column=value selector"
+            )
         p = Path(item)
         if "=" in item and not p.exists():
             if meta is None:
@@ -135,7 +139,10 @@ def resolve_runs(items: Sequence[str], data: str | Path | None = None) -> list[R
                         path=str(root / "meta_lab.csv"),
                     )
                 v = pl.col(col).cast(pl.String)
-                sel = sel.filter(v.str.starts_with(val) if prefix else v == val)
+                if val == "":  # column= : the runs without a value there
+                    sel = sel.filter(v.is_null() | (v.str.strip_chars() == ""))
+                else:
+                    sel = sel.filter(v.str.starts_with(val) if prefix else v == val)
             if sel.height == 0:
                 raise TelemetryError(f"selector {item!r} matches no run", path=str(root / "meta_lab.csv"))
             out += [_spec_from_row(root, r) for r in sel.iter_rows(named=True)]
@@ -265,6 +272,7 @@ class Comparison:
     runs: pl.DataFrame
     config: dict[str, Any] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def write(self, out: str | Path, *, name: str = "compare", figure: bool = True) -> dict[str, Path]:
         """``<name>.csv``, ``<name>.md``, ``<name>_runs.csv`` and the figure (PNG, PDF)."""
@@ -272,7 +280,9 @@ class Comparison:
         out.mkdir(parents=True, exist_ok=True)
         paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md", "runs": out / f"{name}_runs.csv"}
         self.table.write_csv(paths["csv"])
-        paths["md"].write_text(table_markdown(self.table, config=self.config, failures=self.failures))
+        paths["md"].write_text(
+            table_markdown(self.table, config=self.config, failures=self.failures, warnings=self.warnings)
+        )
         self.runs.write_csv(paths["runs"])
         if figure:
             from reveal_lab.plots import plot_comparison, save_figure
@@ -291,7 +301,12 @@ def _fmt(v: Any, pct: bool) -> str:
 
 
 def table_markdown(
-    table: pl.DataFrame, *, config: Mapping | None = None, failures: Sequence[str] = (), max_metrics: int = 15
+    table: pl.DataFrame,
+    *,
+    config: Mapping | None = None,
+    failures: Sequence[str] = (),
+    max_metrics: int = 15,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The comparison as Markdown: throughput, ``any``, subsystems, then the metrics that
     changed most (by ``|diff|``), each ``mean [lo, hi]``."""
@@ -330,6 +345,8 @@ def table_markdown(
     if cfg:
         keep = ("reference", "preset", "false_alarm_rate", "trim", "seed")
         lines += ["", "Settings: " + ", ".join(f"{k}={cfg[k]}" for k in keep if k in cfg)]
+    if warnings:
+        lines += ["", *[f"Warning: {w}" for w in warnings]]
     if failures:
         lines += ["", f"Host files that could not be scored ({len(failures)}):"]
         lines += [f"- {f}" for f in failures]
@@ -382,9 +399,15 @@ def compare_runs(
     sa, sb = _specs(a, data), _specs(b, data)
     if not sa or not sb:
         raise ValueError("both sides need at least one run")
-    overlap = {s.path for s in sa} & {s.path for s in sb}
-    if overlap:
-        raise ValueError(f"runs on both sides: {sorted(overlap)[:3]}")
+    from reveal_lab.io import run_identity
+
+    ids_a = {run_identity(s.path): s.path for s in sa}
+    both = [s.path for s in sb if run_identity(s.path) in ids_a]
+    if both:
+        raise ValueError(
+            f"the same run on both sides (same file, however spelled): {both[:3]} in B is "
+            f"{[ids_a[run_identity(p)] for p in both[:3]]} in A"
+        )
     pre = get_preset(preset)
     cache: dict[str, Run] = {}
 
@@ -420,6 +443,7 @@ def compare_runs(
                 continue
             parts.append(run_shares(det, s.group).with_columns(side=pl.lit(side)))
             log.info("%s [%s]: %d windows", Path(s.path).name, side, det.windows.height)
+    warnings = _workload_warnings([load(s) for s in sa], [load(s) for s in sb])
     shares = pl.concat(parts) if parts else pl.DataFrame()
     ga = list(dict.fromkeys(s.group for s in sa if shares.height and s.group in set(shares["group"])))
     gb = list(dict.fromkeys(s.group for s in sb if shares.height and s.group in set(shares["group"])))
@@ -437,6 +461,8 @@ def compare_runs(
         res = bootstrap_compare(thr_a[:, None], thr_b[:, None], n_boot=n_boot, seed=seed + 1, level=level)
         tables.append(_table([("throughput", "samples_per_s")], res, len(thr_a), len(thr_b)))
     table = pl.concat(tables) if tables else _table([], {}, 0, 0)
+    table, note = _without_one_run_intervals(table, len(ga), len(gb), a_label, b_label)
+    warnings += [note] if note else []
     runs = pl.DataFrame(
         [
             {"side": side, "group": s.group, "path": s.path, "throughput": s.throughput}
@@ -459,7 +485,45 @@ def compare_runs(
         "level": level,
         "title": f"{b_label} vs {a_label}",
     }
-    return Comparison(table, shares, runs, config, failures)
+    for w in warnings:
+        log.warning("%s", w)
+    return Comparison(table, shares, runs, config, failures, warnings)
+
+
+def _workload_of(run: Run) -> str | None:
+    m = run.meta
+    prefix = (m.extra or {}).get("prefix")
+    return None if not m.workload else f"{prefix} {m.workload}" if prefix else str(m.workload)
+
+
+def _workload_warnings(a: Sequence[Run], b: Sequence[Run]) -> list[str]:
+    """A warning when the two sides ran different workloads (phase and model/task/data, from
+    the file names or ``meta_lab.csv``): a difference is then the programs', not the fix's."""
+    wa = {w for r in a if (w := _workload_of(r))}
+    wb = {w for r in b if (w := _workload_of(r))}
+    if not wa or not wb or wa == wb:
+        return []
+    return [
+        f"the sides ran different workloads (A: {sorted(wa)[:3]}, B: {sorted(wb)[:3]}): a difference "
+        "is then the workloads', not the change's; compare runs of the same workload"
+    ]
+
+
+def _without_one_run_intervals(
+    table: pl.DataFrame, n_a: int, n_b: int, a_label: str, b_label: str
+) -> tuple[pl.DataFrame, str | None]:
+    """With one run on a side, resampling runs gives that side (and the difference) an interval
+    of zero width, which says nothing: those bounds are left empty and a note says why."""
+    one = [f"{lab} ({n} run)" for lab, n in ((a_label, n_a), (b_label, n_b)) if n < 2]
+    if not one or not table.height:
+        return table, None
+    cols = [c for c in ("a_lo", "a_hi") if n_a < 2] + [c for c in ("b_lo", "b_hi") if n_b < 2]
+    cols += ["diff_lo", "diff_hi", "rel_lo", "rel_hi"]
+    table = table.with_columns(pl.lit(None, dtype=pl.Float64).alias(c) for c in cols)
+    return table, (
+        f"one run on side {' and '.join(one)}: a bootstrap over runs needs 2 or more per side, so "
+        "no interval is given for it or for the difference (–); the values are those of single runs"
+    )
 
 
 def _specs(items: Sequence[str | RunSpec], data: str | Path | None) -> list[RunSpec]:

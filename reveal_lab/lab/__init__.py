@@ -54,6 +54,7 @@ from reveal_lab.lab._hosts import (
 from reveal_lab.lab._labels import (
     LABEL_COLUMNS,
     META_COLUMNS,
+    check_labels,
     file_name,
     ms_to_stamp,
     read_labels,
@@ -154,6 +155,7 @@ __all__ = [
     "prepare_read_file",
     "read_labels",
     "read_meta",
+    "check_labels",
     "record_plans",
     "record_slot",
     "WARMUP_DIR",

@@ -36,6 +36,7 @@ __all__ = [
     "read_labels",
     "write_csv",
     "read_meta",
+    "check_labels",
 ]
 
 #: our columns after the public meta CSV's (META_COLUMNS, defined once by the public loader)
@@ -168,6 +169,53 @@ def read_labels(path: str | Path) -> pl.DataFrame:
             column="end",
         )
     return df
+
+
+def check_labels(
+    labels: pl.DataFrame, meta: pl.DataFrame, *, path: str | Path = "labels.csv"
+) -> tuple[pl.DataFrame, list[str]]:
+    """``labels`` without repeated rows and without labels of a run or host ``meta`` does not
+    have, and one warning per kind left out, naming the lines: a repeated label would count its
+    episode twice, and one of an unknown run or host would vanish from every score unseen.
+
+    >>> m = pl.DataFrame({"run": ["r1"], "host": ["labA"]})
+    >>> lab = pl.DataFrame({"run": ["r1", "r1", "r9", "r1"], "host": ["labA", "labA", "labA", "labZ"],
+    ...                     "fault_type": ["cpu"] * 4, "start": ["t0"] * 4, "end": ["t1"] * 4})
+    >>> kept, notes = check_labels(lab, m)
+    >>> kept.height
+    1
+    >>> for n in notes:
+    ...     print(n)
+    labels.csv: line 3 repeats an earlier label (counted once; left out)
+    labels.csv: line 4: run r9 is not in meta_lab.csv (label left out)
+    labels.csv: line 5: host labZ has no run r1 in meta_lab.csv (label left out)
+    """
+    key = ["run", "host", "fault_type", "start", "end"]
+    df = labels.with_row_index("_line", offset=2)  # line 1 is the header
+    notes: list[str] = []
+    dup = df.filter(~pl.struct(key).is_first_distinct())
+    if dup.height:
+        lines = ", ".join(str(i) for i in dup["_line"].to_list()[:5])
+        notes.append(f"{path}: line {lines} repeats an earlier label (counted once; left out)")
+        df = df.filter(~pl.col("_line").is_in(dup["_line"].to_list()))
+    runs = set(meta["run"].cast(pl.String).to_list()) if "run" in meta.columns else None
+    pairs = (
+        set(zip(meta["run"].cast(pl.String), meta["host"].cast(pl.String), strict=True))
+        if {"run", "host"} <= set(meta.columns)
+        else None
+    )
+    bad: list[int] = []
+    for r in df.iter_rows(named=True):
+        if runs is not None and r["run"] not in runs:
+            notes.append(f"{path}: line {r['_line']}: run {r['run']} is not in meta_lab.csv (label left out)")
+            bad.append(r["_line"])
+        elif pairs is not None and (r["run"], r["host"]) not in pairs:
+            notes.append(
+                f"{path}: line {r['_line']}: host {r['host']} has no run {r['run']} in meta_lab.csv "
+                "(label left out)"
+            )
+            bad.append(r["_line"])
+    return df.filter(~pl.col("_line").is_in(bad)).drop("_line"), notes
 
 
 def read_meta(path: str | Path) -> pl.DataFrame:

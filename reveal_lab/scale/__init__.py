@@ -9,7 +9,13 @@ Examples
 1
 """
 
-from reveal_lab.scale._cluster import ClusterPlan, dashboard_note, dask_client, plan_local_cluster
+from reveal_lab.scale._cluster import (
+    MIN_MEMORY_LIMIT,
+    ClusterPlan,
+    dashboard_note,
+    dask_client,
+    plan_local_cluster,
+)
 from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
 from reveal_lab.scale._tasks import (
     RunOutcome,
@@ -23,6 +29,7 @@ from reveal_lab.scale._tasks import (
 
 __all__ = [
     "ClusterPlan",
+    "MIN_MEMORY_LIMIT",
     "plan_local_cluster",
     "dask_client",
     "dashboard_note",

@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 #: float64 channels is 54,000 x 790 x 8 B = 341 MB as a frame; parsing the text
 #: member and the window features roughly triple that (see docs/SCALE_PLAN.md).
 MIN_WORKER_MEMORY = 1_500_000_000
+#: a worker's memory limit below this is refused: the worker's interpreter with the scientific
+#: stack takes ~250 MB before it holds a run, and under its limit it is restarted over and over
+MIN_MEMORY_LIMIT = 512_000_000
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,13 @@ def plan_local_cluster(n_workers: int | None = None, memory_limit: int | str | N
         mem = int(parse_bytes(memory_limit))
     else:
         mem = int(memory_limit)
+    if mem < MIN_MEMORY_LIMIT:
+        raise ValueError(
+            f"memory limit {mem / 1e6:.3g} MB per worker is below {MIN_MEMORY_LIMIT / 1e6:.0f} MB: a "
+            "worker needs that much for its interpreter and one run, and under the limit Dask would "
+            f"restart it over and over; give --memory-limit {MIN_MEMORY_LIMIT // 1_000_000}MB or more "
+            "(default: 80 % of RAM / workers)"
+        )
     if mem < MIN_WORKER_MEMORY // 4:
         log.warning("memory limit %.2f GB per worker is small for one full-length run", mem / 1e9)
     return ClusterPlan(n_workers, 1, mem)
