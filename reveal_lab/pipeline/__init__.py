@@ -3,7 +3,9 @@
 Around the detectors, the paper's method (:mod:`reveal_lab.pipeline._method`): the
 trimming rule (:func:`trim_run`), the pruned metric space fitted on fault-free runs and
 saved for reuse (:func:`fit_pruning`, :func:`save_pruning`, :func:`load_pruning`) and the
-threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`).
+threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`). Which windows are
+anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: ``paper``,
+``default``), resolved per run (:meth:`DetectionPolicy.resolve`).
 """
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
@@ -12,32 +14,42 @@ from reveal_lab.pipeline._detect import (
     ANOMALIES_COLUMNS,
     Detection,
     detect_many,
-    default_min_run,
-    past_a_spike,
     detect_run,
     detection_view,
+    policy_from_keywords,
     select_metrics,
 )
 from reveal_lab.pipeline._method import (
-    CALIBRATION_RULES,
-    THRESHOLD_MODES,
     Pruning,
     Trim,
-    TRIM_RULES,
     TrimRule,
     resolve_trim,
-    run_source,
     trim_arguments,
     active_span,
     fit_pruning,
+    pruning_frame,
+    pruning_of,
     load_pruning,
     recorded_span,
     robust_threshold,
     spike_windows,
-    threshold_mode,
     sustained,
     save_pruning,
     trim_run,
+)
+from reveal_lab.pipeline._policy import (
+    CALIBRATION_RULES,
+    POLICIES,
+    SOURCES,
+    THRESHOLD_MODES,
+    TRIM_RULES,
+    DetectionPolicy,
+    ResolvedPolicy,
+    default_min_run,
+    get_policy,
+    past_a_spike,
+    run_source,
+    threshold_mode,
 )
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_COLUMNS,
@@ -59,6 +71,14 @@ __all__ = [
     "cache_stats",
     "memoize",
     "using_cache",
+    "DetectionPolicy",
+    "ResolvedPolicy",
+    "POLICIES",
+    "get_policy",
+    "SOURCES",
+    "TRIM_RULES",
+    "run_source",
+    "policy_from_keywords",
     "moved_samples",
     "Detection",
     "detect_run",
@@ -77,12 +97,12 @@ __all__ = [
     "Pruning",
     "Trim",
     "TrimRule",
-    "TRIM_RULES",
     "resolve_trim",
-    "run_source",
     "trim_arguments",
     "active_span",
     "fit_pruning",
+    "pruning_frame",
+    "pruning_of",
     "load_pruning",
     "recorded_span",
     "robust_threshold",

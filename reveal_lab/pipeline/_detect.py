@@ -13,7 +13,7 @@ import os
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -30,22 +30,17 @@ from reveal_lab.pipeline._baseline_check import (
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._method import (
-    CALIBRATION_RULES,
-    THRESHOLD_MODES,
     Pruning,
-    TrimRule,
     fit_pruning,
     load_pruning,
     robust_threshold,
-    spike_windows,
     sustained,
-    threshold_mode,
     trim_arguments,
     trim_run,
 )
+from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
-    check_min_samples,
     lone_sentinel_windows,
     per_interval_counts,
     sentinel_counters,
@@ -69,7 +64,7 @@ __all__ = [
     "detect_many",
     "detection_view",
     "select_metrics",
-    "past_a_spike",
+    "policy_from_keywords",
     "ANOMALIES_COLUMNS",
 ]
 
@@ -364,12 +359,10 @@ def _cross_fit_thresholds(
         all left-out runs' scores pooled, except the run whose own quantile is the largest
         when there are four or more left-out runs (three or more stay pooled): one odd
         baseline run cannot set the threshold. With three or fewer it is ``pooled``.
-        Measured on the v2 lab recording: the first repeat of every workload (recorded
-        first, in another machine state) gets left-out Mahalanobis scores up to 10⁶× the
-        others', so the pooled rule put every threshold above all six storage bursts (0 of
-        6 found at score AUC 0.99); trimmed, with two detectors agreeing, 6 of 6 are found.
-        The run left out of each detector's threshold goes into ``left_out`` (detector →
-        baseline run index) when a dict is given.
+        A baseline run recorded in another machine state can score far above the others
+        when left out, and pooled it would set every threshold above whole faults
+        (``docs/RESULTS.md``). The run left out of each detector's threshold goes into
+        ``left_out`` (detector → baseline run index) when a dict is given.
     ``"pooled"``
         every left-out score pooled: the worst baseline run decides.
     ``"median"``
@@ -430,30 +423,6 @@ def _left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[s
     ]
 
 
-def past_a_spike(preset: Preset) -> int:
-    """The ``min_run`` that no single sample's spike can reach: one more than the windows one
-    sample lies in (:func:`spike_windows`; 4 with the paper's 3 s windows and 1 s stride)."""
-    return spike_windows(preset.window.window_s, preset.window.stride_s) + 1
-
-
-def default_min_run(mode: str, preset: Preset) -> int:
-    """The ``min_run`` that ``min_run=None`` means under threshold mode ``mode``:
-    :func:`past_a_spike` for ``robust`` (a run alone, no baseline), 1 for every other mode.
-
-    A run alone has no reference for what its own bursts look like: on the 30 fault-free
-    single-host runs of the v3 lab data detected alone (``benchmarks/lone_runs.py``), every
-    window over a robust threshold flags a median 23 % of a run's windows, and counting
-    only runs of 4+ windows 2.3 % (CPU contention and memory pressure are found as before).
-    With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
-    setting every window over a threshold counts.
-
-    >>> from reveal_lab.config import get_preset
-    >>> default_min_run("robust", get_preset("paper")), default_min_run("calibrated", get_preset("paper"))
-    (4, 1)
-    """
-    return past_a_spike(preset) if mode == "robust" else 1
-
-
 def _sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     """Each detector's labels kept only in runs of ``min_run`` windows (:func:`sustained`);
     agreement recounted. Scores, thresholds and the combined score stay as they are."""
@@ -471,11 +440,7 @@ def _score_host(
     selected: Any,
     derive: bool,
     timings: dict[str, float],
-    false_alarm_rate: float | None = None,
-    force_baseline: bool = False,
-    robust_rate: float | None = None,
-    calibration: str = "trimmed",
-    min_run: int = 1,
+    policy: ResolvedPolicy,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
@@ -497,18 +462,21 @@ def _score_host(
     if "key" not in pairs.columns:
         pairs = pairs.with_columns(key=pl.col("metric").map_elements(_key, return_dtype=pl.String))
     t = time.perf_counter()
-    ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=false_alarm_rate is not None))
+    calibrated = policy.thresholds == "calibrated"
+    ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=calibrated))
     if baseline:
         Xfit = _baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
             raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
         base_keys = {kf[0] for col, *_ in baseline for kf in col}
-        notes += check_baseline(pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=force_baseline)
+        notes += check_baseline(
+            pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=policy.force_baseline
+        )
         ens.fit(Xfit)
-        if false_alarm_rate is not None:  # out-of-sample thresholds instead of in-sample ones
+        if calibrated:  # out-of-sample thresholds instead of in-sample ones
             left: dict[str, int] = {}
             for m, thr in _cross_fit_thresholds(
-                baseline, pairs, preset, false_alarm_rate, calibration, left_out=left
+                baseline, pairs, preset, policy.false_alarm_rate, policy.calibration, left_out=left
             ).items():
                 ens.detectors_[m].threshold_ = thr
             notes += _left_out_notes(left, baseline, host)
@@ -521,14 +489,16 @@ def _score_host(
             )
         ens.fit(wf.X)
         result = ens.result_
-        if robust_rate is not None:  # against the run's calm majority, not a fixed top share
+        if policy.thresholds == "robust":  # against the run's calm majority, not a fixed top share
             n_det = len(result.methods)
             for m in result.methods:
-                ens.detectors_[m].threshold_ = robust_threshold(result.scores[m], robust_rate, n_det)
+                ens.detectors_[m].threshold_ = robust_threshold(
+                    result.scores[m], policy.false_alarm_rate, n_det
+                )
             result = ens.score(wf.X)
     raw_agreement = result.agreement  # before the min_run rule (the report counts what it dropped)
-    if min_run > 1:
-        result = _sustained_result(result, min_run)
+    if policy.min_run > 1:
+        result = _sustained_result(result, policy.min_run)
     notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
@@ -551,81 +521,35 @@ def detect_run(
     preset: Preset | None = None,
     selected: Iterable[str] | Any | None = None,
     *,
-    min_agreement: int = 1,
+    policy: DetectionPolicy | None = None,
     derive: bool = True,
     blas_threads: int | None = None,
-    false_alarm_rate: float | None = None,
-    force_baseline: bool = False,
-    prune: bool | str | os.PathLike | Pruning = True,
-    trim: bool | str | TrimRule = True,
-    thresholds: str = "auto",
-    calibration: str = "trimmed",
-    min_run: int | None = None,
+    **decisions: Any,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
     Parameters
     ----------
     run : the run to examine (single- or multi-host).
-    baseline : reference runs to fit the detectors on; ``None`` fits on the run itself
-        (the paper's setting: the top 1 % of windows per detector are flagged).
+    baseline : reference runs to fit the detectors on; ``None`` fits on the run itself.
     preset : windows and detector settings (default ``get_preset("paper")``).
     selected : the diagnostic space (metric names, host-free keys, or a pruning result
-        with ``.selected``); overrides ``prune``.
-    prune : the pruned metric space (paper §4.1) when ``selected`` is not given:
-        ``True`` (default) fits it (:func:`fit_pruning`) on the baseline runs, or on the
-        run itself when it comes alone; a :class:`Pruning` or the path of a
-        ``pruning.json`` reuses a saved one; ``False`` scores every metric.
-    trim : which span of the run and of the baseline runs is scored (:func:`trim_run`, one
-        of ``TRIM_RULES``): ``"auto"`` (or ``True``) a lab run's recorded workload span, a
-        public-dataset run or a host recording whole; ``"span"``, ``"active"`` (the
-        utilisation rule), ``"none"`` (or ``False``). What was left out and why is in
-        ``config["trim"]["run"]`` (always).
-    thresholds : one of :data:`THRESHOLD_MODES`. ``auto`` (default): ``calibrated`` with
-        2+ baseline runs, ``baseline`` with one, ``robust`` with none. ``self`` is the
-        paper's setting (fit on the run, the top 1 % per detector flagged); ``robust``
-        fits on the run too but thresholds each detector at ``median + k·1.4826·MAD`` of the
-        run's own scores (:func:`robust_threshold`), so a fault covering a minority of the
-        run stands out instead of a fixed top share (and, by default, only sustained
-        deviations count: see ``min_run``).
-    min_run : a detector's flag counts only inside ``min_run`` or more consecutive windows
-        over its threshold (:func:`sustained`); 1: every window over it. ``None``
-        (default): :func:`default_min_run`, ``past_a_spike(preset)`` (4) for ``robust``
-        thresholds (a run alone) and 1 otherwise. One sample's spike lies in
-        :func:`spike_windows` windows (3 with 3 s windows every 1 s), so 4 keeps sustained
-        deviations only. Measured on the 30 fault-free single-host v3 lab runs detected
-        alone (``benchmarks/lone_runs.py``): median share of windows flagged 23 % with 1,
-        2.3 % with 4; a single sample's spike is then not flagged (``summary`` counts the
-        windows the rule dropped: ``short_runs_dropped``).
-    min_agreement : how many detectors must flag a window for it to count as anomalous
-        (evidence rows and the report's table); 1 = any detector.
-        With baseline runs, a window is anomalous also when a counter that is 0 in every
-        sample of every baseline run is non-zero in at least ``preset.detect.sentinel_samples``
-        of its samples (the sentinel rule, :func:`sentinel_windows`), whatever the detectors
-        say: such counters (a receiver's out-of-order queue, a sender's fast retransmits
-        under packet loss) are pruned as constant and seen by one detector at most. With
-        ``sentinel_samples=None`` they are listed (``sentinels``) but decide nothing, the
-        paper's rule. A run alone (``robust`` thresholds) has no baseline to say which
-        counters are silent: its window is anomalous also when a counter 0 in at least half
-        of the run's own samples moves in 90 % or more of the window's samples, in
-        ``past_a_spike(preset)`` (4) windows in a row (:func:`lone_sentinel_windows`;
-        ``config["sentinel_rule"]`` says which form decided; ``sentinel_samples=None`` turns
-        both off). On the v3 lab runs detected alone it flags no fault-free window and every
-        window inside the storage-read episodes, which the detectors miss.
-    false_alarm_rate : the share of fault-free windows any detector may flag (union
-        bound: each detector gets ``rate / 3``), default 0.01. ``calibrated``: each
-        detector's threshold from out-of-sample scores of the baseline runs (leave one
-        baseline run out, see :func:`_cross_fit_thresholds`); ``robust``: the ``k`` of the
-        robust threshold. Given with 2+ baseline runs and ``thresholds="auto"``: calibrated.
-    calibration : how calibrated thresholds combine the left-out baseline runs
-        (:data:`CALIBRATION_RULES`, see :func:`_cross_fit_thresholds`): ``"trimmed"``
-        (default) pools them but leaves out the most extreme one (with 4+), so one odd
-        baseline run cannot set the threshold; ``"pooled"`` keeps all (the worst run
-        decides); ``"median"`` takes the median of each run's quantile.
-    force_baseline : use a ``baseline`` that shares fewer than
-        :data:`MIN_BASELINE_OVERLAP` of the run's metrics, or never moves; without it such
-        a baseline raises :class:`BaselineMismatch`. Either way the report's warnings say
-        how many metrics run and baseline share.
+        with ``.selected``); overrides the policy's ``prune``.
+    policy : which windows are anomalous (:class:`DetectionPolicy`, default
+        ``POLICIES["default"]``), resolved for this run and its baseline runs
+        (:meth:`DetectionPolicy.resolve`; the result is ``config["policy"]``). With
+        baseline runs, a window is anomalous also when a counter 0 in every sample of every
+        baseline run is non-zero in at least ``sentinel_samples`` of its samples
+        (:func:`sentinel_windows`), whatever the detectors say: such counters (a receiver's
+        out-of-order queue, a sender's fast retransmits under packet loss) are pruned as
+        constant and seen by one detector at most. A run alone (``robust`` thresholds) with
+        ``lone_sentinel``: a counter 0 in at least half of the run's own samples that moves in
+        90 % of a window's samples, :func:`past_a_spike` windows in a row
+        (:func:`lone_sentinel_windows`); ``config["sentinel_rule"]`` says which form decided.
+    decisions : the policy's fields as keywords (``min_agreement``, ``min_run``,
+        ``thresholds``, ``calibration``, ``false_alarm_rate``, ``force_baseline``, ``prune``,
+        ``trim`` as ``True``/``False``), without ``policy``: a policy built by
+        :func:`policy_from_keywords` (clip and sentinel rule from ``preset.detect``, agreement 1).
     blas_threads : BLAS threads for the detectors' linear algebra (default
         ``$REVEAL_LAB_BLAS_THREADS`` or 1). One thread per run is the safe default: on a
         busy machine (or under Dask, one run per worker) OpenBLAS's spinning threads
@@ -635,71 +559,82 @@ def detect_run(
     ------
     TelemetryError
         when the run is shorter than one window, or has nothing to score.
+    ValueError
+        when the policy cannot apply (see :meth:`DetectionPolicy.resolve`).
     """
     from threadpoolctl import threadpool_limits
 
+    preset = preset or get_preset("paper")
+    if policy is None:
+        policy = policy_from_keywords(preset, **decisions)
+    elif decisions:
+        raise TypeError(f"detect_run: give the policy or keywords, not both (got {sorted(decisions)})")
+    n_base = len(baseline) if baseline else 0
+    resolved = policy.resolve(baseline_runs=n_base, source=run_source(run), preset=preset)
+    # the detectors read the clip from their config: the policy's
+    preset = replace(
+        preset,
+        detect=replace(
+            preset.detect, calibrated_z_clip=policy.z_clip, sentinel_samples=policy.sentinel_samples
+        ),
+    )
     if blas_threads is None:
         blas_threads = int(os.environ.get("REVEAL_LAB_BLAS_THREADS", "1"))
     with threadpool_limits(limits=blas_threads, user_api="blas"):
-        return _detect_run(
-            run, baseline, preset, selected, min_agreement, derive, false_alarm_rate,
-            force_baseline=force_baseline, prune=prune, trim=trim, thresholds=thresholds,
-            calibration=calibration, min_run=min_run,
-        )
+        return _detect_run(run, baseline if resolved.fit_on == "baseline" else None, preset, selected, resolved, derive)
+
+
+def policy_from_keywords(
+    preset: Preset,
+    *,
+    min_agreement: int = 1,
+    false_alarm_rate: float | None = None,
+    force_baseline: bool = False,
+    prune: bool | str | os.PathLike | Pruning = True,
+    trim: bool = True,
+    thresholds: str = "auto",
+    calibration: str = "trimmed",
+    min_run: int | None = None,
+) -> DetectionPolicy:
+    """The :class:`DetectionPolicy` that :func:`detect_run`'s keywords ask for: the
+    clip and the sentinel rule of ``preset.detect`` (``sentinel_samples=None`` turns both
+    forms off), any one detector unless ``min_agreement`` says otherwise."""
+    sentinel = preset.detect.sentinel_samples
+    return POLICIES["default"].with_(
+        name="keywords",
+        min_agreement=min_agreement,
+        false_alarm_rate=POLICIES["default"].false_alarm_rate if false_alarm_rate is None else false_alarm_rate,
+        force_baseline=force_baseline,
+        prune=prune,
+        trim=trim_arguments(trim)[0],
+        thresholds=thresholds,
+        calibration=calibration,
+        min_run=min_run,
+        z_clip=preset.detect.calibrated_z_clip,
+        sentinel_samples=sentinel,
+        lone_sentinel=sentinel is not None,
+    )
 
 
 def _detect_run(
     run: Run,
     baseline: Sequence[Run] | None,
-    preset: Preset | None,
+    preset: Preset,
     selected: Any,
-    min_agreement: int,
+    policy: ResolvedPolicy,
     derive: bool,
-    false_alarm_rate: float | None = None,
-    force_baseline: bool = False,
-    prune: Any = True,
-    trim: Any = True,
-    thresholds: str = "auto",
-    calibration: str = "trimmed",
-    min_run: int | None = None,
 ) -> Detection:
-    preset = preset or get_preset("paper")
-    sentinel_samples = preset.detect.sentinel_samples
-    if min_run is not None:  # None: by threshold mode (default_min_run)
-        check_min_samples(min_run, "min_run")
-    if sentinel_samples is not None:  # None: the sentinel rule off
-        check_min_samples(sentinel_samples, "preset.detect.sentinel_samples")
-    if thresholds not in THRESHOLD_MODES:
-        raise ValueError(f"thresholds must be one of {THRESHOLD_MODES}, got {thresholds!r}")
-    if calibration not in CALIBRATION_RULES:
-        raise ValueError(f"calibration must be one of {CALIBRATION_RULES}, got {calibration!r}")
-    n_base = len(baseline) if baseline else 0
-    mode = threshold_mode(thresholds, n_base)
-    if mode in ("calibrated", "baseline") and not n_base:
-        raise ValueError(f"thresholds={mode!r} needs baseline runs")
-    if mode in ("robust", "self"):
-        baseline = None
-    if min_run is None:
-        min_run = default_min_run(mode, preset)
-    if false_alarm_rate is not None:
-        if not 0.0 < false_alarm_rate < 1.0:
-            raise ValueError(f"false_alarm_rate must be in (0, 1), got {false_alarm_rate}")
-        if mode == "baseline" and thresholds == "auto":
-            raise ValueError("false_alarm_rate needs at least 2 baseline runs (leave-one-run-out thresholds)")
-    if mode == "calibrated" and n_base < 2:
-        raise ValueError("calibrated thresholds need at least 2 baseline runs (leave-one-run-out thresholds)")
-    rate = 0.01 if false_alarm_rate is None else false_alarm_rate
-    n_det = len(default_detectors(preset.detect))
-    if not 1 <= min_agreement <= n_det:
-        raise ValueError(f"min_agreement must be in 1..{n_det}, got {min_agreement}")
+    mode, min_agreement, min_run = policy.thresholds, policy.min_agreement, policy.min_run
+    sentinel_samples, prune = policy.sentinel_samples, policy.prune
+    force_baseline = policy.force_baseline
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    trim_mode, rule = trim_arguments(trim)
-    run, tr = trim_run(run, rule, mode=trim_mode)  # what was left out and why, always (trim_info["run"])
+    # what was left out and why, always (trim_info["run"])
+    run, tr = trim_run(run, mode=policy.trim, reason=policy.reasons.get("trim"))
     trim_info: dict[str, Any] = {"applied": tr.cut_start_s + tr.cut_end_s > 0, "mode": tr.mode, "run": tr.to_dict()}
-    if trim_mode != "none":
+    if policy.trim != "none":
         if baseline:
-            trimmed = [trim_run(b, rule, mode=trim_mode) for b in baseline]
+            trimmed = [trim_run(b, mode=policy.trim) for b in baseline]
             baseline = [b for b, _ in trimmed]
             trim_info["baseline"] = [t.to_dict() for _, t in trimmed]
     pre_notes: list[str] = []
@@ -751,12 +686,7 @@ def _detect_run(
     for host, part in parts.items():
         try:
             w, att, thr, excl, n, res = _score_host(
-                part, host, preset, base_feats, selected, derive, timings,
-                rate if mode == "calibrated" else None,
-                force_baseline=force_baseline,
-                robust_rate=rate if mode == "robust" else None,
-                calibration=calibration,
-                min_run=int(min_run),
+                part, host, preset, base_feats, selected, derive, timings, policy
             )
         except TelemetryError as exc:
             if len(parts) == 1:
@@ -786,7 +716,7 @@ def _detect_run(
     evidence = pl.concat(evid, how="vertical") if evid else pl.DataFrame(schema=EVIDENCE_SCHEMA)
     evidence = evidence.filter(pl.col("agreement") >= min_agreement)
     sentinels = None
-    fire_on = baseline and sentinel_samples is not None
+    fire_on = policy.sentinel_rule == "baseline"
     if baseline:
         t = time.perf_counter()
         # per-interval counts: a collector's cumulative counters become their differences
@@ -801,8 +731,8 @@ def _detect_run(
                 how="left",
             )
         timings["sentinels"] = time.perf_counter() - t
-    lone_on = mode == "robust" and sentinel_samples is not None
-    lone_windows = past_a_spike(preset) if lone_on else None  # the lone rule's windows in a row
+    lone_on = policy.sentinel_rule == "lone"
+    lone_windows = policy.sentinel_min_run  # the lone rule's windows in a row
     if lone_on:  # a run alone: its own quiet counters, continuously active for lone_windows windows
         t = time.perf_counter()
         counts = {h: per_interval_counts(p, derive) for h, p in parts.items()}
@@ -844,12 +774,12 @@ def _detect_run(
         "stride_s": preset.window.stride_s,
         "interval_s": preset.window.interval_s,
         **{k: getattr(preset.detect, k) for k in preset.detect.__dataclass_fields__},
-        "false_alarm_rate": rate if mode in ("calibrated", "robust") else None,
+        "false_alarm_rate": policy.false_alarm_rate,
         "thresholds": mode,
-        **({"calibration": calibration} if mode == "calibrated" else {}),
-        # the clip in force (calibrated_z_clip acts on calibrated thresholds only)
-        "z_clip": preset.detect.calibrated_z_clip if mode == "calibrated" else None,
-        "min_run_windows": int(min_run),
+        **({"calibration": policy.calibration} if mode == "calibrated" else {}),
+        # the clip in force (it acts on calibrated thresholds only)
+        "z_clip": policy.z_clip,
+        "min_run_windows": min_run,
         "sentinel_samples": int(sentinel_samples) if fire_on else None,
         # which form of the sentinel rule decided: against the baseline runs' silent counters,
         # or a run alone's quiet counters (lone_sentinel_windows); None: off
@@ -858,6 +788,7 @@ def _detect_run(
         "trim": trim_info,
         "pruning": prune_info,
         "force_baseline": force_baseline,
+        "policy": policy.to_dict(),
     }
     det = Detection(
         run_id=run.run_id,

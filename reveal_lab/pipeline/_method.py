@@ -44,9 +44,6 @@ from reveal_lab.numeric import true_runs
 from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
 
 __all__ = [
-    "THRESHOLD_MODES",
-    "threshold_mode",
-    "CALIBRATION_RULES",
     "TrimRule",
     "Trim",
     "TRIM_RULES",
@@ -64,36 +61,6 @@ __all__ = [
     "sustained",
     "spike_windows",
 ]
-
-#: ``calibrated``: fitted on baseline runs, thresholds cross-fitted on them (out-of-sample);
-#: ``baseline``: fitted on baseline runs, in-sample quantile thresholds;
-#: ``robust``: fitted on the run itself, threshold ``median + k·1.4826·MAD`` of the run's own
-#: scores (its calm majority), so no fixed share is flagged (for a run alone with
-#: ``min_run=4``: :func:`sustained`, :func:`spike_windows`);
-#: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
-#: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
-THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
-
-
-def threshold_mode(thresholds: str, n_baseline: int) -> str:
-    """The threshold mode ``thresholds`` (one of :data:`THRESHOLD_MODES`) means with
-    ``n_baseline`` baseline runs: ``auto`` is calibrated with 2+, baseline with one, robust
-    with none; any other mode is itself.
-
-    >>> threshold_mode("auto", 2), threshold_mode("auto", 1), threshold_mode("auto", 0)
-    ('calibrated', 'baseline', 'robust')
-    >>> threshold_mode("self", 3)
-    'self'
-    """
-    if thresholds != "auto":
-        return thresholds
-    return "calibrated" if n_baseline >= 2 else "baseline" if n_baseline == 1 else "robust"
-
-#: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
-#: the most extreme run), ``pooled`` or ``median`` (of each run's quantile); see
-#: :func:`reveal_lab.pipeline.detect_run`'s ``calibration``
-CALIBRATION_RULES = ("trimmed", "pooled", "median")
-
 
 # ----------------------------------------------------------------------------- trimming
 @dataclass(frozen=True)
@@ -382,25 +349,37 @@ def fit_pruning(
     trimmed (:func:`trim_run`; ``trim`` a mode of :data:`TRIM_RULES`, ``True`` for ``auto``,
     ``False`` for ``none``) and gets its derived metrics first, so the space holds the
     metrics the detectors see."""
-    from reveal_lab.derive import add_derived
     from reveal_lab.pruning import prune
 
     frames: dict[str, list[pl.DataFrame]] = {}
     ids = []
-    mode, _ = trim_arguments(trim)
     for r in runs:
-        if mode != "none":
-            r, _ = trim_run(r, rule, mode=mode)
-        frames.setdefault(r.meta.workload or "unknown", []).append(add_derived(r.frame))
+        frames.setdefault(r.meta.workload or "unknown", []).append(pruning_frame(r, trim, rule))
         ids.append(r.run_id)
     if not frames:
         raise ValueError("fit_pruning needs at least one run")
-    res = prune(frames, threshold, method=method)
+    return pruning_of(prune(frames, threshold, method=method), ids, trim)
+
+
+def pruning_frame(run: Run, trim: bool | str = True, rule: TrimRule | None = None) -> pl.DataFrame:
+    """One run as :func:`fit_pruning` prunes it: trimmed (a mode of :data:`TRIM_RULES`,
+    ``True`` for ``auto``), its derived metrics added."""
+    from reveal_lab.derive import add_derived
+
+    mode, _ = trim_arguments(trim)
+    if mode != "none":
+        run, _ = trim_run(run, rule, mode=mode)
+    return add_derived(run.frame)
+
+
+def pruning_of(res: Any, fitted_on: Sequence[str], trim: bool | str = True) -> Pruning:
+    """The saved space of a :class:`reveal_lab.pruning.PruneResult` fitted on the runs
+    ``fitted_on`` (each one's frame from :func:`pruning_frame`)."""
     params = {
-        "threshold": threshold,
-        "method": method,
+        "threshold": res.threshold,
+        "method": res.method,
         "trim": trim,
-        "fitted_on": ids,
+        "fitted_on": list(fitted_on),
         "n_selected": len(res.union),
         "n_metrics": int(sum(len(sp.keys) for sp in res.spaces.values()) / max(len(res.spaces), 1)),
     }
@@ -463,11 +442,10 @@ def sustained(flags: Sequence[bool] | np.ndarray, min_run: int) -> np.ndarray:
     """``flags`` kept only inside runs of at least ``min_run`` consecutive flagged windows.
 
     With a run's own scores as the reference (``robust`` thresholds), one sample's spike
-    flags up to :func:`spike_windows` windows in a row. On the 30 fault-free single-host
-    runs of the v2 lab recording, detected alone, such short runs were most of what was
-    flagged: a mean 27 % of their windows, 3.5 % once runs shorter than 4 windows are
-    dropped (``benchmarks/lone_runs.py``). Runs are counted over consecutive array
-    positions: windows left out for too few samples do not break a run.
+    flags up to :func:`spike_windows` windows in a row; dropping shorter runs keeps
+    sustained deviations only (what it changes on the lab's fault-free runs:
+    ``benchmarks/lone_runs.py``, ``docs/RESULTS.md``). Runs are counted over consecutive
+    array positions: windows left out for too few samples do not break a run.
 
     >>> sustained([0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1], 4).astype(int).tolist()
     [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
