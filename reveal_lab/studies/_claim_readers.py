@@ -412,6 +412,8 @@ def _granularity(pair: str, measure: str, stat: str) -> Callable[[pl.DataFrame, 
         if sel.height == 0 or stat not in sel.columns:
             return Reading(None, f"no {stat} of {_PAIRS[pair]!r} / {measure} in table2_window_granularity")
         n = sel["n"][0] if "n" in sel.columns else None
+        if n == 0:
+            return Reading(None, "no run-host timeline with anomalous intervals to compare (n = 0)")
         return Reading(_float(sel[stat][0]), f"over {n} run-host timelines" if n is not None else "")
 
     return pick
