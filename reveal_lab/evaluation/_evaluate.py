@@ -68,7 +68,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-FIT_MODES = ("calibrated", "baseline", "self")
+#: ``alone``: each run detected by itself as ``reveal-lab detect RUN`` does (robust thresholds,
+#: its own pruned space, ``min_run`` and the sentinel rule for a run alone, no baseline)
+FIT_MODES = ("calibrated", "baseline", "self", "alone")
 
 
 @dataclass
@@ -205,12 +207,13 @@ def evaluate_dataset(
     grace_s: float = 0.0,
     run_min_share: float = 0.5,
     runs: Sequence[str] | None = None,
-    trim: bool = True,
+    trim: bool | str = True,
     crosshost: bool = True,
     false_alarm_rate: float = 0.01,
     persist: int = 1,
     prune: bool | str | Path | Any = True,
     calibration: str = "trimmed",
+    min_run: int | None = None,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
@@ -225,7 +228,15 @@ def evaluate_dataset(
     (:func:`reveal_lab.pipeline.trim_run`: ``workload_start``..``workload_end`` of
     ``meta_lab.csv``, from the first step to the last progress line), for the run and its
     baseline runs alike; the collector's start, the calm seconds, the interpreter start-up
-    and the teardown are left out.
+    and the teardown are left out. A run without a recorded span (a host recording) is
+    scored whole. ``trim`` may also be a mode of :data:`reveal_lab.pipeline.TRIM_RULES`
+    (``True``: ``auto``, ``False``: ``none``).
+
+    ``mode="alone"`` detects each run by itself with ``detect RUN``'s defaults (robust
+    thresholds against the run's own calm majority, the space pruned on the run itself,
+    ``min_run``: a detector's flag counts inside that many consecutive windows, ``None``
+    the default for a run alone, and the sentinel rule for a run alone); fault-free runs
+    then measure the false alarms of a run detected alone.
 
     ``prune`` (default ``True``): detect in the pruned metric space (paper §4.1), fitted
     once (:func:`reveal_lab.pipeline.fit_pruning`) on all fault-free runs of the dataset,
@@ -253,16 +264,14 @@ def evaluate_dataset(
     """
     from reveal_lab.config import Preset, data_dir, get_preset
     from reveal_lab.io import load_run
-    from reveal_lab.lab import check_labels, read_labels, read_meta
-    from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_run
+    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_arguments, trim_run
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
     root = Path(root) if root is not None else data_dir()
     meta = read_meta(root / "meta_lab.csv")
-    labels, label_notes = check_labels(read_labels(root / "labels.csv"), meta, path=root / "labels.csv")
-    for note in label_notes:
-        log.warning("%s", note)
+    labels = read_labels(root / "labels.csv")
     for col in ("run", "host", "fault", "workload"):
         if col not in meta.columns:
             raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
@@ -271,8 +280,10 @@ def evaluate_dataset(
     pre = preset if isinstance(preset, Preset) else get_preset(preset)
     cache: dict[str, Any] = {}
 
+    trim_mode, _ = trim_arguments(trim)
+    trim = trim_mode != "none"
     spans = {}
-    if trim and {"workload_start", "workload_end"} <= set(meta.columns):
+    if trim_mode in ("auto", "span") and {"workload_start", "workload_end"} <= set(meta.columns):
         for r in meta.iter_rows(named=True):
             if r["workload_start"] and r["workload_end"]:
                 spans[r["source_file"]] = (_parse(r["workload_start"]), _parse(r["workload_end"]))
@@ -285,7 +296,7 @@ def evaluate_dataset(
                 raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
             run = load_run(path)
             if trim:  # the workload's steady state: no start-up (imports) or teardown
-                run, tr = trim_run(run, span=spans.get(source_file))
+                run, tr = trim_run(run, span=spans.get(source_file), mode=trim_mode)
                 trimmed_s.append(tr.cut_start_s + tr.cut_end_s)
             cache[source_file] = run
         return cache[source_file]
@@ -297,17 +308,19 @@ def evaluate_dataset(
         pruning = prune
     elif isinstance(prune, str | Path):
         pruning = load_pruning(prune)
-    elif prune:
+    elif prune and mode != "alone":  # alone: each run's own space, as detect RUN
         base_runs = [load(s) for s in base_rows["source_file"].to_list()]
         pruning = fit_pruning(base_runs, pre.prune.threshold, trim=False)
         pruning.params["trim"] = trim  # the runs were trimmed on loading
     if pruning is not None:
         prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
         prune_info.pop("fitted_on", None)
-    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self"}[mode]
+    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
+    if mode == "alone":
+        prune_info = {"applied": bool(prune), "source": "fitted on each run itself"} if prune is True else prune_info
     todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
     parts: list[pl.DataFrame] = []
-    failures: list[str] = list(label_notes)
+    failures: list[str] = []
     t0 = time.perf_counter()
     for row in todo.iter_rows(named=True):
         is_base = row["fault"] == "none"
@@ -329,10 +342,11 @@ def evaluate_dataset(
                 preset=pre,
                 min_agreement=min_agreement,
                 false_alarm_rate=false_alarm_rate if mode == "calibrated" else None,
-                prune=pruning if pruning is not None else False,
+                prune=pruning if pruning is not None else (mode == "alone" and prune is True),
                 trim=False,  # trimmed once, on loading
                 thresholds=thr_mode,
                 calibration=calibration,
+                min_run=min_run,
             )
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
@@ -396,7 +410,8 @@ def evaluate_dataset(
         "grace_s": grace_s,
         "run_min_share": run_min_share,
         "persist": persist,
-        "trim": trim,
+        "trim": trim_mode,
+        "min_run": min_run if mode == "alone" else None,
         "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
         "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
         "crosshost": crosshost,

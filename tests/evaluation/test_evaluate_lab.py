@@ -82,6 +82,21 @@ def test_evaluate_scores_a_storage_run_and_its_baselines(tmp_path):
     assert paths["table_md"].read_text().count("| storage_read |") == 1
 
 
+def test_evaluate_alone_detects_each_run_as_detect_run_does():
+    """``mode="alone"``: no baseline, robust thresholds, the run's own pruned space, 4 windows
+    in a row and the sentinel rule for a run alone (which finds the storage bursts the
+    detectors miss); the lab run keeps its recorded span; ``min_run=1`` flags more."""
+    run = _storage_run()
+    ev = evaluate_dataset(mode="alone", runs=[run], min_agreement=1)
+    assert ev.config["mode"] == "alone" and ev.config["trim"] == "auto" and ev.config["trimmed_s_per_run"] > 0
+    assert ev.episodes["detected"].all() and ev.config["sentinel_windows"] > 0
+    every = evaluate_dataset(mode="alone", runs=[run], min_agreement=1, min_run=1)
+    assert every.config["min_run"] == 1
+    assert every.windows["flagged"].sum() >= ev.windows["flagged"].sum()
+    with pytest.raises(ValueError, match="mode must be one of"):
+        evaluate_dataset(mode="robust", runs=[run])
+
+
 def test_calibrated_thresholds_flag_the_storage_bursts():
     """The O_DIRECT read bursts of a recorded run are flagged (two detectors agreeing, the
     default) and storage is among the top 3 subsystems. With the ``pooled`` calibration

@@ -12,6 +12,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from reveal_lab.evaluation import evaluate_dataset
 from reveal_lab.io import load_run
 from reveal_lab.lab import (
     HOST_JOBS,
@@ -73,6 +74,10 @@ def test_one_real_recording_builds_the_lab_layout(tmp_path):
     assert trim.mode == "none" and kept.frame.height == run.frame.height
     readme = (tmp_path / "data" / "README.md").read_text()
     assert "Load average before and after" in readme and man["stem"] in readme
+    # evaluate takes the set as it is: each recording detected alone, scored whole
+    ev = evaluate_dataset(tmp_path / "data", mode="alone", prune=False, min_run=1)
+    assert ev.config["runs_scored"] == 1 and ev.config["trim"] == "auto" and ev.config["trimmed_s_per_run"] == 0
+    assert ev.windows.height >= 3 and ev.episodes.height == 1
 
 
 def _need_root():
