@@ -244,3 +244,71 @@ def test_a_forgotten_notebook_step_is_caught(tmp_path):
     fake.plot_throwaway = plot_throwaway
     assert figure_problems(fake, []) == ["plot_throwaway is not exported in reveal_lab.plots.__all__"]
     assert figure_problems(fake, ["plot_throwaway"]) == []
+
+
+# -- detection knobs ------------------------------------------------------------------------
+
+#: policy fields set without a flag of their own: ``name`` by ``--policy``, ``lone_sentinel``
+#: by ``--sentinel-samples none``
+KNOB_EXEMPT = {"name", "lone_sentinel"}
+
+
+def knob_problems(policy_cls: type, knobs: Iterable) -> list[str]:
+    """A policy field without a command-line row in ``knobs``, a row for a field the policy
+    lacks, and a row whose flag does not set its field (parsed, then built into a policy)."""
+    import argparse
+    import dataclasses
+
+    from reveal_lab.cli._policy import add_policy_arguments, policy_changes
+
+    knobs = list(knobs)
+    fields = {f.name for f in dataclasses.fields(policy_cls)}
+    rows = {k.field for k in knobs}
+    problems = [f"policy field {f!r} has no row in cli._policy.KNOBS" for f in sorted(fields - rows - KNOB_EXEMPT)]
+    problems += [f"KNOBS row {f!r} is not a field of {policy_cls.__name__}" for f in sorted(rows - fields)]
+    for k in knobs:
+        if k.field not in fields:
+            continue
+        p = argparse.ArgumentParser()
+        add_policy_arguments(p, [k.field], knobs=knobs)
+        values = [[]] if k.options.get("action") else [[str(c)] for c in k.options.get("choices", ("2", "0.5"))]
+        for value in values:  # a value the flag takes: one of its choices, a count or a share
+            try:
+                policy_cls().with_(**policy_changes(p.parse_args([k.flags[0], *value]), knobs))
+                break
+            except (ValueError, SystemExit):
+                continue
+        else:
+            problems.append(f"{k.flags[0]} gives no valid {policy_cls.__name__} with {values}")
+    return problems
+
+
+def test_every_policy_field_has_a_flag():
+    from reveal_lab.cli._policy import KNOBS
+    from reveal_lab.pipeline import DetectionPolicy
+
+    assert knob_problems(DetectionPolicy, KNOBS) == []
+
+
+def test_a_forgotten_knob_step_is_caught():
+    """A throwaway knob: a policy field without its flag, then with it; the flag sets the field."""
+    import argparse
+    import dataclasses
+
+    from reveal_lab.cli._policy import KNOBS, Knob, add_policy_arguments, policy_changes
+    from reveal_lab.cli._types import positive_int
+    from reveal_lab.pipeline import DetectionPolicy
+
+    @dataclasses.dataclass(frozen=True)
+    class ThrowawayPolicy(DetectionPolicy):
+        max_gap: int = 1
+
+    assert knob_problems(ThrowawayPolicy, KNOBS) == ["policy field 'max_gap' has no row in cli._policy.KNOBS"]
+    row = Knob("max_gap", ("--max-gap",), {"type": positive_int, "metavar": "N", "help": "windows bridged"})
+    assert knob_problems(ThrowawayPolicy, [*KNOBS, row]) == []
+    assert knob_problems(DetectionPolicy, [*KNOBS, row]) == [
+        "KNOBS row 'max_gap' is not a field of DetectionPolicy"
+    ]
+    p = argparse.ArgumentParser()
+    add_policy_arguments(p, knobs=[*KNOBS, row])
+    assert ThrowawayPolicy().with_(**policy_changes(p.parse_args(["--max-gap", "3"]), [*KNOBS, row])).max_gap == 3

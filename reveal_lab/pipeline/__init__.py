@@ -10,15 +10,7 @@ anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: `
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
 from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
-from reveal_lab.pipeline._detect import (
-    ANOMALIES_COLUMNS,
-    Detection,
-    detect_many,
-    detect_run,
-    detection_view,
-    policy_from_keywords,
-    select_metrics,
-)
+from reveal_lab.pipeline._detect import detect_many, detect_run, policy_from_keywords
 from reveal_lab.pipeline._method import (
     Pruning,
     Trim,
@@ -51,6 +43,7 @@ from reveal_lab.pipeline._policy import (
     run_source,
     threshold_mode,
 )
+from reveal_lab.pipeline._result import ANOMALIES_COLUMNS, Detection
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_COLUMNS,
     SENTINEL_MIN_SAMPLES,
@@ -64,6 +57,7 @@ from reveal_lab.pipeline._sentinel import (
     silent_counters,
     silent_indices,
 )
+from reveal_lab.pipeline._view import detection_view, select_metrics
 
 __all__ = [
     "CACHE_ENV",

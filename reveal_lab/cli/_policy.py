@@ -1,0 +1,205 @@
+"""The detection policy from the command line: one flag per policy field, one builder.
+
+Each command that detects (``detect``, ``evaluate``, ``scan``, ``watch``, ``compare``) adds
+the flags of the policy fields it uses with :func:`add_policy_arguments` and builds its
+:class:`reveal_lab.pipeline.DetectionPolicy` with :func:`policy_from_args`: ``--policy``
+names the starting point (``default`` or ``paper``), each flag given replaces one field, a
+flag not given leaves the policy's value (the flags have no defaults of their own). The
+table :data:`KNOBS` says which flag sets which field; adding a knob is a field of the
+policy, the code that reads it, and one row here.
+
+>>> import argparse
+>>> p = argparse.ArgumentParser()
+>>> add_policy_arguments(p, ("min_run", "sentinel_samples"))
+>>> sorted(policy_changes(p.parse_args(["--min-run", "2"])).items())
+[('min_run', 2)]
+>>> sorted(policy_changes(p.parse_args(["--sentinel-samples", "none"])).items())
+[('lone_sentinel', False), ('sentinel_samples', None)]
+>>> policy_changes(p.parse_args([]))
+{}
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reveal_lab.cli._types import (
+    CALIBRATIONS,
+    SENTINEL_HELP,
+    TRIM_CHOICES,
+    TRIM_HELP,
+    Z_CLIP_HELP,
+    positive_int,
+    sentinel_samples,
+    share,
+    z_clip,
+)
+
+__all__ = [
+    "KNOBS",
+    "POLICY_NAMES",
+    "THRESHOLD_CHOICES",
+    "Knob",
+    "add_policy_arguments",
+    "policy_changes",
+    "policy_from_args",
+]
+
+#: ``--policy`` choices: the pipeline's ``POLICIES``, written here so that building the parser
+#: imports no pipeline (a test checks the two agree)
+POLICY_NAMES = ("default", "paper")
+#: ``--thresholds`` choices: the pipeline's ``THRESHOLD_MODES`` (a test checks the two agree)
+THRESHOLD_CHOICES = ("auto", "calibrated", "baseline", "robust", "self")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One policy field on the command line: its flags and ``add_argument``'s keywords.
+    ``also`` gives further field changes a value implies (``--sentinel-samples none``
+    turns both forms of the sentinel rule off)."""
+
+    field: str
+    flags: tuple[str, ...]
+    options: Mapping[str, Any]
+    also: Callable[[Any], dict[str, Any]] | None = None
+    extra: tuple[tuple[tuple[str, ...], Mapping[str, Any]], ...] = field(default=())
+
+
+#: the policy's fields on the command line, in ``--help`` order
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "thresholds",
+        ("--thresholds",),
+        {
+            "choices": THRESHOLD_CHOICES,
+            "help": "auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
+            "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
+            "(fit on the run, the top 1%% per detector flagged)",
+        },
+    ),
+    Knob(
+        "calibration",
+        ("--calibration",),
+        {
+            "choices": CALIBRATIONS,
+            "help": "calibrated thresholds from the left-out baseline runs' scores: trimmed (default) "
+            "pooled less the most extreme run (with 4+ baseline runs); pooled: all; median: of each "
+            "run's quantile",
+        },
+    ),
+    Knob(
+        "false_alarm_rate",
+        ("--false-alarm-rate",),
+        {
+            "type": share,
+            "metavar": "RATE",
+            "help": "share of fault-free windows any detector may flag (calibrated and robust "
+            "thresholds; default 0.01)",
+        },
+    ),
+    Knob(
+        "min_agreement",
+        ("--min-agreement",),
+        {
+            "type": positive_int,
+            "metavar": "N",
+            "help": "detectors that must flag a window for it to count as anomalous (default: 2 with "
+            "calibrated thresholds, where any one detector flags 8 %% of the lab's fault-free windows "
+            "and two 1 %%; else 1)",
+        },
+    ),
+    Knob(
+        "min_run",
+        ("--min-run",),
+        {
+            "type": positive_int,
+            "metavar": "N",
+            "help": "a detector's flag counts only inside N or more consecutive windows over its "
+            "threshold; default: 4 for a run alone (robust thresholds), which drops what one sample's "
+            "spike can flag with 3 s windows every 1 s, else 1 (every window over it)",
+        },
+    ),
+    Knob("trim", ("--trim",), {"choices": TRIM_CHOICES, "help": TRIM_HELP}),
+    Knob(
+        "prune",
+        ("--no-prune",),
+        {
+            "action": "store_const",
+            "const": False,
+            "help": "score every metric (default: the pruned space of paper §4.1, fitted on the "
+            "baseline runs, or on each run itself when it comes alone)",
+        },
+        extra=(
+            (
+                ("--pruning",),
+                {"metavar": "FILE", "help": "reuse a saved pruning.json as the metric space"},
+            ),
+        ),
+    ),
+    Knob("z_clip", ("--z-clip",), {"type": z_clip, "metavar": "UNITS|none", "help": Z_CLIP_HELP}),
+    Knob(
+        "sentinel_samples",
+        ("--sentinel-samples",),
+        {"type": sentinel_samples, "metavar": "N|none", "help": SENTINEL_HELP},
+        also=lambda v: {"lone_sentinel": False} if v is None else {},
+    ),
+    Knob(
+        "force_baseline",
+        ("--force",),
+        {
+            "action": "store_const",
+            "const": True,
+            "help": "use a --baseline that shares fewer than half of a run's metrics, or never moves "
+            "(refused otherwise); the report warns",
+        },
+    ),
+)
+
+
+def add_policy_arguments(
+    p: argparse.ArgumentParser, fields: Iterable[str] | None = None, *, knobs: Iterable[Knob] = KNOBS
+) -> None:
+    """``--policy`` and the flags of ``fields`` (policy field names, default every row of
+    ``knobs``); a flag not given leaves its attribute off ``args``."""
+    knobs = tuple(knobs)
+    by_field = {k.field: k for k in knobs}
+    p.add_argument(
+        "--policy",
+        choices=POLICY_NAMES,
+        default="default",
+        help="the detection policy the other decision flags start from: default (reveal-lab's) or "
+        "paper (the paper's method exactly: fit on the run itself, the top 1%% per detector, any "
+        "detector, no clip, no sentinel rule)",
+    )
+    wanted = list(by_field) if fields is None else list(fields)
+    for name in wanted:
+        if name not in by_field:
+            raise ValueError(f"no command-line flag for the policy field {name!r}; known: {sorted(by_field)}")
+    for knob in knobs:
+        if knob.field not in wanted:
+            continue
+        for flags, options in ((knob.flags, knob.options), *knob.extra):
+            p.add_argument(*flags, dest=knob.field, default=argparse.SUPPRESS, **options)
+
+
+def policy_changes(args: argparse.Namespace, knobs: Iterable[Knob] = KNOBS) -> dict[str, Any]:
+    """The policy fields the command line sets (flags given only), with what they imply."""
+    out: dict[str, Any] = {}
+    for knob in knobs:
+        if hasattr(args, knob.field):
+            v = getattr(args, knob.field)
+            out[knob.field] = v
+            if knob.also is not None:
+                out.update(knob.also(v))
+    return out
+
+
+def policy_from_args(args: argparse.Namespace, **changes: Any):  # noqa: ANN201 - DetectionPolicy
+    """The :class:`~reveal_lab.pipeline.DetectionPolicy` of ``args``: ``--policy`` with the
+    fields its flags set, then ``changes`` (what the command decides itself)."""
+    from reveal_lab.pipeline import get_policy
+
+    return get_policy(getattr(args, "policy", "default"), **{**policy_changes(args), **changes})

@@ -1,0 +1,101 @@
+"""Calibrated thresholds: each detector's threshold from out-of-sample scores of the baseline
+runs (leave one baseline run out), and the notes on baseline runs the trimmed rule left out."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.config import Preset
+from reveal_lab.detectors import DetectorEnsemble, default_detectors
+from reveal_lab.pipeline._view import baseline_matrix
+
+__all__ = ["cross_fit_thresholds", "left_out_notes"]
+
+
+def cross_fit_thresholds(
+    base_feats: list,
+    pairs: pl.DataFrame,
+    preset: Preset,
+    false_alarm_rate: float,
+    rule: str = "trimmed",
+    left_out: dict[str, int] | None = None,
+) -> dict[str, float]:
+    """Per-detector thresholds from out-of-sample scores of the baseline runs.
+
+    Leave one baseline run out: fit the detectors on the other baseline runs (in the
+    scored run's feature space, ``pairs``), score the left-out run. Each detector's
+    threshold is the ``1 - false_alarm_rate / n`` quantile (``n`` detectors,
+    ``method="higher"``: an observed score) of left-out scores, so by the union bound the
+    share of fault-free windows that *any* detector flags stays near ``false_alarm_rate``
+    when new fault-free runs resemble the baseline runs as much as they resemble each
+    other. With fewer scores than ``n / false_alarm_rate`` it is the largest one. ``rule``
+    (one of :data:`CALIBRATION_RULES`, checked by :func:`detect_run`) says which left-out
+    scores:
+
+    ``"trimmed"`` (default)
+        all left-out runs' scores pooled, except the run whose own quantile is the largest
+        when there are four or more left-out runs (three or more stay pooled): one odd
+        baseline run cannot set the threshold. With three or fewer it is ``pooled``.
+        A baseline run recorded in another machine state can score far above the others
+        when left out, and pooled it would set every threshold above whole faults
+        (``docs/RESULTS.md``). The run left out of each detector's threshold goes into
+        ``left_out`` (detector → baseline run index) when a dict is given.
+    ``"pooled"``
+        every left-out score pooled: the worst baseline run decides.
+    ``"median"``
+        the median over left-out runs of each run's quantile (the largest score of a run
+        shorter than ``n / false_alarm_rate`` windows): more sensitive, and on short
+        exchangeable runs about ``ln 2 / windows per run`` per detector flagged instead
+        of ``false_alarm_rate / n``.
+    """
+    runs = sorted({entry[2] for entry in base_feats})
+    if len(runs) < 2:
+        raise ValueError(f"cross-fitted thresholds need at least 2 baseline runs, got {len(runs)}")
+    pooled: dict[str, list[np.ndarray]] = {}
+    n_det = len(default_detectors(preset.detect))
+    for r in runs:
+        fit = [e for e in base_feats if e[2] != r]
+        held = [e for e in base_feats if e[2] == r]
+        Xfit = baseline_matrix(fit, pairs)
+        if Xfit.shape[0] < 2:
+            raise ValueError(
+                f"baseline without run {r} gives {Xfit.shape[0]} window(s); at least 2 are needed"
+            )
+        ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=True)).fit(Xfit)
+        for m, sc in ens.score(baseline_matrix(held, pairs)).scores.items():
+            pooled.setdefault(m, []).append(np.asarray(sc, dtype=np.float64))
+    q = 1.0 - false_alarm_rate / n_det
+    out = {}
+    for m, parts in pooled.items():
+        # (baseline run index, its finite left-out scores); a run with none is not counted
+        kept = [(r, p[np.isfinite(p)]) for r, p in zip(runs, parts, strict=True) if np.isfinite(p).any()]
+        if not kept:
+            out[m] = float("inf")
+            continue
+        per_run = [float(np.quantile(p, q, method="higher")) for _, p in kept]
+        if rule == "median":
+            out[m] = float(np.median(per_run))
+            continue
+        if rule == "trimmed" and len(kept) >= 4:
+            worst = int(np.argmax(per_run))
+            if left_out is not None:
+                left_out[m] = kept[worst][0]
+            kept = [k for i, k in enumerate(kept) if i != worst]
+        out[m] = float(np.quantile(np.concatenate([p for _, p in kept]), q, method="higher"))
+    return out
+
+
+def left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[str]:
+    """One note per baseline run the trimmed calibration left out: that run is unlike the
+    other baseline runs (its left-out scores were the most extreme), worth a look."""
+    ids = {e[2]: e[3] for e in base_feats}
+    by_run: dict[int, list[str]] = {}
+    for m, r in left.items():
+        by_run.setdefault(r, []).append(m)
+    return [
+        f"{host}: baseline run {ids[r]} was left out of the {', '.join(ms)} threshold(s) "
+        "(trimmed calibration): scored by detectors fitted on the other baseline runs it was the "
+        "most extreme, so it is unlike them"
+        for r, ms in sorted(by_run.items())
+    ]

@@ -1,0 +1,116 @@
+"""One host of one run scored: detection view, window features, the detectors fitted on the
+run or its baseline runs with the policy's thresholds, windows in a row, attribution."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.attribution import Attribution, attribute
+from reveal_lab.config import Preset
+from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
+from reveal_lab.pipeline._cache import memoize
+from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes
+from reveal_lab.pipeline._method import robust_threshold, sustained
+from reveal_lab.pipeline._policy import ResolvedPolicy
+from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
+from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
+
+__all__ = ["score_host", "sustained_result"]
+
+
+def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
+    """Each detector's labels kept only in runs of ``min_run`` windows (:func:`sustained`);
+    agreement recounted. Scores, thresholds and the combined score stay as they are."""
+    labels = {m: sustained(v == 1, min_run).astype(v.dtype) for m, v in result.labels.items()}
+    agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
+    return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
+
+
+@memoize("score", ignore=("timings",))
+def score_host(
+    run: Run,
+    host: str,
+    preset: Preset,
+    baseline: list | None,
+    selected: Any,
+    derive: bool,
+    timings: dict[str, float],
+    policy: ResolvedPolicy,
+) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
+    t = time.perf_counter()
+    frame, notes = detection_view(run.frame, selected, derive=derive)
+    notes = [f"{host}: {n}" for n in notes]
+    timings["derive"] = timings.get("derive", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TelemetryWarning)
+        wf = features_of(frame, preset)
+    for w in caught:
+        if issubclass(w.category, TelemetryWarning):
+            notes.append(f"{host}: {w.message}")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    timings["features"] = timings.get("features", 0.0) + time.perf_counter() - t
+    if wf.n_pairs == 0:
+        raise TelemetryError(f"run {run.run_id!r} host {host!r}: no dynamic or counter metric to score")
+    pairs = wf.pairs
+    if "key" not in pairs.columns:
+        pairs = pairs.with_columns(key=pl.col("metric").map_elements(metric_key, return_dtype=pl.String))
+    t = time.perf_counter()
+    calibrated = policy.thresholds == "calibrated"
+    ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=calibrated))
+    if baseline:
+        Xfit = baseline_matrix(baseline, pairs)
+        if Xfit.shape[0] < 2:
+            raise ValueError(f"baseline gives {Xfit.shape[0]} window(s); at least 2 are needed")
+        base_keys = {kf[0] for col, *_ in baseline for kf in col}
+        notes += check_baseline(
+            pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=policy.force_baseline
+        )
+        ens.fit(Xfit)
+        if calibrated:  # out-of-sample thresholds instead of in-sample ones
+            left: dict[str, int] = {}
+            for m, thr in cross_fit_thresholds(
+                baseline, pairs, preset, policy.false_alarm_rate, policy.calibration, left_out=left
+            ).items():
+                ens.detectors_[m].threshold_ = thr
+            notes += left_out_notes(left, baseline, host)
+        result = ens.score(wf.X)
+    else:
+        if wf.n_windows < 2:
+            raise TelemetryError(
+                f"run {run.run_id!r} host {host!r}: {wf.n_windows} window(s); fitting on the "
+                "run itself needs at least 2 (give --baseline runs or a longer run)"
+            )
+        ens.fit(wf.X)
+        result = ens.result_
+        if policy.thresholds == "robust":  # against the run's calm majority, not a fixed top share
+            n_det = len(result.methods)
+            for m in result.methods:
+                ens.detectors_[m].threshold_ = robust_threshold(
+                    result.scores[m], policy.false_alarm_rate, n_det
+                )
+            result = ens.score(wf.X)
+    raw_agreement = result.agreement  # before the min_run rule (the report counts what it dropped)
+    if policy.min_run > 1:
+        result = sustained_result(result, policy.min_run)
+    notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
+    timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    att = attribute(ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host)
+    timings["attribution"] = timings.get("attribution", 0.0) + time.perf_counter() - t
+    w = wf.windows.select("window_id", "start", "end", "n_samples").with_columns(host=pl.lit(host))
+    w = w.with_columns(
+        *[pl.Series(f"score_{m}", result.scores[m]) for m in result.methods],
+        *[pl.Series(f"label_{m}", result.labels[m]) for m in result.methods],
+        pl.Series("agreement", result.agreement),
+        pl.Series("raw_agreement", raw_agreement),
+        pl.Series("combined", result.combined),
+    )
+    return w, att, result.thresholds, wf.excluded, notes, result

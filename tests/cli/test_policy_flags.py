@@ -1,0 +1,63 @@
+"""The detection policy from the command line (cli._policy): one flag per field, flags not
+given leave the named policy's values, the parser's copies of the pipeline's choices agree."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from reveal_lab.cli import build_parser
+from reveal_lab.cli._policy import KNOBS, POLICY_NAMES, THRESHOLD_CHOICES, policy_from_args
+from reveal_lab.pipeline import POLICIES, THRESHOLD_MODES, TRIM_RULES, DetectionPolicy
+
+
+def _detect(*flags: str):
+    return build_parser().parse_args(["detect", "run.parquet", *flags])
+
+
+def test_parser_choices_are_the_pipelines():
+    assert set(POLICY_NAMES) == set(POLICIES)
+    assert THRESHOLD_CHOICES == THRESHOLD_MODES
+    fields = {f.name for f in dataclasses.fields(DetectionPolicy)}
+    assert {k.field for k in KNOBS} <= fields
+    trim = next(k for k in KNOBS if k.field == "trim")
+    assert tuple(trim.options["choices"]) == TRIM_RULES
+
+
+def test_no_flag_is_the_named_policy():
+    assert policy_from_args(_detect()) == POLICIES["default"]
+    assert policy_from_args(_detect("--policy", "paper")) == POLICIES["paper"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "changes"),
+    [
+        (["--min-run", "3"], {"min_run": 3}),
+        (["--min-agreement", "2"], {"min_agreement": 2}),
+        (["--thresholds", "self"], {"thresholds": "self"}),
+        (["--calibration", "median"], {"calibration": "median"}),
+        (["--false-alarm-rate", "0.05"], {"false_alarm_rate": 0.05}),
+        (["--trim", "none"], {"trim": "none"}),
+        (["--no-prune"], {"prune": False}),
+        (["--pruning", "p.json"], {"prune": "p.json"}),
+        (["--z-clip", "none"], {"z_clip": None}),
+        (["--z-clip", "4"], {"z_clip": 4.0}),
+        (["--sentinel-samples", "none"], {"sentinel_samples": None, "lone_sentinel": False}),
+        (["--sentinel-samples", "8"], {"sentinel_samples": 8}),
+        (["--force"], {"force_baseline": True}),
+    ],
+)
+def test_each_flag_sets_its_field(flags, changes):
+    for name in POLICY_NAMES:
+        got = policy_from_args(_detect("--policy", name, *flags))
+        assert got == POLICIES[name].with_(**changes)
+
+
+def test_a_bad_value_names_the_flag(capsys):
+    with pytest.raises(SystemExit):
+        _detect("--min-run", "0")
+    assert "--min-run" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        _detect("--policy", "ours")
+    assert "--policy" in capsys.readouterr().err
