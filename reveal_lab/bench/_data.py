@@ -118,6 +118,27 @@ def read_matrix(path: str | Path, *, n_cols: int | None = None) -> np.ndarray:
     opener = gzip.open if p.name.endswith(".gz") else open
     rows: list[list[float]] = []
     width = n_cols
+    try:
+        _read_rows(p, opener, rows, width)
+    except (gzip.BadGzipFile, EOFError, UnicodeDecodeError) as exc:
+        what = "not a gzip file" if isinstance(exc, gzip.BadGzipFile) else "a damaged or non-text file"
+        raise TelemetryError(
+            f"{what} ({exc}); expected comma-separated numbers, gzip-compressed", path=str(p)
+        ) from None
+    if not rows:
+        raise TelemetryError("no data rows", path=str(p))
+    arr = np.asarray(rows, dtype=np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise TelemetryError(
+            f"value {arr[r, c]} is not finite", path=str(p), line=int(r) + 1, column=str(c + 1)
+        )
+    return arr
+
+
+def _read_rows(p: Path, opener, rows: list[list[float]], width: int | None) -> None:  # noqa: ANN001
+    """Append the rows of ``p`` to ``rows`` (see :func:`read_matrix`)."""
     with opener(p, "rt") as fh:  # type: ignore[operator]
         for lineno, line in enumerate(fh, start=1):
             line = line.strip()
@@ -138,16 +159,6 @@ def read_matrix(path: str | Path, *, n_cols: int | None = None) -> np.ndarray:
                     f"value {parts[col]!r} is not a number", path=str(p), line=lineno, column=str(col + 1)
                 ) from None
             rows.append(vals)
-    if not rows:
-        raise TelemetryError("no data rows", path=str(p))
-    arr = np.asarray(rows, dtype=np.float64)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        r, c = np.argwhere(bad)[0]
-        raise TelemetryError(
-            f"value {arr[r, c]} is not finite", path=str(p), line=int(r) + 1, column=str(c + 1)
-        )
-    return arr
 
 
 def _is_float(x: str) -> bool:

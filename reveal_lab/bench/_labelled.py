@@ -298,6 +298,12 @@ def bench_server(
     W = cfg.window_rows
     if server.train.shape[0] < W + 2:
         raise ValueError(f"{server.name}: {server.train.shape[0]} training rows; need more than {W + 1}")
+    if not np.ptp(server.train, axis=0).any():  # as detect refuses an all-constant baseline
+        raise ValueError(
+            f"{server.name}: the training half is constant in every one of its {server.train.shape[1]} "
+            "metrics, so no detector can learn what normal looks like (every score would be the same); "
+            "check NAME_train.csv.gz"
+        )
     tr = featurize(server.train, server.name, cfg, interval_s=interval)
     Xtr = tr.X
     Xcal = None

@@ -67,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    bad_path = _path_with_line_break(args)
+    if bad_path:
+        print(f"reveal-lab {args.command}: error: {bad_path}", file=sys.stderr)
+        return 2
     old_term = _terminate_as_exit()
     try:
         return int(args.func(args) or 0)
@@ -83,6 +87,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
+
+
+#: options that name a file or folder to write
+PATH_OPTIONS = ("out", "hf", "dest", "raw", "jsonl", "json")
+
+
+def _path_with_line_break(args: argparse.Namespace) -> str | None:
+    """A message when an output path holds a line break or NUL (every message naming it would
+    split, and most file systems refuse NUL), else ``None``.
+
+    >>> print(_path_with_line_break(argparse.Namespace(out="rep\\nort")))
+    --out 'rep\\nort' holds a line break or NUL: give the path on one line
+    """
+    for name in PATH_OPTIONS:
+        v = getattr(args, name, None)
+        if isinstance(v, str) and any(c in v for c in "\n\r\x00"):
+            return f"--{name} {v!r} holds a line break or NUL: give the path on one line"
+    return None
 
 
 def _terminate_as_exit():  # noqa: ANN202 - the previous handler, or None

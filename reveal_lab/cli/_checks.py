@@ -16,6 +16,8 @@ __all__ = [
     "check_pruning_overlap",
     "workload_warning",
     "few_windows_warning",
+    "check_enough_samples",
+    "check_writable_folder",
 ]
 
 #: every file ``detect`` writes into its report folder (glob patterns)
@@ -106,6 +108,35 @@ def workload_warning(run: Any, baseline: Sequence | None) -> str | None:  # noqa
         "looks anomalous may only be the other workload's normal behaviour; give baseline runs of "
         "the same workload"
     )
+
+
+def check_writable_folder(path: str, flag: str = "--out") -> None:
+    """Refuse (``ValueError``) an output folder that cannot be made or written, before any work."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    probe = p / f".reveal-lab-write-check-{os.getpid()}"
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(
+            f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a folder you can write"
+        ) from None
+
+
+def check_enough_samples(run: Any, window: Any) -> None:  # noqa: ANN401 - a Run, a WindowConfig
+    """Refuse (``ValueError``) a run shorter than one window: there is nothing to score."""
+    need = max(2, math.ceil(window.window_s / window.interval_s - 1e-9))
+    n = run.frame.height
+    if n < need:
+        raise ValueError(
+            f"{run.run_id}: {n} sample(s), fewer than one {window.window_s:g} s window holds "
+            f"({need} at {window.interval_s * 1000:g} ms): nothing to score; give a longer run or a "
+            "shorter --window"
+        )
 
 
 def few_windows_warning(run_id: str, windows: int, thresholds: str, rate: float | None) -> str | None:

@@ -7,6 +7,7 @@ import sys
 
 from reveal_lab.cli._checks import (
     REPORT_OUTPUTS,
+    check_enough_samples,
     check_pruning_overlap,
     few_windows_warning,
     without_own_run,
@@ -205,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     repeated: set[str] = set()
     for path in args.runs:
         run = load(path)
+        check_enough_samples(run, preset.window)
         if args.cross_host:
             for h, part in run.split_hosts().items():
                 (repeated.add(h) if h in frames_by_host else frames_by_host.__setitem__(h, part.frame))

@@ -83,6 +83,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 def _run(args: argparse.Namespace) -> int:
     import sys
 
+    from reveal_lab.cli._checks import check_writable_folder
     from reveal_lab.notebooks import parse_param
     from reveal_lab.notebooks import ClaimsFailed, NotebookFailed, load_manifest, run_manifest
 
@@ -104,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"reveal-lab reproduce: --workers {args.workers}: give 1 or more", file=sys.stderr)
         return 2
     cache = False if args.no_cache else (args.cache or True)
+    check_writable_folder(args.out)  # before the first notebook, not after it
     try:
         results = run_manifest(
             preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m,

@@ -41,7 +41,7 @@ import polars as pl
 
 from reveal_lab.io import csv_datetimes, read_csv_table
 from reveal_lab.numeric import true_runs
-from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
+from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns, parse_metric_name
 
 __all__ = [
     "TrimRule",
@@ -189,8 +189,16 @@ def _lab_spans(meta_csv: str, mtime: float) -> dict[str, tuple[dt.datetime, dt.d
     meta = read_csv_table(meta_csv, what="meta file")
     if not {"source_file", "workload_start", "workload_end"} <= set(meta.columns):
         return {}
-    for c in ("workload_start", "workload_end"):
-        csv_datetimes(meta, c, meta_csv)  # a cell that is not a timestamp: its line and column
+    a, b = (csv_datetimes(meta, c, meta_csv) for c in ("workload_start", "workload_end"))  # or line, column
+    back = (b < a).fill_null(False).arg_true()
+    if back.len():
+        i = int(back[0])
+        raise TelemetryError(
+            f"workload_end {b[i]} is before workload_start {a[i]}",
+            path=meta_csv,
+            line=i + 2,
+            column="workload_end",
+        )
     out = {}
     for r in meta.iter_rows(named=True):
         a, b = r["workload_start"], r["workload_end"]

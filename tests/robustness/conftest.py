@@ -5,6 +5,7 @@ answers, and a small tmpfs for full-disk cases."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -83,6 +84,18 @@ def assert_clean_error(res: Result, *needles: str, rc: int | None = None) -> Non
         assert res.rc != 0, res.text
     for n in needles:
         assert n in res.text, f"{n!r} not in:\n{res.text}"
+
+
+def copy_lab_runs(meta, root: Path) -> Path:  # noqa: ANN001 - rows of meta_lab.csv
+    """The bundled lab dataset's runs of ``meta`` and those rows as ``root/meta_lab.csv``."""
+    from reveal_lab.config import data_dir
+
+    for sf in meta["source_file"]:
+        rel = sf.removeprefix("./")
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(data_dir() / rel, root / rel)
+    meta.write_csv(root / "meta_lab.csv")
+    return root
 
 
 @pytest.fixture

@@ -118,13 +118,17 @@ RUNNABLE = [
 ]
 #: flags of RUNNABLE that the runs above leave alone (they only matter with --simulate or
 #: a recording): checked at parse time by the test above
-PARSE_ONLY = {"--jobs", "--seed", "--work", "--wall", "--gate-wait", "--gate-poll", "--settle", "--settle-rate",
-              "--load-gate", "--warmup", "--interval", "--repeats"}
+PARSE_ONLY = {"--jobs", "--seed", "--work", "--wall", "--gate-wait", "--gate-poll", "--settle",
+              "--settle-rate", "--load-gate", "--warmup", "--interval", "--repeats"}
 
 
 @pytest.mark.parametrize(
     "path,flag",
-    [(path, a.option_strings[0]) for path, _, a in TYPED if path in RUNNABLE and a.option_strings[0] not in PARSE_ONLY],
+    [
+        (path, a.option_strings[0])
+        for path, _, a in TYPED
+        if path in RUNNABLE and a.option_strings[0] not in PARSE_ONLY
+    ],
     ids=lambda x: " ".join(x) if isinstance(x, tuple) else x,
 )
 @settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
@@ -137,17 +141,17 @@ def test_any_value_gives_a_result_or_one_line(path, flag, value):
     _one_line_error_or_ok([*argv, flag, value], flag, run=True)
 
 
+ETTR = ["reliability", "ettr", "--gpus", "64", "--checkpoint-interval", "1m"]
+
+
 @pytest.mark.parametrize(
     "argv,needle",
     [
-        (["reliability", "ettr", "--gpus", "64", "--checkpoint-interval", "1m", "--restart", "5m", "--seed", "-1"],
-         "argument --seed"),
-        (["reliability", "ettr", "--gpus", "64", "--checkpoint-interval", "1m", "--restart", "-5m"],
-         "argument --restart: expected a duration from 0s"),
+        ([*ETTR, "--restart", "5m", "--seed", "-1"], "argument --seed"),
+        ([*ETTR, "--restart", "-5m"], "argument --restart: expected a duration from 0s"),
         (["reliability", "mttf", "--gpus", "64", "--failure-rate", "-3"], "argument --failure-rate"),
         (["reliability", "mttf", "--gpus", "1" + "0" * 330], "argument --gpus"),
-        (["reliability", "ettr", "--gpus", "64", "--checkpoint-interval", "1m", "--restart", "5m", "--jobs",
-          "1000000000"], "argument --jobs"),
+        ([*ETTR, "--restart", "5m", "--jobs", "1000000000"], "argument --jobs"),
         (["compare", "a", "--vs", "b", "--bootstrap", "100000000"], "argument --bootstrap"),
         (["record", "--dry-run", "--duration", "0s"], "argument --duration"),
         (["collect", "--out", "x", "--segment", "0s"], "argument --segment"),
@@ -164,7 +168,9 @@ def test_issue_values_are_refused_at_parse_time_naming_the_flag(argv, needle, ca
     assert needle in err and "Traceback" not in err, err
 
 
-@pytest.mark.parametrize("slots,needle", [("9-3", "runs backwards"), ("0-100000000000", "outside the plan's slots")])
+@pytest.mark.parametrize(
+    "slots,needle", [("9-3", "runs backwards"), ("0-100000000000", "outside the plan's slots")]
+)
 def test_record_dry_run_slots_are_checked(slots, needle, capsys):
     assert main(["record", "--dry-run", "--slots", slots]) == 1
     err = capsys.readouterr().err

@@ -42,7 +42,10 @@ def test_ctrl_c_while_collect_starts_is_one_line(tmp_path, point):
     p = subprocess.run(
         [sys.executable, "-c", PROGRAM, point, "collect", "--out", str(out), "--probes", "procfs",
          "--duration", "5s"],
-        capture_output=True, text=True, timeout=TEST_LIMIT_S - 30, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=TEST_LIMIT_S - 30,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert p.returncode == 130, p.stderr
     assert "Traceback" not in p.stderr, p.stderr

@@ -6,7 +6,6 @@ interrupted run leaves the previous report as it was and a complete one leaves n
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 from reveal_lab.config import data_dir
 from reveal_lab.io import StagedFolder, staged_folder
 
-from .conftest import ROOT, assert_clean_error, cli
+from .conftest import ROOT, assert_clean_error, cli, copy_lab_runs
 
 LAB = data_dir()
 
@@ -45,13 +44,7 @@ def small_lab(tmp_path) -> Path:
 
     from reveal_lab.lab import read_meta
 
-    src = tmp_path / "lab"
-    meta = read_meta(LAB / "meta_lab.csv").head(2)
-    for sf in meta["source_file"]:
-        rel = sf.removeprefix("./")
-        (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(LAB / rel, src / rel)
-    meta.write_csv(src / "meta_lab.csv")
+    src = copy_lab_runs(read_meta(LAB / "meta_lab.csv").head(2), tmp_path / "lab")
     (src / "labels.csv").write_text(pl.read_csv(LAB / "labels.csv").head(0).write_csv())
     return src
 
@@ -107,7 +100,8 @@ def test_staged_folder_keeps_the_target_until_commit_and_discards_on_error(tmp_p
 
 
 def test_staged_folder_keeps_the_users_own_files(tmp_path):
-    target = _folder(tmp_path / "results", {"notes.txt": "mine", "summary.json": "old", "sentinels.csv": "old"})
+    files = {"notes.txt": "mine", "summary.json": "old", "sentinels.csv": "old"}
+    target = _folder(tmp_path / "results", files)
     with staged_folder(target, ours=("summary.json", "sentinels.csv")) as tmp:
         (tmp / "summary.json").write_text("new")
     assert _tree(target) == {"notes.txt": b"mine", "summary.json": b"new"}
