@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, add_trim_argument, with_rule_arguments
+from reveal_lab.cli._ranges import as_text, duration_in
 from reveal_lab.cli._types import positive_int as _positive_int
 from reveal_lab.cli._types import share as _rate
 
@@ -52,7 +53,10 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     add_rule_arguments(p)
     p.add_argument(
-        "--grace", default="0s", help="count flagged windows up to this long after an episode as hits"
+        "--grace",
+        type=as_text(duration_in(0.0, 3600.0)),
+        default="0s",
+        help="count flagged windows up to this long after an episode as hits",
     )
     add_trim_argument(p)
     p.add_argument(

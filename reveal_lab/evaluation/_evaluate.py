@@ -264,14 +264,16 @@ def evaluate_dataset(
     """
     from reveal_lab.config import Preset, data_dir, get_preset
     from reveal_lab.io import load_run
-    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.lab import check_labels, read_labels, read_meta
     from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_arguments, trim_run
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
     root = Path(root) if root is not None else data_dir()
     meta = read_meta(root / "meta_lab.csv")
-    labels = read_labels(root / "labels.csv")
+    labels, label_notes = check_labels(read_labels(root / "labels.csv"), meta, path=root / "labels.csv")
+    for note in label_notes:
+        log.warning("%s", note)
     for col in ("run", "host", "fault", "workload"):
         if col not in meta.columns:
             raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
@@ -320,7 +322,7 @@ def evaluate_dataset(
         prune_info = {"applied": bool(prune), "source": "fitted on each run itself"} if prune is True else prune_info
     todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
     parts: list[pl.DataFrame] = []
-    failures: list[str] = []
+    failures: list[str] = list(label_notes)
     t0 = time.perf_counter()
     for row in todo.iter_rows(named=True):
         is_base = row["fault"] == "none"
