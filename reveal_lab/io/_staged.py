@@ -61,9 +61,10 @@ class StagedFolder:
             raise FileExistsError(f"{self.target} is a file; give a folder (made if missing)")
         if self.ours is None and not overwrite and _non_empty(self.target):
             raise FileExistsError(f"{self.target} is not empty (use --overwrite to replace it)")
-        parent = self.target.absolute().parent
+        self._abs = Path(os.path.abspath(self.target))  # "." and "a/.." named as folders
+        parent = self._abs.parent
         parent.mkdir(parents=True, exist_ok=True)
-        self.path = parent / f".{self.target.name}.partial-{os.getpid()}"
+        self.path = parent / f".{self._abs.name}.partial-{os.getpid()}"
         if self.path.exists():
             shutil.rmtree(self.path)
         self.path.mkdir()
@@ -74,18 +75,20 @@ class StagedFolder:
 
     def commit(self) -> Path:
         """Move the written folder into place; returns ``target``."""
-        t = self.target
+        t = self._abs
+        # the working folder (or one above it) is never renamed away under the user's shell
+        holds_cwd = t == Path.cwd() or t in Path.cwd().parents
         if not t.exists():
             os.replace(self.path, t)
-        elif self.ours is None or all(self._is_ours(p.name) for p in t.iterdir()):
-            old = t.absolute().parent / f".{t.name}.old-{os.getpid()}"
+        elif not holds_cwd and (self.ours is None or all(self._is_ours(p.name) for p in t.iterdir())):
+            old = t.parent / f".{t.name}.old-{os.getpid()}"
             os.replace(t, old)
             os.replace(self.path, t)
             shutil.rmtree(old, ignore_errors=True)
         else:  # the user's own files stay; ours are replaced one rename each
             new = {p.name for p in self.path.iterdir()}
             for p in t.iterdir():
-                if self._is_ours(p.name) and p.name not in new:
+                if (self.ours is None or self._is_ours(p.name)) and p.name not in new:
                     shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
             for name in sorted(new):
                 dest = t / name
@@ -94,7 +97,7 @@ class StagedFolder:
                 os.replace(self.path / name, dest)
             self.path.rmdir()
         self._cleanup.detach()
-        return t
+        return self.target
 
     def discard(self) -> None:
         """Remove the partial folder; ``target`` stays as it was."""

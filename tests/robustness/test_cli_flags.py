@@ -175,3 +175,19 @@ def test_record_dry_run_slots_are_checked(slots, needle, capsys):
     assert main(["record", "--dry-run", "--slots", slots]) == 1
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err, err
+
+
+def test_a_wall_clock_simulation_too_long_to_step_is_refused_at_once(capsys):
+    argv = [*ETTR, "--gpus", "131072", "--restart", "1m", "--simulate", "--wall", "8000h"]
+    with _limit(EXAMPLE_LIMIT_S):
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "--simulate: a 8e+03 h wall-clock budget holds about" in err and "more than 1e+08" in err, err
+
+
+def test_a_worker_memory_limit_below_one_run_is_refused():
+    from reveal_lab.scale import MIN_MEMORY_LIMIT, plan_local_cluster
+
+    with pytest.raises(ValueError, match="below 512 MB"):
+        plan_local_cluster(1, memory_limit="1MB")
+    assert plan_local_cluster(1, memory_limit=MIN_MEMORY_LIMIT).memory_limit == MIN_MEMORY_LIMIT

@@ -157,3 +157,12 @@ def test_a_complete_detect_leaves_no_file_of_the_previous_run(tmp_path):
     assert "sentinels.csv" not in names or (out / "sentinels.csv").read_text() != "previous run"
     assert {"anomalies.csv", "summary.json", "report.md", "report.html", "pruning.json", "notes.txt"} <= names
     assert sorted(x.name for x in tmp_path.iterdir()) == ["rep"]
+
+
+def test_staged_folder_into_the_working_folder_keeps_it_in_place(tmp_path, monkeypatch):
+    target = _folder(tmp_path / "here", {"summary.json": "old"})
+    monkeypatch.chdir(target)
+    with staged_folder(".", ours=("summary.json",)) as tmp:
+        (tmp / "summary.json").write_text("new")
+    assert Path.cwd() == target and (target / "summary.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
