@@ -95,10 +95,10 @@ def default_min_run(mode: str, preset: Preset) -> int:
     """The ``min_run`` that ``min_run=None`` means under threshold mode ``mode``:
     :func:`past_a_spike` for ``robust`` (a run alone, no baseline), 1 for every other mode.
 
-    A run alone has no reference for what its own bursts look like: on the 30 fault-free
-    single-host runs of the v3 lab data detected alone (``benchmarks/lone_runs.py``), every
-    window over a robust threshold flags a median 23 % of a run's windows, and counting
-    only runs of 4+ windows 2.3 % (CPU contention and memory pressure are found as before).
+    A run alone has no reference for what its own bursts look like, and one sample's spike
+    lies in several windows in a row; counting only longer runs keeps sustained deviations
+    (what it changes on the lab's fault-free runs: ``benchmarks/lone_runs.py``,
+    ``docs/RESULTS.md``).
     With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
     setting every window over a threshold counts.
 
@@ -139,8 +139,8 @@ class DetectionPolicy:
         each of ``n`` detectors gets ``rate / n``): the calibrated thresholds' target and the
         ``k`` of robust thresholds; unused by ``baseline`` and ``self``.
     min_agreement : detectors that must flag a window for it to count; ``None``: 2 with
-        calibrated thresholds (any one detector flags 8.1 % of the lab's fault-free windows,
-        two 1.06 %), else 1.
+        calibrated thresholds (two agreeing detectors keep one detector's false alarms out),
+        else 1.
     min_run : a detector's flag counts only inside this many consecutive windows over its
         threshold; ``None``: :func:`default_min_run` (4 for a run alone, else 1).
     trim : one of :data:`TRIM_RULES`: which span of the run (and of the baseline runs) is
@@ -256,8 +256,8 @@ class DetectionPolicy:
         if agree is None:
             agree = 2 if mode == "calibrated" else 1
             why["min_agreement"] = (
-                "auto: 2 with calibrated thresholds (any one detector flags 8.1 % of the lab's "
-                "fault-free windows, two 1.06 %)"
+                "auto: 2 with calibrated thresholds (two agreeing detectors keep one detector's "
+                "false alarms out)"
                 if mode == "calibrated"
                 else f"auto: 1 with {mode} thresholds (any detector)"
             )

@@ -50,7 +50,7 @@ def test_default_resolves_two_or_more_baseline_runs(n):
     assert (r.false_alarm_rate, r.calibration, r.z_clip) == (0.01, "trimmed", 10.0)
     assert (r.sentinel_rule, r.sentinel_samples) == ("baseline", 5)
     assert r.baseline_runs == n
-    assert "8.1 %" in r.reasons["min_agreement"]
+    assert r.reasons["min_agreement"].startswith("auto: 2 with calibrated thresholds")
 
 
 def test_paper_policy_is_the_papers_method():
