@@ -100,13 +100,11 @@ def detect_windows(
     compares them): the pipeline's default for a run alone (``None``) asks
     :func:`reveal_lab.pipeline.past_a_spike` windows in a row, a span that grows with the
     stride (4 s at 1 s, several times that at coarse strides), so the granularities would
-    be compared under different rules. Measured on the bundled lab data (``make
-    reproduce``): with ``None`` the coarse setting found no interval the fine one did
-    (IoU 0) and all nine Table 2 claims moved from reproduced to differs. ``sentinel``
-    (default ``False``): the sentinel rule for a run alone, which is not the paper's (the
-    detectors' own decision, as Table 2); with it the coarse hit-length median moved from
-    0.661 to 0.632 on the lab data. ``thresholds``: the pipeline's threshold mode (``auto``:
-    robust for a run alone; ``self``: the paper's top 1 % of the run's windows per detector)."""
+    be compared under different rules (on the lab data the coarse setting then finds no
+    interval the fine one does: ``docs/RESULTS.md``). ``sentinel`` (default ``False``): the
+    sentinel rule for a run alone, which is not the paper's (the detectors' own decision, as
+    Table 2). ``thresholds``: the pipeline's threshold mode (``auto``: robust for a run
+    alone; ``self``: the paper's top 1 % of the run's windows per detector)."""
     from dataclasses import replace
 
     from reveal_lab.pipeline import detect_run
