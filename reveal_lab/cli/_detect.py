@@ -13,6 +13,7 @@ from reveal_lab.cli._checks import (
     without_own_run,
     workload_warning,
 )
+from reveal_lab.cli._help import DETECT_ADVANCED, DETECT_HELP, DETECT_METAVARS, group_advanced
 from reveal_lab.cli._ranges import as_text, duration_in, float_in, int_in
 from reveal_lab.cli._types import (
     CALIBRATIONS,
@@ -130,6 +131,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)"
     )
+    group_advanced(p, DETECT_ADVANCED, DETECT_HELP, metavars=DETECT_METAVARS,
+                   usage="reveal-lab detect [-h] [--baseline RUN [RUN ...]] [--out DIR] [options] RUN [RUN ...]")
     p.set_defaults(func=_run)
 
 
