@@ -35,7 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-#: benchmarks the README table lists, in order, with what each measures
+#: benchmarks the tables of docs/RESULTS.md list, in order, with what each measures
 EXPECTED: dict[str, str] = {
     "features_vs_tsfresh": "window features vs tsfresh (same features, same windows)",
     "dtw_vs_tslearn": "DTW distances vs tslearn (same distances)",
