@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 
 import polars as pl
@@ -97,6 +98,21 @@ def _no_gpu(what: str) -> Callable[[ClaimContext], str | None]:
             return None
         found = ", ".join(sorted(ctx.platforms)) or "unknown (tables/dataset_runs.csv missing)"
         return f"about {what}; DATA's runs are on platform {found}, no GPU run"
+
+    return check
+
+
+def _no_llm(phase: str) -> Callable[[ClaimContext], str | None]:
+    """The claim is about LLM runs of ``phase`` (fine-tuning or inference): DATA's workloads
+    name none of the paper's LLMs (DeepSeek, LLaMA, Mistral, Qwen)."""
+
+    def check(ctx: ClaimContext) -> str | None:
+        df = ctx.table("dataset_runs")
+        names = sorted(set(df["workload"].drop_nulls().to_list())) if df is not None and df.height else []
+        if any(re.search("deepseek|llama|mistral|qwen", n, re.IGNORECASE) for n in names):
+            return None
+        return (f"about LLM {phase} runs (DeepSeek, LLaMA, Mistral); DATA's workloads read by notebook 01 "
+                f"are {', '.join(names) or 'unknown (tables/dataset_runs.csv missing)'}")
 
     return check
 

@@ -78,6 +78,7 @@ from reveal_lab.studies._claim_readers import (
     _no_fault,
     _no_gain,
     _no_gpu,
+    _no_llm,
     _ours_compressed,
     _overhead_decreasing,
     _overhead_max,
@@ -435,6 +436,12 @@ CLAIMS: tuple[Claim, ...] = (
        "With loss injected, Reveal consistently flagged network-related "
        "counters among the top-1% anomalies", None, "share", "qualitative", 0.0,
        _needs_policy("anomalous_time", _loss_network), detection=True),
+    _C("loss_llm_inference", "§6 packet loss", "LLM inference workloads exhibit only sparse spikes (tens of "
+       "retransmissions per run)", (10.0, 99.0), "retransmissions", "range", 0.0,
+       _absent("LLM inference runs", _no_llm("inference")), note="'tens' read as 10 to 99"),
+    _C("loss_llm_finetuning", "§6 packet loss", "LLM fine-tuning produces thousands of retransmissions",
+       1000.0, "retransmissions", "at_least", 0.0, _absent("LLM fine-tuning runs", _no_llm("fine-tuning")),
+       note="'thousands' read as at least 1,000"),
     _C("loss_throughput", "§6 packet loss", "nor changing average throughput", None, "relative change",
        "qualitative", 0.0, _from("remediation_cases", _no_gain("loss:after",
                                                                "nor changing average throughput"))),
