@@ -52,8 +52,8 @@ def test_a_claims_failure_is_shown_in_their_place(tmp_path):
     assert "could not be written: OSError: disk full" in page
 
 
-@pytest.mark.notebook
-def test_reproduce_stops_when_the_claims_cannot_be_written(tmp_path, capsys):
+def _one_notebook(tmp_path):
+    """A manifest of one notebook that does nothing."""
     d = tmp_path / "nbs"
     d.mkdir()
     nb = nbformat.v4.new_notebook()
@@ -65,10 +65,32 @@ def test_reproduce_stops_when_the_claims_cannot_be_written(tmp_path, capsys):
     nbformat.write(nb, d / "01-one.ipynb")
     (d / "manifest.yml").write_text("kernel: reveal-lab\npresets: {smoke: {}, full: {}}\n"
                                     "notebooks:\n  - {notebook: 01-one.ipynb}\n")
+    return d / "manifest.yml"
+
+
+@pytest.mark.notebook
+def test_a_data_run_names_its_own_data_and_machine(tmp_path):
+    data = tmp_path / "elsewhere"
+    data.mkdir()
+    (data / "recording.json").write_text(json.dumps({"sessions": [{"machine": {"cpu_model": "Other CPU 3"}}]}))
+    out = tmp_path / "out"
+    rc = main(["reproduce", "--preset", "smoke", "--data", str(data), "--out", str(out), "--manifest",
+               str(_one_notebook(tmp_path))])
+    assert rc == 0
+    df = pl.read_csv(out / "paper_vs_reproduced.csv")
+    row = df.filter(pl.col("claim_id") == "channels_over_700").row(0, named=True)
+    assert row["data"] == str(data.resolve()) and row["machine"].startswith("Other CPU 3")
+    assert "lab dataset" not in " ".join(df["machine"].to_list())
+    page = (out / "index.html").read_text()
+    assert f"reproduced on {data.resolve()}," in page and "Other CPU 3" in page
+
+
+@pytest.mark.notebook
+def test_reproduce_stops_when_the_claims_cannot_be_written(tmp_path, capsys):
     out = tmp_path / "out"
     (out / "paper_vs_reproduced.csv").mkdir(parents=True)  # where the table goes: a folder, so writing fails
     rc = main(["reproduce", "--preset", "smoke", "--data", "synth", "--out", str(out), "--manifest",
-               str(d / "manifest.yml")])
+               str(_one_notebook(tmp_path))])
     err = capsys.readouterr().err
     assert rc == 1 and "the claims could not be written" in err and "paper_vs_reproduced.csv" in err
     assert "could not be written" in (out / "index.html").read_text()
