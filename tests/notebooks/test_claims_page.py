@@ -72,7 +72,8 @@ def _one_notebook(tmp_path):
 def test_a_data_run_names_its_own_data_and_machine(tmp_path):
     data = tmp_path / "elsewhere"
     data.mkdir()
-    (data / "recording.json").write_text(json.dumps({"sessions": [{"machine": {"cpu_model": "Other CPU 3"}}]}))
+    machine = {"sessions": [{"machine": {"cpu_model": "Other CPU 3"}}]}
+    (data / "recording.json").write_text(json.dumps(machine))
     out = tmp_path / "out"
     rc = main(["reproduce", "--preset", "smoke", "--data", str(data), "--out", str(out), "--manifest",
                str(_one_notebook(tmp_path))])
