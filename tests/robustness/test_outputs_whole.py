@@ -166,3 +166,29 @@ def test_staged_folder_into_the_working_folder_keeps_it_in_place(tmp_path, monke
         (tmp / "summary.json").write_text("new")
     assert Path.cwd() == target and (target / "summary.json").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
+
+
+@pytest.mark.notebook
+def test_sigterm_during_reproduce_leaves_an_index_that_says_what_did_not_run(tmp_path):
+    from tests.notebooks.test_runner import _manifest
+
+    slow = "import pathlib, time\npathlib.Path(out_dir, 'started').touch()\ntime.sleep(600)\n"
+    manifest = _manifest(tmp_path, slow)
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())",
+         "reproduce", "--manifest", str(manifest), "--out", str(out), "--data", "synth"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        while p.poll() is None and not (out / "started").exists():  # the second notebook is running
+            time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 128 + signal.SIGTERM, err.decode()
+    page = (out / "index.html").read_text()
+    assert "not run" in page  # the interrupted notebook and the one after it say so
+    assert b"Traceback" not in err
