@@ -402,11 +402,12 @@ def compare_runs(
     from reveal_lab.io import run_identity
 
     ids_a = {run_identity(s.path): s.path for s in sa}
-    both = [s.path for s in sb if run_identity(s.path) in ids_a]
+    both = [(ids_a[k], s.path) for s in sb if (k := run_identity(s.path)) in ids_a]
     if both:
+        pairs = "; ".join(b if a == b else f"{b} (B) is {a} (A)" for a, b in both[:3])
         raise ValueError(
-            f"the same run on both sides (same file, however spelled): {both[:3]} in B is "
-            f"{[ids_a[run_identity(p)] for p in both[:3]]} in A"
+            f"the same run on both sides (the same file, however spelled): {pairs}; a run compared "
+            "with itself shows only the bootstrap's noise"
         )
     pre = get_preset(preset)
     cache: dict[str, Run] = {}
