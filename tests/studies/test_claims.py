@@ -232,6 +232,11 @@ def test_data_and_machine_columns_name_the_data_given(out, tmp_path):
     plain.mkdir()
     ch = _row(paper_vs_reproduced(out, data=str(plain)), "channels_over_700")
     assert ch["data"] == str(plain) and "no recording.json" in ch["machine"]
+    # runs of the paper's CPU platform: the paper's description of its local cluster
+    save_table(pl.DataFrame({"run_id": ["r"], "workload": ["w"], "platform": ["cpu"], "n_metrics": [800],
+                             "interval_ms": [100.0]}), out, "dataset_runs")
+    ch = _row(paper_vs_reproduced(out, data=str(plain)), "channels_over_700")
+    assert ch["machine"].startswith("the paper's local cluster") and "EPYC 7443P" in ch["machine"]
     # the paper's dataset counts are checked on the paper's dataset only
     assert _row(paper_vs_reproduced(out, data=str(data)), "runs_per_workload")["status_default"] == CANNOT
     assert _row(paper_vs_reproduced(out, data=str(plain)), "runs_per_workload")["ours_default"] == 1.0
