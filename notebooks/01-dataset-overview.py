@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -24,24 +31,30 @@ max_runs_per_workload = 0  # 0: all runs of each workload
 max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0  # crop each run to its first seconds; 0: whole runs
 max_samples_per_run = 2000  # samples per run and quantity entering the CDFs
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
-from reveal_lab import plots, studies
+from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
 # loader warnings are kept on each run (n_warnings below); do not repeat them here
 warnings.simplefilter("ignore", TelemetryWarning)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
-overview = studies.run_table(runs)
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+mapped = scale.map_runs(studies.overview_piece, refs, max_samples_per_run, max_seconds=max_seconds,
+                        workers=workers, scheduler=scheduler, desc="01 overview")
+scale.record_skipped(out_dir, "01-dataset-overview", mapped.skipped)
+overview, samples = studies.reduce_overview(mapped.pieces)
 studies.save_table(overview, out_dir, "dataset_runs")
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
 overview.group_by("workload").len().sort("workload")
 
 # %%
-samples = studies.usage_samples(runs, max_samples_per_run=max_samples_per_run)
 summary = studies.usage_summary(samples)
 studies.save_table(summary, out_dir, "usage_summary")
 summary

@@ -35,24 +35,32 @@ max_seconds = 0.0
 thresholds = "0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95"
 threshold = 0.5  # the threshold of the diagnostic space (the paper: 0.5)
 method = "complete"  # complete linkage, or connected components
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
 import polars as pl
 
-from reveal_lab import plots, pruning, studies
+from pathlib import Path
+
+from reveal_lab import pipeline, plots, pruning, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
-frames: dict[str, list] = {}
-for r in runs:
-    frames.setdefault(r.meta.workload or "unknown", []).append(r.frame)
-result = pruning.prune(frames, threshold, method=method)
-curve = pruning.pruning_curve(frames, [float(t) for t in studies.parse_list(thresholds)], method=method,
+# per run and host: the correlation matrix and variances of its metrics, as recorded and as the
+# pruned space is fitted (trimmed, derived metrics added); summed per workload
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+mapped = scale.map_runs(studies.pruning_piece, refs, max_seconds=max_seconds, workers=workers,
+                        scheduler=scheduler, desc="02 pruning")
+scale.record_skipped(out_dir, "02-pruning", mapped.skipped)
+result, space = studies.reduce_pruning(mapped.pieces, threshold, method=method)
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+curve = pruning.pruning_curve({}, [float(t) for t in studies.parse_list(thresholds)], method=method,
                               spaces=result.spaces)
 studies.save_table(curve, out_dir, "fig4_pruning_curve")
 curve.filter(pl.col("workload") == "all") if "all" in curve["workload"] else curve
@@ -76,5 +84,5 @@ f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space"
 # saved as `pruning.json` in the output folder with its parameters.
 
 # %%
-space = studies.study_pruning(runs, out_dir, refit=True, threshold=threshold)
+pipeline.save_pruning(space, Path(out_dir) / "pruning.json")
 f"pruning.json: {len(space.selected)} metrics, fitted on {len(space.params['fitted_on'])} fault-free runs"

@@ -41,26 +41,30 @@ min_agreement = 0  # detectors that must agree under the default setting; 0: its
 timeline_runs = 4  # runs shown in Fig. 6
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
-from reveal_lab import plots, studies
+from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 grans = [tuple(float(x) for x in g.split("/")) for g in studies.parse_list(granularities)]
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
-space = studies.study_pruning(runs, out_dir, prune=pruning)
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+space = scale.study_space(refs, out_dir, prune=pruning, **engine)
 settings = studies.parse_list(policies)
-intervals = {
-    p: studies.granularity_intervals(runs, grans, detect=lambda run, wc, args=studies.setting_arguments(
-        p, min_agreement=min_agreement, lone_run=True): studies.detect_windows(run, wc, preset, pruning=space,
-                                                                              trim=trim, **args))
-    for p in settings
-}
+# per run: its merged anomalous intervals at every granularity and setting, detected alone
+mapped = scale.map_runs(studies.granularity_piece, refs, grans, settings, preset, space, trim, min_agreement,
+                        desc="04 granularity", **engine)
+scale.record_skipped(out_dir, "04-window-granularity", mapped.skipped)
+intervals = studies.reduce_granularity(mapped.pieces, settings)
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
 comparison = {p: studies.granularity_comparison(iv) for p, iv in intervals.items()}
 studies.save_table(studies.policy_table(comparison), out_dir, "granularity_per_run")
 

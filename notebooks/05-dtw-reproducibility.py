@@ -42,20 +42,28 @@ length = 256  # resampled trace length
 band = 0  # Sakoe-Chiba radius in samples of the resampled traces; 0: unconstrained
 pairing = "auto"  # run, run_x_workload, or auto (run where a workload has 6+ runs); see the module
 alpha = 0.05
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
-from reveal_lab import plots, studies
+from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds, fault_free=fault_free)
-traces = studies.collect_traces(runs, by_phase=by_phase, metrics=studies.parse_list(metrics),
-                                max_metrics=max_metrics or None)
-result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing)
+# per run: each metric's trace z-normalized and resampled to `length`; the test runs on those
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform, fault_free=fault_free)
+mapped = scale.map_runs(studies.dtw_piece, refs, by_phase, length, max_seconds=max_seconds, fault_free=fault_free,
+                        workers=workers, scheduler=scheduler, desc="05 DTW traces")
+scale.record_skipped(out_dir, "05-dtw-reproducibility", mapped.skipped)
+traces = studies.reduce_dtw(mapped.pieces, metrics=studies.parse_list(metrics), max_metrics=max_metrics or None)
+result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing,
+                                     prepared=True)
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
 studies.save_table(result.pairs, out_dir, "dtw_pairs")
 studies.save_table(result.by_metric, out_dir, "dtw_by_metric")
 summary = result.summary()

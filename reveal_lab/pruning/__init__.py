@@ -13,6 +13,11 @@ from reveal_lab.pruning._prune import (
     correlation_matrix,
     metric_space,
     prune,
+    prune_spaces,
+    RunCorrelation,
+    run_correlation,
+    run_correlations,
+    SpaceAccumulator,
     pruning_curve,
 )
 
@@ -23,5 +28,10 @@ __all__ = [
     "correlation_matrix",
     "metric_space",
     "prune",
+    "prune_spaces",
+    "RunCorrelation",
+    "run_correlation",
+    "run_correlations",
+    "SpaceAccumulator",
     "pruning_curve",
 ]

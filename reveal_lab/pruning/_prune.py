@@ -27,6 +27,11 @@ __all__ = [
     "correlation_matrix",
     "metric_space",
     "prune",
+    "prune_spaces",
+    "RunCorrelation",
+    "run_correlation",
+    "run_correlations",
+    "SpaceAccumulator",
     "pruning_curve",
 ]
 
@@ -38,10 +43,20 @@ def correlation_matrix(X: np.ndarray, min_periods: int = 3) -> np.ndarray:
     (NaN-safe, like ``pandas.DataFrame.corr``). NaN where a pair has fewer than
     ``min_periods`` common rows or one side is constant on them.
 
+    The matrix products run on one BLAS thread, so the result does not depend on how
+    many threads the process (a notebook kernel, a Dask worker) lets BLAS use.
+
     >>> X = np.array([[1.0, 2.0, 1.0], [2.0, 4.1, np.nan], [3.0, 6.0, 0.0], [4.0, 8.2, -1.0]])
     >>> np.round(correlation_matrix(X), 3).tolist()
     [[1.0, 1.0, -0.982], [1.0, 1.0, -0.986], [-0.982, -0.986, 1.0]]
     """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        return _correlation_matrix(X, min_periods)
+
+
+def _correlation_matrix(X: np.ndarray, min_periods: int) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     M = ~np.isnan(X)
     with warnings.catch_warnings():
@@ -104,80 +119,147 @@ def _runs(frames: Sequence[Frame]) -> list[pl.DataFrame]:
     return out
 
 
+@dataclass
+class RunCorrelation:
+    """One run-host's piece of a :class:`MetricSpace`: its metric keys (host-free), their
+    correlation matrix over the run (pairwise-complete rows), their variances, a column
+    name per key and the keys it leaves out with the reason."""
+
+    keys: list[str]
+    corr: np.ndarray
+    variance: np.ndarray
+    sample: dict[str, str]
+    excluded: dict[str, str]
+
+
+def run_correlation(frame: pl.DataFrame, min_periods: int = 3) -> RunCorrelation:
+    """The piece of one run on one host (its frame holds one host's columns)."""
+    cols, keys = [], []
+    sample: dict[str, str] = {}
+    excluded: dict[str, str] = {}
+    schema = frame.schema
+    for c in metric_columns(frame):
+        k = metric_key(c)
+        info = classify(c)
+        if info.kind in UNSCORED_KINDS:
+            excluded.setdefault(k, f"{info.kind} metric")
+            continue
+        if schema[c] not in (pl.Float64, pl.Float32):
+            raise TelemetryError(f"metric columns must be Float64, found {schema[c]}", column=c)
+        cols.append(c)
+        keys.append(k)
+        sample.setdefault(k, c)
+    X = frame.select(cols).to_numpy().astype(np.float64) if cols else np.empty((frame.height, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        v = np.nanvar(X, axis=0) if X.size else np.zeros(len(keys))
+    return RunCorrelation(keys, correlation_matrix(X, min_periods), v, sample, excluded)
+
+
+def run_correlations(frame: Frame, min_periods: int = 3) -> list[RunCorrelation]:
+    """The pieces of one run: one per host when the frame holds several."""
+    return [run_correlation(f, min_periods) for f in _runs([frame])]
+
+
+class SpaceAccumulator:
+    """Sums of run pieces (:class:`RunCorrelation`) into one workload's :class:`MetricSpace`:
+    fixed-size arrays over the keys seen so far, whatever the number of runs. Adding the
+    pieces in run order gives the same numbers as :func:`metric_space` on the frames."""
+
+    def __init__(self) -> None:
+        self.pos: dict[str, int] = {}
+        self.total = np.zeros((0, 0))
+        self.count = np.zeros((0, 0))
+        self.var_sum = np.zeros(0)
+        self.var_n = np.zeros(0)
+        self.sample: dict[str, str] = {}
+        self.excluded: dict[str, str] = {}
+        self.n_runs = 0
+
+    def _grow(self, keys: Sequence[str]) -> None:
+        new = [k for k in dict.fromkeys(keys) if k not in self.pos]
+        if not new:
+            return
+        for k in new:
+            self.pos[k] = len(self.pos)
+        p, q = len(self.pos), self.total.shape[0]
+        for name in ("total", "count"):
+            grown = np.zeros((p, p))
+            grown[:q, :q] = getattr(self, name)
+            setattr(self, name, grown)
+        for name in ("var_sum", "var_n"):
+            grown = np.zeros(p)
+            grown[:q] = getattr(self, name)
+            setattr(self, name, grown)
+
+    def add(self, piece: RunCorrelation) -> None:
+        for k, why in piece.excluded.items():
+            self.excluded.setdefault(k, why)
+        for k, c in piece.sample.items():
+            self.sample.setdefault(k, c)
+        self._grow(piece.keys)
+        idx = np.array([self.pos[k] for k in piece.keys], dtype=np.int64)
+        ok = ~np.isnan(piece.corr)
+        sub = np.ix_(idx, idx)
+        self.total[sub] += np.where(ok, piece.corr, 0.0)
+        self.count[sub] += ok
+        good = np.isfinite(piece.variance) & (piece.variance > 0)
+        self.var_sum[idx[good]] += piece.variance[good]
+        self.var_n[idx[good]] += 1
+        self.n_runs += 1
+
+    def space(self) -> MetricSpace:
+        if not self.n_runs:
+            raise TelemetryError("no runs to prune")
+        all_keys = sorted(self.pos)
+        order = np.array([self.pos[k] for k in all_keys], dtype=np.int64)
+        total = self.total[np.ix_(order, order)]
+        count = self.count[np.ix_(order, order)]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = total / count
+        defined = np.diag(count) > 0  # the metric varies in at least one run
+        excluded = dict(self.excluded)
+        for i, k in enumerate(all_keys):
+            if not defined[i]:
+                excluded.setdefault(k, "constant or missing in every run")
+        keep = np.flatnonzero(defined)
+        keys = [all_keys[i] for i in keep]
+        corr = corr[np.ix_(keep, keep)]
+        np.fill_diagonal(corr, 1.0)
+        infos = [classify(self.sample[k]) for k in keys]
+        ex = pl.DataFrame(
+            {"key": list(excluded), "reason": list(excluded.values())},
+            schema={"key": pl.String, "reason": pl.String},
+        )
+        ex = ex.filter(~pl.col("key").is_in(keys))
+        variance = self.var_sum[order] / np.maximum(self.var_n[order], 1)
+        return MetricSpace(
+            keys=keys,
+            corr=corr,
+            priority=np.array([i.priority for i in infos], dtype=np.int64),
+            variance=variance[keep],
+            subsystem=[i.subsystem for i in infos],
+            n_runs=self.n_runs,
+            excluded=ex,
+        )
+
+
 def metric_space(frames: Sequence[Frame], min_periods: int = 3) -> MetricSpace:
     """Mean Pearson correlation across the runs of one workload.
 
     Metrics are identified by :meth:`MetricName.key` (host-free), so runs on
     different hosts align. Static metrics (registry kind) and metrics constant or
     missing throughout a run are left out of that run; a pair's mean is taken over
-    the runs where its correlation is defined.
+    the runs where its correlation is defined. The sum of per-run pieces
+    (:func:`run_correlation`, :class:`SpaceAccumulator`).
     """
     runs = _runs(frames)
     if not runs:
         raise TelemetryError("no runs to prune")
-    sample: dict[str, str] = {}
-    excluded: dict[str, str] = {}
-    per_run: list[tuple[list[str], np.ndarray, np.ndarray]] = []
+    acc = SpaceAccumulator()
     for f in runs:
-        cols, keys = [], []
-        schema = f.schema
-        for c in metric_columns(f):
-            k = metric_key(c)
-            info = classify(c)
-            if info.kind in UNSCORED_KINDS:
-                excluded.setdefault(k, f"{info.kind} metric")
-                continue
-            if schema[c] not in (pl.Float64, pl.Float32):
-                raise TelemetryError(f"metric columns must be Float64, found {schema[c]}", column=c)
-            cols.append(c)
-            keys.append(k)
-            sample.setdefault(k, c)
-        X = f.select(cols).to_numpy().astype(np.float64) if cols else np.empty((f.height, 0))
-        per_run.append((keys, X, correlation_matrix(X, min_periods)))
-    all_keys = sorted({k for keys, _, _ in per_run for k in keys})
-    pos = {k: i for i, k in enumerate(all_keys)}
-    p = len(all_keys)
-    total = np.zeros((p, p))
-    count = np.zeros((p, p))
-    var_sum = np.zeros(p)
-    var_n = np.zeros(p)
-    for keys, X, r in per_run:
-        idx = np.array([pos[k] for k in keys], dtype=np.int64)
-        ok = ~np.isnan(r)
-        sub = np.ix_(idx, idx)
-        total[sub] += np.where(ok, r, 0.0)
-        count[sub] += ok
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            v = np.nanvar(X, axis=0) if X.size else np.zeros(len(keys))
-        good = np.isfinite(v) & (v > 0)
-        var_sum[idx[good]] += v[good]
-        var_n[idx[good]] += 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        corr = total / count
-    defined = np.diag(count) > 0  # the metric varies in at least one run
-    for k in all_keys:
-        if not defined[pos[k]]:
-            excluded.setdefault(k, "constant or missing in every run")
-    keep = np.flatnonzero(defined)
-    keys = [all_keys[i] for i in keep]
-    corr = corr[np.ix_(keep, keep)]
-    np.fill_diagonal(corr, 1.0)
-    infos = [classify(sample[k]) for k in keys]
-    ex = pl.DataFrame(
-        {"key": list(excluded), "reason": list(excluded.values())},
-        schema={"key": pl.String, "reason": pl.String},
-    )
-    ex = ex.filter(~pl.col("key").is_in(keys))
-    return MetricSpace(
-        keys=keys,
-        corr=corr,
-        priority=np.array([i.priority for i in infos], dtype=np.int64),
-        variance=(var_sum / np.maximum(var_n, 1))[keep],
-        subsystem=[i.subsystem for i in infos],
-        n_runs=len(runs),
-        excluded=ex,
-    )
+        acc.add(run_correlation(f, min_periods))
+    return acc.space()
 
 
 def _clusters(corr: np.ndarray, threshold: float, method: str) -> np.ndarray:
@@ -289,13 +371,22 @@ def prune(
         raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
     if not frames_by_workload:
         raise ValueError("frames_by_workload is empty")
+    spaces = {wl: metric_space(frames, min_periods) for wl, frames in frames_by_workload.items()}
+    return prune_spaces(spaces, threshold, method=method)
+
+
+def prune_spaces(spaces: Mapping[str, MetricSpace], threshold: float = 0.5, *, method: str = "complete") -> PruneResult:
+    """:func:`prune` on workloads' metric spaces already reduced (e.g. from per-run pieces
+    with :class:`SpaceAccumulator`)."""
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must lie in (0, 1], got {threshold}")
+    if not spaces:
+        raise ValueError("no workload to prune")
     selected: dict[str, list[str]] = {}
     cl_rows: list[pl.DataFrame] = []
     ex_rows: list[pl.DataFrame] = []
-    spaces: dict[str, MetricSpace] = {}
-    for wl, frames in frames_by_workload.items():
-        sp = metric_space(frames, min_periods)
-        spaces[wl] = sp
+    spaces = dict(spaces)
+    for wl, sp in spaces.items():
         labels = _clusters(sp.corr, threshold, method)
         reps = _representatives(labels, sp.priority, sp.variance, sp.keys)
         selected[wl] = sorted(sp.keys[i] for i in reps)

@@ -16,6 +16,16 @@ from reveal_lab.scale._cluster import (
     dask_client,
     plan_local_cluster,
 )
+from reveal_lab.scale._engine import (
+    RunMap,
+    engine_label,
+    load_study_run,
+    map_runs,
+    read_skipped,
+    record_skipped,
+    study_refs,
+    study_space,
+)
 from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
 from reveal_lab.scale._tasks import (
     RunOutcome,
@@ -28,6 +38,14 @@ from reveal_lab.scale._tasks import (
 )
 
 __all__ = [
+    "RunMap",
+    "engine_label",
+    "load_study_run",
+    "map_runs",
+    "read_skipped",
+    "record_skipped",
+    "study_refs",
+    "study_space",
     "ClusterPlan",
     "MIN_MEMORY_LIMIT",
     "plan_local_cluster",

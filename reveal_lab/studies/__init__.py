@@ -76,6 +76,7 @@ from reveal_lab.studies._dtw import (
     median_trace,
     one_sided_test,
     resample,
+    prepare_trace,
     signed_rank_test,
     znormalize,
 )
@@ -108,6 +109,17 @@ from reveal_lab.studies._measure import (
     measure_runtimes,
     overhead_comparison,
 )
+from reveal_lab.studies._pieces import (
+    PruningPiece,
+    dtw_piece,
+    granularity_piece,
+    overview_piece,
+    pruning_piece,
+    reduce_dtw,
+    reduce_granularity,
+    reduce_overview,
+    reduce_pruning,
+)
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
@@ -115,6 +127,16 @@ from reveal_lab.studies._projections import project, window_feature_table
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_labels, usage_columns, usage_samples, usage_summary
 
 __all__ = [
+    "PruningPiece",
+    "dtw_piece",
+    "granularity_piece",
+    "overview_piece",
+    "pruning_piece",
+    "reduce_dtw",
+    "reduce_granularity",
+    "reduce_overview",
+    "reduce_pruning",
+    "prepare_trace",
     "crosshost_study",
     "own_core_view",
     "packet_loss_study",
@@ -215,4 +237,3 @@ __all__ = [
     "usage_samples",
     "usage_summary",
 ]
-

@@ -47,6 +47,7 @@ import polars as pl
 __all__ = [
     "znormalize",
     "resample",
+    "prepare_trace",
     "median_trace",
     "dtw_distance",
     "dtw_to_median",
@@ -95,6 +96,15 @@ def resample(x: np.ndarray, length: int | None) -> np.ndarray:
     if x.size < 2:
         return np.full(length, x[0] if x.size else 0.0)
     return np.interp(np.linspace(0, x.size - 1, length), np.arange(x.size), x)
+
+
+def prepare_trace(x: np.ndarray, length: int | None) -> np.ndarray:
+    """A trace as the DTW study compares it: z-normalized, then resampled to ``length``.
+
+    >>> prepare_trace(np.array([1.0, 2.0, 3.0]), 5).round(3).tolist()
+    [-1.225, -0.612, 0.0, 0.612, 1.225]
+    """
+    return resample(znormalize(np.asarray(x, float)), length)
 
 
 def median_trace(traces: Sequence[np.ndarray], length: int | None = None) -> np.ndarray:
@@ -293,12 +303,15 @@ def dtw_reproducibility(
     alpha: float = 0.05,
     pairing: str = "run",
     min_pairs: int | None = None,
+    prepared: bool = False,
 ) -> DTWStudy:
     """The §5.4 study over ``traces[workload][metric] -> [trace of each run]``.
 
     See the module docstring for the test. ``length`` resamples every trace
     (``None`` keeps the raw lengths: exact but O(n²) per pair); ``window`` is a
-    Sakoe–Chiba band in samples of the resampled traces.
+    Sakoe–Chiba band in samples of the resampled traces. ``prepared``: the traces are
+    already z-normalized and resampled (:func:`reveal_lab.studies.dtw_piece`), as this
+    function would prepare them.
 
     Examples
     --------
@@ -319,8 +332,10 @@ def dtw_reproducibility(
     for w, by_metric in traces.items():
         prep[w] = {}
         for m, runs in by_metric.items():
-            ok = [np.asarray(r, float) for r in runs if np.asarray(r).size >= 2]
-            prep[w][m] = [resample(znormalize(r), length) for r in ok]
+            if prepared:
+                prep[w][m] = [np.asarray(r, float) for r in runs]
+                continue
+            prep[w][m] = [prepare_trace(r, length) for r in runs if np.asarray(r).size >= 2]
     medians = {w: {m: median_trace(rs, length) for m, rs in bm.items() if rs} for w, bm in prep.items()}
 
     pair_rows: list[dict[str, object]] = []

@@ -1,0 +1,321 @@
+"""One per-run map for the studies, in this process or on Dask.
+
+A study is a map over runs and a reduce: :func:`study_refs` picks the runs from the
+dataset's index without loading any (the same selection as
+:func:`reveal_lab.studies.iter_study_runs`), :func:`map_runs` loads each run where it
+runs (here, or on a Dask worker from its :class:`~reveal_lab.scale.RunRef`), applies a
+module-level function that returns a small per-run piece, and gives the pieces back in
+the order of the references. A process holds one run's frame at a time.
+
+A run that cannot be loaded or fails in the function is *skipped*, not fatal: the
+result lists it with its file and the error (:attr:`RunMap.skipped`), and
+:func:`record_skipped` adds it to ``OUT/skipped_runs.csv``, which ``index.html`` shows.
+
+Examples
+--------
+>>> from reveal_lab.scale import map_runs, study_refs
+>>> refs = study_refs("synth", max_runs_per_workload=1)
+>>> res = map_runs(_height, refs, progress=False)
+>>> len(res.pieces), res.skipped.height
+(3, 0)
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from reveal_lab.scale._tasks import RunRef, _open_dataset, load_ref
+
+__all__ = [
+    "SKIPPED_SCHEMA",
+    "RunMap",
+    "study_refs",
+    "load_study_run",
+    "map_runs",
+    "record_skipped",
+    "read_skipped",
+    "engine_label",
+    "study_space",
+]
+
+SYNTH = "synth"
+SKIPPED_SCHEMA = {"run_id": pl.String, "file": pl.String, "error": pl.String}
+SKIPPED_FILE = "skipped_runs.csv"
+
+
+@dataclass
+class RunMap:
+    """What :func:`map_runs` gives back: the pieces of the runs used (in reference order),
+    their run ids, and the runs skipped with their file and error."""
+
+    pieces: list[Any]
+    run_ids: list[str]
+    skipped: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=SKIPPED_SCHEMA))
+
+
+class _Excluded:
+    """A run the selection leaves out once loaded (a labelled fault under ``fault_free``)."""
+
+
+def _height(run: Any) -> int:
+    return int(run.frame.height)
+
+
+@functools.lru_cache(maxsize=1)
+def _synthetic() -> dict[str, Any]:
+    from reveal_lab.studies import synthetic_runs
+
+    return {r.meta.run_id: r for r in synthetic_runs()}
+
+
+def study_refs(
+    data: str | Path | None = None,
+    *,
+    workloads: str | Sequence[str] | None = None,
+    max_runs_per_workload: int | None = None,
+    max_runs: int | None = None,
+    phase: str | None = None,
+    platform: str | None = None,
+    fault_free: bool = False,
+) -> list[RunRef]:
+    """References to a study's runs, selected on the dataset's index as
+    :func:`reveal_lab.studies.iter_study_runs` selects them (``platform`` ``"all"`` or
+    empty: every platform). No run is loaded."""
+    from reveal_lab.studies import parse_list, resolve_data, select_runs
+
+    root = resolve_data(data)
+    wl = parse_list(workloads) if not isinstance(workloads, list) else workloads
+    plat = None if str(platform or "").lower() in ("", "all") else str(platform).lower()
+    if root == SYNTH:
+        runs = _synthetic()
+        index = pl.DataFrame({"run_id": list(runs), "workload": [r.meta.workload for r in runs.values()]})
+        ids = select_runs(
+            index, workloads=wl, max_runs_per_workload=max_runs_per_workload or None, max_runs=max_runs or None
+        )
+        return [RunRef(SYNTH, rid) for rid in ids]
+    root_s = str(Path(root).resolve())
+    index = _open_dataset(root_s).index
+    if plat is not None and plat not in set(index.get_column("platform").drop_nulls().to_list()):
+        have = sorted(set(index.get_column("platform").drop_nulls().to_list()))
+        raise ValueError(f"platform {platform!r}: the dataset at {root_s} has runs of {have} (or give 'all')")
+    ids = select_runs(
+        index,
+        workloads=wl,
+        max_runs_per_workload=max_runs_per_workload or None,
+        phase=phase or None,
+        platform=plat,
+        max_runs=max_runs or None,
+        fault_free=fault_free,
+    )
+    rows = {r["run_id"]: r for r in index.unique("run_id", maintain_order=True).iter_rows(named=True)}
+    return [
+        RunRef(root_s, rid, str(rows[rid].get("archive") or "") or None, rows[rid].get("member")) for rid in ids
+    ]
+
+
+def load_study_run(ref: RunRef, max_seconds: float | None = None) -> Any:
+    """The run ``ref`` points at, cropped to its first ``max_seconds`` (0/``None``: whole)."""
+    from reveal_lab.studies import crop_run
+
+    run = _synthetic()[ref.run_id] if ref.root == SYNTH else load_ref(ref)
+    return crop_run(run, max_seconds)
+
+
+def _where(ref: RunRef) -> str:
+    if ref.root == SYNTH:
+        return f"synth:{ref.run_id}"
+    if ref.archive and ref.member:
+        return f"{ref.archive}:{ref.member}"
+    return str(Path(ref.root) / (ref.member or ref.run_id))
+
+
+def _apply(
+    ref: RunRef, fn: Callable[..., Any], args: tuple, max_seconds: float | None, fault_free: bool
+) -> tuple[bool, Any]:
+    """Load one run and apply ``fn``: ``(True, piece)`` or ``(False, error text)``.
+    Runs on a Dask worker as it runs here."""
+    try:
+        run = load_study_run(ref, max_seconds)
+        if fault_free and str((run.meta.extra or {}).get("fault") or "none") not in ("", "none"):
+            return True, _Excluded()
+        return True, fn(run, *args)
+    except Exception as exc:  # noqa: BLE001 - reported with the run's file, the map goes on
+        last = traceback.extract_tb(exc.__traceback__)[-1:]
+        at = f" (at {last[0].filename}:{last[0].lineno})" if last else ""
+        return False, f"{type(exc).__name__}: {exc}{at}"
+
+
+_CLIENTS: dict[tuple[int, str], Any] = {}
+
+
+def _client(workers: int, scheduler: str) -> Any:
+    """One Dask client per (workers, scheduler) and process, closed when the process exits."""
+    key = (int(workers or 0), str(scheduler or ""))
+    if key not in _CLIENTS:
+        from reveal_lab.scale._cluster import dask_client
+
+        cm = dask_client(scheduler or None, n_workers=workers or None, quiet=True)
+        _CLIENTS[key] = (cm, cm.__enter__())
+        atexit.register(_close, key)
+    return _CLIENTS[key][1]
+
+
+def _close(key: tuple[int, str]) -> None:
+    cm, _ = _CLIENTS.pop(key, (None, None))
+    if cm is not None:
+        with contextlib.suppress(Exception):
+            cm.__exit__(None, None, None)
+
+
+def engine_label(workers: int = 0, scheduler: str = "") -> str:
+    """How :func:`map_runs` runs with these settings, in words.
+
+    >>> engine_label(), engine_label(2), engine_label(0, "tcp://h:8786")
+    ('in process', 'Dask, 2 local workers', 'Dask scheduler tcp://h:8786')
+    """
+    if scheduler:
+        return f"Dask scheduler {scheduler}"
+    return f"Dask, {workers} local workers" if workers else "in process"
+
+
+def map_runs(
+    fn: Callable[..., Any],
+    refs: Sequence[RunRef],
+    *args: Any,
+    max_seconds: float | None = None,
+    fault_free: bool = False,
+    workers: int = 0,
+    scheduler: str = "",
+    progress: bool = True,
+    desc: str | None = None,
+) -> RunMap:
+    """``fn(run, *args)`` for every run of ``refs``: here one after the other (default), or
+    on Dask (``workers``: a local cluster of that many processes; ``scheduler``:
+    ``tcp://HOST:PORT``), with at most two runs per worker in flight. ``fn`` must be a
+    module-level function (Dask sends it by reference) returning a small piece.
+
+    Pieces come back in the order of ``refs``, the same on every engine; runs that
+    fail are listed in :attr:`RunMap.skipped` (run id, file, error) and the map goes on.
+    A progress bar over runs is drawn on stderr when ``progress``.
+    """
+    from tqdm.auto import tqdm
+
+    refs = list(refs)
+    bar = tqdm(
+        total=len(refs),
+        disable=not progress,
+        desc=desc or getattr(fn, "__name__", "runs"),
+        unit="run",
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    outcomes: list[tuple[bool, Any]] = [(False, "not run")] * len(refs)
+    if not workers and not scheduler:
+        for i, ref in enumerate(refs):
+            outcomes[i] = _apply(ref, fn, args, max_seconds, fault_free)
+            bar.update(1)
+    else:
+        from distributed import as_completed
+
+        client = _client(workers, scheduler)
+        limit = max(2, 2 * sum(client.nthreads().values()))
+        pending = iter(range(len(refs)))
+        pos: dict[str, int] = {}
+
+        def submit() -> Any | None:
+            i = next(pending, None)
+            if i is None:
+                return None
+            f = client.submit(_apply, refs[i], fn, args, max_seconds, fault_free, pure=False)
+            pos[f.key] = i
+            return f
+
+        ac = as_completed([f for f in (submit() for _ in range(limit)) if f is not None])
+        for f in ac:
+            i = pos.pop(f.key)
+            try:
+                outcomes[i] = f.result()
+            except Exception as exc:  # noqa: BLE001 - a worker lost (e.g. over its memory limit)
+                outcomes[i] = (False, f"{type(exc).__name__}: {exc}")
+            f.release()
+            bar.update(1)
+            nxt = submit()
+            if nxt is not None:
+                ac.add(nxt)
+    bar.close()
+    pieces, ids, skipped = [], [], []
+    for ref, (ok, value) in zip(refs, outcomes, strict=True):
+        if not ok:
+            skipped.append({"run_id": ref.run_id, "file": _where(ref), "error": str(value)})
+        elif not isinstance(value, _Excluded):
+            pieces.append(value)
+            ids.append(ref.run_id)
+    return RunMap(pieces, ids, pl.DataFrame(skipped, schema=SKIPPED_SCHEMA))
+
+
+def study_space(
+    refs: Sequence[RunRef],
+    out_dir: str | Path,
+    prune: bool | str | Path = True,
+    *,
+    threshold: float = 0.5,
+    max_seconds: float | None = None,
+    workers: int = 0,
+    scheduler: str = "",
+    progress: bool = True,
+) -> Any:
+    """The reproduction's pruned space as :func:`reveal_lab.studies.study_pruning` gives it
+    (``prune``: ``False``/``""`` none; a path, or ``True`` for ``out_dir/pruning.json``: read
+    when it exists), fitted here otherwise by the per-run map
+    (:func:`~reveal_lab.studies.pruning_piece`, :func:`~reveal_lab.studies.reduce_pruning`)
+    on the runs of ``refs`` and saved there."""
+    from reveal_lab.pipeline import load_pruning, save_pruning
+    from reveal_lab.studies import pruning_piece, reduce_pruning
+
+    if prune is False or prune is None or prune == "":
+        return None
+    path = Path(out_dir) / "pruning.json"
+    if not isinstance(prune, bool):
+        path = Path(prune)
+        if not path.is_absolute() and not path.exists():
+            path = Path(out_dir) / path
+    if path.exists():
+        return load_pruning(path)
+    mapped = map_runs(
+        pruning_piece, refs, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
+        progress=progress, desc="pruned space",
+    )
+    _, space = reduce_pruning(mapped.pieces, threshold)
+    save_pruning(space, path)
+    return space
+
+
+def record_skipped(out_dir: str | Path, notebook: str, skipped: pl.DataFrame) -> Path:
+    """Add ``skipped`` (run id, file, error) to ``out_dir/skipped_runs.csv`` under
+    ``notebook``'s name, replacing that notebook's earlier rows (a rerun writes them again)."""
+    path = Path(out_dir) / SKIPPED_FILE
+    rows = skipped.select(pl.lit(notebook).alias("notebook"), *SKIPPED_SCHEMA)
+    old = read_skipped(out_dir)
+    out = pl.concat([old.filter(pl.col("notebook") != notebook), rows]).unique(maintain_order=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out.write_csv(path)
+    return path
+
+
+def read_skipped(out_dir: str | Path) -> pl.DataFrame:
+    """``out_dir/skipped_runs.csv`` (``notebook, run_id, file, error``), empty when absent."""
+    path = Path(out_dir) / SKIPPED_FILE
+    schema = {"notebook": pl.String, **SKIPPED_SCHEMA}
+    if not path.exists():
+        return pl.DataFrame(schema=schema)
+    return pl.read_csv(path, schema=schema)

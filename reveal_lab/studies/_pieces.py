@@ -1,0 +1,215 @@
+"""The studies as map + reduce over runs: what each study keeps of one run (a *piece*:
+small, picklable, computed where the run is loaded) and how the pieces are reduced to
+the study's tables. Each ``*_piece(run, ...)`` is a module-level function that
+:func:`reveal_lab.scale.map_runs` applies to one run at a time, in this process or on a
+Dask worker; each ``reduce_*`` takes the pieces in run order and gives what the study
+computed on the list of runs, with the same numbers.
+
+* overview (01): the run's row of :func:`run_table` and its usage samples;
+* pruning (02): per run and host, the correlation matrix and variances of its metrics
+  (:func:`reveal_lab.pruning.run_correlation`), raw and as the pruned space is fitted
+  (trimmed, derived metrics added), summed per workload into fixed-size accumulators;
+* DTW (05): per run and host, each metric's trace z-normalized and resampled to the
+  study's length, with what the metric selection needs (finite samples, varies or not);
+* granularity (04): the run's merged anomalous intervals at every granularity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from reveal_lab.telemetry import Run
+
+__all__ = [
+    "overview_piece",
+    "reduce_overview",
+    "PruningPiece",
+    "pruning_piece",
+    "reduce_pruning",
+    "dtw_piece",
+    "reduce_dtw",
+    "granularity_piece",
+    "reduce_granularity",
+]
+
+
+# -- 01 overview ----------------------------------------------------------------------------------
+def overview_piece(run: Run, max_samples_per_run: int = 2000) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The run's row of :func:`run_table` and its samples of :func:`usage_samples`."""
+    from reveal_lab.studies._data import run_table
+    from reveal_lab.studies._usage import usage_samples
+
+    return run_table([run]), usage_samples([run], max_samples_per_run=max_samples_per_run)
+
+
+def reduce_overview(pieces: Sequence[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``(run_table, usage_samples)`` over every run, as on the list of runs."""
+    from reveal_lab.studies._data import run_table
+    from reveal_lab.studies._usage import usage_samples
+
+    tables = [t for t, _ in pieces]
+    samples = [s for _, s in pieces if s.height]
+    return (
+        pl.concat(tables) if tables else run_table([]),
+        pl.concat(samples) if samples else usage_samples([]),
+    )
+
+
+# -- 02 pruning -----------------------------------------------------------------------------------
+@dataclass
+class PruningPiece:
+    """One run's part of the pruning study: its correlation pieces as recorded (``raw``) and
+    as the pruned space is fitted (``fit``: trimmed, derived metrics added)."""
+
+    run_id: str
+    workload: str
+    fault_free: bool
+    raw: list[Any]
+    fit: list[Any]
+
+
+def pruning_piece(run: Run, trim: bool | str = True, min_periods: int = 3) -> PruningPiece:
+    """The pruning study's piece of one run (see :class:`PruningPiece`)."""
+    from reveal_lab.pipeline import pruning_frame
+    from reveal_lab.pruning import run_correlations
+    from reveal_lab.studies._detection import is_fault_free
+
+    return PruningPiece(
+        run.meta.run_id,
+        run.meta.workload or "unknown",
+        is_fault_free(run),
+        run_correlations(run.frame, min_periods),
+        run_correlations(pruning_frame(run, trim), min_periods),
+    )
+
+
+def _spaces(pieces: Sequence[PruningPiece], part: Callable[[PruningPiece], list[Any]]) -> dict[str, Any]:
+    from reveal_lab.pruning import SpaceAccumulator
+
+    acc: dict[str, SpaceAccumulator] = {}
+    for p in pieces:
+        for c in part(p):
+            acc.setdefault(p.workload, SpaceAccumulator()).add(c)
+    return {w: a.space() for w, a in acc.items()}
+
+
+def reduce_pruning(
+    pieces: Sequence[PruningPiece],
+    threshold: float = 0.5,
+    *,
+    method: str = "complete",
+    fit_method: str = "complete",
+    trim: bool | str = True,
+) -> tuple[Any, Any]:
+    """``(result, space)``: :func:`reveal_lab.pruning.prune` (``method``) on the runs as
+    recorded (the Fig. 4 study), and the pruned space every later study scores in, fitted
+    (``fit_method``) on the fault-free runs (all of them when none is) as
+    :func:`study_pruning` fits it. ``trim``: as the pieces were made."""
+    from reveal_lab.pipeline import pruning_of
+    from reveal_lab.pruning import prune_spaces
+
+    if not pieces:
+        raise ValueError("the pruning study needs at least one run")
+    result = prune_spaces(_spaces(pieces, lambda p: p.raw), threshold, method=method)
+    free = [p for p in pieces if p.fault_free] or list(pieces)
+    fitted = prune_spaces(_spaces(free, lambda p: p.fit), threshold, method=fit_method)
+    return result, pruning_of(fitted, [p.run_id for p in free], trim)
+
+
+# -- 05 DTW ---------------------------------------------------------------------------------------
+def dtw_piece(
+    run: Run, by_phase: bool = False, length: int | None = 256, kinds: Sequence[str] = ("dynamic",)
+) -> list[tuple[str, dict[str, tuple[np.ndarray | None, int, bool]]]]:
+    """Per host of the run: ``(workload name, {metric key: (prepared trace, finite samples,
+    varies)})``; the trace z-normalized and resampled to ``length``
+    (:func:`reveal_lab.studies.prepare_trace`), ``None`` under 2 samples."""
+    from reveal_lab.studies._dtw import prepare_trace
+    from reveal_lab.telemetry import classify, metric_columns, parse_metric_name
+
+    out = []
+    for _host, sub in run.split_hosts().items():
+        by_key: dict[str, tuple[np.ndarray | None, int, bool]] = {}
+        for c in metric_columns(sub.frame):
+            m = parse_metric_name(c)
+            if m is None or classify(c).kind not in kinds:
+                continue
+            x = sub.frame.get_column(c).to_numpy().astype(np.float64)
+            finite = np.isfinite(x)
+            with np.errstate(all="ignore"):
+                varies = bool(finite.any() and np.nanstd(x) > 0)
+            by_key[m.key()] = (prepare_trace(x, length) if x.size >= 2 else None, int(finite.sum()), varies)
+        name = run.meta.workload or "unknown"
+        if by_phase and run.meta.phase:
+            name = f"{name} ({run.meta.phase})"
+        out.append((name, by_key))
+    return out
+
+
+def reduce_dtw(
+    pieces: Sequence[list[tuple[str, dict[str, tuple[np.ndarray | None, int, bool]]]]],
+    *,
+    metrics: Sequence[str] | None = None,
+    max_metrics: int | None = None,
+) -> dict[str, dict[str, list[np.ndarray]]]:
+    """The prepared traces ``[workload][metric] -> [trace per run and host]`` that
+    :func:`collect_traces` selects (metrics every workload has and that vary somewhere,
+    or ``metrics``; the first ``max_metrics``), for ``dtw_reproducibility(..., prepared=True)``."""
+    per_workload: dict[str, list[dict[str, tuple[np.ndarray | None, int, bool]]]] = {}
+    for piece in pieces:
+        for name, by_key in piece:
+            per_workload.setdefault(name, []).append(by_key)
+    if metrics:
+        keys = list(metrics)
+    else:
+        shared = (
+            set.intersection(*(set().union(*(set(d) for d in ds)) for ds in per_workload.values()))
+            if per_workload
+            else set()
+        )
+        varies = {k for ds in per_workload.values() for d in ds for k, (_, _, v) in d.items() if v}
+        keys = sorted(k for k in shared if k in varies)
+    if max_metrics:
+        keys = keys[:max_metrics]
+    return {
+        w: {k: [d[k][0] for d in ds if k in d and d[k][1] >= 2 and d[k][0] is not None] for k in keys}
+        for w, ds in per_workload.items()
+    }
+
+
+# -- 04 granularity -------------------------------------------------------------------------------
+def granularity_piece(
+    run: Run,
+    granularities: Sequence[tuple[float, float]],
+    settings: Sequence[str],
+    preset: str = "full",
+    pruning: Any = None,
+    trim: Any = True,
+    min_agreement: int | None = None,
+) -> dict[str, pl.DataFrame]:
+    """The run's merged anomalous intervals at every granularity, per detection setting
+    (:func:`granularity_intervals` on this run, detected alone with
+    :func:`detect_windows` and :func:`setting_arguments`)."""
+    from reveal_lab.studies._granularity import detect_windows, granularity_intervals
+    from reveal_lab.studies._settings import setting_arguments
+
+    out = {}
+    for p in settings:
+        args = setting_arguments(p, min_agreement=min_agreement, lone_run=True)
+        out[p] = granularity_intervals(
+            [run],
+            granularities,
+            detect=lambda r, wc, args=args: detect_windows(r, wc, preset, pruning=pruning, trim=trim, **args),
+        )
+    return out
+
+
+def reduce_granularity(pieces: Sequence[dict[str, pl.DataFrame]], settings: Sequence[str]) -> dict[str, pl.DataFrame]:
+    """Per setting, the intervals of every run (as :func:`granularity_intervals` on the list)."""
+    from reveal_lab.studies._granularity import granularity_intervals
+
+    return {p: pl.concat([pc[p] for pc in pieces]) if pieces else granularity_intervals([]) for p in settings}

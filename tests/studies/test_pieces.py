@@ -1,0 +1,101 @@
+"""The studies as map + reduce over runs give the tables of the studies on the list of runs
+(a small subset of the bundled lab data, one run loaded at a time)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from polars.testing import assert_frame_equal
+
+from reveal_lab import pruning, studies
+from reveal_lab.config import data_dir
+from reveal_lab.pipeline import fit_pruning
+from reveal_lab.scale import map_runs, study_refs
+from reveal_lab.telemetry import TelemetryWarning
+
+pytestmark = pytest.mark.skipif(not (data_dir() / "meta_lab.csv").exists(), reason="no bundled lab dataset")
+
+SEL = {"max_runs_per_workload": 2}
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TelemetryWarning)
+        yield
+
+
+def _mapped(fn, *args, fault_free=False, max_seconds=40.0, **sel):
+    refs = study_refs("", fault_free=fault_free, **{**SEL, **sel})
+    res = map_runs(fn, refs, *args, max_seconds=max_seconds, fault_free=fault_free, progress=False)
+    runs = studies.load_study_runs("", max_seconds=max_seconds, fault_free=fault_free, **{**SEL, **sel})
+    assert res.run_ids == [r.meta.run_id for r in runs] and res.skipped.height == 0
+    return res.pieces, runs
+
+
+def test_overview_pieces_equal_the_tables_on_the_runs():
+    pieces, runs = _mapped(studies.overview_piece, 500)
+    table, samples = studies.reduce_overview(pieces)
+    assert_frame_equal(table, studies.run_table(runs))
+    assert_frame_equal(samples, studies.usage_samples(runs, max_samples_per_run=500))
+
+
+def test_pruning_pieces_equal_pruning_on_the_frames():
+    pieces, runs = _mapped(studies.pruning_piece)
+    result, space = studies.reduce_pruning(pieces, 0.5)
+    frames: dict[str, list] = {}
+    for r in runs:
+        frames.setdefault(r.meta.workload, []).append(r.frame)
+    direct = pruning.prune(frames, 0.5)
+    assert result.union == direct.union and result.selected == direct.selected
+    assert_frame_equal(result.clusters, direct.clusters)
+    for w, sp in direct.spaces.items():
+        assert np.array_equal(result.spaces[w].corr, sp.corr, equal_nan=True)
+        assert np.array_equal(result.spaces[w].variance, sp.variance)
+    fitted = fit_pruning([r for r in runs if studies.is_fault_free(r)] or runs, 0.5)
+    assert space.to_dict() == fitted.to_dict()
+
+
+def test_pruning_accumulator_is_the_mean_correlation_over_runs():
+    """Independent of the accumulator: the mean over runs of each pair's correlation."""
+    runs = studies.load_study_runs("", max_seconds=40.0, **SEL)
+    runs = [r for r in runs if r.meta.workload == runs[0].meta.workload]
+    frames = [r.frame for r in runs]
+    sp = pruning.metric_space(frames)
+    a, b = sp.keys[0], sp.keys[-1]
+    rs = []
+    for f in frames:
+        piece = pruning.run_correlation(f)
+        if a in piece.keys and b in piece.keys:
+            r = piece.corr[piece.keys.index(a), piece.keys.index(b)]
+            if np.isfinite(r):
+                rs.append(r)
+    assert len(rs) >= 2 and sp.corr[0, -1] == pytest.approx(np.mean(rs))
+
+
+def test_dtw_pieces_equal_the_study_on_the_traces():
+    kw = {"by_phase": True, "max_metrics": 5}
+    pieces, runs = _mapped(studies.dtw_piece, True, 64, fault_free=True, max_seconds=30.0)
+    prepared = studies.reduce_dtw(pieces, max_metrics=5)
+    raw = studies.collect_traces(runs, **kw)
+    assert {w: sorted(m) for w, m in prepared.items()} == {w: sorted(m) for w, m in raw.items()}
+    a = studies.dtw_reproducibility(prepared, length=64, pairing="auto", prepared=True)
+    b = studies.dtw_reproducibility(raw, length=64, pairing="auto")
+    assert a.pairs.height > 0
+    assert_frame_equal(a.pairs, b.pairs)
+    assert_frame_equal(a.distances, b.distances)
+
+
+def test_granularity_pieces_equal_the_intervals_of_the_runs():
+    grans = [(3.0, 1.0), (5.0, 2.0)]
+    pieces, runs = _mapped(studies.granularity_piece, grans, ["paper"], "smoke", None, True, None,
+                           max_runs_per_workload=1, max_runs=2, max_seconds=40.0)
+    got = studies.reduce_granularity(pieces, ["paper"])["paper"]
+    args = studies.setting_arguments("paper", lone_run=True)
+    want = studies.granularity_intervals(
+        runs, grans, detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, trim=True, **args)
+    )
+    assert got.height > 0
+    assert_frame_equal(got, want)
