@@ -72,6 +72,17 @@ def _claims_section(
             "reliability": rel}
 
 
+def _skipped_runs(out: Path) -> dict[str, list[dict[str, str]]]:
+    """``out/skipped_runs.csv`` (the runs a study could not use, with file and error) by notebook."""
+    path = out / "skipped_runs.csv"
+    if not path.exists():
+        return {}
+    rows: dict[str, list[dict[str, str]]] = {}
+    for r in pl.read_csv(path, infer_schema_length=0).iter_rows(named=True):
+        rows.setdefault(str(r["notebook"]), []).append(r)
+    return rows
+
+
 def write_index(
     out: Path,
     results: list[NotebookResult],
@@ -93,6 +104,7 @@ def write_index(
     (``reliability_vs_paper.csv``), in a section of their own.
     """
     out = Path(out)
+    skipped = _skipped_runs(out)
     sections = []
     for r in results:
         sections.append(
@@ -105,6 +117,7 @@ def write_index(
                 "seconds": r.seconds,
                 "link": r.executed.relative_to(out).as_posix() if r.executed and r.executed.exists() else None,
                 "error": r.error,
+                "skipped": skipped.get(Path(r.notebook).stem, []),
                 "figures": [
                     {
                         "name": f,

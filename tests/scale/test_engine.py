@@ -3,6 +3,7 @@ LocalCluster; a run that cannot be read is skipped and named, the others go on."
 
 from __future__ import annotations
 
+import datetime as dt
 import zipfile
 
 import numpy as np
@@ -11,6 +12,7 @@ from polars.testing import assert_frame_equal
 
 from reveal_lab import studies
 from reveal_lab.config import fixtures_dir
+from reveal_lab.notebooks import NotebookResult, write_index
 from reveal_lab.scale import map_runs, read_skipped, record_skipped, study_refs
 
 SAMPLE = fixtures_dir() / "reveal_sample"
@@ -69,3 +71,8 @@ def test_unreadable_runs_are_skipped_and_named(tmp_path):
     record_skipped(tmp_path, "01-dataset-overview", res.skipped)  # a rerun replaces its rows
     table = read_skipped(tmp_path)
     assert table.height == 2 and set(table["notebook"]) == {"01-dataset-overview"}
+    page = write_index(
+        tmp_path, [NotebookResult("01-dataset-overview.ipynb", "Overview", "ok")], preset="smoke", data="x",
+        started=dt.datetime(2026, 1, 1),
+    ).read_text()
+    assert "2 run(s) skipped" in page and bad_crc in page and "must hold the timestamps" in page
