@@ -76,6 +76,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from reveal_lab.machine import cpu_model
+
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
 TICK = os.sysconf("SC_CLK_TCK")
@@ -680,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "collector_overhead",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": {
-            "cpu_model": _cpu_model(),
+            "cpu_model": cpu_model(),
             "cpus": os.cpu_count(),
             "kernel": platform.release(),
             "loadavg_before": load0,
@@ -760,16 +762,6 @@ def main(argv: list[str] | None = None) -> int:
         )
     )
     return 0
-
-
-def _cpu_model() -> str | None:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return None
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 # %%
 import warnings
 
+import polars as pl
+
 from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
@@ -48,7 +50,7 @@ refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_run
                         max_runs=max_runs, platform=platform)
 mapped = scale.map_runs(studies.overview_piece, refs, max_samples_per_run, max_seconds=max_seconds,
                         workers=workers, scheduler=scheduler, desc="01 overview")
-scale.record_skipped(out_dir, "01-dataset-overview", mapped.skipped)
+scale.record_skipped(out_dir, "01-dataset-overview", pl.concat([scale.dataset_problems(data), mapped.skipped]))
 overview, samples = studies.reduce_overview(mapped.pieces)
 studies.save_table(overview, out_dir, "dataset_runs")
 print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")

@@ -96,20 +96,6 @@ class DetectConfig:
     #: detectors, and ``min_agreement=3`` keeps meaning "all of them"); its threshold quantile
     pcarecon: bool = False
     pcarecon_quantile: float = 0.99
-    #: with calibrated thresholds (``detect_run`` with 2+ baseline runs: ``detect --baseline``,
-    #: ``evaluate``, the studies), a standardized feature counts at most this many units in
-    #: the Z-score mean (a counter constant in the baseline excepted) and the Mahalanobis
-    #: projection (``None``: unbounded, as the paper; other modes are never clipped). In a
-    #: fault-free run left out of the calibration, the within-window variance of the page
-    #: cache reaches |z| of 10⁴-10⁸, and unclipped thresholds sit above every fault.
-    calibrated_z_clip: float | None = 10.0
-    #: with baseline runs, a window is anomalous also when a counter 0 in every baseline
-    #: sample is non-zero in at least this many of its samples (the sentinel rule,
-    #: :func:`reveal_lab.pipeline.sentinel_windows`; 5 = 0.5 s of a 3 s window at 100 ms);
-    #: ``None``: the detectors' agreement alone, the paper's rule. On the lab recording, where
-    #: it was chosen (``benchmarks/sentinel_counters.py``): 3 fires 18 of 3,953 fault-free
-    #: windows, 5 to 10 none; 5 finds all 9 packet-loss episodes, 8 finds 6.
-    sentinel_samples: int | None = 5
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,10 @@ data read from ``TREE/data/lab``) and keeps under ``OUT``:
 
 ``compare A B`` says, file by file, whether the two recordings decide the same windows:
 the ``anomalies.csv`` frames equal row for row, and every value of ``A``'s evaluate JSON
-equal in ``B`` (``B`` may add keys: they are listed, not counted as a difference). Exit
-status 0 when all are equal, 1 otherwise.
+outside ``settings`` equal in ``B`` (``B`` may add keys: they are listed, not counted as a
+difference). ``settings`` (how the evaluation ran: the data folder, its seconds, how a
+setting is written) are listed where they differ, not counted. Exit status 0 when all are
+equal, 1 otherwise.
 
 Usage (two trees: ``git worktree add /work/wt-before <commit>`` gives the older one)::
 
@@ -107,13 +109,19 @@ def compare(a: Path, b: Path) -> int:
     for name in sorted(p.name for p in a.glob("evaluate*.json")):
         diffs: list[str] = []
         added: list[str] = []
-        _json_diff(json.loads((a / name).read_text()), json.loads((b / name).read_text()), "", diffs, added)
+        ja, jb = json.loads((a / name).read_text()), json.loads((b / name).read_text())
+        sa, sb = ja.pop("settings", {}), jb.pop("settings", {})
+        _json_diff(ja, jb, "", diffs, added)
         bad += bool(diffs)
         print(f"{name}: {'equal' if not diffs else 'DIFFERENT'} ({len(diffs)} values differ)")
         for d in diffs[:20]:
             print(f"  {d}")
         if added:
             print(f"  keys only in B: {', '.join(added)}")
+        notes: list[str] = []
+        _json_diff(sa, sb, "settings", notes, [])
+        for n in notes:
+            print(f"  (not counted) {n}")
     return 1 if bad else 0
 
 

@@ -1,9 +1,9 @@
 """The checks behind docs/CONTRIBUTING.md's recipes, each tried on a throwaway item.
 
-Each recipe ("add a probe", "add a detector", "add a notebook or figure"; "add a window
-feature" is in ``tests/features/test_feature_list.py``) has a ``*_problems`` check that is
-empty for the package as it is, and names the forgotten step when a throwaway item is added
-without it.
+Each recipe ("add a probe", "add a detector", "add a detection knob", "add a notebook or
+figure"; "add a window feature" is in ``tests/features/test_feature_list.py``) has a
+``*_problems`` check that is empty for the package as it is, and names the forgotten step
+when a throwaway item is added without it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 import reveal_lab.collect.probes as probes_pkg
 import reveal_lab.detectors as detectors_pkg
 import reveal_lab.plots as plots_pkg
-from reveal_lab.collect import PROBES, Probe, register_probe
+from reveal_lab.collect import ALL_PROBES, PROBES, Probe, probe_table
 from reveal_lab.detectors import BaseDetector, DetectorEnsemble
 from reveal_lab.notebooks import discover_notebooks, load_manifest
 
@@ -36,59 +36,59 @@ def probe_modules() -> list[str]:
     return [f"{probes_pkg.__name__}.{m.name}" for m in pkgutil.iter_modules(probes_pkg.__path__)]
 
 
-def probe_problems(modules: Iterable[str]) -> list[str]:
-    """A probe module that registers a probe only when imported by name (``probes/__init__.py``
-    does not import it), and a registered probe missing from ``probes.ORDER`` (its channels
-    would go to the end of a run, in registration order), or without a description."""
-    known = set(PROBES)
+def probe_problems(modules: Iterable[str], listed: Iterable[type[Probe]]) -> list[str]:
+    """A probe class in ``modules`` whose name no probe in ``listed`` (``ALL_PROBES``) has (it
+    would never run; a class sharing a listed probe's name is one of its implementations,
+    such as ``perf``'s), and a listed probe without a name, a known group or a description."""
+    listed = tuple(listed)
+    names = {c.name for c in listed}
     problems = []
     for mod in modules:
-        before = set(PROBES)
-        importlib.import_module(mod)
-        for name in sorted(set(PROBES) - before - known):
-            problems.append(f"probe {name!r} ({mod}) is not imported by {INIT}")
-    for name, cls in PROBES.items():
-        if name not in probes_pkg.ORDER:
-            problems.append(f"probe {name!r} is not in reveal_lab.collect.probes.ORDER")
-        if not getattr(cls, "description", ""):
-            problems.append(f"probe {name!r} has no description (reveal-lab collect --list shows it)")
+        for _, cls in inspect.getmembers(importlib.import_module(mod), inspect.isclass):
+            if cls.__module__ == mod and issubclass(cls, Probe) and cls.name and cls.name not in names:
+                problems.append(f"probe {cls.name!r} ({mod}) is not in ALL_PROBES ({INIT})")
+    try:
+        probe_table(listed)
+    except ValueError as exc:
+        problems.append(str(exc))
+    problems += [
+        f"probe {c.name!r} has no description (reveal-lab collect --list shows it)"
+        for c in listed
+        if not getattr(c, "description", "")
+    ]
     return problems
 
 
-def test_every_probe_is_imported_and_ordered():
-    assert probe_problems(probe_modules()) == []
+def test_every_probe_is_listed_once():
+    assert probe_problems(probe_modules(), ALL_PROBES) == []
+    assert list(PROBES) == [c.name for c in ALL_PROBES]
 
 
 def test_a_forgotten_probe_step_is_caught(tmp_path, monkeypatch):
-    """A throwaway probe module that the probes package does not import, then imported
-    but missing from ORDER: each forgotten step is named."""
+    """A throwaway probe module whose class is not in ALL_PROBES, then listed: the
+    forgotten step is named; a probe without a name is refused."""
     (tmp_path / "throwaway_probe_mod.py").write_text(
-        "from reveal_lab.collect import Probe, register_probe\n\n"
-        "@register_probe\n"
+        "from reveal_lab.collect import Probe\n\n"
         "class Throwaway(Probe):\n"
         '    name, group = "throwaway_probe", "procfs"\n'
         '    description = "a probe that exists only in this test"\n'
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        problems = probe_problems([*probe_modules(), "throwaway_probe_mod"])
-        assert problems == [
-            f"probe 'throwaway_probe' (throwaway_probe_mod) is not imported by {INIT}",
-            "probe 'throwaway_probe' is not in reveal_lab.collect.probes.ORDER",
+        mods = [*probe_modules(), "throwaway_probe_mod"]
+        assert probe_problems(mods, ALL_PROBES) == [
+            f"probe 'throwaway_probe' (throwaway_probe_mod) is not in ALL_PROBES ({INIT})"
         ]
-        monkeypatch.setattr(probes_pkg, "ORDER", (*probes_pkg.ORDER, "throwaway_probe"))
-        assert probe_problems(["throwaway_probe_mod"]) == []  # imported by then, and ordered
+        throwaway = sys.modules["throwaway_probe_mod"].Throwaway
+        assert probe_problems(mods, (*ALL_PROBES, throwaway)) == []
     finally:
-        PROBES.pop("throwaway_probe", None)
         sys.modules.pop("throwaway_probe_mod", None)
 
-
-def test_register_probe_refuses_a_probe_without_name_or_group():
     class NoName(Probe):
         group = "procfs"
 
     with pytest.raises(ValueError, match="has no name"):
-        register_probe(NoName)
+        probe_table([NoName])
 
 
 # -- detectors ------------------------------------------------------------------------------

@@ -26,14 +26,13 @@ from reveal_lab.bench._metrics import (
     top_k,
 )
 from reveal_lab.bench._labelled import LabelledConfig, run_labelled
-from reveal_lab.bench._score import format_server_table, format_table, json_safe, score_folder, score_server
+from reveal_lab.bench._score import format_server_table, format_table, score_folder, score_server
 
 __all__ = [
     "LabelledConfig",
     "run_labelled",
     "format_server_table",
     "format_table",
-    "json_safe",
     "score_folder",
     "score_server",
     "InterpretationSegment",

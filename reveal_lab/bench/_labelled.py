@@ -61,7 +61,6 @@ import csv
 import datetime as dt
 import json
 import logging
-import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -469,22 +468,10 @@ def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: Labe
 
 
 def _machine() -> dict:
-    import os
+    from reveal_lab.machine import machine_info
 
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "cpu": model,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
+    m = machine_info()
+    return {"cpu": m["cpu_model"], "cpus": m["cores"], "python": m["python"], "platform": m["platform"]}
 
 
 def run_labelled(
@@ -497,7 +484,8 @@ def run_labelled(
 ) -> dict:
     """Run the bench on every server (or ``servers``), score the outputs with the separate
     scorer, write ``out_dir/summary.json`` and return it."""
-    from reveal_lab.bench._score import json_safe, score_folder
+    from reveal_lab.bench._score import score_folder
+    from reveal_lab.jsonsafe import dumps
 
     cfg = config or LabelledConfig()
     if cfg.attribution not in ("window_z", "deviation", "windows", "sum"):
@@ -569,5 +557,5 @@ def run_labelled(
         "runs": runs,
         "results": results,
     }
-    (out_dir / "summary.json").write_text(json.dumps(json_safe(summary), indent=2))
+    (out_dir / "summary.json").write_text(dumps(summary, indent=2))
     return summary

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from reveal_lab.jsonsafe import dumps
 from reveal_lab.bench._data import (
     InterpretationSegment,
     label_runs,
@@ -71,7 +72,6 @@ __all__ = [
     "aggregate",
     "format_table",
     "format_server_table",
-    "json_safe",
     "main",
 ]
 
@@ -386,19 +386,6 @@ def format_table(results: dict[str, dict], *, families: Sequence[str] = ("SMD", 
     return markdown_table(pl.DataFrame(rows, schema=schema), float_format="{:.3f}", nan="–", right=True)
 
 
-def json_safe(obj):  # noqa: ANN001, ANN202
-    """NaN/inf -> null, numpy scalars -> Python, so summary.json is strict JSON."""
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        obj = obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
-
-
 def format_server_table(results: dict[str, dict], methods: Sequence[str] | None = None) -> str:
     """A Markdown table with one row per server (``results``: method -> score_folder)."""
     cols = [
@@ -441,7 +428,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = score_folder(a.out, a.data, a.servers.split(",") if a.servers else None)
     print(format_table({Path(a.out).name or "out": res}))
     if a.json:
-        Path(a.json).write_text(json.dumps(json_safe(res), indent=2))
+        Path(a.json).write_text(dumps(res, indent=2))
     return 0
 
 

@@ -125,10 +125,11 @@ def _score(args) -> int:  # noqa: ANN001
     import json
     from pathlib import Path
 
-    from reveal_lab.bench import format_table, json_safe, score_folder
+    from reveal_lab.bench import format_table, score_folder
+    from reveal_lab.jsonsafe import dumps
 
     res = score_folder(args.out, args.data, _servers(args.servers))
     print(format_table({Path(args.out).name or "out": res}))
     if args.json:
-        Path(args.json).write_text(json.dumps(json_safe(res), indent=2))
+        Path(args.json).write_text(dumps(res, indent=2))
     return 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from reveal_lab.cli._ranges import int_in
-from reveal_lab.cli._types import share as _share
+from reveal_lab.cli._policy import add_policy_arguments, policy_from_args
 
 #: bootstrap resamples at most (memory: resamples x runs x compared quantities)
 MAX_BOOTSTRAP = 20_000
@@ -40,12 +40,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "self: each run on itself (the paper's setting: compares the anomalies' composition)",
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
-    p.add_argument("--false-alarm-rate", type=_share, default=0.01, help="reference=a: threshold target")
     p.add_argument(
         "--bootstrap", type=int_in(1, MAX_BOOTSTRAP), default=2000, help="bootstrap resamples (default 2000)"
     )
     p.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="bootstrap seed")
-    p.add_argument("--no-trim", action="store_true", help="score whole recordings, not the workload span")
+    add_policy_arguments(p, ("false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "sentinel_samples"))
     p.add_argument("--a-label", default="A", help="name of side A in tables and figure")
     p.add_argument("--b-label", default="B", help="name of side B")
     p.set_defaults(func=_run)
@@ -60,8 +59,7 @@ def _run(args: argparse.Namespace) -> int:
         data=args.data,
         reference=args.reference,
         preset=args.preset,
-        false_alarm_rate=args.false_alarm_rate,
-        trim=not args.no_trim,
+        policy=policy_from_args(args),
         n_boot=args.bootstrap,
         seed=args.seed,
         a_label=args.a_label,

@@ -14,14 +14,8 @@ from reveal_lab.cli._checks import (
     workload_warning,
 )
 from reveal_lab.cli._help import DETECT_ADVANCED, DETECT_HELP, DETECT_METAVARS, group_advanced
-from reveal_lab.cli._ranges import as_text, duration_in, float_in, int_in
-from reveal_lab.cli._types import (
-    CALIBRATIONS,
-    add_rule_arguments,
-    add_trim_argument,
-    positive_int,
-    with_rule_arguments,
-)
+from reveal_lab.cli._policy import add_policy_arguments, policy_from_args
+from reveal_lab.cli._ranges import as_text, duration_in
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -44,26 +38,11 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         default=None,
         help="reference runs to fit the detectors on (default: each run itself)",
     )
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="use a --baseline that shares fewer than half of a run's metrics, or never moves "
-        "(refused otherwise); the report warns",
-    )
     length = as_text(duration_in(0.001, 3600.0))
     p.add_argument("--window", type=length, default=None, metavar="DUR", help="window length (default 3s)")
     p.add_argument("--stride", type=length, default=None, metavar="DUR", help="window stride (default 1s)")
     p.add_argument(
         "--interval", type=length, default=None, metavar="DUR", help="nominal sampling interval (default 100ms)"
-    )
-    p.add_argument(
-        "--min-agreement",
-        type=int_in(1, 3),
-        default=None,
-        metavar="N",
-        help="detectors that must flag a window for it to count as anomalous (1-3; default 2 with "
-        "calibrated thresholds, as `evaluate`, where any one detector flags 8 %% of the lab's "
-        "fault-free windows and two 1 %%; else 1)",
     )
     p.add_argument("--preset", default="paper", help="settings preset: paper, full, smoke (default paper)")
     p.add_argument(
@@ -72,49 +51,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         default=None,
         help="a text file of metric keys (one per line): the diagnostic space to score",
     )
-    p.add_argument(
-        "--no-prune",
-        action="store_true",
-        help="score every metric (default: the pruned space of paper §4.1, fitted on the --baseline "
-        "runs, or on each run itself when it comes alone, and saved as pruning.json in --out)",
-    )
-    p.add_argument(
-        "--pruning", metavar="FILE", default=None, help="reuse a saved pruning.json as the metric space"
-    )
-    add_trim_argument(p)
-    p.add_argument(
-        "--thresholds",
-        choices=("auto", "calibrated", "baseline", "robust", "self"),
-        default="auto",
-        help="auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
-        "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
-        "(fit on the run, the top 1%% per detector flagged)",
-    )
-    p.add_argument(
-        "--calibration",
-        choices=CALIBRATIONS,
-        default="trimmed",
-        help="calibrated thresholds from the left-out baseline runs' scores: trimmed (default) pooled "
-        "less the most extreme run (with 4+ baseline runs); pooled: all; median: of each run's quantile",
-    )
-    add_rule_arguments(p)
-    p.add_argument(
-        "--min-run",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="a detector's flag counts only inside N or more consecutive windows over its threshold; "
-        "default: 4 for a run alone (robust thresholds), which drops what one sample's spike can flag "
-        "with 3 s windows every 1 s (on the lab's fault-free runs detected alone: median share of "
-        "windows flagged 23 %% with 1, 2.3 %% with 4), else 1 (every window over it)",
-    )
-    p.add_argument(
-        "--false-alarm-rate",
-        type=float_in(0, 1, low_open=True, high_open=True, what="a share"),
-        default=None,
-        metavar="RATE",
-        help="share of fault-free windows any detector may flag (calibrated and robust; default 0.01)",
-    )
+    add_policy_arguments(p)
     p.add_argument(
         "--view",
         choices=("dataset", "raw"),
@@ -153,10 +90,11 @@ def _run(args: argparse.Namespace) -> int:
 
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.io import StagedFolder, load_run
-    from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning, threshold_mode
+    from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
     from reveal_lab.report import write_report
 
-    preset = with_rule_arguments(get_preset(args.preset), args)
+    preset = get_preset(args.preset)
+    policy = policy_from_args(args)
     win = preset.window
     changes = {}
     for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):
@@ -189,18 +127,15 @@ def _run(args: argparse.Namespace) -> int:
         return load_run(path, **opts)
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
-    calibrated = threshold_mode(args.thresholds, len(baseline or [])) == "calibrated"
-    min_agreement = args.min_agreement if args.min_agreement is not None else (2 if calibrated else 1)
-    if args.false_alarm_rate is not None and not 0 < args.false_alarm_rate < 1:
-        raise ValueError(f"--false-alarm-rate must be between 0 and 1, got {args.false_alarm_rate}")
     stage = StagedFolder(args.out, ours=REPORT_OUTPUTS)  # moved into place once complete
     out = stage.path
     pruning = None
-    if selected is None and not args.no_prune:
-        if args.pruning:
-            pruning = load_pruning(args.pruning)
+    saved = policy.prune if not isinstance(policy.prune, bool) else None  # --pruning FILE
+    if selected is None and policy.prune is not False:
+        if saved is not None:
+            pruning = load_pruning(saved)
         elif baseline:  # fitted once on the baseline runs, saved beside the report
-            pruning = fit_pruning(baseline, preset.prune.threshold, trim=args.trim)
+            pruning = fit_pruning(baseline, preset.prune.threshold, trim=policy.trim)
             save_pruning(pruning, out / "pruning.json")
     dets = []
     frames_by_run: dict[str, object] = {}  # for the report's raw traces
@@ -216,11 +151,11 @@ def _run(args: argparse.Namespace) -> int:
         mismatch = interval_mismatch(run, preset.window.interval_s, given=args.interval is not None)
         run_baseline, own = without_own_run(path, args.baseline, baseline)
         notes = [own, workload_warning(run, run_baseline)]
-        if args.pruning and pruning is not None:
-            notes.append(check_pruning_overlap(pruning, run, args.pruning, force=args.force))
+        if saved is not None and pruning is not None:
+            notes.append(check_pruning_overlap(pruning, run, saved, force=policy.force_baseline))
         run_pruning = pruning
-        if selected is None and not args.no_prune and run_pruning is None:  # the run alone: its own space
-            run_pruning = fit_pruning([run], preset.prune.threshold, trim=args.trim)
+        if selected is None and policy.prune is not False and run_pruning is None:  # the run alone: its own space
+            run_pruning = fit_pruning([run], preset.prune.threshold, trim=policy.trim)
             name = "pruning.json" if len(args.runs) == 1 else f"pruning_{run.run_id}.json"
             save_pruning(run_pruning, out / name)
         det = detect_run(
@@ -228,16 +163,9 @@ def _run(args: argparse.Namespace) -> int:
             baseline=run_baseline,
             preset=preset,
             selected=selected,
-            min_agreement=min_agreement,
-            prune=run_pruning if run_pruning is not None else False,
-            trim=args.trim,
-            thresholds=args.thresholds,
-            calibration=args.calibration,
-            min_run=args.min_run,
-            false_alarm_rate=args.false_alarm_rate,
-            force_baseline=args.force,
+            policy=policy.with_(prune=run_pruning if run_pruning is not None else False),
         )
-        rate = args.false_alarm_rate
+        rate = policy.false_alarm_rate
         notes += [mismatch, few_windows_warning(run.run_id, det.summary["windows"], det.fit_mode, rate)]
         for note in filter(None, notes):
             print(f"warning: {note}", file=sys.stderr)

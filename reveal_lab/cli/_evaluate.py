@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from reveal_lab.cli._types import CALIBRATIONS, add_rule_arguments, add_trim_argument, with_rule_arguments
+from reveal_lab.cli._policy import add_policy_arguments, policy_from_args
 from reveal_lab.cli._ranges import as_text, duration_in
 from reveal_lab.cli._types import positive_int as _positive_int
-from reveal_lab.cli._types import share as _rate
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -36,42 +35,14 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument("--preset", default="paper", help="window/detector preset")
     p.add_argument(
-        "--min-agreement",
-        type=int,
-        default=None,
-        choices=(1, 2, 3),
-        help="detectors that must flag a window (default 2: agreement, as the paper, keeps one "
-        "detector's false alarms out; 1 = any detector; --mode alone: 1, as detect RUN)",
-    )
-    p.add_argument(
-        "--calibration",
-        default="trimmed",
-        choices=CALIBRATIONS,
-        help="calibrated mode: how thresholds combine the left-out fault-free runs' scores: trimmed "
-        "(default) pooled less the most extreme run; pooled: all (the worst run decides); median: "
-        "the median of each run's quantile",
-    )
-    add_rule_arguments(p)
-    p.add_argument(
         "--grace",
         type=as_text(duration_in(0.0, 3600.0)),
         default="0s",
         help="count flagged windows up to this long after an episode as hits",
     )
-    add_trim_argument(p)
-    p.add_argument(
-        "--min-run",
-        type=_positive_int,
-        default=None,
-        metavar="N",
-        help="--mode alone: a detector's flag counts only inside N or more consecutive windows over "
-        "its threshold (default: detect RUN's, 4)",
-    )
-    p.add_argument(
-        "--false-alarm-rate",
-        type=_rate,
-        default=0.01,
-        help="calibrated mode: target share of fault-free windows flagged by any detector (default 0.01)",
+    add_policy_arguments(
+        p,
+        ("calibration", "false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "z_clip", "sentinel_samples"),
     )
     p.add_argument(
         "--persist",
@@ -88,18 +59,6 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "episode_recall, window_precision, false_alarm_share, top1/top3_accuracy, score_auc) and the "
         "settings; with --mode all, one file per mode (FILE's stem + _<mode>); the every-metric "
         "evaluation beside the pruned one goes to FILE's stem + _all",
-    )
-    p.add_argument(
-        "--no-prune",
-        action="store_true",
-        help="score every metric only (default: the pruned space, fitted on the dataset's fault-free "
-        "runs, and every metric beside it; pruned_vs_all.csv/.json compare them)",
-    )
-    p.add_argument(
-        "--pruning",
-        default=None,
-        metavar="FILE",
-        help="a pruning.json to reuse (default: fit on the dataset's fault-free runs)",
     )
     p.add_argument(
         "--no-evidence",
@@ -143,13 +102,15 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.evaluation import evaluate_dataset, write_comparison, write_evaluation_json
 
-    preset = with_rule_arguments(get_preset(args.preset), args)
+    preset = get_preset(args.preset)
+    policy = policy_from_args(args)
     modes = ("calibrated", "baseline", "self") if args.mode == "all" else (args.mode,)
     runs = [r for r in args.runs.split(",") if r] if args.runs else None
-    if args.pruning and not Path(args.pruning).is_file():
-        print(f"reveal-lab evaluate: --pruning {args.pruning}: no such file (expected a pruning.json)")
+    if isinstance(policy.prune, str) and not Path(policy.prune).is_file():
+        print(f"reveal-lab evaluate: --pruning {policy.prune}: no such file (expected a pruning.json)")
         return 2
-    spaces = {"all": False} if args.no_prune else {"pruned": args.pruning or True, "all": False}
+    # the pruned space (fitted, or --pruning FILE) and every metric beside it; --no-prune: every metric
+    spaces = {"all": False} if policy.prune is False else {"pruned": policy.prune, "all": False}
     first_episodes = None
     for mode in modes:
         evs = {}
@@ -158,15 +119,10 @@ def _run(args: argparse.Namespace) -> int:
                 args.data,
                 mode=mode,
                 preset=preset,
-                min_agreement=args.min_agreement or (1 if mode == "alone" else 2),
+                policy=policy.with_(prune=prune),
                 grace_s=parse_duration(args.grace),
                 runs=runs,
-                trim=args.trim,
-                min_run=args.min_run,
-                false_alarm_rate=args.false_alarm_rate,
                 persist=args.persist,
-                prune=prune,
-                calibration=args.calibration,
             )
             if space == "pruned" and ev.pruning is not None:
                 spaces["pruned"] = ev.pruning  # fitted once, reused by the next modes

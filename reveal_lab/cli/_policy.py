@@ -26,19 +26,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reveal_lab.cli._types import (
-    CALIBRATIONS,
-    SENTINEL_HELP,
-    TRIM_CHOICES,
-    TRIM_HELP,
-    Z_CLIP_HELP,
-    positive_int,
-    sentinel_samples,
-    share,
-    z_clip,
-)
+from reveal_lab.cli._ranges import int_in
+from reveal_lab.cli._types import positive_int, sentinel_samples, share, z_clip
 
 __all__ = [
+    "CALIBRATIONS",
+    "TRIM_CHOICES",
     "KNOBS",
     "POLICY_NAMES",
     "THRESHOLD_CHOICES",
@@ -53,6 +46,32 @@ __all__ = [
 POLICY_NAMES = ("default", "paper")
 #: ``--thresholds`` choices: the pipeline's ``THRESHOLD_MODES`` (a test checks the two agree)
 THRESHOLD_CHOICES = ("auto", "calibrated", "baseline", "robust", "self")
+#: ``--calibration`` choices: the pipeline's ``CALIBRATION_RULES`` (a test checks the two agree)
+CALIBRATIONS = ("trimmed", "pooled", "median")
+#: ``--trim`` choices: the pipeline's ``TRIM_RULES`` (a test checks the two agree)
+TRIM_CHOICES = ("auto", "span", "active", "none")
+#: the default policy's ``z_clip`` and ``sentinel_samples``, for the help texts (a test checks
+#: them against ``DetectionPolicy``)
+Z_CLIP_DEFAULT = 10.0
+SENTINEL_DEFAULT = 5
+TRIM_HELP = (
+    "which part of each recording is scored: auto (default): a lab run's recorded workload span, a "
+    "public-dataset run or a host recording (collector folder) whole; span: the recorded workload "
+    "span (whole when there is none); active: the span where utilisation is high, less 3 s at each "
+    "end (on a host with intermittent jobs it keeps the busiest and leaves the others out); none: "
+    "the whole recording. The report's first lines say what was left out and why"
+)
+Z_CLIP_HELP = (
+    "with calibrated thresholds, a standardized feature counts at most this many units in the "
+    f"Z-score mean and the Mahalanobis projection (default {Z_CLIP_DEFAULT:g}; a counter silent in the "
+    "baseline is not clipped); none: unbounded, as the paper"
+)
+SENTINEL_HELP = (
+    "with baseline runs, a window is anomalous also when a counter that is 0 in every baseline sample "
+    f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}); a run alone: when a counter 0 "
+    "in at least half of its samples moves in 90 %% of a window's samples, 4+ windows in a row; none: "
+    "the detectors' agreement alone, as the paper (the counters are still listed in sentinels.csv)"
+)
 
 
 @dataclass(frozen=True)
@@ -104,7 +123,7 @@ KNOBS: tuple[Knob, ...] = (
         "min_agreement",
         ("--min-agreement",),
         {
-            "type": positive_int,
+            "type": int_in(1, 4),
             "metavar": "N",
             "help": "detectors that must flag a window for it to count as anomalous (default: 2 with "
             "calibrated thresholds, where any one detector flags 8 %% of the lab's fault-free windows "
@@ -181,8 +200,9 @@ def add_policy_arguments(
     for knob in knobs:
         if knob.field not in wanted:
             continue
+        group = p.add_mutually_exclusive_group() if knob.extra else p  # one field, one flag given
         for flags, options in ((knob.flags, knob.options), *knob.extra):
-            p.add_argument(*flags, dest=knob.field, default=argparse.SUPPRESS, **options)
+            group.add_argument(*flags, dest=knob.field, default=argparse.SUPPRESS, **options)
 
 
 def policy_changes(args: argparse.Namespace, knobs: Iterable[Knob] = KNOBS) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from reveal_lab.cli._ranges import as_text, duration_in, float_in, int_in
+from reveal_lab.cli._types import or_none
 
 #: one run of a plan lasts at most a day
 MAX_RUN_S = 86400.0
@@ -112,22 +113,16 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 _load = float_in(0, 10_000, what="a load")
 
 
-def _gate_value(text: str) -> float | None:
-    """``--load-gate``: a load average from 0 to 10,000, or ``off``."""
-    if text.strip().lower() in ("off", "none"):
-        return None
-    return _load(text)
+#: ``--load-gate``: a load average from 0 to 10,000, or ``off``
+_gate_value = or_none(_load, "a load from 0 to 10,000", words=("off", "none"))
 
 
 _gate_value.range_text = "0–10,000, or off"  # type: ignore[attr-defined]
 _run_length = duration_in(0.001, MAX_RUN_S)
 
 
-def _duration_or_off(text: str) -> float:
-    """``--warmup``, ``--settle``: a duration up to a day, or 0 / ``off`` for none."""
-    if text.strip().lower() in ("off", "none", "0", "0s"):
-        return 0.0
-    return _run_length(text)
+#: ``--warmup``, ``--settle``: a duration up to a day, or 0 / ``off`` for none
+_duration_or_off = or_none(_run_length, "a duration up to a day", value=0.0, words=("off", "none", "0", "0s"))
 
 
 _duration_or_off.range_text = f"{_run_length.range_text}, or 0 / off"  # type: ignore[attr-defined]

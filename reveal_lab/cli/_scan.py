@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._policy import add_policy_arguments, policy_from_args
 from reveal_lab.cli._ranges import int_in
-from reveal_lab.cli._types import positive_int
 
 #: the largest local cluster and submission window scan starts
 MAX_WORKERS = 1024
@@ -74,20 +74,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="runs submitted at once (default 2 per worker)",
     )
     p.add_argument("--preset", default="paper", help="detection preset (paper, smoke, full)")
-    p.add_argument(
-        "--no-prune",
-        action="store_true",
-        help="score every metric (default: the pruned space, each run's own or --pruning's)",
-    )
-    p.add_argument("--pruning", metavar="FILE", help="one pruning.json for every run")
-    p.add_argument("--no-trim", action="store_true", help="score whole recordings (default: workload span)")
-    p.add_argument(
-        "--min-run",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="a detector's flag counts only inside N or more consecutive windows over its threshold "
-        "(default: 4 for each run detected alone, as `detect`; 1: every window over it)",
+    # each run detected alone: the decisions of a run alone
+    add_policy_arguments(
+        p, ("thresholds", "false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "sentinel_samples")
     )
     p.add_argument(
         "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"
@@ -125,11 +114,11 @@ def _run(args: argparse.Namespace) -> int:
     unknown = sorted(set(studies) - set(STUDIES))
     if unknown:
         raise ValueError(f"unknown studies {unknown}; expected some of {list(STUDIES)}")
-    prune: object = not args.no_prune
-    if args.pruning and not args.no_prune:
+    policy = policy_from_args(args)
+    if isinstance(policy.prune, str):
         from reveal_lab.pipeline import load_pruning
 
-        prune = load_pruning(args.pruning)  # a small dataclass: pickled to the workers
+        policy = policy.with_(prune=load_pruning(policy.prune))  # read once, pickled to the workers
     filters = {f: getattr(args, f) for f in FILTERS if getattr(args, f)}
     refs = run_refs(args.data, filters, args.run_id)
     if args.limit is not None:
@@ -139,9 +128,7 @@ def _run(args: argparse.Namespace) -> int:
     res = scan(
         args.data,
         refs=refs,
-        task_kwargs={
-            "preset": args.preset, "prune": prune, "trim": not args.no_trim, "min_run": args.min_run
-        },
+        task_kwargs={"preset": args.preset, "policy": policy},
         scheduler=INPROCESS if args.inprocess else args.scheduler,
         n_workers=args.workers,
         memory_limit=args.memory_limit,

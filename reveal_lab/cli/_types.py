@@ -13,95 +13,19 @@ argparse.ArgumentTypeError: expected a share between 0 and 1 (exclusive), got '1
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from collections.abc import Callable
+from typing import Any
 
-from reveal_lab.config import DetectConfig, Preset, parse_duration
+from reveal_lab.config import parse_duration
 
 __all__ = [
-    "CALIBRATIONS",
-    "SENTINEL_DEFAULT",
-    "add_rule_arguments",
-    "add_sentinel_argument",
-    "add_trim_argument",
-    "TRIM_CHOICES",
-    "with_rule_arguments",
-    "SENTINEL_HELP",
-    "Z_CLIP_DEFAULT",
-    "Z_CLIP_HELP",
     "duration",
     "positive_int",
     "sentinel_samples",
     "share",
     "z_clip",
+    "or_none",
 ]
-
-#: ``--calibration`` choices of ``detect`` and ``evaluate``: the pipeline's
-#: ``CALIBRATION_RULES``, written here so that building the parser imports no pipeline
-#: (a test checks the two agree)
-CALIBRATIONS = ("trimmed", "pooled", "median")
-#: ``--z-clip`` of ``detect`` and ``evaluate``: the detect config's default and one help text
-Z_CLIP_DEFAULT = DetectConfig.calibrated_z_clip
-Z_CLIP_HELP = (
-    "with calibrated thresholds, a standardized feature counts at most this many units in the "
-    f"Z-score mean and the Mahalanobis projection (default {Z_CLIP_DEFAULT:g}; a counter silent in the "
-    "baseline is not clipped); none: unbounded, as the paper"
-)
-
-#: ``--sentinel-samples`` of ``detect`` and ``evaluate``: the detect config's default and one help text
-SENTINEL_DEFAULT = DetectConfig.sentinel_samples
-SENTINEL_HELP = (
-    "with baseline runs, a window is anomalous also when a counter that is 0 in every baseline sample "
-    f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}); a run alone: when a counter 0 "
-    "in at least half of its samples moves in 90 %% of a window's samples, 4+ windows in a row; none: "
-    "the detectors' agreement alone, as the paper (the counters are still listed in sentinels.csv)"
-)
-
-
-def add_rule_arguments(p: argparse.ArgumentParser) -> None:
-    """``--z-clip`` and ``--sentinel-samples``: the detection rules ``detect`` and ``evaluate``
-    share (read back with :func:`with_rule_arguments`)."""
-    p.add_argument("--z-clip", type=z_clip, default=Z_CLIP_DEFAULT, metavar="UNITS|none", help=Z_CLIP_HELP)
-    add_sentinel_argument(p)
-
-
-#: ``--trim`` choices: the pipeline's ``TRIM_RULES``, written here so that building the parser
-#: imports no pipeline
-TRIM_CHOICES = ("auto", "span", "active", "none")
-TRIM_HELP = (
-    "which part of each recording is scored: auto (default): a lab run's recorded workload span, a "
-    "public-dataset run or a host recording (collector folder) whole; span: the recorded workload "
-    "span (whole when there is none); active: the span where utilisation is high, less 3 s at each "
-    "end (on a host with intermittent jobs it keeps the busiest and leaves the others out); none: "
-    "the whole recording. The report's first lines say what was left out and why"
-)
-
-
-def add_trim_argument(p: argparse.ArgumentParser) -> None:
-    """``--trim auto|span|active|none`` (``detect``, ``evaluate``, ``scan``, ``compare``)."""
-    p.add_argument("--trim", choices=TRIM_CHOICES, default="auto", help=TRIM_HELP)
-
-
-def add_sentinel_argument(p: argparse.ArgumentParser) -> None:
-    """``--sentinel-samples N|none`` (``detect``, ``evaluate``, ``watch``)."""
-    p.add_argument(
-        "--sentinel-samples",
-        type=sentinel_samples,
-        default=SENTINEL_DEFAULT,
-        metavar="N|none",
-        help=SENTINEL_HELP,
-    )
-
-
-def with_rule_arguments(preset: Preset, args: argparse.Namespace) -> Preset:
-    """``preset`` with the detect settings of :func:`add_rule_arguments`' flags (a command
-    with only :func:`add_sentinel_argument`, such as ``watch``, keeps the preset's clip)."""
-    detect = dataclasses.replace(
-        preset.detect,
-        calibrated_z_clip=getattr(args, "z_clip", preset.detect.calibrated_z_clip),
-        sentinel_samples=args.sentinel_samples,
-    )
-    return dataclasses.replace(preset, detect=detect)
-
 
 def duration(text: str) -> float:
     """A length of time > 0 in seconds, from ``"10min"``, ``"2m"``, ``"3s"``, ``"500ms"`` or seconds."""
@@ -144,27 +68,45 @@ def share(text: str) -> float:
     return v
 
 
-def sentinel_samples(text: str) -> int | None:
-    """A whole number of samples >= 1, or ``none`` (the sentinel rule off)."""
-    if text.strip().lower() in ("none", "off"):
-        return None
-    try:
-        return positive_int(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1 or 'none', got {text!r}") from None
+def or_none(
+    parse: Callable[[str], Any], what: str, *, value: Any = None, words: tuple[str, ...] = ("none", "off")  # noqa: ANN401
+) -> Callable[[str], Any]:
+    """The one "number or none" parser: ``parse``, or ``value`` for any of ``words``; an
+    error names ``what`` was expected and the words.
+
+    >>> or_none(positive_int, "a whole number >= 1")("Off") is None
+    True
+    >>> or_none(float, "a number")("soon")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: expected a number or 'none', got 'soon'
+    """
+
+    def parse_or_none(text: str) -> Any:  # noqa: ANN401
+        if text.strip().lower() in words:
+            return value
+        try:
+            return parse(text)
+        except argparse.ArgumentTypeError as exc:  # the value's own message, and the word
+            raise argparse.ArgumentTypeError(f"{exc} (or {words[0]!r})") from None
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} or {words[0]!r}, got {text!r}") from None
+
+    parse_or_none.__name__ = getattr(parse, "__name__", "value")
+    return parse_or_none
 
 
-def z_clip(text: str) -> float | None:
-    """A clip in standard units > 0, or ``none`` (unbounded)."""
-    if text.strip().lower() in ("none", "off"):
-        return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'none', got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'none', got {text!r}")
+def _positive_number(text: str) -> float:
+    v = float(text)
+    if not 0 < v < float("inf"):
+        raise ValueError(text)
     return v
+
+
+#: ``--sentinel-samples``: a whole number of samples >= 1, or ``none`` (the sentinel rule off)
+sentinel_samples = or_none(positive_int, "a whole number >= 1")
+#: ``--z-clip``: a clip in standard units > 0, or ``none`` (unbounded)
+z_clip = or_none(_positive_number, "a number > 0")
 
 
 # the ranges --help shows (reveal_lab.cli._ranges.document_ranges)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._policy import add_policy_arguments, policy_from_args
 from reveal_lab.cli._ranges import as_text, duration_in, int_in
-from reveal_lab.cli._types import add_sentinel_argument, with_rule_arguments
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -33,14 +33,6 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="DURATION",
         help="fit on the first DURATION of the stream (default 30s)",
     )
-    space = p.add_mutually_exclusive_group()
-    space.add_argument(
-        "--pruning",
-        metavar="FILE",
-        help="score the pruned metric space saved in FILE (pruning.json, e.g. from reveal-lab detect); "
-        "default: prune correlated metrics (paper §4.1), fitted on --baseline or on the warm-up",
-    )
-    space.add_argument("--no-prune", action="store_true", help="score every metric, not the pruned space")
     p.add_argument("--jsonl", metavar="FILE", help="append one JSON object per scored window to FILE")
     p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke, full)")
     window_length = as_text(duration_in(0.001, 3600.0))
@@ -62,15 +54,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="DURATION",
         help="sampling interval (default: the preset's, 100ms)",
     )
-    p.add_argument(
-        "--min-agreement",
-        type=int_in(1, 3),
-        default=1,
-        metavar="K",
-        help="detectors (of 3) that must flag a window (default 1, as reveal-lab detect without calibrated "
-        "thresholds; 2 for fewer alerts)",
-    )
-    add_sentinel_argument(p)
+    add_policy_arguments(p, ("min_agreement", "prune", "sentinel_samples"))
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
     p.add_argument(
@@ -108,7 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.live import watch
 
-    p = with_rule_arguments(get_preset(args.preset), args)
+    p = get_preset(args.preset)
     w = p.window
     over = {
         k: parse_duration(v)
@@ -124,8 +108,7 @@ def _run(args: argparse.Namespace) -> int:
             warmup_s=parse_duration(args.warmup),
             window=w,
             preset=p,
-            min_agreement=args.min_agreement,
-            prune=False if args.no_prune else (args.pruning or True),
+            policy=policy_from_args(args),
             jsonl=args.jsonl,
             duration_s=parse_duration(args.duration) if args.duration else None,
             max_windows=args.max_windows,

@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from reveal_lab.collect._format import (
 )
 from reveal_lab.collect._probe import MISSING_INT
 
-__all__ = ["RunWriter", "DiskFull", "write_json_atomic", "write_bytes_atomic", "write_segment"]
+__all__ = ["RunWriter", "DiskFull", "write_atomic", "write_json_atomic", "write_bytes_atomic", "write_segment"]
 
 log = logging.getLogger("reveal_lab.collect")
 
@@ -52,24 +54,30 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temporary file, fsync and rename: ``path`` holds
-    either its old content or all of ``data``, never a truncated file. Raises
-    :class:`DiskFull` when the filesystem is full."""
+    """Write ``data`` to ``path`` atomically (:func:`write_atomic`)."""
+    write_atomic(path, lambda tmp: tmp.write_bytes(data))
+
+
+def write_atomic(path: Path, write: Callable[[Path], object], *, full: str | None = None) -> None:
+    """Write ``path`` through ``write(tmp)`` on a temporary file beside it, fsync and rename:
+    ``path`` holds either its old content or all of the new, never a truncated file. Raises
+    :class:`DiskFull` (``full``, or "disk full writing PATH") when the filesystem is full;
+    the temporary file is removed on any error."""
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
         _fsync_dir(path.parent)
     except OSError as exc:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         if _is_enospc(exc):
-            raise DiskFull(errno.ENOSPC, f"disk full writing {path}") from exc
+            raise DiskFull(errno.ENOSPC, full or f"disk full writing {path}") from exc
         raise
 
 
@@ -215,9 +223,9 @@ class RunWriter:
         if not self._seg:
             return
         path = self.out / segment_name(self.segment)
-        tmp = path.with_name(path.name + ".tmp")
-        try:
-            write_segment(
+        write_atomic(
+            path,
+            lambda tmp: write_segment(
                 tmp,
                 np.vstack([b[0] for b in self._seg]),
                 np.vstack([b[1] for b in self._seg]),
@@ -225,26 +233,9 @@ class RunWriter:
                 self.ints,
                 self.floats,
                 {"segment": self.segment},
-            )
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-            _fsync_dir(self.out)
-        except OSError as exc:
-            try:
-                tmp.unlink()
-            except OSError:
-                pass
-            if _is_enospc(exc):
-                raise DiskFull(
-                    errno.ENOSPC,
-                    f"disk full writing {path}; journal "
-                    f"{journal_name(self.segment)} keeps the segment's samples",
-                ) from exc
-            raise
+            ),
+            full=f"disk full writing {path}; journal {journal_name(self.segment)} keeps the segment's samples",
+        )
         self.bytes_segments += path.stat().st_size
         os.close(self.fd)  # type: ignore[arg-type]
         self.fd = None

@@ -49,7 +49,7 @@ def compiled_stats() -> dict[str, dict[str, int]]:
 def warm_cache(probes: str = "procfs") -> dict[str, Any]:
     """Run a ~0.3 s collection with ``probes`` into a temporary folder (deleted after);
     return :func:`compiled_stats` and the run's ``hot_loop`` counts."""
-    from reveal_lab.collect._loop import collect
+    from reveal_lab.collect._collect import collect
 
     old = os.environ.get("REVEAL_LAB_COLLECT_DEFER")
     os.environ["REVEAL_LAB_COLLECT_DEFER"] = "0"  # compile before the first tick, as a test run

@@ -375,24 +375,30 @@ def compare_runs(
     data: str | Path | None = None,
     reference: str = "a",
     preset: str = "paper",
-    false_alarm_rate: float | None = 0.01,
-    trim: bool = True,
+    policy: Any = None,
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,
     a_label: str = "A",
     b_label: str = "B",
-    detect_kw: Mapping[str, Any] | None = None,
+    **changes: Any,
 ) -> Comparison:
     """Compare run sets ``a`` and ``b`` (see the module doc); items as :func:`resolve_runs` takes.
 
-    ``trim`` keeps each lab run's workload span only (from ``meta_lab.csv``; other files
-    are used whole). ``false_alarm_rate`` sets the cross-fitted thresholds of
-    ``reference="a"`` (needs at least two other A runs of the host; fewer: the preset's
-    in-sample thresholds).
+    ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default ``POLICIES["default"]``,
+    with ``changes``: its fields to replace) decides each run's anomalous windows. Its
+    ``trim`` (unless ``none``) keeps each lab run's workload span only (from
+    ``meta_lab.csv``; other files are used whole); its ``false_alarm_rate`` sets the
+    cross-fitted thresholds of ``reference="a"`` (at least two other A runs of the host;
+    one: in-sample thresholds).
     """
     from reveal_lab.config import get_preset
-    from reveal_lab.pipeline import detect_run
+    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
+
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    policy = (policy or POLICIES["default"]).with_(**changes)
+    trim = policy.trim != "none"
 
     if reference not in ("a", "self"):
         raise ValueError(f"reference must be 'a' or 'self', got {reference!r}")
@@ -427,18 +433,14 @@ def compare_runs(
     for side, specs in (("a", sa), ("b", sb)):
         for s in specs:
             baseline = None
-            fa = None
             if reference == "a":
                 refs = [r for r in sa if r.path != s.path and r.group != s.group and hosts(r) == hosts(s)]
                 if not refs:
                     failures.append(f"{s.path}: no other A run of host(s) {hosts(s)} to fit on")
                     continue
                 baseline = [load(r) for r in refs]
-                fa = false_alarm_rate if len(refs) >= 2 else None
             try:
-                det = detect_run(
-                    load(s), baseline=baseline, preset=pre, false_alarm_rate=fa, **(detect_kw or {})
-                )
+                det = detect_run(load(s), baseline=baseline, preset=pre, policy=policy)
             except (TelemetryError, ValueError) as exc:
                 failures.append(f"{s.path}: {exc}")
                 continue
@@ -479,8 +481,9 @@ def compare_runs(
         "n_b": len(gb),
         "reference": reference,
         "preset": preset,
-        "false_alarm_rate": false_alarm_rate,
+        "false_alarm_rate": policy.false_alarm_rate,
         "trim": trim,
+        "policy": policy.name,
         "n_boot": n_boot,
         "seed": seed,
         "level": level,

@@ -18,17 +18,17 @@ from reveal_lab.detectors._zscore import ZScoreDetector
 __all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors"]
 
 
-def default_detectors(config: DetectConfig | None = None, *, calibrated: bool = False) -> list[BaseDetector]:
+def default_detectors(config: DetectConfig | None = None, *, clip: float | None = None) -> list[BaseDetector]:
     """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`,
-    and PCA reconstruction error when ``config.pcarecon`` is True. ``calibrated``: for
-    calibrated thresholds, so the Z-score and Mahalanobis detectors clip at
-    ``config.calibrated_z_clip``.
+    and PCA reconstruction error when ``config.pcarecon`` is True. ``clip``: a standardized
+    feature counts at most this many units in the Z-score mean and the Mahalanobis
+    projection (the detection policy's ``z_clip`` with calibrated thresholds; ``None``:
+    unbounded).
 
-    >>> [d.clip for d in default_detectors()[:2]], [d.clip for d in default_detectors(calibrated=True)[:2]]
+    >>> [d.clip for d in default_detectors()[:2]], [d.clip for d in default_detectors(clip=10.0)[:2]]
     ([None, None], [10.0, 10.0])
     """
     c = config or DetectConfig()
-    clip = c.calibrated_z_clip if calibrated else None
     dets: list[BaseDetector] = [
         ZScoreDetector(quantile=c.zscore_quantile, clip=clip),
         PCAMahalanobisDetector(

@@ -29,7 +29,7 @@ class ZScoreDetector(BaseDetector):
         data: a counter that never fired) are never clipped. With calibrated thresholds,
         a feature nearly constant in some baseline runs (the variance of the page cache
         within a window) reaches ``|z|`` of 10⁴-10⁸ in another fault-free run and sets a
-        threshold no fault reaches; ``DetectConfig.calibrated_z_clip`` bounds it.
+        threshold no fault reaches; the detection policy's ``z_clip`` bounds it.
 
     ``explain(X)`` returns ``|z|`` per feature (clipped as the score); its row mean is the
     score exactly.

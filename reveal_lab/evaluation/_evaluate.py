@@ -203,42 +203,39 @@ def evaluate_dataset(
     *,
     mode: str = "baseline",
     preset: str | Preset = "paper",
-    min_agreement: int = 2,
+    policy: Any = None,
     grace_s: float = 0.0,
     run_min_share: float = 0.5,
     runs: Sequence[str] | None = None,
-    trim: bool | str = True,
     crosshost: bool = True,
-    false_alarm_rate: float = 0.01,
     persist: int = 1,
-    prune: bool | str | Path | Any = True,
-    calibration: str = "trimmed",
-    min_run: int | None = None,
+    **changes: Any,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
-    ``min_agreement`` (default 2): a window counts as flagged when at least this many
-    detectors flag it (the paper's agreement, which keeps one detector's false alarms out;
-    what each choice flags on the lab data: ``docs/RESULTS.md``). ``calibration``: how the calibrated mode's
-    thresholds combine the left-out baseline runs (``trimmed``, ``pooled`` or ``median``,
-    see :func:`reveal_lab.pipeline.detect_run`).
+    ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default
+    ``POLICIES["default"]``, with ``changes``: its fields to replace, e.g.
+    ``min_agreement=2``) decides which windows are flagged; ``mode`` sets its thresholds.
+    Its ``min_agreement``: a window counts as flagged when at least this many detectors flag
+    it (auto: 2 in the calibrated mode, which keeps one detector's false alarms out, else 1;
+    what each choice flags on the lab data: ``docs/RESULTS.md``). Its ``calibration``: how
+    the calibrated mode's thresholds combine the left-out baseline runs.
 
     ``runs`` restricts the evaluation to these run stems (baselines still come from the
-    whole dataset). ``trim`` (default) keeps only the workload's span of each run
+    whole dataset). The policy's ``trim`` (``auto``) keeps only the workload's span of each run
     (:func:`reveal_lab.pipeline.trim_run`: ``workload_start``..``workload_end`` of
     ``meta_lab.csv``, from the first step to the last progress line), for the run and its
     baseline runs alike; the collector's start, the calm seconds, the interpreter start-up
     and the teardown are left out. A run without a recorded span (a host recording) is
-    scored whole. ``trim`` may also be a mode of :data:`reveal_lab.pipeline.TRIM_RULES`
-    (``True``: ``auto``, ``False``: ``none``).
+    scored whole (a ``trim`` change may also be ``True``: ``auto``, ``False``: ``none``).
 
     ``mode="alone"`` detects each run by itself with ``detect RUN``'s defaults (robust
     thresholds against the run's own calm majority, the space pruned on the run itself,
-    ``min_run``: a detector's flag counts inside that many consecutive windows, ``None``
-    the default for a run alone, and the sentinel rule for a run alone); fault-free runs
+    the policy's ``min_run``, 4 windows in a row for a run alone by default, and the sentinel
+    rule for a run alone); fault-free runs
     then measure the false alarms of a run detected alone.
 
-    ``prune`` (default ``True``): detect in the pruned metric space (paper §4.1), fitted
+    The policy's ``prune`` (``True``): detect in the pruned metric space (paper §4.1), fitted
     once (:func:`reveal_lab.pipeline.fit_pruning`) on all fault-free runs of the dataset,
     trimmed; a :class:`~reveal_lab.pipeline.Pruning` or a ``pruning.json`` path reuses a
     saved one; ``False`` scores every metric. ``config["pruning"]`` says which.
@@ -249,11 +246,11 @@ def evaluate_dataset(
     fault-free ones too, so its false alarms are measured:
     :attr:`Evaluation.crosshost_false_alarms`); those rows have ``method="crosshost"``.
 
-    ``false_alarm_rate`` is the calibrated mode's target share of fault-free windows
-    flagged by any detector (split evenly over the detectors).
+    The policy's ``false_alarm_rate`` is the calibrated mode's target share of fault-free
+    windows flagged by any detector (split evenly over the detectors).
 
     In the baseline and calibrated modes a window is flagged also when a counter silent in
-    every sample of the run's baseline runs is non-zero in ``preset.detect.sentinel_samples``
+    every sample of the run's baseline runs is non-zero in the policy's ``sentinel_samples``
     of its samples (the sentinel rule, see :func:`reveal_lab.pipeline.detect_run`; ``None``:
     the detectors' agreement alone, the paper's rule). When it flags any window, the table
     gets a row :data:`OVERALL_DETECTORS_ONLY` scored from the same windows without it.
@@ -265,7 +262,15 @@ def evaluate_dataset(
     from reveal_lab.config import Preset, data_dir, get_preset
     from reveal_lab.io import load_run
     from reveal_lab.lab import check_labels, read_labels, read_meta
-    from reveal_lab.pipeline import Pruning, detect_run, fit_pruning, load_pruning, trim_arguments, trim_run
+    from reveal_lab.pipeline import (
+        POLICIES,
+        Pruning,
+        detect_run,
+        fit_pruning,
+        load_pruning,
+        trim_arguments,
+        trim_run,
+    )
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
@@ -281,8 +286,13 @@ def evaluate_dataset(
         meta = meta.with_columns(pl.col("repeat").cast(pl.Int64, strict=False))
     pre = preset if isinstance(preset, Preset) else get_preset(preset)
     cache: dict[str, Any] = {}
-
-    trim_mode, _ = trim_arguments(trim)
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
+    policy = (policy or POLICIES["default"]).with_(**changes, thresholds=thr_mode)
+    n_base = {"calibrated": 2, "baseline": 1}.get(mode, 0)
+    resolved = policy.resolve(baseline_runs=n_base, source="lab", preset=pre)
+    min_agreement, prune, trim_mode = resolved.min_agreement, policy.prune, policy.trim
     trim = trim_mode != "none"
     spans = {}
     if trim_mode in ("auto", "span") and {"workload_start", "workload_end"} <= set(meta.columns):
@@ -317,7 +327,6 @@ def evaluate_dataset(
     if pruning is not None:
         prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
         prune_info.pop("fitted_on", None)
-    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
     if mode == "alone":
         prune_info = {"applied": bool(prune), "source": "fitted on each run itself"} if prune is True else prune_info
     todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
@@ -342,13 +351,10 @@ def evaluate_dataset(
                 load(row["source_file"]),
                 baseline=baseline,
                 preset=pre,
-                min_agreement=min_agreement,
-                false_alarm_rate=false_alarm_rate if mode == "calibrated" else None,
-                prune=pruning if pruning is not None else (mode == "alone" and prune is True),
-                trim=False,  # trimmed once, on loading
-                thresholds=thr_mode,
-                calibration=calibration,
-                min_run=min_run,
+                policy=policy.with_(
+                    prune=pruning if pruning is not None else (mode == "alone" and prune is True),
+                    trim="none",  # trimmed once, on loading
+                ),
             )
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
@@ -405,7 +411,7 @@ def evaluate_dataset(
         "data": str(root),
         "mode": mode,
         "preset": pre.name,
-        "z_clip": pre.detect.calibrated_z_clip if mode == "calibrated" else None,
+        "z_clip": resolved.z_clip,
         "min_agreement": min_agreement,
         "window_s": pre.window.window_s,
         "stride_s": pre.window.stride_s,
@@ -413,7 +419,7 @@ def evaluate_dataset(
         "run_min_share": run_min_share,
         "persist": persist,
         "trim": trim_mode,
-        "min_run": min_run if mode == "alone" else None,
+        "min_run": resolved.min_run if mode == "alone" else None,
         "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
         "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
         "crosshost": crosshost,
@@ -422,11 +428,16 @@ def evaluate_dataset(
             if crosshost_fa
             else None
         ),
-        "sentinel_samples": pre.detect.sentinel_samples if mode != "self" else None,
+        "sentinel_samples": policy.sentinel_samples if mode != "self" else None,
         "sentinel_windows": (
             int(windows["sentinel"].fill_null(False).sum()) if "sentinel" in windows.columns else 0
         ),
-        **({"false_alarm_rate": false_alarm_rate, "calibration": calibration} if mode == "calibrated" else {}),
+        **(
+            {"false_alarm_rate": resolved.false_alarm_rate, "calibration": resolved.calibration}
+            if mode == "calibrated"
+            else {}
+        ),
+        "policy": resolved.to_dict(),
         "runs_scored": windows.select("run", "host").unique().height,
         "seconds": round(time.perf_counter() - t0, 1),
     }

@@ -19,8 +19,6 @@ misses of this magnitude.
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from reveal_lab.evaluation._score import OVERALL_BY_METHOD, OVERALL_DETECTORS_ONLY, summarize
+from reveal_lab.jsonsafe import json_safe, write_json
 
 __all__ = ["JSON_FIELDS", "evaluation_json", "write_evaluation_json"]
 
@@ -43,15 +42,9 @@ JSON_FIELDS = (
 )
 
 
-def _clean(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    return v
-
-
 def _row(table_row: Mapping, false_alarm: float | None) -> dict:
-    out = {k: _clean(table_row.get(k)) for k in JSON_FIELDS}
-    out["false_alarm_share"] = _clean(false_alarm)
+    out = {k: json_safe(table_row.get(k)) for k in JSON_FIELDS}
+    out["false_alarm_share"] = json_safe(false_alarm)
     out["detected"] = table_row.get("detected")
     out["flagged_windows"] = table_row.get("flagged_windows")
     return out
@@ -173,5 +166,4 @@ def write_evaluation_json(evaluation, path: str | Path) -> Path:  # noqa: ANN001
     fa = getattr(evaluation, "crosshost_false_alarms", None)
     if fa is not None:  # the cross-host rule on hosts where nothing was wrong
         obj["crosshost_false_alarms"] = fa
-    path.write_text(json.dumps(obj, indent=1, default=str) + "\n")
-    return path
+    return write_json(path, obj, indent=1, default=str)

@@ -40,6 +40,7 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.numeric import sustained
 from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 
 __all__ = [
@@ -108,8 +109,8 @@ def _ranking(w: pl.DataFrame) -> list[str]:
 
 def persistent(windows: pl.DataFrame, k: int) -> pl.DataFrame:
     """Keep a window flagged only inside a run of at least ``k`` consecutive flagged
-    windows (consecutive ``window_id`` of the same ``run`` and ``host``); ``k=1`` changes
-    nothing. An isolated flagged window between unflagged ones is dropped; every window
+    windows (consecutive ``window_id`` of the same ``run`` and ``host``:
+    :func:`reveal_lab.numeric.sustained` with the window ids); ``k=1`` changes nothing. An isolated flagged window between unflagged ones is dropped; every window
     of a long enough run stays flagged (its first ones included).
 
     Examples
@@ -124,19 +125,13 @@ def persistent(windows: pl.DataFrame, k: int) -> pl.DataFrame:
     _check(windows, ("run", "host", "window_id", "flagged"), "windows")
     if k == 1 or windows.height == 0:
         return windows
-    order = pl.int_range(pl.len()).alias("_row")
-    w = windows.with_columns(order).sort("run", "host", "window_id")
-    # a new segment starts where the flag changes, the (run, host) changes, or window ids jump
-    new = (
-        (pl.col("flagged") != pl.col("flagged").shift(1))
-        | (pl.col("run") != pl.col("run").shift(1))
-        | (pl.col("host") != pl.col("host").shift(1))
-        | (pl.col("window_id") - pl.col("window_id").shift(1) != 1)
-    ).fill_null(True)
-    w = w.with_columns(_seg=new.cum_sum())
-    w = w.with_columns(_len=pl.len().over("_seg"))
-    w = w.with_columns(flagged=pl.col("flagged") & (pl.col("_len") >= k))
-    return w.sort("_row").drop("_row", "_seg", "_len")
+    w = windows.with_columns(pl.int_range(pl.len()).alias("_row")).sort("run", "host", "window_id")
+    # ids that jump wherever (run, host) changes: a run of windows never spans two hosts
+    new_key = (pl.col("run") != pl.col("run").shift(1)) | (pl.col("host") != pl.col("host").shift(1))
+    step = int(w["window_id"].max() or 0) - int(w["window_id"].min() or 0) + 2
+    ids = w.select(pl.col("window_id") + step * new_key.fill_null(False).cast(pl.Int64).cum_sum())
+    kept = sustained(w["flagged"].to_numpy(), k, ids=ids.to_series().to_numpy())
+    return w.with_columns(flagged=pl.Series(kept)).sort("_row").drop("_row")
 
 
 def episode_row(

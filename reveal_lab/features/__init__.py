@@ -18,7 +18,7 @@ Definitions (identical in every backend, and those of tsfresh 0.21):
   use :meth:`WindowFeatures.imputed` or their own NaN policy;
 * ``skew``/``kurtosis`` are pandas' bias-adjusted G1/G2 (kurtosis is excess);
   ``acf1`` divides by ``(n - 1) var``; ``adf`` is statsmodels' ``adfuller``
-  t-statistic with ``regression="c", autolag="AIC"`` (see ``_kernels``), NaN
+  t-statistic with ``regression="c", autolag="AIC"`` (see ``_adf``), NaN
   where a candidate regression fits numerically exactly (RSS < 1e-10 TSS: a ramp,
   a step, a single spike), where statsmodels reports rounding noise such as -1e15.
 

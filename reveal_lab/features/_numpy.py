@@ -17,7 +17,8 @@ import math
 
 import numpy as np
 
-from reveal_lab.features._kernels import EXACT_FIT_RTOL, FEATURE_CODES, N_FEATURES, adf_teststat
+from reveal_lab.features._adf import EXACT_FIT_RTOL, adf_teststat
+from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES
 
 __all__ = ["numpy_features"]
 
@@ -45,7 +46,7 @@ def _packed(values: np.ndarray, row_start: np.ndarray, row_end: np.ndarray) -> t
 
 
 def _adf_batch(series: np.ndarray, n: int) -> np.ndarray:
-    """ADF t-statistics of ``series[B, n]`` (see ``_kernels.adf_teststat``)."""
+    """ADF t-statistics of ``series[B, n]`` (see ``_adf.adf_teststat``)."""
     B = series.shape[0]
     out = np.full(B, np.nan)
     if B == 0 or n < 4:

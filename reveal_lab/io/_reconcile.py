@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
 from reveal_lab.io._names import parse_run_filename
-
-if TYPE_CHECKING:
-    from reveal_lab.io._public import Dataset
 
 __all__ = ["Reconciliation", "reconcile"]
 
@@ -49,8 +46,8 @@ class Reconciliation:
         return "\n".join(lines)
 
 
-def reconcile(ds: Dataset, *, check_cols: bool = False, check_rows: bool = False) -> Reconciliation:
-    """Compare the ``meta_*.csv`` tables with the files.
+def reconcile(ds: Any, *, check_cols: bool = False, check_rows: bool = False) -> Reconciliation:
+    """Compare the ``meta_*.csv`` tables of ``ds`` (a :class:`~reveal_lab.io.Dataset`) with the files.
 
     Names and workloads are always compared. ``check_cols`` reads each file's header to
     compare ``n_cols``; ``check_rows`` reads each whole file to compare ``n_rows``

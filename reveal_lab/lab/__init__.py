@@ -6,8 +6,10 @@
   more) + cgroup pinned to a core, its network processing steered to that core;
 * :mod:`~reveal_lab.lab._faults` -- packet loss, CPU contention, memory pressure, storage
   read bursts, a CPU-quota configuration difference, with exact start/end times;
-* :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host and builds the
-  dataset (public file-name grammar, ``meta_lab.csv``, ``labels.csv``);
+* :mod:`~reveal_lab.lab._recorder` -- runs plans under one collector per host
+  (:mod:`~reveal_lab.lab._runplan` the plan types, :mod:`~reveal_lab.lab._record` one slot
+  recorded) and builds the dataset (:mod:`~reveal_lab.lab._dataset`: public file-name grammar,
+  ``meta_lab.csv``, ``labels.csv``; :mod:`~reveal_lab.lab._provenance` its README);
 * :mod:`~reveal_lab.lab._hostset` -- a labelled set of host recordings (intermittent jobs
   on this machine, no workload span);
 * :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
@@ -77,22 +79,11 @@ from reveal_lab.lab._plan import (
     v1_plan,
     v2_plan,
 )
-from reveal_lab.lab._recorder import (
-    FaultPlan,
-    RecordedRun,
-    RunPlan,
-    build_dataset,
-    label_hosts,
-    collector_command,
-    machine_provenance,
-    WARMUP_DIR,
-    record_plans,
-    record_slot,
-    warmup_plans,
-    recorded_slots,
-    supersede_runs,
-    workload_key,
-)
+from reveal_lab.lab._dataset import build_dataset, label_hosts
+from reveal_lab.lab._provenance import machine_provenance, recorded_slots
+from reveal_lab.lab._record import collector_command, record_slot
+from reveal_lab.lab._recorder import record_plans, supersede_runs
+from reveal_lab.lab._runplan import WARMUP_DIR, FaultPlan, RecordedRun, RunPlan, warmup_plans, workload_key
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [

@@ -376,7 +376,8 @@ def build_host_set(raw: str | Path, out: str | Path, *, command: str = "") -> tu
     import polars as pl
 
     from reveal_lab.io import read_collector_run
-    from reveal_lab.lab._recorder import _write_run, machine_provenance
+    from reveal_lab.lab._dataset import write_run as _write_run
+    from reveal_lab.lab._provenance import machine_provenance
     from reveal_lab.telemetry import Run, RunMeta
 
     raw, out = Path(raw), Path(out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reveal_lab.lab._recorder import WARMUP_CALM_S, FaultPlan, RunPlan, warmup_plans
+from reveal_lab.lab._runplan import WARMUP_CALM_S, FaultPlan, RunPlan, warmup_plans
 
 __all__ = [
     "default_plan",

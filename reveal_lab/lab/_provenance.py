@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import platform
+import subprocess
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-__all__ = ["provenance_readme", "STORY_MARKER"]
+from reveal_lab.machine import cpu_model
+
+__all__ = ["provenance_readme", "STORY_MARKER", "machine_provenance", "recorded_slots"]
 
 #: the line after which ``README.md`` of a dataset folder is written by hand (the recording's
 #: story); :func:`provenance_readme` carries it over, marker included, when it rebuilds the file
@@ -242,8 +249,6 @@ def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int
     >>> _mixed_sessions(s)
     [('w', [('a', 1), ('b', 1)])]
     """
-    from reveal_lab.lab._recorder import recorded_slots
-
     current = {r for runs in recorded_slots(sessions).values() for r in runs}
     by: dict[str, Counter[str]] = defaultdict(Counter)
     for ses in sessions:
@@ -331,8 +336,6 @@ def _background(sessions: list[dict]) -> str:
 
 def _slot_table(sessions: list[dict]) -> list[str]:
     """Per slot: load average, the lab's share, the rest, the wait, the busiest other processes."""
-    from reveal_lab.lab._recorder import recorded_slots
-
     current = recorded_slots(sessions)
     rows = []
     for s in sessions:
@@ -370,3 +373,53 @@ def _load_range(sessions: list[dict]) -> str:
     if not vals:
         return "(not logged)"
     return f"{min(vals):.1f} to {max(vals):.1f} (median {sorted(vals)[len(vals) // 2]:.1f}) on 2 cores"
+
+
+def machine_provenance() -> dict:
+    """What the recording ran on: kernel, CPU, cores, memory, package versions, load."""
+    import numpy
+    import polars
+
+    info: dict = {
+        "kernel": " ".join(os.uname()[2:4]),
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+    }
+    info["cpu_model"] = cpu_model()
+    with contextlib.suppress(OSError):
+        info["mem_total_kb"] = int(open("/proc/meminfo").readline().split()[1])
+    with contextlib.suppress(OSError):
+        info["loadavg"] = open("/proc/loadavg").read().strip()
+    versions = {"numpy": numpy.__version__, "polars": polars.__version__}
+    for mod in ("torch", "pyarrow"):
+        with contextlib.suppress(ImportError):
+            versions[mod] = __import__(mod).__version__
+    with contextlib.suppress(Exception):
+        from importlib.metadata import version
+
+        versions["reveal-lab"] = version("reveal-lab")
+    info["versions"] = versions
+    with contextlib.suppress(Exception):
+        info["git_commit"] = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout.strip()
+    return info
+
+
+def recorded_slots(sessions: Sequence[dict]) -> dict[int, list[str]]:
+    """The run stems each slot number holds now: its latest recording that gave runs.
+
+    >>> recorded_slots([{"slots": [{"slot": 0, "runs": ["a"]}, {"slot": 1, "error": "x"}]},
+    ...                 {"slots": [{"slot": 0, "runs": ["b"]}]}])
+    {0: ['b']}
+    """
+    out: dict[int, list[str]] = {}
+    for s in sessions:
+        for sl in s.get("slots", []):
+            if sl.get("runs"):
+                out[int(sl["slot"])] = list(sl["runs"])
+    return out

@@ -17,11 +17,11 @@ Windows are the offline ones: anchored at the first sample, ``window_s`` long, e
 The metric space is the paper's pruned one by default (§4.1, as ``detect_run``):
 :func:`reveal_lab.pipeline.fit_pruning` fitted on the baseline runs, or on the
 warm-up stretch of the stream itself when there is no baseline, or a saved
-``pruning.json`` / :class:`reveal_lab.pipeline.Pruning` given as ``prune``;
+``pruning.json`` / :class:`reveal_lab.pipeline.Pruning` as the policy's ``prune``;
 ``prune=False`` scores every metric.
 
 With a baseline, the sentinel rule of ``detect_run`` holds here too: a window where a
-counter that is 0 in every baseline sample is non-zero in ``detect.sentinel_samples`` of its
+counter that is 0 in every baseline sample is non-zero in the policy's ``sentinel_samples`` of its
 samples is anomalous (:func:`reveal_lab.pipeline.sentinel_windows`), attributed to that
 counter; the stream keeps those counters beside the pruned space for it.
 """
@@ -47,6 +47,8 @@ from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
 from reveal_lab.features import WindowPlan, pair_keys, window_features, window_plan
 from reveal_lab.pipeline import (
+    POLICIES,
+    DetectionPolicy,
     Pruning,
     detection_view,
     fit_pruning,
@@ -159,16 +161,19 @@ class LiveDetector:
         3 windows, else :class:`~reveal_lab.telemetry.TelemetryError`).
     baseline : reference run(s) to fit on instead (metrics are matched by their
         host-free key and feature, so another host's run works).
-    min_agreement : detectors that must flag a window for it to be an anomaly
-        (1 = any, as ``detect_run``'s default).
+    policy : which windows are anomalous (:class:`~reveal_lab.pipeline.DetectionPolicy`,
+        default ``POLICIES["default"]``), resolved as thresholds fitted on a reference
+        (``baseline``): ``min_agreement`` detectors must flag a window, ``sentinel_samples``
+        is the sentinel rule's with a baseline, ``prune`` the metric space.
+    changes : policy fields to replace (``min_agreement=2``, ``prune=False``, ...).
     derive : apply the pipeline's derived metrics (``detection_view``).
     fast_forest : score and explain the Isolation Forest with the flattened forest.
     keep_features : keep every window's feature vector in :attr:`history` (tests,
         debugging; memory grows with the stream).
-    prune : the metric space (paper §4.1): ``True`` (default) prunes correlated metrics,
-        fitted on the baseline runs or, without one, on the warm-up stretch; a
-        :class:`reveal_lab.pipeline.Pruning` or the path of a saved ``pruning.json``
-        reuses one; ``False`` scores every metric. :attr:`pruning` holds what was used.
+    The policy's ``prune`` (paper §4.1): ``True`` prunes correlated metrics, fitted on the
+    baseline runs or, without one, on the warm-up stretch; a
+    :class:`reveal_lab.pipeline.Pruning` or the path of a saved ``pruning.json`` reuses one;
+    ``False`` scores every metric. :attr:`pruning` holds what was used.
     prune_threshold : the correlation threshold when pruning is fitted here (paper: 0.5).
     """
 
@@ -180,12 +185,12 @@ class LiveDetector:
         warmup_s: float = 30.0,
         warmup_wait_s: float = 0.0,
         baseline: Run | Sequence[Run] | None = None,
-        min_agreement: int = 1,
+        policy: DetectionPolicy | None = None,
         derive: bool = True,
         fast_forest: bool = True,
         keep_features: bool = False,
-        prune: bool | str | os.PathLike | Pruning = True,
         prune_threshold: float = 0.5,
+        **changes: Any,
     ) -> None:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
@@ -193,7 +198,12 @@ class LiveDetector:
         if not warmup_wait_s >= 0:
             raise ValueError(f"warmup_wait_s must be >= 0, got {warmup_wait_s}")
         self.warmup_wait_s = float(warmup_wait_s)
-        self.min_agreement = int(min_agreement)
+        #: the decision: thresholds fitted on a reference (the baseline or the warm-up)
+        self.policy = (policy or POLICIES["default"]).with_(**changes)
+        resolved = self.policy.with_(thresholds="baseline").resolve(baseline_runs=1, source="host")
+        self.min_agreement = resolved.min_agreement
+        self.sentinel_samples = resolved.sentinel_samples
+        prune = self.policy.prune
         self.derive = derive
         self.fast_forest = fast_forest
         self.keep_features = keep_features
@@ -228,7 +238,7 @@ class LiveDetector:
         self.pruning: Pruning | None = None
         self.pruning_source: str | None = None
         self._prune_pending = False  # fit the space on the warm-up (no baseline given)
-        #: with a baseline (and ``detect.sentinel_samples``): host-free keys of the counters 0
+        #: with a baseline (and the policy's ``sentinel_samples``): host-free keys of the counters 0
         #: in every baseline sample, for the sentinel rule
         self.silent: set[str] = set()
         self._silent_idx = np.empty(0, dtype=np.int64)  # their positions in the plan's metrics
@@ -273,7 +283,7 @@ class LiveDetector:
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
-        if self.detect.sentinel_samples is not None:
+        if self.sentinel_samples is not None:
             self.silent = silent_counters([per_interval_counts(r, self.derive) for r in runs])
         if self._prune_pending:
             self.pruning = fit_pruning(runs, self.prune_threshold, trim=False)
@@ -531,8 +541,8 @@ class LiveDetector:
 
     def _sentinel(self, rows: np.ndarray) -> tuple[str, int] | None:
         """The silent counter non-zero in most of the window's rows, when in at least
-        ``detect.sentinel_samples`` of them (the sentinel rule), with how many."""
-        k = self.detect.sentinel_samples
+        the policy's ``sentinel_samples`` of them (the sentinel rule), with how many."""
+        k = self.sentinel_samples
         if not k or not self._silent_idx.size or not rows.shape[0]:
             return None
         sub = rows[:, self._silent_idx]

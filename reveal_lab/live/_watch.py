@@ -85,8 +85,7 @@ def watch(
     warmup_s: float = 30.0,
     window: WindowConfig | None = None,
     preset: str | Preset = "paper",
-    min_agreement: int = 1,
-    prune: bool | str | Path = True,
+    policy: Any = None,
     jsonl: str | Path | None = None,
     duration_s: float | None = None,
     max_windows: int | None = None,
@@ -97,6 +96,7 @@ def watch(
     show: str = "anomalies",
     echo: Callable[[str], None] | None = print,
     on_verdict: Callable[[Verdict], None] | None = None,
+    **changes: Any,
 ) -> WatchSummary:
     """Follow the collector output ``directory`` and score each window as it completes.
 
@@ -105,11 +105,13 @@ def watch(
     baseline : a reference run (``Run`` or a path ``load_run`` reads) to fit the
         detectors on; without it the first ``warmup_s`` seconds of the stream are used.
     window : windowing (default: the preset's, 3 s windows every 1 s).
-    preset : detector settings (a name or a :class:`~reveal_lab.config.Preset`); with a
-        baseline, ``preset.detect.sentinel_samples`` is the sentinel rule's (``None``: off).
-    prune : the pruned metric space (default, the paper's): fitted on the baseline or on
-        the warm-up; a ``pruning.json`` path reuses a saved one (e.g. ``reveal-lab
-        detect``'s); ``False`` scores every metric.
+    preset : window and detector settings (a name or a :class:`~reveal_lab.config.Preset`).
+    policy : which windows are anomalous (:class:`~reveal_lab.pipeline.DetectionPolicy`,
+        default ``POLICIES["default"]``; see :class:`LiveDetector`): its ``prune`` is the
+        metric space (fitted on the baseline or on the warm-up; a ``pruning.json`` path
+        reuses a saved one, e.g. ``reveal-lab detect``'s; ``False`` scores every metric), its
+        ``sentinel_samples`` the sentinel rule's with a baseline. ``changes``: policy fields
+        to replace (``min_agreement=2``, ``prune=False``, ...).
     jsonl : append one JSON object per scored window (and per warm-up fit) to this file.
     duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
         this long without new data (counted from the start while the run has not
@@ -138,9 +140,9 @@ def watch(
         warmup_s=warmup_s,
         warmup_wait_s=wait_s,
         baseline=_load_baseline(baseline),
-        min_agreement=min_agreement,
-        prune=prune,
+        policy=policy,
         prune_threshold=p.prune.threshold,
+        **changes,
     )
     summary = WatchSummary(fitted_on=det.fitted_on)
     out: IO[str] | None = None
@@ -180,7 +182,7 @@ def watch(
                 summary.stopped = "interrupted"
                 say("interrupted")
             summary.follow = follower.stats.as_dict()
-        summary.pruning = _pruning_info(det, prune)
+        summary.pruning = _pruning_info(det, det.policy.prune)
         if summary.scored == 0:
             summary.nothing_scored = _why_nothing(summary, det, warmup_s, directory)
             say(f"scored no window: {summary.nothing_scored}")

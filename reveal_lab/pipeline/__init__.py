@@ -10,7 +10,7 @@ anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: `
 
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
 from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
-from reveal_lab.pipeline._detect import detect_many, detect_run, policy_from_keywords
+from reveal_lab.pipeline._detect import detect_many, detect_run
 from reveal_lab.pipeline._method import (
     Pruning,
     Trim,
@@ -25,7 +25,6 @@ from reveal_lab.pipeline._method import (
     recorded_span,
     robust_threshold,
     spike_windows,
-    sustained,
     save_pruning,
     trim_run,
 )
@@ -58,6 +57,7 @@ from reveal_lab.pipeline._sentinel import (
     silent_indices,
 )
 from reveal_lab.pipeline._view import detection_view, select_metrics
+from reveal_lab.numeric import sustained
 
 __all__ = [
     "CACHE_ENV",
@@ -72,7 +72,6 @@ __all__ = [
     "SOURCES",
     "TRIM_RULES",
     "run_source",
-    "policy_from_keywords",
     "moved_samples",
     "Detection",
     "detect_run",

@@ -20,6 +20,7 @@ def cross_fit_thresholds(
     false_alarm_rate: float,
     rule: str = "trimmed",
     left_out: dict[str, int] | None = None,
+    clip: float | None = None,
 ) -> dict[str, float]:
     """Per-detector thresholds from out-of-sample scores of the baseline runs.
 
@@ -48,6 +49,8 @@ def cross_fit_thresholds(
         shorter than ``n / false_alarm_rate`` windows): more sensitive, and on short
         exchangeable runs about ``ln 2 / windows per run`` per detector flagged instead
         of ``false_alarm_rate / n``.
+
+    ``clip``: the Z-score and Mahalanobis detectors' clip (the policy's ``z_clip``).
     """
     runs = sorted({entry[2] for entry in base_feats})
     if len(runs) < 2:
@@ -62,7 +65,7 @@ def cross_fit_thresholds(
             raise ValueError(
                 f"baseline without run {r} gives {Xfit.shape[0]} window(s); at least 2 are needed"
             )
-        ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=True)).fit(Xfit)
+        ens = DetectorEnsemble(default_detectors(preset.detect, clip=clip)).fit(Xfit)
         for m, sc in ens.score(baseline_matrix(held, pairs)).scores.items():
             pooled.setdefault(m, []).append(np.asarray(sc, dtype=np.float64))
     q = 1.0 - false_alarm_rate / n_det

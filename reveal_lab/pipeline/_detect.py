@@ -12,7 +12,7 @@ import logging
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -36,7 +36,7 @@ from reveal_lab.pipeline._sentinel import (
 from reveal_lab.pipeline._view import baseline_features
 from reveal_lab.telemetry import SUBSYSTEMS, Run, TelemetryError, metric_columns, metric_key
 
-__all__ = ["detect_run", "detect_many", "policy_from_keywords"]
+__all__ = ["detect_run", "detect_many"]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def detect_run(
     policy: DetectionPolicy | None = None,
     derive: bool = True,
     blas_threads: int | None = None,
-    **decisions: Any,
+    **changes: Any,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.
 
@@ -71,10 +71,8 @@ def detect_run(
         ``lone_sentinel``: a counter 0 in at least half of the run's own samples that moves in
         90 % of a window's samples, :func:`past_a_spike` windows in a row
         (:func:`lone_sentinel_windows`); ``config["sentinel_rule"]`` says which form decided.
-    decisions : the policy's fields as keywords (``min_agreement``, ``min_run``,
-        ``thresholds``, ``calibration``, ``false_alarm_rate``, ``force_baseline``, ``prune``,
-        ``trim`` as ``True``/``False``), without ``policy``: a policy built by
-        :func:`policy_from_keywords` (clip and sentinel rule from ``preset.detect``, agreement 1).
+    changes : policy fields to replace (:meth:`DetectionPolicy.with_`), e.g. ``min_run=1``;
+        ``trim`` also takes ``True`` (``auto``) and ``False`` (``none``).
     blas_threads : BLAS threads for the detectors' linear algebra (default
         ``$REVEAL_LAB_BLAS_THREADS`` or 1). One thread per run is the safe default: on a
         busy machine (or under Dask, one run per worker) OpenBLAS's spinning threads
@@ -90,55 +88,15 @@ def detect_run(
     from threadpoolctl import threadpool_limits
 
     preset = preset or get_preset("paper")
-    if policy is None:
-        policy = policy_from_keywords(preset, **decisions)
-    elif decisions:
-        raise TypeError(f"detect_run: give the policy or keywords, not both (got {sorted(decisions)})")
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    policy = (policy or POLICIES["default"]).with_(**changes)
     n_base = len(baseline) if baseline else 0
     resolved = policy.resolve(baseline_runs=n_base, source=run_source(run), preset=preset)
-    # the detectors read the clip from their config: the policy's
-    preset = replace(
-        preset,
-        detect=replace(
-            preset.detect, calibrated_z_clip=policy.z_clip, sentinel_samples=policy.sentinel_samples
-        ),
-    )
     if blas_threads is None:
         blas_threads = int(os.environ.get("REVEAL_LAB_BLAS_THREADS", "1"))
     with threadpool_limits(limits=blas_threads, user_api="blas"):
         return _detect_run(run, baseline if resolved.fit_on == "baseline" else None, preset, selected, resolved, derive)
-
-
-def policy_from_keywords(
-    preset: Preset,
-    *,
-    min_agreement: int = 1,
-    false_alarm_rate: float | None = None,
-    force_baseline: bool = False,
-    prune: bool | str | os.PathLike | Pruning = True,
-    trim: bool = True,
-    thresholds: str = "auto",
-    calibration: str = "trimmed",
-    min_run: int | None = None,
-) -> DetectionPolicy:
-    """The :class:`DetectionPolicy` that :func:`detect_run`'s keywords ask for: the
-    clip and the sentinel rule of ``preset.detect`` (``sentinel_samples=None`` turns both
-    forms off), any one detector unless ``min_agreement`` says otherwise."""
-    sentinel = preset.detect.sentinel_samples
-    return POLICIES["default"].with_(
-        name="keywords",
-        min_agreement=min_agreement,
-        false_alarm_rate=POLICIES["default"].false_alarm_rate if false_alarm_rate is None else false_alarm_rate,
-        force_baseline=force_baseline,
-        prune=prune,
-        trim=trim_arguments(trim)[0],
-        thresholds=thresholds,
-        calibration=calibration,
-        min_run=min_run,
-        z_clip=preset.detect.calibrated_z_clip,
-        sentinel_samples=sentinel,
-        lone_sentinel=sentinel is not None,
-    )
 
 
 def _detect_run(

@@ -40,7 +40,6 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.io import csv_datetimes, read_csv_table
-from reveal_lab.numeric import true_runs
 from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns, parse_metric_name
 
 __all__ = [
@@ -58,7 +57,6 @@ __all__ = [
     "load_pruning",
     "Pruning",
     "robust_threshold",
-    "sustained",
     "spike_windows",
 ]
 
@@ -444,25 +442,3 @@ def spike_windows(window_s: float, stride_s: float) -> int:
     (3, 2, 1)
     """
     return max(1, int(np.ceil(window_s / stride_s - 1e-9)))
-
-
-def sustained(flags: Sequence[bool] | np.ndarray, min_run: int) -> np.ndarray:
-    """``flags`` kept only inside runs of at least ``min_run`` consecutive flagged windows.
-
-    With a run's own scores as the reference (``robust`` thresholds), one sample's spike
-    flags up to :func:`spike_windows` windows in a row; dropping shorter runs keeps
-    sustained deviations only (what it changes on the lab's fault-free runs:
-    ``benchmarks/lone_runs.py``, ``docs/RESULTS.md``). Runs are counted over consecutive
-    array positions: windows left out for too few samples do not break a run.
-
-    >>> sustained([0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 1], 4).astype(int).tolist()
-    [0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0]
-    """
-    f = np.asarray(flags, dtype=bool)
-    if min_run <= 1:
-        return f.copy()
-    out = np.zeros_like(f)
-    for a, b in true_runs(f):
-        if b - a >= min_run:
-            out[a:b] = True
-    return out

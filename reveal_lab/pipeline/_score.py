@@ -16,7 +16,8 @@ from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detec
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes
-from reveal_lab.pipeline._method import robust_threshold, sustained
+from reveal_lab.numeric import sustained
+from reveal_lab.pipeline._method import robust_threshold
 from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
@@ -64,7 +65,7 @@ def score_host(
         pairs = pairs.with_columns(key=pl.col("metric").map_elements(metric_key, return_dtype=pl.String))
     t = time.perf_counter()
     calibrated = policy.thresholds == "calibrated"
-    ens = DetectorEnsemble(default_detectors(preset.detect, calibrated=calibrated))
+    ens = DetectorEnsemble(default_detectors(preset.detect, clip=policy.z_clip))
     if baseline:
         Xfit = baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
@@ -77,7 +78,8 @@ def score_host(
         if calibrated:  # out-of-sample thresholds instead of in-sample ones
             left: dict[str, int] = {}
             for m, thr in cross_fit_thresholds(
-                baseline, pairs, preset, policy.false_alarm_rate, policy.calibration, left_out=left
+                baseline, pairs, preset, policy.false_alarm_rate, policy.calibration, left_out=left,
+                clip=policy.z_clip,
             ).items():
                 ens.detectors_[m].threshold_ = thr
             notes += left_out_notes(left, baseline, host)

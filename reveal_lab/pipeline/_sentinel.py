@@ -7,7 +7,7 @@ such a counter moving is often the plainest evidence there is: on the lab record
 packet-loss episode shows in the lossy host's ``TcpExtTCPOFOQueue`` and its sender's
 ``TcpExtTCPFastRetrans``, both 0 in every fault-free run. :func:`sentinel_counters` lists them
 for ``detect``'s report and ``sentinels.csv``; :func:`sentinel_windows` is the sentinel rule
-(a window where one is non-zero in ``DetectConfig.sentinel_samples`` of its samples is
+(a window where one is non-zero in the detection policy's ``sentinel_samples`` of its samples is
 anomalous; ``benchmarks/sentinel_counters.py`` measures it, ``docs/RESULTS.md`` has the
 figures). The collector's own counters (its missed ticks: kind ``instrument``) are never
 sentinels.
@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from reveal_lab.config import DetectConfig
+from reveal_lab.pipeline._policy import DetectionPolicy
 from reveal_lab.telemetry import TIMESTAMP, Run, classify, metric_columns, metric_key
 
 __all__ = [
@@ -59,8 +59,8 @@ SENTINEL_WINDOW_SCHEMA: dict[str, pl.DataType] = {
     "sentinel_subsystem": pl.String,
 }
 #: a window fires when a silent counter is non-zero in at least this many of its samples
-#: (``DetectConfig.sentinel_samples``, where the choice is explained)
-SENTINEL_MIN_SAMPLES = DetectConfig.sentinel_samples
+#: (:class:`DetectionPolicy`'s ``sentinel_samples``, where the choice is explained)
+SENTINEL_MIN_SAMPLES = DetectionPolicy.sentinel_samples
 #: a run alone: a counter is quiet when it is 0 in at least this share of the run's samples (a
 #: majority: its median and MAD are 0)
 LONE_QUIET_SHARE = 0.5
@@ -104,13 +104,13 @@ def silent_counters(baseline: Sequence[Run]) -> set[str]:
 
 def check_min_samples(value: object, name: str = "min_samples") -> None:
     """Refuse, naming ``name``, a count that is not a whole number >= 1 (the sentinel rule's
-    :func:`sentinel_windows`, ``DetectConfig.sentinel_samples``, and ``detect_run``'s
+    :func:`sentinel_windows`, the policy's ``sentinel_samples``, and ``detect_run``'s
     ``min_run``, a count of windows).
 
-    >>> check_min_samples(0, "preset.detect.sentinel_samples")
+    >>> check_min_samples(0, "min_samples")
     Traceback (most recent call last):
     ...
-    ValueError: preset.detect.sentinel_samples must be a whole number >= 1, got 0
+    ValueError: min_samples must be a whole number >= 1, got 0
     """
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
         raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
@@ -340,7 +340,7 @@ def lone_sentinel_windows(
     ...     "window_id", "sentinel_samples", "sentinel", "sentinel_subsystem").rows()[4:]
     [(4, 0, False, None), (5, 0, False, None), (6, 20, True, 'storage'), (7, 20, True, 'storage')]
     """
-    from reveal_lab.pipeline._method import sustained
+    from reveal_lab.numeric import sustained
 
     out = []
     for host, part in parts.items():

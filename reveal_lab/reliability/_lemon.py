@@ -261,7 +261,8 @@ def lab_lemon_hosts(
     if not runs:
         empty = pl.DataFrame(schema={"run": pl.String, "host": pl.String, "flagged": pl.Boolean})
         return empty, lemon_hosts(empty)
-    ev = evaluate_dataset(root, mode=mode, preset=preset, runs=runs, crosshost=False)
+    # two detectors must agree in every mode, as the calibrated evaluation
+    ev = evaluate_dataset(root, mode=mode, preset=preset, runs=runs, crosshost=False, min_agreement=2)
     faults = ev.windows.group_by("run", "host").agg(pl.col("fault").first())
     flags = flag_hosts(host_run_table(ev.windows), **kw).join(faults, on=["run", "host"], how="left")
     return flags, lemon_hosts(flags)

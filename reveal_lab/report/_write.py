@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,30 +11,13 @@ from typing import Any
 import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA
+from reveal_lab.jsonsafe import write_json
 from reveal_lab.pipeline import ANOMALIES_COLUMNS, Detection
 from reveal_lab.render import markdown_table, render, table_cells
 
 __all__ = ["write_report", "ANOMALIES_COLUMNS", "REPORT_FILES"]
 
 REPORT_FILES: tuple[str, ...] = ("anomalies.csv", "summary.json", "report.md", "report.html")
-
-
-def _json_default(o: Any) -> Any:  # noqa: ANN401
-    if hasattr(o, "isoformat"):
-        return o.isoformat()
-    if hasattr(o, "item"):
-        return o.item()
-    return str(o)
-
-
-def _clean(o: Any) -> Any:  # noqa: ANN401 - NaN/inf are not JSON
-    if isinstance(o, float) and not math.isfinite(o):
-        return None
-    if isinstance(o, dict):
-        return {str(k): _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
 
 
 def _table4(det: Detection, max_rows: int) -> pl.DataFrame:
@@ -191,6 +172,17 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             )
         )
     out.append(("Detectors", "", _detector_table(s, det.thresholds)))
+    policy = det.config.get("policy")
+    if policy:
+        out.append(
+            (
+                "Detection policy",
+                f"The decisions in force (policy `{policy['name']}`, resolved for "
+                f"{policy['baseline_runs']} baseline run(s) of a {policy['source']} run; `--policy` and "
+                "the decision flags change them).",
+                _policy_table(policy),
+            )
+        )
     if s.get("per_host"):
         rows = [
             {
@@ -244,6 +236,18 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
     if det.warnings:
         out.append(("Notes", "\n".join(f"- {w}" for w in det.warnings[:50]), None))
     return out
+
+
+def _policy_table(policy: Mapping[str, Any]) -> pl.DataFrame:
+    """One row per decision of a resolved policy (``Detection.config["policy"]``): its value and,
+    where ``auto`` chose it or it does not apply, why."""
+    reasons = policy.get("reasons", {})
+    rows = [
+        {"decision": k, "value": "none" if v is None else str(v), "why": reasons.get(k, "")}
+        for k, v in policy.items()
+        if k not in ("name", "reasons", "baseline_runs", "source")
+    ]
+    return pl.DataFrame(rows, schema={"decision": pl.String, "value": pl.String, "why": pl.String})
 
 
 def _png(fig: Any) -> str:  # noqa: ANN401 - a matplotlib Figure
@@ -475,7 +479,7 @@ def write_report(
             md += [_md_table(flagged.head(max_rows)), ""]
         cross = {"heading": head, "text": para, "table": table_cells(flagged.head(max_rows), 3) if flagged.height else None}
         summary["crosshost_persistent"] = flagged.height
-    paths["summary.json"].write_text(json.dumps(_clean(summary), indent=2, default=_json_default) + "\n")
+    write_json(paths["summary.json"], summary, indent=2)
     paths["report.md"].write_text("\n".join(md))
     paths["report.html"].write_text(
         render(

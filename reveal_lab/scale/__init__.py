@@ -18,6 +18,7 @@ from reveal_lab.scale._cluster import (
 )
 from reveal_lab.scale._engine import (
     RunMap,
+    dataset_problems,
     engine_label,
     load_study_run,
     map_runs,
@@ -39,6 +40,7 @@ from reveal_lab.scale._tasks import (
 
 __all__ = [
     "RunMap",
+    "dataset_problems",
     "engine_label",
     "load_study_run",
     "map_runs",

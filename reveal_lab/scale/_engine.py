@@ -46,6 +46,7 @@ __all__ = [
     "read_skipped",
     "engine_label",
     "study_space",
+    "dataset_problems",
 ]
 
 SYNTH = "synth"
@@ -298,6 +299,31 @@ def study_space(
     _, space = reduce_pruning(mapped.pieces, threshold)
     save_pruning(space, path)
     return space
+
+
+def dataset_problems(data: str | Path | None = None) -> pl.DataFrame:
+    """What of a dataset no study can use, as skipped rows (``run_id, file, error``): files
+    its index left out, and runs its ``meta_*.csv`` names without a file (with the meta
+    file and line). Empty for synthetic runs and for a dataset without such problems."""
+    from reveal_lab.studies import resolve_data
+
+    root = resolve_data(data)
+    if root == SYNTH:
+        return pl.DataFrame(schema=SKIPPED_SCHEMA)
+    ds = _open_dataset(str(Path(root).resolve()))
+    rows = [{"run_id": None, "file": str(f), "error": "left out of the dataset's index"} for f in ds.skipped]
+    if ds.meta_tables:
+        missing = ds.reconcile().missing_files
+        for r in missing.iter_rows(named=True):
+            meta = ds.meta_files.get(r["platform"], f"meta_{r['platform']}.csv")
+            rows.append(
+                {
+                    "run_id": r["run_id"],
+                    "file": str(r["source_file"]),
+                    "error": f"{meta}, line {r['meta_line']}, names this file; it is not in the dataset",
+                }
+            )
+    return pl.DataFrame(rows, schema=SKIPPED_SCHEMA)
 
 
 def record_skipped(out_dir: str | Path, notebook: str, skipped: pl.DataFrame) -> Path:

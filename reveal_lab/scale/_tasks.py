@@ -200,24 +200,16 @@ def summarize_detection(run: Any, det: Any) -> RunResult:
     return RunResult(summary, evidence)
 
 
-def detect_task(
-    run: Any,
-    preset: str = "paper",
-    min_agreement: int = 1,
-    prune: Any = True,
-    trim: bool = True,
-    min_run: int | None = None,
-) -> RunResult:
-    """The default per-run work: :func:`reveal_lab.pipeline.detect_run` (derive, trimmed to
-    the workload's span, windows, features in the pruned space, the three detectors fitted on
-    the run with robust thresholds, attribution) then a summary. ``prune``: ``True`` (the
-    run's own pruned space), a :class:`~reveal_lab.pipeline.Pruning` (one space for every
-    run, e.g. from ``pruning.json``) or ``False`` (every metric); ``min_run``: see
-    :func:`~reveal_lab.pipeline.detect_run`."""
+def detect_task(run: Any, preset: str = "paper", policy: Any = None, **changes: Any) -> RunResult:
+    """The default per-run work: :func:`reveal_lab.pipeline.detect_run` of the run alone
+    under ``policy`` (a :class:`~reveal_lab.pipeline.DetectionPolicy`, default
+    ``POLICIES["default"]``, with ``changes``: its fields to replace; derive, trimmed to the
+    workload's span, windows, features in the pruned space, the three detectors fitted on the
+    run with robust thresholds, attribution) then a summary. The policy's ``prune``:
+    ``True`` (the run's own pruned space), a :class:`~reveal_lab.pipeline.Pruning` (one space
+    for every run, e.g. from ``pruning.json``) or ``False`` (every metric)."""
     from reveal_lab.config import get_preset
     from reveal_lab.pipeline import detect_run
 
-    det = detect_run(
-        run, preset=get_preset(preset), min_agreement=min_agreement, prune=prune, trim=trim, min_run=min_run
-    )
+    det = detect_run(run, preset=get_preset(preset), policy=policy, **changes)
     return summarize_detection(run, det)

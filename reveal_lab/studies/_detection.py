@@ -127,12 +127,10 @@ def run_detection(
     preset: str = "full",
     window_s: float | None = None,
     stride_s: float | None = None,
-    min_agreement: int = 1,
+    policy: object | None = None,
     selected: object | None = None,
     pruning: object | None = None,
-    trim: bool = True,
-    thresholds: str = "auto",
-    min_run: int | None = None,
+    **changes: object,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Detect every run with :func:`reveal_lab.pipeline.detect_run`; return
     ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
@@ -141,17 +139,21 @@ def run_detection(
     label_<detector>, score_<detector>, agreement, combined, anomalous``); ``evidence``
     the pipeline's evidence rows. ``pruning``: the metric space
     (:func:`study_pruning`; ``None``: every metric); ``selected`` (metric keys) overrides it.
-    ``trim``: the pipeline's trimming rule. ``thresholds``: ``auto`` (default) fits each
-    run on the other fault-free runs of its workload (:func:`baseline_runs`) with
-    calibrated thresholds where there are 2 or more, robust thresholds on the run itself
-    where not; ``self`` is the paper's setting (top 1 % per detector of each run).
-    ``min_run``: the pipeline's (``None``: 4 consecutive windows for a run detected alone
-    with robust thresholds, every window otherwise; see
-    :func:`reveal_lab.pipeline.default_min_run`).
+    ``policy``: the :class:`~reveal_lab.pipeline.DetectionPolicy` (default
+    ``POLICIES["default"]``) with ``changes``, its fields to replace (``min_agreement``,
+    ``min_run``, ``trim``, ``thresholds``, ...). Its ``thresholds``: ``auto`` fits each run
+    on the other fault-free runs of its workload (:func:`baseline_runs`) with calibrated
+    thresholds where there are 2 or more, robust thresholds on the run itself where not;
+    ``self`` is the paper's setting (top 1 % per detector of each run).
     """
     from dataclasses import replace
 
-    from reveal_lab.pipeline import detect_run
+    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
+
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    policy = (policy or POLICIES["default"]).with_(**changes)
+    thresholds = policy.thresholds
 
     runs = list(runs)
 
@@ -176,11 +178,7 @@ def run_detection(
             baseline=base or None,
             preset=pr,
             selected=selected,
-            min_agreement=min_agreement,
-            prune=pruning if pruning is not None else False,
-            trim=trim,
-            thresholds=mode,
-            min_run=min_run,
+            policy=policy.with_(prune=pruning if pruning is not None else False, thresholds=mode),
         )
         ids = [
             pl.lit(run.meta.run_id).alias("run_id"),

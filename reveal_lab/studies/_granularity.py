@@ -85,19 +85,20 @@ def detect_windows(
     run: object,
     window: WindowConfig,
     preset: str = "full",
-    min_agreement: int = 1,
     pruning: object | None = None,
-    trim: bool = True,
-    min_run: int | None = 1,
+    policy: object | None = None,
     sentinel: bool = False,
-    thresholds: str = "auto",
+    **changes: object,
 ) -> pl.DataFrame:
     """Default detection for the study: :func:`reveal_lab.pipeline.detect_run` with
     ``window`` replacing the preset's window settings, in the ``pruning`` space (``None``:
     every metric), trimmed, thresholds as the pipeline's default for a run alone.
 
-    ``min_run`` (default 1: every window over a threshold counts, as the paper's Table 2
-    compares them): the pipeline's default for a run alone (``None``) asks
+    ``policy``: the :class:`~reveal_lab.pipeline.DetectionPolicy` (default
+    ``POLICIES["default"]``) with ``changes``, its fields to replace (``min_agreement``,
+    ``min_run``, ``trim``, ``thresholds``), and ``min_run`` 1 unless ``changes`` say
+    otherwise: every window over a threshold counts, as the paper's Table 2 compares them.
+    The policy's default for a run alone (``min_run=None``) asks
     :func:`reveal_lab.pipeline.past_a_spike` windows in a row, a span that grows with the
     stride (4 s at 1 s, several times that at coarse strides), so the granularities would
     be compared under different rules (on the lab data the coarse setting then finds no
@@ -105,22 +106,15 @@ def detect_windows(
     sentinel rule for a run alone, which is not the paper's (the detectors' own decision, as
     Table 2). ``thresholds``: the pipeline's threshold mode (``auto``: robust for a run
     alone; ``self``: the paper's top 1 % of the run's windows per detector)."""
-    from dataclasses import replace
+    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
 
-    from reveal_lab.pipeline import detect_run
-
-    pre = get_preset(preset, window=window)
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    changes.setdefault("min_run", 1)  # Table 2's comparison: every window over a threshold
     if not sentinel:
-        pre = replace(pre, detect=replace(pre.detect, sentinel_samples=None))
-    det = detect_run(
-        run,
-        preset=pre,
-        min_agreement=min_agreement,
-        prune=pruning if pruning is not None else False,
-        trim=trim,
-        min_run=min_run,
-        thresholds=thresholds,
-    )
+        changes.update(sentinel_samples=None, lone_sentinel=False)
+    policy = (policy or POLICIES["default"]).with_(**changes, prune=pruning if pruning is not None else False)
+    det = detect_run(run, preset=get_preset(preset, window=window), policy=policy)
     return detection_windows(det, run)
 
 

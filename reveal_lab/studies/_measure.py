@@ -14,7 +14,6 @@ import contextlib
 import glob
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+
+from reveal_lab.machine import machine_info
 
 __all__ = [
     "machine_info",
@@ -42,22 +43,6 @@ RUNTIME_COLUMNS = ("step", "seconds", "std", "per", "n", "repeats", "machine", "
 PERF_EVENTS = "task-clock,context-switches,cpu-migrations,page-faults"
 _CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
 _TICK = os.sysconf("SC_CLK_TCK")
-
-
-def machine_info() -> dict[str, object]:
-    """CPU model, logical cores, kernel and the 1/5/15-minute load average now."""
-    model = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "cpu_model": model,
-        "cores": os.cpu_count(),
-        "kernel": platform.release(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()],
-    }
 
 
 def machine_label(before: dict[str, object], after: dict[str, object] | None = None) -> str:

@@ -40,33 +40,39 @@ def test_full_is_the_paper_preset_under_another_name():
 
 
 
+def _option(command: str, dest: str):  # noqa: ANN202 - an argparse action
+    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    (opt,) = [a for a in sub.choices[command]._actions if a.dest == dest]
+    return opt
+
+
 def test_calibration_choices_are_the_pipelines_rules():
     """``detect`` and ``evaluate`` offer exactly :data:`reveal_lab.pipeline.CALIBRATION_RULES`
     (the CLI writes them out so that building the parser imports no pipeline)."""
     from reveal_lab.pipeline import CALIBRATION_RULES
 
-    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
     for command in ("detect", "evaluate"):
-        (opt,) = [a for a in sub.choices[command]._actions if a.dest == "calibration"]
-        assert tuple(opt.choices) == CALIBRATION_RULES and opt.default == CALIBRATION_RULES[0], command
+        assert tuple(_option(command, "calibration").choices) == CALIBRATION_RULES, command
 
 
 def test_threshold_choices_are_the_pipelines_modes():
     """``detect --thresholds`` offers exactly :data:`reveal_lab.pipeline.THRESHOLD_MODES`."""
     from reveal_lab.pipeline import THRESHOLD_MODES
 
-    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
-    (opt,) = [a for a in sub.choices["detect"]._actions if a.dest == "thresholds"]
-    assert tuple(opt.choices) == THRESHOLD_MODES and opt.default == "auto"
+    assert tuple(_option("detect", "thresholds").choices) == THRESHOLD_MODES
 
 
-def test_z_clip_flags_default_to_the_detect_config():
-    """``detect --z-clip`` and ``evaluate --z-clip`` start from
-    :attr:`DetectConfig.calibrated_z_clip` (so the two cannot drift) and accept ``none``."""
-    from reveal_lab.config import DetectConfig
+def test_decision_flags_have_no_default_of_their_own():
+    """``--z-clip`` and ``--sentinel-samples`` leave the policy's value when not given (the
+    help's defaults are the policy's: so the two cannot drift) and accept ``none``."""
+    import argparse
 
-    sub = next(a for a in cli.build_parser()._actions if a.dest == "command")
+    from reveal_lab.cli._policy import SENTINEL_DEFAULT, Z_CLIP_DEFAULT
+    from reveal_lab.pipeline import DetectionPolicy
+
+    assert (Z_CLIP_DEFAULT, SENTINEL_DEFAULT) == (DetectionPolicy.z_clip, DetectionPolicy.sentinel_samples)
     for command in ("detect", "evaluate"):
-        (opt,) = [a for a in sub.choices[command]._actions if a.dest == "z_clip"]
-        assert opt.default == DetectConfig().calibrated_z_clip == 10.0, command
+        opt = _option(command, "z_clip")
+        assert opt.default is argparse.SUPPRESS, command
         assert opt.type("none") is None and opt.type("2.5") == 2.5, command
+        assert _option(command, "sentinel_samples").type("none") is None, command

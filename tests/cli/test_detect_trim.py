@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from reveal_lab.cli import main
-from reveal_lab.cli._types import TRIM_CHOICES
+from reveal_lab.cli._policy import TRIM_CHOICES
 from reveal_lab.config import PROJECT_ROOT
 from reveal_lab.io import load_run
 from reveal_lab.pipeline import TRIM_RULES

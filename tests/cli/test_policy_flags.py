@@ -61,3 +61,10 @@ def test_a_bad_value_names_the_flag(capsys):
     with pytest.raises(SystemExit):
         _detect("--policy", "ours")
     assert "--policy" in capsys.readouterr().err
+
+
+def test_watch_takes_the_policy_flags_it_uses():
+    args = build_parser().parse_args(["watch", "dir", "--min-agreement", "2", "--no-prune"])
+    assert policy_from_args(args) == POLICIES["default"].with_(min_agreement=2, prune=False)
+    with pytest.raises(SystemExit):  # one metric space: --no-prune or --pruning FILE
+        build_parser().parse_args(["watch", "dir", "--no-prune", "--pruning", "p.json"])

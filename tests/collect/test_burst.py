@@ -158,8 +158,8 @@ def test_compiled_loop_keeps_the_slow_probe_rules(pair):
 @pytest.fixture
 def python_probe():
     """A probe that samples in Python (no tables, no compiled ops): /proc/uptime parsed
-    with float(), registered for the test only."""
-    from reveal_lab.collect._probe import PROBES, Channel, Probe, register_probe
+    with float(), selectable by name for the test only."""
+    from reveal_lab.collect import PROBES, Channel, Probe
 
     class Uptime(Probe):
         name, group = "test_uptime", "procfs"
@@ -173,7 +173,7 @@ def python_probe():
         def sample(self, ints, floats):
             floats[0] = float(os.pread(self.fd, 128, 0).split()[0])
 
-    register_probe(Uptime)
+    PROBES[Uptime.name] = Uptime
     try:
         yield "test_uptime"
     finally:
@@ -394,7 +394,7 @@ def test_compiled_ops_give_what_sample_gives_from_the_same_read(name):
     import reveal_lab.collect.probes  # noqa: F401  (registers the probes)
     from reveal_lab.collect import PROBES
     from reveal_lab.collect._burst import apply_ops
-    from reveal_lab.collect._loop import _proc_tables
+    from reveal_lab.collect._compiled import proc_tables as _proc_tables
     from reveal_lab.collect._probe import OP_FIXED, ProbeUnavailable
 
     p = PROBES[name]()

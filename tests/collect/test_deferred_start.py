@@ -17,7 +17,7 @@ SCRIPT = """
 import json, os, sys, tempfile
 from pathlib import Path
 from reveal_lab.collect import collect
-from reveal_lab.collect._probe import Channel, Probe, register_probe
+from reveal_lab.collect import PROBES, Channel, Probe
 
 seen = []
 
@@ -29,7 +29,7 @@ class Witness(Probe):
         seen.append("numba" in sys.modules)
         ints[0] = len(seen)
 
-register_probe(Witness)
+PROBES[Witness.name] = Witness  # for this process only
 with tempfile.TemporaryDirectory() as d:
     res = collect(Path(d) / "r", interval_s=0.05, duration_s=float(sys.argv[1]),
                   probes="cpu,meminfo,test_witness", handle_signals=False)

@@ -12,7 +12,7 @@ import pytest
 from collect_helpers import run_collect
 
 from reveal_lab.collect import collect
-from reveal_lab.collect._probe import probe_periods, tick_divisors
+from reveal_lab.collect._registry import probe_periods, tick_divisors
 from reveal_lab.io._collector import read_collector_run, read_raw_frame
 
 

@@ -16,7 +16,7 @@ import pytest
 from collect_helpers import run_collect
 
 from reveal_lab.collect import MISSING_INT, ProbeContext, ProbeUnavailable, resolve_probes
-from reveal_lab.collect._loop import _is_direct
+from reveal_lab.collect._compiled import is_direct as _is_direct
 from reveal_lab.collect.probes._net import Sockets
 from reveal_lab.collect.probes._table import TableBatch
 from reveal_lab.collect.probes._unix import Unix

@@ -403,9 +403,7 @@ def test_zscore_clip_spares_a_counter_constant_in_the_fit_data():
     assert det.decision_function(x)[0] == pytest.approx(z.mean())
 
 
-def test_default_detectors_clip_only_for_calibrated_thresholds():
-    cfg = DetectConfig(calibrated_z_clip=7.0)
+def test_default_detectors_clip_the_zscore_and_mahalanobis_only():
+    cfg = DetectConfig()
     assert [getattr(d, "clip", "-") for d in default_detectors(cfg)] == [None, None, "-"]
-    assert [getattr(d, "clip", "-") for d in default_detectors(cfg, calibrated=True)] == [7.0, 7.0, "-"]
-    off = DetectConfig(calibrated_z_clip=None)
-    assert [getattr(d, "clip", "-") for d in default_detectors(off, calibrated=True)] == [None, None, "-"]
+    assert [getattr(d, "clip", "-") for d in default_detectors(cfg, clip=7.0)] == [7.0, 7.0, "-"]

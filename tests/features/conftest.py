@@ -56,7 +56,7 @@ def _ols_exact(cols: list[list[Fraction]], y: list[Fraction]):
     return keep, b, inv, ssr
 
 
-EXACT_FIT_RTOL = Fraction(1, 10**10)  # reveal_lab.features._kernels.EXACT_FIT_RTOL
+EXACT_FIT_RTOL = Fraction(1, 10**10)  # reveal_lab.features._adf.EXACT_FIT_RTOL
 
 
 def _tss(y: list[Fraction]) -> Fraction:

@@ -12,7 +12,7 @@ import pytest
 
 from reveal_lab.config import WindowConfig
 from reveal_lab.features import COUNTER_FEATURES, DYNAMIC_FEATURES, window_features
-from reveal_lab.features._kernels import adf_teststat
+from reveal_lab.features._adf import adf_teststat
 
 T0 = dt.datetime(2025, 5, 11, 12, 0, 0)
 CFG = WindowConfig(window_s=3.0, stride_s=1.0, interval_s=0.1)

@@ -208,9 +208,6 @@ def test_the_sentinel_rule_holds_while_streaming_as_offline():
     """A counter 0 in every baseline sample (pruned away as constant) moves for 2 s: the live
     verdicts flag the same windows as ``detect_run``'s sentinel rule, name the counter and its
     subsystem, and the rule off (``sentinel_samples=None``) leaves the decision to the detectors."""
-    from dataclasses import replace
-
-    from reveal_lab.config import DetectConfig
     from reveal_lab.pipeline import detect_run
 
     base = [_ofo_run("b1", 1), _ofo_run("b2", 2)]
@@ -231,7 +228,7 @@ def test_the_sentinel_rule_holds_while_streaming_as_offline():
             if v.agreement < 2:
                 assert v.subsystems == "network" and len(v.evidence) == 1
             assert "[" in v.line() and "sentinel" in v.line()
-    off = LiveDetector(baseline=base, min_agreement=2, detect=replace(DetectConfig(), sentinel_samples=None))
+    off = LiveDetector(baseline=base, min_agreement=2, sentinel_samples=None)
     assert off.silent == set()
     quiet = _stream(off, run.frame)
     assert not any(v.sentinel for v in quiet)

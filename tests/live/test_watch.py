@@ -136,15 +136,9 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
     verdicts = [e for e in lines if "window_id" in e]
     assert verdicts and all("sentinel" in e for e in verdicts)
-    from dataclasses import replace
-
-    from reveal_lab.config import get_preset
-
-    paper = get_preset("paper")
-    off = replace(paper, detect=replace(paper.detect, sentinel_samples=None))
     quiet: list = []
     summary = watch(live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None,
-                    on_verdict=quiet.append, preset=off)  # fmt: skip
+                    on_verdict=quiet.append, sentinel_samples=None)  # fmt: skip
     assert summary.scored >= 2 and not any(v.sentinel for v in quiet)
     assert all(v.anomalous == (v.agreement >= 1) for v in quiet if v.phase == "scored")
 

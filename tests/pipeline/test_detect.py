@@ -20,9 +20,9 @@ KINDS = ("level", "variance", "trend", "oscillation", "level")
 FAST = get_preset("paper", detect=get_preset("smoke").detect)  # 50 trees: the tests stay fast
 #: the detector core on every metric of the whole run (the defaults prune and trim; see test_method.py)
 RAW = {"prune": False, "trim": False}
-#: FAST without the calibrated clip: the known answers of the calibration rules below are
+#: the calibrated mode without its clip: the known answers of the calibration rules below are
 #: computed from ``thresholds="baseline"`` detections, which are never clipped
-UNCLIPPED = get_preset("paper", detect=replace(FAST.detect, calibrated_z_clip=None))
+UNCLIPPED = {"preset": FAST, "z_clip": None}
 
 
 def _episodes(seed: int, length: float, dur: float) -> list[Anomaly]:
@@ -252,14 +252,14 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
     :func:`test_trimmed_calibration_leaves_out_one_odd_baseline_run` covers four or more."""
     base = [_small(s) for s in (11, 12, 13)]
     target = _small(14, [Anomaly("storage", 30, 38, "level", magnitude=8)])
-    det = detect_run(target, baseline=base, preset=UNCLIPPED, false_alarm_rate=0.01, **RAW)
-    pooled_det = detect_run(target, baseline=base, preset=UNCLIPPED, false_alarm_rate=0.01, calibration="pooled", **RAW)
+    det = detect_run(target, baseline=base, **UNCLIPPED, false_alarm_rate=0.01, **RAW)
+    pooled_det = detect_run(target, baseline=base, **UNCLIPPED, false_alarm_rate=0.01, calibration="pooled", **RAW)
     (host,) = det.thresholds
-    med_det = detect_run(target, baseline=base, preset=UNCLIPPED, false_alarm_rate=0.01, calibration="median", **RAW)
+    med_det = detect_run(target, baseline=base, **UNCLIPPED, false_alarm_rate=0.01, calibration="median", **RAW)
     assert det.config["calibration"] == "trimmed" and pooled_det.config["calibration"] == "pooled"
     maxima = {m: [] for m in det.methods}
     for i, b in enumerate(base):
-        d = detect_run(b, baseline=[o for j, o in enumerate(base) if j != i], preset=UNCLIPPED, thresholds="baseline", **RAW)
+        d = detect_run(b, baseline=[o for j, o in enumerate(base) if j != i], **UNCLIPPED, thresholds="baseline", **RAW)
         for m in det.methods:
             maxima[m].append(d.windows[f"score_{m}"].max())
     for m in det.methods:
@@ -267,7 +267,7 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
         assert pooled_det.thresholds[host][m] == det.thresholds[host][m], m
         assert med_det.thresholds[host][m] == pytest.approx(sorted(maxima[m])[1], rel=1e-9), m
     with pytest.raises(ValueError, match="calibration must be one of"):
-        detect_run(target, baseline=base, preset=UNCLIPPED, calibration="mean", **RAW)
+        detect_run(target, baseline=base, **UNCLIPPED, calibration="mean", **RAW)
     # flags and agreement follow the cross-fitted thresholds
     for m in det.methods:
         flags = (det.windows[f"score_{m}"] > det.thresholds[host][m]).cast(pl.Int64)
@@ -281,7 +281,7 @@ def test_false_alarm_rate_thresholds_come_from_left_out_baseline_runs():
     )
     assert hit.height > 0 and "storage" in hit["top_subsystem"].to_list()
     # a larger rate gives a lower quantile: thresholds can only go down
-    looser = detect_run(target, baseline=base, preset=UNCLIPPED, false_alarm_rate=0.3, **RAW)
+    looser = detect_run(target, baseline=base, **UNCLIPPED, false_alarm_rate=0.3, **RAW)
     for m in det.methods:
         assert looser.thresholds[host][m] <= det.thresholds[host][m], m
     assert any(looser.thresholds[host][m] < det.thresholds[host][m] for m in det.methods)
@@ -299,8 +299,8 @@ def test_trimmed_calibration_leaves_out_one_odd_baseline_run():
     normal = [_small(s) for s in (42, 43, 44)]
     target = _small(45, [Anomaly("storage", 30, 40, "level", magnitude=6)])
     for order in ([odd, *normal], [*normal, odd]):  # where the odd run sits does not matter
-        tr = detect_run(target, baseline=order, preset=UNCLIPPED, false_alarm_rate=0.01, **RAW)
-        po = detect_run(target, baseline=order, preset=UNCLIPPED, false_alarm_rate=0.01, calibration="pooled", **RAW)
+        tr = detect_run(target, baseline=order, **UNCLIPPED, false_alarm_rate=0.01, **RAW)
+        po = detect_run(target, baseline=order, **UNCLIPPED, false_alarm_rate=0.01, calibration="pooled", **RAW)
         (host,) = tr.thresholds
         for m in tr.methods:
             assert tr.thresholds[host][m] <= po.thresholds[host][m], m
@@ -308,11 +308,11 @@ def test_trimmed_calibration_leaves_out_one_odd_baseline_run():
     # the known answer, detector by detector: left-out scores of the normal runs only
     maxima = {m: [] for m in tr.methods}
     for i, b in enumerate(normal):
-        d = detect_run(b, baseline=[odd, *(o for j, o in enumerate(normal) if j != i)], preset=UNCLIPPED,
+        d = detect_run(b, baseline=[odd, *(o for j, o in enumerate(normal) if j != i)], **UNCLIPPED,
                        thresholds="baseline", **RAW)
         for m in tr.methods:
             maxima[m].append(d.windows[f"score_{m}"].max())
-    odd_left_out = detect_run(odd, baseline=normal, preset=UNCLIPPED, thresholds="baseline", **RAW)
+    odd_left_out = detect_run(odd, baseline=normal, **UNCLIPPED, thresholds="baseline", **RAW)
     checked = []
     for m in tr.methods:
         if odd_left_out.windows[f"score_{m}"].max() >= max(maxima[m]):  # the odd run is the one left out

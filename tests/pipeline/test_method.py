@@ -305,9 +305,8 @@ def test_a_lone_storage_run_is_flagged_over_most_of_its_fault_and_attributed():
         quiet = det.windows.filter("sentinel")["sentinel_subsystem"].unique().to_list()
         assert quiet == ["storage"], quiet
     # without the rule (sentinel_samples=None: the detectors alone) the first run is missed
-    off = get_preset("paper", detect=replace(get_preset("paper").detect, sentinel_samples=None))
     path, row = _lab_file("storage_read", "CNN", "infer")
-    det = detect_run(load_run(path), preset=off)
+    det = detect_run(load_run(path), sentinel_samples=None, lone_sentinel=False)
     assert det.config["sentinel_rule"] is None and "sentinel" in det.windows.columns
     assert _fault_coverage(det, row["run"])[0] < 0.6
 
@@ -319,7 +318,7 @@ def test_calibrated_thresholds_on_recorded_runs_are_bounded_by_the_clip():
     within-window variance of the page cache (``Memory:Cached``, ``Inactive_file``) reaches
     robust |z| of 10⁴-10⁸ against the other runs, so unclipped calibrated thresholds sit far
     above any fault. Measured here (pruning fitted on these five runs): Z-score 79.2 and
-    Mahalanobis 119,244 unclipped, 2.11 and 460 with the default ``calibrated_z_clip``
+    Mahalanobis 119,244 unclipped, 2.11 and 460 with the default policy's ``z_clip``
     (10). A run detected alone, or against one baseline run, is never clipped."""
     from dataclasses import replace
 
@@ -333,11 +332,7 @@ def test_calibrated_thresholds_on_recorded_runs_are_bounded_by_the_clip():
     run = load_run(path(fault))
     clipped = detect_run(run, baseline=base, thresholds="calibrated")
     assert clipped.config["z_clip"] == 10.0 and clipped.fit_mode == "calibrated"
-    paper = get_preset("paper")
-    unbounded = detect_run(
-        run, baseline=base, thresholds="calibrated",
-        preset=get_preset("paper", detect=replace(paper.detect, calibrated_z_clip=None)),
-    )
+    unbounded = detect_run(run, baseline=base, thresholds="calibrated", z_clip=None)
     assert unbounded.config["z_clip"] is None
     thr, thr0 = clipped.thresholds["labA"], unbounded.thresholds["labA"]
     assert thr["zscore"] <= 10.0

@@ -15,7 +15,6 @@ from reveal_lab.pipeline import (
     ResolvedPolicy,
     detect_run,
     get_policy,
-    policy_from_keywords,
     run_source,
 )
 from reveal_lab.synth import Anomaly, make_run
@@ -127,7 +126,7 @@ def _run(seed: int):
     return make_run(90, n_channels=16, anomalies=an, seed=seed).run
 
 
-def test_detect_run_with_a_policy_equals_the_same_keywords():
+def test_detect_run_with_a_policy_equals_the_same_fields_as_keywords():
     run = _run(3)
     paper = get_policy("paper", trim="none", prune=False)
     a = detect_run(run, preset=FAST, policy=paper)
@@ -143,15 +142,13 @@ def test_detect_run_with_a_policy_equals_the_same_keywords():
     assert c.config["policy"]["reasons"]["min_run"].startswith("auto")
 
 
-def test_detect_run_refuses_a_policy_and_keywords():
-    with pytest.raises(TypeError, match="not both"):
-        detect_run(_run(4), preset=FAST, policy=get_policy("paper"), min_run=2)
-
-
-def test_keywords_take_the_clip_and_sentinel_rule_from_the_preset():
-    pre = get_preset("paper", detect=dataclasses.replace(PAPER.detect, calibrated_z_clip=None, sentinel_samples=None))
-    p = policy_from_keywords(pre, min_agreement=2, trim=False)
-    assert (p.z_clip, p.sentinel_samples, p.lone_sentinel, p.trim, p.min_agreement) == (None, None, False, "none", 2)
+def test_keywords_replace_fields_of_the_policy():
+    run = _run(4)
+    a = detect_run(run, preset=FAST, policy=get_policy("paper"), trim=False, prune=False, min_run=2)
+    assert a.config["policy"]["name"] == "paper" and a.config["min_run_windows"] == 2
+    assert a.config["trim"]["mode"] == "none" and not a.config["pruning"]["applied"]
+    with pytest.raises(ValueError, match="no field 'min_runs'"):
+        detect_run(run, preset=FAST, min_runs=2)
 
 
 def test_run_source(tmp_path):

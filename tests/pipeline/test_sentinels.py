@@ -12,7 +12,6 @@ import numpy as np
 import polars as pl
 import pytest
 
-from dataclasses import replace
 
 from reveal_lab.config import get_preset
 from reveal_lab.pipeline import (
@@ -77,7 +76,7 @@ def test_a_counter_silent_in_the_baseline_is_listed_and_reported(tmp_path):
     paths = write_report(alone, tmp_path / "alone", figures=False)
     md = paths["report.md"].read_text()
     assert "sentinels.csv" not in paths and "Counters silent" not in md and "Quiet counters" not in md
-    off = detect_run(run, preset=_paper(sentinel_samples=None), trim=False)
+    off = detect_run(run, sentinel_samples=None, lone_sentinel=False, trim=False)
     assert off.config["sentinel_rule"] is None and off.sentinels is None
 
 
@@ -102,13 +101,8 @@ def test_a_quiet_counter_busy_for_six_seconds_fires_the_rule_for_a_run_alone(tmp
     assert "Quiet counters that fired the sentinel rule" in paths["report.md"].read_text()
     assert "sentinel rule for a run alone: 4 window(s)" in paths["report.md"].read_text()
     assert pl.read_csv(paths["sentinels.csv"])["metric"].to_list() == [OFO]
-    off = detect_run(run, preset=_paper(sentinel_samples=None), trim=False)
+    off = detect_run(run, sentinel_samples=None, lone_sentinel=False, trim=False)
     assert not off.windows["sentinel"].any() and off.config["sentinel_rule"] is None
-
-
-def _paper(**detect) -> object:
-    p = get_preset("paper")
-    return replace(p, detect=replace(p.detect, **detect))
 
 
 def test_a_silent_counter_moving_for_two_seconds_makes_its_windows_anomalous(tmp_path):
@@ -143,7 +137,7 @@ def test_a_silent_counter_moving_for_two_seconds_makes_its_windows_anomalous(tmp
     assert summary["sentinel_windows"] == len(fired) == summary["runs"][0]["sentinel_windows"]
     assert pl.read_csv(paths["anomalies.csv"]).filter(pl.col("methods") == "sentinel").height == len(fired)
     # the rule off: the same counters listed, no window decided by them
-    off = detect_run(run, baseline=base, trim=False, min_agreement=2, preset=_paper(sentinel_samples=None))
+    off = detect_run(run, baseline=base, trim=False, min_agreement=2, sentinel_samples=None)
     assert off.config["sentinel_samples"] is None and off.sentinels.height == 1
     assert not off.windows["sentinel"].any() and off.summary["sentinel_windows"] == 0
     assert off.anomalous.height == off.windows.filter(pl.col("agreement") >= 2).height
@@ -151,7 +145,7 @@ def test_a_silent_counter_moving_for_two_seconds_makes_its_windows_anomalous(tmp
     # no baseline: no rule at all
     assert detect_run(run, trim=False).config["sentinel_samples"] is None
     with pytest.raises(ValueError, match="sentinel_samples"):
-        detect_run(run, baseline=base, trim=False, preset=_paper(sentinel_samples=0))
+        detect_run(run, baseline=base, trim=False, sentinel_samples=0)
 
 
 def test_sentinel_windows_counts_each_counters_samples_per_window():

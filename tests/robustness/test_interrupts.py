@@ -25,7 +25,7 @@ if point == "import":  # while the command modules load (reveal-lab's first seco
         return real(name, *a, **k)
     importlib.import_module = imp
 else:  # while the collector opens its probes, after it made its folder and lock
-    import reveal_lab.collect._loop as loop
+    import reveal_lab.collect._collect as loop
     real_open = loop._open_probes
     def opening(*a, **k):
         os.kill(os.getpid(), signal.SIGINT)

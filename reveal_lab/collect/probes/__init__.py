@@ -1,42 +1,40 @@
-"""Probe modules, one per family. Importing this package registers them all; the
-registry is then put in :data:`ORDER`, which is also the channel order of a run."""
+"""Probe modules, one per family. :data:`ALL_PROBES` lists every probe class once, in the
+channel order of a run; :data:`reveal_lab.collect.PROBES` selects them by name."""
 
-from reveal_lab.collect._probe import PROBES
-from reveal_lab.collect.probes import (  # noqa: F401  (registration side effect)
-    _cgroup,
-    _cpu,
-    _disk,
-    _gpu,
-    _irq,
-    _memory,
-    _net,
-    _perf,
-    _psi,
-    _self,
-    _turbostat,
-    _unix,
-)
+from reveal_lab.collect._probe import Probe
+from reveal_lab.collect.probes._cgroup import Cgroups
+from reveal_lab.collect.probes._cpu import LoadAvg, ProcStat
+from reveal_lab.collect.probes._disk import DiskStats
+from reveal_lab.collect.probes._gpu import Gpu
+from reveal_lab.collect.probes._irq import Interrupts, Softirqs
+from reveal_lab.collect.probes._memory import MemInfo, VmStat
+from reveal_lab.collect.probes._net import NetDev, Nstat, Sockets
+from reveal_lab.collect.probes._perf import Perf
+from reveal_lab.collect.probes._psi import Pressure
+from reveal_lab.collect.probes._self import SelfTiming
+from reveal_lab.collect.probes._turbostat import Turbostat
+from reveal_lab.collect.probes._unix import Unix
 
-ORDER = (
-    "self",
-    "cpu",
-    "loadavg",
-    "meminfo",
-    "vmstat",
-    "diskstats",
-    "netdev",
-    "nstat",
-    "sockets",
-    "unix",
-    "interrupts",
-    "softirqs",
-    "psi",
-    "cgroup",
-    "perf",
-    "turbostat",
-    "gpu",
+__all__ = ["ALL_PROBES"]
+
+#: every probe, in the order its channels take in a run (``self`` first: the collector's
+#: own timing, then the host's procfs families, cgroups, then the child-process probes)
+ALL_PROBES: tuple[type[Probe], ...] = (
+    SelfTiming,
+    ProcStat,
+    LoadAvg,
+    MemInfo,
+    VmStat,
+    DiskStats,
+    NetDev,
+    Nstat,
+    Sockets,
+    Unix,
+    Interrupts,
+    Softirqs,
+    Pressure,
+    Cgroups,
+    Perf,
+    Turbostat,
+    Gpu,
 )
-_registered = dict(PROBES)
-PROBES.clear()
-PROBES.update({n: _registered[n] for n in ORDER if n in _registered})
-PROBES.update({n: c for n, c in _registered.items() if n not in PROBES})

@@ -50,7 +50,6 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     apply_ops_py,
     read_all,
-    register_probe,
     sanitize_instance,
 )
 from reveal_lab.collect.probes._scan import DECIMALS, split_blanks
@@ -337,7 +336,6 @@ class _Group:
         self.tables = []
 
 
-@register_probe
 class Cgroups(Probe):
     """Per child cgroup: CPU usage and throttling, memory in use, I/O bytes and ops."""
 

@@ -15,7 +15,6 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     TableProbe,
     fixed_point,
-    register_probe,
 )
 from reveal_lab.collect.probes._scan import DECIMALS, split_blanks
 from reveal_lab.collect.probes._table import Layout, Table
@@ -52,7 +51,6 @@ def _stat_index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class ProcStat(TableProbe):
     """Per-core and total CPU time (jiffies), context switches, interrupts, forks."""
 
@@ -75,7 +73,6 @@ class ProcStat(TableProbe):
         self.info["cores"] = sorted({k[0] for k in self.table.keys if len(k) == 2 and k[0] != "-"}, key=int)
 
 
-@register_probe
 class LoadAvg(Probe):
     """Load averages and runnable/total threads from ``/proc/loadavg``.
 

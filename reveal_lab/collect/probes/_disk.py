@@ -10,7 +10,6 @@ from reveal_lab.collect._probe import (
     ProbeContext,
     ProbeUnavailable,
     TableProbe,
-    register_probe,
     sanitize_instance,
 )
 from reveal_lab.collect.probes._table import Layout, Table
@@ -58,7 +57,6 @@ def _index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class DiskStats(TableProbe):
     """Cumulative I/O counters per whole disk (``Disk:``); the dataset view also sums
     them over disks as the public dataset's device-less ``Storage_diff:`` columns."""

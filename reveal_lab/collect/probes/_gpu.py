@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable
 from reveal_lab.collect.probes._child import ChildLines
 
 #: (nvidia-smi query field, unit, counter?) -- the channel field is the query field
@@ -239,7 +239,6 @@ def _s(x: object) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-@register_probe
 class Gpu(Probe):
     """NVIDIA GPUs: utilization, memory, power, temperature, clocks, PCIe, ECC, throttling."""
 

@@ -14,7 +14,6 @@ from reveal_lab.collect._probe import (
     ProbeContext,
     ProbeUnavailable,
     TableProbe,
-    register_probe,
 )
 from reveal_lab.collect.probes._table import Layout, Table
 
@@ -37,7 +36,6 @@ def _percpu_index(lines: list[bytes]) -> Layout:
     return mapping, {0: lines[0]}
 
 
-@register_probe
 class Interrupts(Probe):
     """Per core: every named interrupt class (``LOC``, ``RES``, ``CAL``, ``TLB`` ...)
     and the sum of all numbered device IRQs (``devices``)."""
@@ -93,7 +91,6 @@ class Interrupts(Probe):
         return ops
 
 
-@register_probe
 class Softirqs(TableProbe):
     """Per-core softirq counts by type (``NET_RX``, ``TIMER``, ``BLOCK`` ...)."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe, register_probe
+from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe
 from reveal_lab.collect.probes._table import Layout, Table
 
 
@@ -18,7 +18,6 @@ def _meminfo_index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class MemInfo(TableProbe):
     """Every ``/proc/meminfo`` line as a gauge (kB, or a count for HugePages_*)."""
 
@@ -59,7 +58,6 @@ def _vmstat_index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class VmStat(TableProbe):
     """``/proc/vmstat``: ``nr_*`` gauges (pages) and cumulative event counters.
 

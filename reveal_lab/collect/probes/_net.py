@@ -16,7 +16,6 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     TableProbe,
     read_all,
-    register_probe,
     sanitize_instance,
 )
 from reveal_lab.collect.probes._table import Layout, Table
@@ -61,7 +60,6 @@ def link_speed_mbps(dev: str) -> float | None:
     return float(v) if v > 0 else None
 
 
-@register_probe
 class NetDev(TableProbe):
     """Per-interface byte/packet/error/drop counters (``NetworkInterStat``)."""
 
@@ -123,7 +121,6 @@ def _nstat_index(lines: list[bytes]) -> Layout:
     return mapping, fixed
 
 
-@register_probe
 class Nstat(TableProbe):
     """Every counter of ``/proc/net/snmp`` and ``/proc/net/netstat``, named as
     ``nstat`` names them (``TcpRetransSegs``, ``TcpExtTCPSynRetrans``). TCP
@@ -189,7 +186,6 @@ def _sockstat_index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class Sockets(TableProbe):
     """Socket counts by protocol, the numbers ``ss -s`` prints (``/proc/net/sockstat``
     and, with IPv6, ``/proc/net/sockstat6``), as ``NetworkProtocolCounts:TCP`` etc.

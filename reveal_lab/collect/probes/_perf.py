@@ -26,7 +26,7 @@ import subprocess
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, log, register_probe
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, log
 from reveal_lab.collect.probes._child import ChildLines
 from reveal_lab.collect.probes._perfevent import (
     EVENTS,
@@ -212,7 +212,6 @@ class PerfEvents(Probe):
             g.close()
 
 
-@register_probe
 class Perf(Probe):
     """``perf_event_open`` counters, else a ``perf stat`` child, else skipped."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from reveal_lab.collect import _probe as pr
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable
 from reveal_lab.collect.probes._scan import DECIMALS, split_blanks
 from reveal_lab.collect.probes._table import Layout, Table
 
@@ -32,7 +32,6 @@ def _psi_index(lines: list[bytes]) -> Layout:
     return mapping, {}
 
 
-@register_probe
 class Pressure(Probe):
     """``some``/``full`` avg10 (%, a gauge) and total stall time (µs, a counter) per resource.
 

@@ -6,10 +6,9 @@ import time
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, register_probe
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext
 
 
-@register_probe
 class SelfTiming(Probe):
     """``Collector:lag`` (µs after the deadline), ``missed_ticks`` and ``cpu_time`` (cumulative).
 

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable, register_probe
+from reveal_lab.collect._probe import Channel, Probe, ProbeContext, ProbeUnavailable
 from reveal_lab.collect.probes._child import ChildLines
 
 
@@ -55,7 +55,6 @@ def parse_turbostat_block(lines: list[str]) -> tuple[list[str], dict[tuple[str, 
     return head, out
 
 
-@register_probe
 class Turbostat(Probe):
     """Latest complete turbostat interval per sample (gauges; ``IRQ``/``SMI`` are per-interval counts)."""
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe, register_probe
+from reveal_lab.collect._probe import Channel, ProbeContext, TableProbe
 from reveal_lab.collect.probes._table import LineCount
 
 
-@register_probe
 class Unix(TableProbe):
     """Open UNIX domain sockets, ``NetworkProtocolCounts:UNIX``: the lines of
     ``/proc/self/net/unix`` (one per socket, after a header), as the public dataset
