@@ -41,7 +41,7 @@ def main() -> None:
 
         def detect() -> tuple[float, object, object]:
             t0 = time.perf_counter()
-            w, ev = studies.run_detection(runs, preset="full", pruning=space, trim=True, thresholds="auto")
+            w, ev = studies.run_detection(runs, preset="paper", pruning=space, trim=True, thresholds="auto")
             return time.perf_counter() - t0, w, ev
 
         prof = cProfile.Profile() if args.profile else None

@@ -18,7 +18,6 @@ __all__ = [
     "PruneConfig",
     "Preset",
     "PRESETS",
-    "PRESET_ALIASES",
     "get_preset",
     "parse_duration",
 ]
@@ -129,21 +128,24 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-#: other names of a preset: ``full`` (the name the notebooks and ``reproduce`` use for a full
-#: run, as opposed to ``smoke``) is the paper's settings, one preset under two names
-PRESET_ALIASES: dict[str, str] = {"full": "paper"}
 
 
 def get_preset(name: str, **overrides: object) -> Preset:
-    """A named preset (or an alias of one, see :data:`PRESET_ALIASES`), optionally with fields replaced.
+    """A named preset of window, feature and detector settings (:data:`PRESETS`: ``paper``,
+    the paper's; ``smoke``, a fast one), optionally with fields replaced. Which windows are
+    anomalous is not a preset's: :class:`reveal_lab.pipeline.DetectionPolicy` decides it.
 
-    >>> get_preset("full") is get_preset("paper")
-    True
+    >>> get_preset("paper", max_runs_per_workload=2).max_runs_per_workload
+    2
+    >>> get_preset("full")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown preset 'full'; expected one of ['paper', 'smoke'] (decisions: pipeline.POLICIES)
     """
     try:
-        p = PRESETS[PRESET_ALIASES.get(name, name)]
+        p = PRESETS[name]
     except KeyError:
         raise ValueError(
-            f"unknown preset {name!r}; expected one of {sorted([*PRESETS, *PRESET_ALIASES])}"
+            f"unknown preset {name!r}; expected one of {sorted(PRESETS)} (decisions: pipeline.POLICIES)"
         ) from None
     return replace(p, **overrides) if overrides else p  # type: ignore[arg-type]

@@ -44,7 +44,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--interval", type=length, default=None, metavar="DUR", help="nominal sampling interval (default 100ms)"
     )
-    p.add_argument("--preset", default="paper", help="settings preset: paper, full, smoke (default paper)")
+    p.add_argument("--preset", default="paper", help="window and detector settings: paper, smoke (default paper)")
     p.add_argument(
         "--select",
         metavar="FILE",

@@ -22,7 +22,7 @@ DETECT_HELP: dict[str, str] = {
     "--policy": "default or paper: the policy the advanced flags adjust",
     "--force": "accept a --baseline that shares few metrics or never moves",
     "--interval": "nominal sampling interval (default 100ms)",
-    "--preset": "window and detector settings: paper, full, smoke (default paper)",
+    "--preset": "window and detector settings: paper, smoke (default paper)",
     "--select": "score only the metric keys listed in FILE (one per line)",
     "--no-prune": "score every metric (default: the pruned space, paper §4.1)",
     "--pruning": "reuse a saved pruning.json as the metric space",

@@ -73,7 +73,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="K",
         help="runs submitted at once (default 2 per worker)",
     )
-    p.add_argument("--preset", default="paper", help="detection preset (paper, smoke, full)")
+    p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke)")
     # each run detected alone: the decisions of a run alone
     add_policy_arguments(
         p, ("thresholds", "false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "sentinel_samples")

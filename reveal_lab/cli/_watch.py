@@ -34,7 +34,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="fit on the first DURATION of the stream (default 30s)",
     )
     p.add_argument("--jsonl", metavar="FILE", help="append one JSON object per scored window to FILE")
-    p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke, full)")
+    p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke)")
     window_length = as_text(duration_in(0.001, 3600.0))
     p.add_argument(
         "--window",

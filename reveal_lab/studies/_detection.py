@@ -124,7 +124,7 @@ def study_pruning(
 def run_detection(
     runs: Iterable[Run],
     *,
-    preset: str = "full",
+    preset: str = "paper",
     window_s: float | None = None,
     stride_s: float | None = None,
     policy: object | None = None,

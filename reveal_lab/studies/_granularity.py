@@ -84,7 +84,7 @@ def detection_windows(det: object, run: object) -> pl.DataFrame:
 def detect_windows(
     run: object,
     window: WindowConfig,
-    preset: str = "full",
+    preset: str = "paper",
     pruning: object | None = None,
     policy: object | None = None,
     sentinel: bool = False,
@@ -123,7 +123,7 @@ def granularity_intervals(
     granularities: Sequence[tuple[float, float]] = GRANULARITIES,
     *,
     detect: DetectFn | None = None,
-    preset: str = "full",
+    preset: str = "paper",
     interval_s: float | None = None,
 ) -> pl.DataFrame:
     """Detect every run at every granularity; merged anomalous intervals.

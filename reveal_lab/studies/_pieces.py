@@ -186,7 +186,7 @@ def granularity_piece(
     run: Run,
     granularities: Sequence[tuple[float, float]],
     settings: Sequence[str],
-    preset: str = "full",
+    preset: str = "paper",
     pruning: Any = None,
     trim: Any = True,
     min_agreement: int | None = None,

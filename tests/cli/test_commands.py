@@ -7,7 +7,7 @@ import pytest
 
 import reveal_lab.cli as cli
 import reveal_lab.cli._dataset as dataset_cli
-from reveal_lab.config import PRESET_ALIASES, PRESETS, get_preset
+from reveal_lab.config import PRESETS, get_preset
 
 
 def _commands(parser) -> set[str]:
@@ -31,12 +31,10 @@ def test_a_missing_dataset_verb_module_is_an_error(monkeypatch):
         cli.build_parser()
 
 
-def test_full_is_the_paper_preset_under_another_name():
-    assert get_preset("full") is PRESETS["paper"]
-    assert set(PRESET_ALIASES).isdisjoint(PRESETS)
-    assert get_preset("smoke") != get_preset("paper")
-    with pytest.raises(ValueError, match="full"):
-        get_preset("nope")
+def test_presets_name_settings_and_policies_name_decisions():
+    assert get_preset("paper") is PRESETS["paper"] and get_preset("smoke") != get_preset("paper")
+    with pytest.raises(ValueError, match=r"unknown preset 'full'; expected one of \['paper', 'smoke'\]"):
+        get_preset("full")
 
 
 

@@ -60,7 +60,7 @@ def test_changed_contents_or_settings_give_new_keys():
     assert content_key(f, "x") == content_key(f.clone(), "x")
     assert content_key(f, "x") != content_key(f.with_columns(pl.col("a") * 2), "x")
     assert content_key(f, "x") != content_key(f.rename({"a": "b"}), "x")
-    assert content_key(f, get_preset("smoke")) != content_key(f, get_preset("full"))
+    assert content_key(f, get_preset("smoke")) != content_key(f, get_preset("paper"))
 
 
 def test_warnings_are_raised_again_when_read_back(tmp_path):
