@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
@@ -38,7 +39,15 @@ import polars as pl
 
 from reveal_lab.telemetry import TIMESTAMP, TIMESTAMP_DTYPE, Run, RunMeta, classify, sanitize_host
 
-__all__ = ["Anomaly", "SyntheticRun", "make_run", "ANOMALY_KINDS", "channel_table"]
+__all__ = [
+    "Anomaly",
+    "SyntheticRun",
+    "make_run",
+    "ANOMALY_KINDS",
+    "channel_table",
+    "PUBLIC_WORKLOADS",
+    "write_public_proxy",
+]
 
 ANOMALY_KINDS: tuple[str, ...] = ("level", "variance", "trend", "oscillation", "static")
 
@@ -459,3 +468,168 @@ def _robust_sd(x: np.ndarray) -> float:
     if sd <= 0:
         sd = max(abs(float(med)) * 0.05, 1.0)
     return float(sd)
+
+
+# -- a copy of the public dataset's layout, with its quirks ---------------------------------------
+#: (platform, file-name prefix, model, task, dataset) of the proxy's workloads, in the order
+#: ``write_public_proxy`` takes them (``scale`` K takes 2K per platform, cycling)
+PUBLIC_WORKLOADS: tuple[tuple[str, str, str, str, str], ...] = (
+    ("gpu", "train", "VGG16", "ImageClassification", "CIFAR10"),
+    ("gpu", "data", "LLAMA", "TextClassification", "imdb"),
+    ("gpu", "infer", "Resnet18", "ImageClassification", "CIFAR10"),
+    ("gpu", "train", "BERTBASE", "TextClassification", "imdb"),
+    ("cpu", "train", "Resnet50", "ImageClassification", "CIFAR10"),
+    ("cpu", "infer", "BARTBASE", "TableQuestionAnswering", "default"),
+    ("cpu", "train", "ViTB16", "ImageSemanticSegmentation", "scene_parse_150"),
+    ("cpu", "data", "MISTRAL", "TextClassification", "imdb"),
+)
+_PUBLIC_HOSTS = {"gpu": ("htc-g003", "htc-g004"), "cpu": ("nserver07", "nserver08", "nserver09", "nserver11")}
+_PUBLIC_CHANNELS = {"gpu": (765, 2), "cpu": (790, 0)}
+_PHASE = {"train": "train", "infer": "infer", "data": "fine-tuning"}
+
+
+def _tsv_bytes(frame: pl.DataFrame) -> bytes:
+    """A frame as the public dataset's text: tab-separated, an empty first header, local
+    millisecond timestamps, empty cells for missing values."""
+    body = frame.select(
+        pl.col(TIMESTAMP).dt.strftime("%Y-%m-%d %H:%M:%S%.3f").alias(""),
+        *[pl.col(c).cast(pl.Float64) for c in frame.columns if c != TIMESTAMP],
+    )
+    return body.write_csv(separator="\t", null_value="", include_header=True, quote_style="never").encode()
+
+
+def write_public_proxy(
+    out: str | Path,
+    scale: int = 1,
+    *,
+    runs_per_workload: int = 10,
+    seconds: float = 240.0,
+    seed: int = 0,
+    bad_inputs: bool = True,
+) -> dict[str, object]:
+    """Write a dataset in the public Reveal layout (``../shared/reveal-dataset-format.md``)
+    with its quirks, for tests and scale benchmarks; ``scale`` K multiplies the workloads
+    (2K per platform, ``runs_per_workload`` runs of ``seconds`` each).
+
+    ``Reveal_GPU.zip`` (≈765 channels per host, two GPUs) and ``Reveal_CPU.zip`` (≈790),
+    each with ``train_separated/`` and ``infer_separated/`` (the CPU zip's inference folder
+    misspelt ``infer_seperated/``), a ``.DS_Store``; tab-separated text with an empty first
+    header; per platform one file holding two hosts' columns; every file with all-missing
+    and all-zero columns; every fourth run with a planted anomaly (``truth.csv`` beside the
+    zips says where). ``meta_cpu.csv`` matches its files; ``meta_gpu.csv`` misses some
+    files and names one that does not exist. ``bad_inputs``: also a damaged zip member
+    (bytes zeroed: its CRC fails), a file whose header has no timestamp column, and a
+    member ``meta_gpu.csv`` names that is not there. Returns a summary of what was written.
+
+    >>> import tempfile, zipfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> s = write_public_proxy(d, runs_per_workload=2, seconds=6.0, bad_inputs=False)
+    >>> sorted(p.name for p in d.iterdir())
+    ['Reveal_CPU.zip', 'Reveal_GPU.zip', 'meta_cpu.csv', 'meta_gpu.csv', 'truth.csv']
+    >>> s["runs"], s["two_host_files"]
+    (8, 2)
+    >>> any("_seperated/" in n for n in zipfile.ZipFile(d / "Reveal_CPU.zip").namelist())
+    True
+    """
+    import zipfile
+
+    if scale < 1 or runs_per_workload < 1 or seconds <= 0:
+        raise ValueError("scale and runs_per_workload must be >= 1 and seconds > 0")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    members: dict[str, list[tuple[str, bytes]]] = {"gpu": [], "cpu": []}
+    meta_rows: dict[str, list[dict[str, object]]] = {"gpu": [], "cpu": []}
+    truth_parts: list[pl.DataFrame] = []
+    summary: dict[str, object] = {"runs": 0, "two_host_files": 0, "planted": 0, "bad": []}
+    day0 = dt.datetime(2025, 4, 20, 8, 0, 0)
+    for platform in ("gpu", "cpu"):
+        mine = [w for w in PUBLIC_WORKLOADS if w[0] == platform]
+        n_channels, n_gpus = _PUBLIC_CHANNELS[platform]
+        hosts = _PUBLIC_HOSTS[platform]
+        for k in range(2 * scale):
+            _, prefix, model, task, dataset = mine[k % len(mine)]
+            if k >= len(mine):
+                dataset = f"{dataset}{k // len(mine)}"  # another workload of the same model
+            profile = int(rng.integers(1 << 30))
+            for r in range(runs_per_workload):
+                n = int(summary["runs"])
+                two = r == 1 and k == 0  # one file per platform holds two hosts
+                run_hosts = (hosts[0], hosts[1]) if two else (hosts[(k + r) % len(hosts)],)
+                start = day0 + dt.timedelta(days=k, minutes=7 * r, seconds=int(rng.integers(60)))
+                anomalies = []
+                if r % 4 == 3:
+                    sub = ("cpu", "memory", "network", "storage")[(k + r) % 4]
+                    anomalies = [Anomaly(sub, seconds * 0.5, seconds * 0.65, magnitude=6.0)]
+                    summary["planted"] = int(summary["planted"]) + 1
+                sr = make_run(
+                    seconds,
+                    n_channels=n_channels,
+                    hosts=run_hosts,
+                    seed=seed * 100_003 + n,
+                    anomalies=anomalies,
+                    n_gpus=n_gpus,
+                    start=start + dt.timedelta(milliseconds=400),
+                    profile_seed=profile,
+                )
+                frame = sr.run.frame
+                cols = [c for c in frame.columns if c != TIMESTAMP]
+                empty, zero = cols[5:8], cols[-4:-1]  # all-missing and all-zero columns, as in the data
+                frame = frame.with_columns(
+                    *[pl.lit(None, pl.Float64).alias(c) for c in empty], *[pl.lit(0.0).alias(c) for c in zero]
+                )
+                stem = f"{prefix}_{model}for{task}_{dataset}_{start:%Y-%m-%dT%H-%M-%S}_{run_hosts[0]}"
+                split = "infer" if prefix == "infer" else "train"
+                folder = f"{split}_seperated" if (platform == "cpu" and split == "infer") else f"{split}_separated"
+                members[platform].append((f"{folder}/{stem}.txt", _tsv_bytes(frame)))
+                meta_rows[platform].append(
+                    {
+                        "source_file": f"./{split}_separated/{stem}.txt",
+                        "n_rows": frame.height,
+                        "n_cols": frame.width,
+                        "phase": _PHASE[prefix],
+                        "mode": "llm" if prefix == "data" else "nonllm",
+                        "model": model,
+                        "task": task,
+                        "dataset": dataset,
+                        "model_task": f"{model}for{task}",
+                        "workload": f"{model}__{task}__{dataset}",
+                    }
+                )
+                if len(sr.truth):
+                    truth_parts.append(sr.truth.with_columns(pl.lit(stem).alias("file")))
+                summary["runs"] = n + 1
+                summary["two_host_files"] = int(summary["two_host_files"]) + two
+    if bad_inputs:
+        good = members["gpu"][0][1]
+        no_time = b"\n".join(line.split(b"\t", 1)[-1] for line in good.split(b"\n"))
+        broken = "train_VGG16forImageClassification_broken_2025-04-19T08-00-00_htc-g003.txt"
+        damaged = "train_Resnet50forImageClassification_damaged_2025-04-19T09-00-00_nserver07.txt"
+        missing = "train_VGG16forImageClassification_missing_2025-04-19T10-00-00_htc-g003.txt"
+        members["gpu"].append((f"train_separated/{broken}", no_time))
+        members["cpu"].append((f"train_separated/{damaged}", members["cpu"][0][1]))
+        named_only = {**meta_rows["gpu"][0], "source_file": f"./train_separated/{missing}"}
+        summary["bad"] = [
+            f"Reveal_GPU.zip:train_separated/{broken}: header without timestamp column",
+            f"Reveal_CPU.zip:train_separated/{damaged}: damaged member (its CRC fails)",
+            f"meta_gpu.csv names train_separated/{missing}: no such file",
+        ]
+    for platform, zname in (("gpu", "Reveal_GPU.zip"), ("cpu", "Reveal_CPU.zip")):
+        with zipfile.ZipFile(out / zname, "w", zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED) as z:
+            z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
+            for name, data in members[platform]:
+                z.writestr(name, data)
+        rows = meta_rows[platform]
+        if platform == "gpu":  # the GPU table disagrees with its files: every third file left out
+            rows = [m for i, m in enumerate(rows) if i % 3 != 2] + ([named_only] if bad_inputs else [])
+        pl.DataFrame(rows).write_csv(out / f"meta_{platform}.csv")
+    if bad_inputs:  # zero 64 bytes inside the damaged member: its CRC no longer matches
+        raw = bytearray((out / "Reveal_CPU.zip").read_bytes())
+        name = members["cpu"][-1][0].encode()
+        at = raw.find(name) + len(name) + 4096  # inside the member's data, after its local header
+        raw[at : at + 64] = b"\x00" * 64
+        (out / "Reveal_CPU.zip").write_bytes(bytes(raw))
+    truth = pl.concat(truth_parts) if truth_parts else pl.DataFrame()
+    truth.drop("start", "end", strict=False).write_csv(out / "truth.csv")
+    summary["bytes"] = sum((out / z).stat().st_size for z in ("Reveal_GPU.zip", "Reveal_CPU.zip"))
+    return summary

@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "watch",
     "scan",
     "reliability",
+    "synth",
 )
 
 
