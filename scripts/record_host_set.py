@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="data/host", help="dataset folder (default data/host)")
     p.add_argument("--load-gate", type=float, default=0.5, help="1-min load average (less our own) to wait for")
     p.add_argument("--gate-wait", default="10min", help="give up waiting for the gate after this long")
+    p.add_argument(
+        "--probes",
+        default=None,
+        help="the collector's --probes (default all; e.g. '-interrupts' when the set would pass 10 MiB)",
+    )
     p.add_argument("--build-only", action="store_true", help="build --out from --raw, record nothing")
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
@@ -54,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
             seed=a.seed,
             kinds=[k for k in a.kinds.split(",") if k],
         )
-        record_host_set(plans, a.raw, load_gate=a.load_gate, gate_wait_s=parse_duration(a.gate_wait))
+        record_host_set(
+            plans, a.raw, load_gate=a.load_gate, gate_wait_s=parse_duration(a.gate_wait), probes=a.probes
+        )
     meta, labels = build_host_set(a.raw, a.out, command=shlex.join([sys.argv[0], *(argv or sys.argv[1:])]))
     print(f"{a.out}: {len(meta)} recordings, {len(labels)} labelled jobs")
     return 0

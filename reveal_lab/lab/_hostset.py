@@ -239,8 +239,12 @@ def _start_job(kind: JobKind, fmt: dict[str, str], python: str) -> list[subproce
     return procs
 
 
-def _collector_cmd(out_dir: Path, duration_s: float, interval: str, host: str, python: str) -> list[str]:
+def _collector_cmd(
+    out_dir: Path, duration_s: float, interval: str, host: str, python: str, probes: str | None = None
+) -> list[str]:
     args = ["collect", "--host", host, "--out", str(out_dir), "--interval", interval, "--duration", f"{duration_s:g}s"]
+    if probes:
+        args += ["--probes", probes]
     script = Path(python).with_name("reveal-lab")
     if script.exists():
         return [str(script), *args]
@@ -267,11 +271,12 @@ def record_host_recording(
     interval: str = "100ms",
     work_dir: str | Path = "/var/tmp/reveal_lab",
     net_addr: str = NET_ADDRS[1],
+    probes: str | None = None,
     python: str = sys.executable,
 ) -> dict:
     """Record one plan into ``raw`` (a collector folder and a ``<stem>.run.json`` manifest
     with the job labels in epoch ms); the manifest. ``net_addr``: where the network job
-    sends (a sink of :func:`net_pair`)."""
+    sends (a sink of :func:`net_pair`); ``probes``: the collector's ``--probes`` (default all)."""
     raw = Path(raw)
     raw.mkdir(parents=True, exist_ok=True)
     start_ms = now_ms()
@@ -285,7 +290,7 @@ def record_host_recording(
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     with open(raw / f"{stem}.collector.log", "wb") as logf:
         coll = subprocess.Popen(
-            _collector_cmd(out_dir, plan.duration_s, interval, host, python),
+            _collector_cmd(out_dir, plan.duration_s, interval, host, python, probes),
             stdout=logf,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -339,6 +344,7 @@ def record_host_set(
     interval: str = "100ms",
     net_ns: str = NET_NS,
     net_addrs: tuple[str, str] = NET_ADDRS,
+    probes: str | None = None,
     python: str = sys.executable,
 ) -> list[dict]:
     """Record every plan (:func:`record_host_recording`) into ``raw``, each after the load
@@ -358,7 +364,7 @@ def record_host_set(
             reading = gate.wait()
             gate.note()
             man = record_host_recording(
-                plan, raw, host=host, interval=interval, net_addr=net_addrs[1], python=python
+                plan, raw, host=host, interval=interval, net_addr=net_addrs[1], probes=probes, python=python
             )
             gate.note()
             reading["recording"] = man["stem"]

@@ -59,7 +59,7 @@ def test_plan_refuses_what_does_not_fit():
 def test_one_real_recording_builds_the_lab_layout(tmp_path):
     """No root needed: the collector and a CPU-bound job, then the dataset, read back."""
     plan = HostRecordingPlan(0, 8.0, (HostJob("cpu_1core", 3.0, 2.0),))
-    man = record_host_recording(plan, tmp_path / "raw", work_dir=tmp_path)
+    man = record_host_recording(plan, tmp_path / "raw", work_dir=tmp_path, probes="-perf")
     assert man["collector_rc"] == 0 and len(man["labels"]) == 1
     meta, labels = build_host_set(tmp_path / "raw", tmp_path / "data", command="test")
     m = read_meta(tmp_path / "data" / "meta_lab.csv")
@@ -67,6 +67,8 @@ def test_one_real_recording_builds_the_lab_layout(tmp_path):
     assert m.height == 1 and m["fault"].to_list() == ["cpu_1core"] and lab.height == 1
     assert lab["expected_subsystem"].to_list() == ["cpu"]
     run = load_run(tmp_path / "data" / m["source_file"][0].removeprefix("./"))
+    assert not any(c.startswith("Perf") for c in run.frame.columns)  # the collector's --probes
+    assert any(c.startswith("CPU") for c in run.frame.columns)
     ts = run.frame["timestamp"]
     assert ts.min() < lab["start"][0] < lab["end"][0] < ts.max()  # the job lies inside the recording
     # no workload span: detection scores the whole recording
