@@ -41,6 +41,9 @@ policies = "paper,default"  # detection settings (studies.SETTINGS), comma-separ
 min_agreement = 0  # detectors that must agree under the default setting; 0: its own (2 calibrated, else 1)
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
@@ -48,24 +51,25 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab import plots, studies
+from reveal_lab import plots, scale, studies
 from reveal_lab.lab import read_labels
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
-space = studies.study_pruning(runs, out_dir, prune=pruning)
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+space = scale.study_space(refs, out_dir, prune=pruning, **engine)
 settings = studies.parse_list(policies)
-detections = {
-    p: studies.run_detection(runs, preset=preset, window_s=window_s, stride_s=stride_s, pruning=space,
-                             trim=trim, **studies.setting_arguments(p, min_agreement=min_agreement))
-    for p in settings
-}
+# per run: detected where it is loaded, with its workload's other fault-free runs as its baseline
+detections, mapped = scale.detect_runs(
+    refs, {p: {"trim": trim, **studies.setting_arguments(p, min_agreement=min_agreement)} for p in settings},
+    preset=preset, window_s=window_s, stride_s=stride_s, pruning=space, **engine)
+scale.record_skipped(out_dir, "03-detection", mapped.skipped)
 windows, evidence = detections[settings[0]]
-{p: f"{len(runs)} runs, {w.height} windows, {int(w['anomalous'].sum())} anomalous"
- for p, (w, _) in detections.items()}
+{p: f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {w.height} windows, "
+    f"{int(w['anomalous'].sum())} anomalous" for p, (w, _) in detections.items()}
 
 # %%
 counts = studies.policy_table({p: studies.detector_window_counts(w) for p, (w, _) in detections.items()})
@@ -111,7 +115,7 @@ studies.save_table(by_subsystem, out_dir, "evidence_by_subsystem")
 report4 = studies.policy_table({p: studies.paper_table4(e, max_rows=20, min_agreement=min_agreement)
                                 for p, (_, e) in detections.items()})
 studies.save_table(report4, out_dir, "table4_anomaly_report")
-faults = {r.meta.run_id: str((r.meta.extra or {}).get("fault") or "none") for r in runs}
+faults = {f["run_id"]: f["fault"] for f in mapped.pieces}
 seconds = studies.policy_table({p: studies.anomalous_time(w, e, faults) for p, (w, e) in detections.items()})
 studies.save_table(seconds, out_dir, "anomalous_time")
 report4

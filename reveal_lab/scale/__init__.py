@@ -19,6 +19,7 @@ from reveal_lab.scale._cluster import (
 from reveal_lab.scale._engine import (
     RunMap,
     dataset_problems,
+    detect_runs,
     engine_label,
     load_study_run,
     map_runs,
@@ -41,6 +42,7 @@ from reveal_lab.scale._tasks import (
 __all__ = [
     "RunMap",
     "dataset_problems",
+    "detect_runs",
     "engine_label",
     "load_study_run",
     "map_runs",

@@ -47,6 +47,7 @@ __all__ = [
     "engine_label",
     "study_space",
     "dataset_problems",
+    "detect_runs",
 ]
 
 SYNTH = "synth"
@@ -199,6 +200,7 @@ def map_runs(
     scheduler: str = "",
     progress: bool = True,
     desc: str | None = None,
+    per_run: Sequence[tuple] | None = None,
 ) -> RunMap:
     """``fn(run, *args)`` for every run of ``refs``: here one after the other (default), or
     on Dask (``workers``: a local cluster of that many processes; ``scheduler``:
@@ -207,11 +209,16 @@ def map_runs(
 
     Pieces come back in the order of ``refs``, the same on every engine; runs that
     fail are listed in :attr:`RunMap.skipped` (run id, file, error) and the map goes on.
+    ``per_run``: arguments of each run (one tuple per reference), given after ``run``
+    and before ``args``.
     A progress bar over runs is drawn on stderr when ``progress``.
     """
     from tqdm.auto import tqdm
 
     refs = list(refs)
+    extra = list(per_run) if per_run is not None else [()] * len(refs)
+    if len(extra) != len(refs):
+        raise ValueError(f"per_run has {len(extra)} entries for {len(refs)} runs")
     bar = tqdm(
         total=len(refs),
         disable=not progress,
@@ -223,7 +230,7 @@ def map_runs(
     outcomes: list[tuple[bool, Any]] = [(False, "not run")] * len(refs)
     if not workers and not scheduler:
         for i, ref in enumerate(refs):
-            outcomes[i] = _apply(ref, fn, args, max_seconds, fault_free)
+            outcomes[i] = _apply(ref, fn, (*extra[i], *args), max_seconds, fault_free)
             bar.update(1)
     else:
         from distributed import as_completed
@@ -237,7 +244,7 @@ def map_runs(
             i = next(pending, None)
             if i is None:
                 return None
-            f = client.submit(_apply, refs[i], fn, args, max_seconds, fault_free, pure=False)
+            f = client.submit(_apply, refs[i], fn, (*extra[i], *args), max_seconds, fault_free, pure=False)
             pos[f.key] = i
             return f
 
@@ -299,6 +306,66 @@ def study_space(
     _, space = reduce_pruning(mapped.pieces, threshold)
     save_pruning(space, path)
     return space
+
+
+def _detect_piece(
+    run: Any,
+    candidates: Sequence[RunRef],
+    settings: dict[str, dict[str, Any]],
+    preset: str,
+    window_s: float | None,
+    stride_s: float | None,
+    pruning: Any,
+    max_seconds: float | None,
+) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """One run detected under every setting, its baseline runs loaded here when a setting needs them."""
+    from reveal_lab.studies import detect_one, detection_setup, needs_baseline
+
+    loaded: list[Any] | None = None
+    out = {}
+    for name, changes in settings.items():
+        pr, policy = detection_setup(preset, window_s, stride_s, **changes)
+        if needs_baseline(policy) and loaded is None:
+            loaded = [load_study_run(ref, max_seconds) for ref in candidates]
+        out[name] = detect_one(run, loaded if needs_baseline(policy) else [], pr, policy, None, pruning)
+    return out
+
+
+def detect_runs(
+    refs: Sequence[RunRef],
+    settings: dict[str, dict[str, Any]],
+    *,
+    preset: str = "paper",
+    window_s: float | None = None,
+    stride_s: float | None = None,
+    pruning: Any = None,
+    max_seconds: float | None = None,
+    workers: int = 0,
+    scheduler: str = "",
+    progress: bool = True,
+) -> tuple[dict[str, tuple[pl.DataFrame, pl.DataFrame]], RunMap]:
+    """:func:`reveal_lab.studies.run_detection` under each of ``settings`` (name → its
+    keyword arguments, e.g. :func:`reveal_lab.studies.setting_arguments`) by the per-run
+    map: a first pass reads what chooses each run's baseline
+    (:func:`~reveal_lab.studies.run_facts`), the second detects each run where it is
+    loaded, with its baseline runs loaded beside it (one workload's runs at most).
+    Returns ``{setting: (windows, evidence)}`` and the map: the detected runs' facts as its
+    pieces, the runs skipped in either pass."""
+    from reveal_lab.studies import baseline_ids, concat_detections, run_facts
+
+    engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler, "progress": progress}
+    facts = map_runs(run_facts, refs, desc="baselines", **engine)
+    cand = baseline_ids(facts.pieces)
+    by_id = {r.run_id: r for r in refs}
+    used = [by_id[i] for i in facts.run_ids]
+    mapped = map_runs(
+        _detect_piece, used, settings, preset, window_s, stride_s, pruning, max_seconds,
+        per_run=[([by_id[i] for i in cand[r.run_id]],) for r in used], desc="detection", **engine,
+    )
+    skipped = pl.concat([facts.skipped, mapped.skipped])
+    result = {name: concat_detections([p[name] for p in mapped.pieces]) for name in settings}
+    kept = set(mapped.run_ids)
+    return result, RunMap([f for f in facts.pieces if f["run_id"] in kept], mapped.run_ids, skipped)
 
 
 def dataset_problems(data: str | Path | None = None) -> pl.DataFrame:

@@ -56,7 +56,11 @@ from reveal_lab.studies._data import (
 from reveal_lab.studies._detection import (
     baseline_runs,
     causes_per_window,
+    concat_detections,
     dataset_episodes,
+    detect_one,
+    detection_setup,
+    needs_baseline,
     is_fault_free,
     study_pruning,
     detection_summary,
@@ -111,6 +115,7 @@ from reveal_lab.studies._measure import (
 )
 from reveal_lab.studies._pieces import (
     PruningPiece,
+    baseline_ids,
     dtw_piece,
     granularity_piece,
     overview_piece,
@@ -119,6 +124,7 @@ from reveal_lab.studies._pieces import (
     reduce_granularity,
     reduce_overview,
     reduce_pruning,
+    run_facts,
 )
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
@@ -136,6 +142,12 @@ __all__ = [
     "reduce_granularity",
     "reduce_overview",
     "reduce_pruning",
+    "run_facts",
+    "baseline_ids",
+    "concat_detections",
+    "detect_one",
+    "detection_setup",
+    "needs_baseline",
     "prepare_trace",
     "crosshost_study",
     "own_core_view",

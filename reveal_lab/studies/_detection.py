@@ -13,6 +13,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -21,6 +22,10 @@ from reveal_lab.telemetry import TIMESTAMP, Run
 
 __all__ = [
     "run_detection",
+    "detection_setup",
+    "needs_baseline",
+    "detect_one",
+    "concat_detections",
     "study_pruning",
     "baseline_runs",
     "is_fault_free",
@@ -146,17 +151,28 @@ def run_detection(
     thresholds where there are 2 or more, robust thresholds on the run itself where not;
     ``self`` is the paper's setting (top 1 % per detector of each run).
     """
+    pr, policy = detection_setup(preset, window_s, stride_s, policy, **changes)
+    runs = list(runs)
+    return concat_detections([detect_one(run, baseline_runs(run, runs), pr, policy, selected, pruning) for run in runs])
+
+
+def detection_setup(
+    preset: str = "paper",
+    window_s: float | None = None,
+    stride_s: float | None = None,
+    policy: object | None = None,
+    **changes: object,
+) -> tuple[Any, Any]:
+    """``(preset, policy)`` as :func:`run_detection` detects with them: the named preset
+    with ``window_s``/``stride_s`` over its windows, the policy (default
+    ``POLICIES["default"]``) with ``changes``."""
     from dataclasses import replace
 
-    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
+    from reveal_lab.pipeline import POLICIES, trim_arguments
 
     if "trim" in changes:
         changes["trim"] = trim_arguments(changes["trim"])[0]
     policy = (policy or POLICIES["default"]).with_(**changes)
-    thresholds = policy.thresholds
-
-    runs = list(runs)
-
     pr = get_preset(preset)
     if window_s or stride_s:
         pr = replace(
@@ -167,26 +183,47 @@ def run_detection(
                 **({"stride_s": stride_s} if stride_s else {}),
             ),
         )
-    wins, evs = [], []
-    for run in runs:
-        base = baseline_runs(run, runs) if thresholds in ("auto", "calibrated", "baseline") else []
-        mode = thresholds
-        if thresholds == "auto" and len(base) < 2:
-            mode, base = "robust", []
-        det = detect_run(
-            run,
-            baseline=base or None,
-            preset=pr,
-            selected=selected,
-            policy=policy.with_(prune=pruning if pruning is not None else False, thresholds=mode),
-        )
-        ids = [
-            pl.lit(run.meta.run_id).alias("run_id"),
-            pl.lit(run.meta.workload, pl.String).alias("workload"),
-        ]
-        w = det.windows.with_columns(det.decision.alias("anomalous"), fit_mode=pl.lit(det.fit_mode))
-        wins.append(w.select(*ids, pl.all()))
-        evs.append(_conform(det.evidence.with_columns(*ids)))
+    return pr, policy
+
+
+def needs_baseline(policy: Any) -> bool:
+    """Whether ``policy``'s thresholds fit on baseline runs (else a run is detected alone)."""
+    return policy.thresholds in ("auto", "calibrated", "baseline")
+
+
+def detect_one(
+    run: Run, candidates: Sequence[Run], preset: Any, policy: Any, selected: object = None, pruning: object = None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One run of :func:`run_detection`: ``(windows, evidence)`` with ``run_id`` and
+    ``workload`` first. ``candidates``: its :func:`baseline_runs` (used when
+    :func:`needs_baseline`; with fewer than 2 and ``thresholds="auto"`` the run is detected
+    alone with robust thresholds); ``preset`` and ``policy`` from :func:`detection_setup`."""
+    from reveal_lab.pipeline import detect_run
+
+    thresholds = policy.thresholds
+    base = list(candidates) if needs_baseline(policy) else []
+    mode = thresholds
+    if thresholds == "auto" and len(base) < 2:
+        mode, base = "robust", []
+    det = detect_run(
+        run,
+        baseline=base or None,
+        preset=preset,
+        selected=selected,
+        policy=policy.with_(prune=pruning if pruning is not None else False, thresholds=mode),
+    )
+    ids = [
+        pl.lit(run.meta.run_id).alias("run_id"),
+        pl.lit(run.meta.workload, pl.String).alias("workload"),
+    ]
+    w = det.windows.with_columns(det.decision.alias("anomalous"), fit_mode=pl.lit(det.fit_mode))
+    return w.select(*ids, pl.all()), _conform(det.evidence.with_columns(*ids))
+
+
+def concat_detections(parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ``(windows, evidence)`` of :func:`run_detection` from each run's :func:`detect_one`."""
+    wins = [w for w, _ in parts]
+    evs = [e for _, e in parts]
     windows = (
         pl.concat(wins, how="diagonal_relaxed")
         if wins

@@ -11,7 +11,10 @@ computed on the list of runs, with the same numbers.
   (trimmed, derived metrics added), summed per workload into fixed-size accumulators;
 * DTW (05): per run and host, each metric's trace z-normalized and resampled to the
   study's length, with what the metric selection needs (finite samples, varies or not);
-* granularity (04): the run's merged anomalous intervals at every granularity.
+* granularity (04): the run's merged anomalous intervals at every granularity;
+* detection (03): the facts that choose a run's baseline (:func:`run_facts`,
+  :func:`baseline_ids`), then the run detected with its baseline runs
+  (:func:`reveal_lab.studies.detect_one`; :func:`reveal_lab.scale.detect_runs` loads them).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ __all__ = [
     "reduce_dtw",
     "granularity_piece",
     "reduce_granularity",
+    "run_facts",
+    "baseline_ids",
 ]
 
 
@@ -213,3 +218,37 @@ def reduce_granularity(pieces: Sequence[dict[str, pl.DataFrame]], settings: Sequ
     from reveal_lab.studies._granularity import granularity_intervals
 
     return {p: pl.concat([pc[p] for pc in pieces]) if pieces else granularity_intervals([]) for p in settings}
+
+
+# -- 03 detection ---------------------------------------------------------------------------------
+def run_facts(run: Run) -> dict[str, Any]:
+    """What chooses the run's baseline (:func:`baseline_runs`): id, workload, phase, hosts,
+    fault-free or not; and its recorded fault (``"none"`` for none)."""
+    from reveal_lab.studies._detection import is_fault_free
+
+    m = run.meta
+    return {
+        "run_id": m.run_id,
+        "workload": m.workload,
+        "phase": m.phase,
+        "hosts": tuple(m.hosts),
+        "fault_free": is_fault_free(run),
+        "fault": str((m.extra or {}).get("fault") or "none"),
+    }
+
+
+def baseline_ids(facts: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Per run id, the ids :func:`baseline_runs` would give among the runs of ``facts`` (in
+    their order): the other fault-free runs of its workload, phase and hosts.
+
+    >>> f = [{"run_id": i, "workload": "w", "phase": "train", "hosts": ("h",), "fault_free": i != "c"}
+    ...      for i in "abc"]
+    >>> baseline_ids(f)
+    {'a': ['b'], 'b': ['a'], 'c': ['a', 'b']}
+    """
+    key = {f["run_id"]: (f["workload"], f["phase"], f["hosts"]) for f in facts}
+    return {
+        f["run_id"]: [g["run_id"] for g in facts if g["run_id"] != f["run_id"] and g["fault_free"]
+                      and key[g["run_id"]] == key[f["run_id"]]]
+        for f in facts
+    }

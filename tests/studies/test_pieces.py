@@ -99,3 +99,22 @@ def test_granularity_pieces_equal_the_intervals_of_the_runs():
     )
     assert got.height > 0
     assert_frame_equal(got, want)
+
+
+def test_detection_by_the_map_equals_run_detection():
+    from reveal_lab.scale import detect_runs
+
+    sel = {"max_runs_per_workload": 3, "max_runs": 6}
+    refs = study_refs("", **sel)
+    runs = studies.load_study_runs("", max_seconds=40.0, **sel)
+    settings = {p: {"trim": True, **studies.setting_arguments(p)} for p in ("paper", "default")}
+    got, mapped = detect_runs(refs, settings, preset="smoke", max_seconds=40.0, progress=False)
+    assert mapped.run_ids == [r.meta.run_id for r in runs] and mapped.skipped.height == 0
+    assert {f["run_id"]: f["fault"] for f in mapped.pieces}
+    modes = set()
+    for p, changes in settings.items():
+        w, e = studies.run_detection(runs, preset="smoke", **changes)
+        assert_frame_equal(got[p][0], w)
+        assert_frame_equal(got[p][1], e)
+        modes |= set(w["fit_mode"].unique())
+    assert len(modes) >= 2  # runs fitted on baselines and runs alone both covered

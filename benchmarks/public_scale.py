@@ -1,0 +1,200 @@
+#!/usr/bin/env python
+"""``reveal-lab reproduce --data`` on the public-layout proxy at several scales: wall time and
+the peak memory of the whole process tree (kernels and Dask workers included).
+
+    .venv/bin/python benchmarks/public_scale.py [--scales 1,2,4] [--engines inprocess,2]
+        [--preset full] [--runs-per-workload 10] [--seconds 240] [--only NOTEBOOK ...]
+        [--work DIR] [--out benchmarks/results/public_scale.json]
+    .venv/bin/python benchmarks/public_scale.py --check     # a tiny run that only shows it works
+
+For each scale K the proxy is written once (``reveal-lab synth public DIR --scale K``: 2K
+workloads per platform, ``--runs-per-workload`` runs of ``--seconds`` each, with its bad
+inputs), then reproduced once per engine (``inprocess``: the notebooks' own process;
+``N``: ``--workers N``, a local Dask cluster). A sampler adds up the resident memory of the
+``reveal-lab`` process and all its descendants every 0.25 s and keeps the largest sum.
+
+The result file holds, per run: scale, runs, zip bytes, engine, exit status, wall seconds,
+peak tree RSS, each notebook's seconds (``OUT/notebooks/status.json``), and the runs the
+reproduction skipped; then the load average before and after, the machine, the commit,
+the ratios issue 29 asks for (K=max against K=min: RSS ≤ 1.1x and ≤ 3 GB, time ≤ 1.1 x K),
+and a projection of the real dataset (4,522 files) from the measured per-run cost:
+``fixed + per_run x 4522`` on one machine and ``fixed + per_run x 4522 / N`` on N workers
+(per-run cost from the difference between the largest and smallest scale).
+
+Measure on a quiet machine; every figure in the docs names this command and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "benchmarks" / "results" / "public_scale.json"
+REAL_FILES = 4522
+CLI = [str(Path(sys.executable).parent / "reveal-lab")]
+
+
+def _tree_rss(pid: int) -> int:
+    import psutil
+
+    try:
+        p = psutil.Process(pid)
+        procs = [p, *p.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0
+    total = 0
+    for q in procs:
+        try:
+            total += q.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return total
+
+
+def run_measured(cmd: list[str], log: Path) -> dict:
+    """Run ``cmd``; its wall time, exit status and the peak RSS of its process tree."""
+    peak = [0]
+    t0 = time.perf_counter()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_rss(proc.pid))
+                done.wait(0.25)
+
+        th = threading.Thread(target=sample, daemon=True)
+        th.start()
+        rc = proc.wait()
+        done.set()
+        th.join()
+    return {"exit": rc, "wall_s": round(time.perf_counter() - t0, 2), "peak_tree_rss_mb": round(peak[0] / 1e6, 1)}
+
+
+def _projection(rows: list[dict]) -> dict:
+    ok = [r for r in rows if r["exit"] == 0 and r["engine"] == "inprocess"]
+    if len(ok) < 2:
+        return {}
+    lo, hi = min(ok, key=lambda r: r["runs"]), max(ok, key=lambda r: r["runs"])
+    if hi["runs"] == lo["runs"]:
+        return {}
+    per_run = (hi["wall_s"] - lo["wall_s"]) / (hi["runs"] - lo["runs"])
+    fixed = max(lo["wall_s"] - per_run * lo["runs"], 0.0)
+    return {
+        "per_run_s": round(per_run, 3),
+        "fixed_s": round(fixed, 1),
+        "real_files": REAL_FILES,
+        "one_machine_h": round((fixed + per_run * REAL_FILES) / 3600, 2),
+        "workers_h": {n: round((fixed + per_run * REAL_FILES / n) / 3600, 2) for n in (2, 8, 32, 128)},
+        "note": "ideal division of the per-run cost over N workers; the same per-run cost as measured here",
+    }
+
+
+def _ratios(rows: list[dict]) -> dict:
+    out = {}
+    for engine in sorted({r["engine"] for r in rows}):
+        ok = sorted((r for r in rows if r["engine"] == engine and r["exit"] == 0), key=lambda r: r["scale"])
+        if len(ok) < 2:
+            continue
+        lo, hi = ok[0], ok[-1]
+        k = hi["scale"] / lo["scale"]
+        rss, wall = hi["peak_tree_rss_mb"] / lo["peak_tree_rss_mb"], hi["wall_s"] / lo["wall_s"]
+        out[engine] = {
+            "scales": [lo["scale"], hi["scale"]],
+            "rss_ratio": round(rss, 3),
+            "rss_ok": rss <= 1.1 and hi["peak_tree_rss_mb"] <= 3000,
+            "wall_ratio": round(wall, 3),
+            "wall_ok": wall <= 1.1 * k,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scales", default="1,2,4")
+    ap.add_argument("--engines", default="inprocess,2", help="inprocess and/or worker counts, comma-separated")
+    ap.add_argument("--preset", default="full", choices=("smoke", "full"))
+    ap.add_argument("--runs-per-workload", type=int, default=10)
+    ap.add_argument("--seconds", type=float, default=240.0)
+    ap.add_argument("--only", action="append", default=[], help="reproduce only these notebooks (repeatable)")
+    ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: a temp folder)")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--check", action="store_true", help="a tiny run (K=1,2; 2 runs of 10 s; notebook 01)")
+    args = ap.parse_args(argv)
+    if args.check:
+        args.scales, args.engines, args.preset = "1,2", "inprocess", "smoke"
+        args.runs_per_workload, args.seconds, args.only = 2, 10.0, args.only or ["01-dataset-overview"]
+    import tempfile
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="public-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    load0 = os.getloadavg()
+    rows = []
+    for k in [int(s) for s in args.scales.split(",")]:
+        data = work / f"proxy-K{k}"
+        if not (data / "Reveal_CPU.zip").exists():
+            synth = [*CLI, "synth", "public", str(data), "--scale", str(k)]
+            synth += ["--runs-per-workload", str(args.runs_per_workload), "--seconds", str(args.seconds)]
+            subprocess.run(synth, check=True, cwd=ROOT)
+        zip_bytes = sum(p.stat().st_size for p in data.glob("Reveal_*.zip"))
+        for engine in args.engines.split(","):
+            out = work / f"out-K{k}-{engine}"
+            cmd = [*CLI, "reproduce", "--preset", args.preset, "--data", str(data), "--out", str(out)]
+            cmd += [a for nb in args.only for a in ("--only", nb)]
+            if engine != "inprocess":
+                cmd += ["--workers", engine]
+            print(f"K={k} engine={engine}: {' '.join(cmd[1:])}", flush=True)
+            m = run_measured(cmd, work / f"log-K{k}-{engine}.txt")
+            status = {}
+            status_file = out / "notebooks" / "status.json"
+            if status_file.exists():
+                status = {nb: r.get("seconds") for nb, r in json.loads(status_file.read_text()).items()}
+            skipped = out / "skipped_runs.csv"
+            runs_csv = out / "tables" / "dataset_runs.csv"
+            n_runs = sum(1 for _ in open(runs_csv)) - 1 if runs_csv.exists() else None
+            rows.append(
+                {
+                    "scale": k,
+                    "runs": n_runs,
+                    "zip_bytes": zip_bytes,
+                    "engine": engine,
+                    **m,
+                    "notebook_seconds": status,
+                    "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
+                }
+            )
+            print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {m['peak_tree_rss_mb']} MB", flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    result = {
+        "command": " ".join(["benchmarks/public_scale.py", *(argv if argv is not None else sys.argv[1:])]),
+        "date": dt.datetime.now().isoformat(timespec="seconds"),
+        "commit": commit.stdout.strip(),
+        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "load_before": [round(x, 2) for x in load0],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
+        "rows": rows,
+        "issue29_ratios": _ratios(rows),
+        "projection": _projection(rows),
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1))
+    print(f"wrote {args.out}")
+    print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['scale']} | {r['runs']} | {r['engine']} | {r['wall_s']} | {r['peak_tree_rss_mb']} |")
+    return 0 if all(r["exit"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
