@@ -77,7 +77,7 @@ def using_cache(folder: str | Path | None) -> Iterator[Path | None]:
 
 
 def cache_stats() -> dict[str, int]:
-    """Hits and misses of this process so far (a copy)."""
+    """Hits and misses of this process so far, in all and per kind (``view_hits``, ...)."""
     return dict(_STATS)
 
 
@@ -204,11 +204,10 @@ def memoize(kind: str, *, ignore: tuple[str, ...] = ()) -> Callable[[F], F]:
                 return fn(*args, **kwargs)
             path = root / kind / key[:2] / f"{key}.pkl"
             found, entry = _read(path)
-            _STATS[f"{kind}_{'hits' if found else 'misses'}"] = _STATS.get(f"{kind}_{'hits' if found else 'misses'}", 0) + 1
-            if found:
-                _STATS["hits"] += 1
-            else:
-                _STATS["misses"] += 1
+            outcome = "hits" if found else "misses"
+            _STATS[outcome] += 1
+            _STATS[f"{kind}_{outcome}"] = _STATS.get(f"{kind}_{outcome}", 0) + 1
+            if not found:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     value = fn(*args, **kwargs)
