@@ -39,28 +39,6 @@ def _expand(extras: dict[str, list[str]], name: str) -> list[str]:
     return out
 
 
-def test_environment_yml_matches_pyproject():
-    """Every core and ``all`` dependency (and the pip-only workloads) is in
-    environment.yml with the same version bound, and nothing else is. Broken variant:
-    a dependency added to pyproject.toml only (or a bound changed on one side)."""
-    proj = _pyproject()["project"]
-    extras = proj["optional-dependencies"]
-    want = dict(_split(r) for r in proj["dependencies"] + _expand(extras, "all"))
-    want = {CONDA_NAME.get(k, k): v for k, v in want.items()}
-    env = yaml.safe_load((PROJECT_ROOT / "environment.yml").read_text())
-    conda, pip = {}, {}
-    for dep in env["dependencies"]:
-        if isinstance(dep, dict):
-            pip.update(_split(p) for p in dep["pip"] if not p.startswith("-"))
-        else:
-            conda.update([_split(dep)])
-    conda.pop("python"), conda.pop("pip")
-    assert conda == want
-    assert pip == dict(_split(r) for r in _expand(extras, "workloads"))
-    py = re.search(r">=\s*([\d.]+)", proj["requires-python"]).group(1)
-    assert any(d == f"python>={py}" for d in env["dependencies"] if isinstance(d, str))
-
-
 def test_default_environment_has_jupyterlab_and_hypothesis():
     extras = _pyproject()["project"]["optional-dependencies"]
     names = {_split(r)[0] for r in _expand(extras, "all")}
@@ -90,7 +68,8 @@ def test_make_targets_share_one_bootstrap_stamp():
 def test_bootstrap_reinstalls_only_for_a_new_extras_set(tmp_path):
     """scripts/bootstrap.sh run for real in a copy of the project, with a fake
     ``.venv/bin/python`` that records its pip calls: alternating two extras sets
-    installs each once; changing pyproject.toml installs again. Broken variant: the
+    installs each once, through requirements/lock.txt; changing pyproject.toml or the lock
+    installs again. Broken variant: the
     old single-line stamp reinstalls on every switch (4 installs, not 2)."""
     import os
     import shutil
@@ -101,6 +80,8 @@ def test_bootstrap_reinstalls_only_for_a_new_extras_set(tmp_path):
     (proj / "scripts").mkdir(parents=True)
     shutil.copy(PROJECT_ROOT / "scripts" / "bootstrap.sh", proj / "scripts" / "bootstrap.sh")
     shutil.copy(PROJECT_ROOT / "pyproject.toml", proj / "pyproject.toml")
+    (proj / "requirements").mkdir()
+    shutil.copy(PROJECT_ROOT / "requirements" / "lock.txt", proj / "requirements" / "lock.txt")
     log = tmp_path / "pip.log"
     fake = proj / ".venv" / "bin" / "python"
     fake.parent.mkdir(parents=True)
@@ -120,11 +101,20 @@ def test_bootstrap_reinstalls_only_for_a_new_extras_set(tmp_path):
         )
 
     def installs() -> list[str]:
-        return [ln for ln in log.read_text().splitlines() if ln.startswith("-m pip install -q -e")]
+        return [ln for ln in log.read_text().splitlines() if " -e ." in ln]
 
     for extras in ("all,workloads", "lab", "all,workloads", "lab"):
         boot(extras)
-    assert installs() == ["-m pip install -q -e .[all,workloads]", "-m pip install -q -e .[lab]"]
+    # every install goes through the lock (pip constraints)
+    assert installs() == [
+        "-m pip install -q -c requirements/lock.txt -e .[all,workloads]",
+        "-m pip install -q -c requirements/lock.txt -e .[lab]",
+    ]
     (proj / "pyproject.toml").write_text((proj / "pyproject.toml").read_text() + "\n# changed\n")
     boot("all,workloads")
     assert len(installs()) == 3
+    # a moved lock installs again
+    lock = proj / "requirements" / "lock.txt"
+    lock.write_text(lock.read_text() + "# moved\n")
+    boot("all,workloads")
+    assert len(installs()) == 4

@@ -28,7 +28,8 @@ class PCAReconstructionDetector(BaseDetector):
 
     Parameters
     ----------
-    variance : share of the (standardized) variance the kept components explain.
+    variance : share of the (standardized) variance the kept components explain (at most
+        all but one direction of the fit data's span, so that a residual space remains).
     quantile : threshold quantile of the fit scores.
     standardize : divide by each feature's standard deviation (window features have
         different units); ``False`` only centres (rows of metrics already on one scale,
@@ -89,6 +90,10 @@ class PCAReconstructionDetector(BaseDetector):
             k = min(k, evals.size)
         else:
             k = 0
+        # at least one direction of the fit data's span stays out of the kept subspace: when
+        # the components would span all of it, every residual is round-off and the detector
+        # sees nothing, so the least-variance direction is left as the residual space
+        k = min(k, max(min(int((self.scale_ > 0).sum()), n - 1) - 1, 0))
         evals, evecs = evals[:k], evecs[:, :k]
         if gram:  # right singular vectors from the left ones: W = Zᵀ U / s
             W = (Z.T @ evecs) / np.sqrt(evals) if k else np.zeros((p, 0))
