@@ -36,24 +36,35 @@ seed = 0
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
-from reveal_lab import plots, studies
+import polars as pl
+
+from reveal_lab import plots, scale, studies
 from reveal_lab.config import get_preset
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
-space = studies.study_pruning(runs, out_dir, prune=pruning)
-windows, _ = studies.run_detection(runs, preset=preset, pruning=space, trim=trim, thresholds=thresholds)
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+space = scale.study_space(refs, out_dir, prune=pruning, **engine)
+detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}}, preset=preset,
+                                       pruning=space, **engine)
+windows, _ = detections["flags"]
 anom = windows.filter("anomalous").select("run_id", "window_id")
 flagged = {(r, int(w)): True for r, w in anom.iter_rows()}
-X, rows = studies.window_feature_table(runs, get_preset(preset).window, anomalous=flagged,
-                                       max_windows_per_run=max_windows_per_run)
+# per run: the features of (at most max_windows_per_run) windows; the pairs every run has are projected
+features = scale.map_runs(studies.window_feature_piece, refs, get_preset(preset).window, max_windows_per_run,
+                          desc="07 features", **engine)
+scale.record_skipped(out_dir, "07-projections", pl.concat([mapped.skipped, features.skipped]).unique())
+X, rows = studies.reduce_window_features(features.pieces, flagged)
 X.shape
 
 # %%

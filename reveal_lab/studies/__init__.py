@@ -129,7 +129,12 @@ from reveal_lab.studies._pieces import (
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
-from reveal_lab.studies._projections import project, window_feature_table
+from reveal_lab.studies._projections import (
+    project,
+    reduce_window_features,
+    window_feature_piece,
+    window_feature_table,
+)
 from reveal_lab.studies._usage import USAGE_QUANTITIES, ecdf, usage_labels, usage_columns, usage_samples, usage_summary
 
 __all__ = [
@@ -242,6 +247,8 @@ __all__ = [
     "to_markdown",
     "project",
     "window_feature_table",
+    "window_feature_piece",
+    "reduce_window_features",
     "USAGE_QUANTITIES",
     "usage_labels",
     "ecdf",

@@ -3,7 +3,7 @@ by workload and where the anomalous ones fall."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import polars as pl
@@ -11,7 +11,7 @@ import polars as pl
 from reveal_lab.config import WindowConfig
 from reveal_lab.telemetry import Run
 
-__all__ = ["window_feature_table", "project"]
+__all__ = ["window_feature_table", "window_feature_piece", "reduce_window_features", "project"]
 
 
 def window_feature_table(
@@ -27,37 +27,47 @@ def window_feature_table(
     hosts line up. Returns ``(X, rows)`` where ``rows`` has ``run_id, workload,
     window_id, anomalous`` (``anomalous`` from the ``(run_id, window_id)`` map, else False).
     """
+    pieces = [window_feature_piece(run, window, max_windows_per_run) for run in runs]
+    return reduce_window_features(pieces, anomalous)
+
+
+def window_feature_piece(
+    run: Run, window: WindowConfig | None = None, max_windows_per_run: int | None = 200
+) -> list[tuple[dict[str, np.ndarray], pl.DataFrame]]:
+    """One run's part of :func:`window_feature_table`: per host, its (evenly sampled)
+    windows' features by metric-feature pair and their ``run_id, workload, window_id``."""
     from reveal_lab.features import pair_keys, window_features
 
     window = window or WindowConfig()
-    mats, metas, keysets = [], [], []
-    for run in runs:
-        for _host, sub in run.split_hosts().items():
-            wf = window_features(sub.frame, window)
-            keys = pair_keys(wf.pairs)
-            X = np.asarray(wf.X, dtype=float)
-            wid = np.asarray(wf.windows.get_column("window_id").to_list())
-            if max_windows_per_run and len(wid) > max_windows_per_run:
-                sel = np.linspace(0, len(wid) - 1, max_windows_per_run).astype(int)
-                X, wid = X[sel], wid[sel]
-            mats.append(dict(zip(keys, X.T, strict=True)))
-            keysets.append(set(keys))
-            metas.append(
-                pl.DataFrame(
-                    {
-                        "run_id": run.meta.run_id,
-                        "workload": run.meta.workload or "",
-                        "window_id": wid.astype(np.int64),
-                    }
-                )
-            )
-    if not mats:
+    out = []
+    for _host, sub in run.split_hosts().items():
+        wf = window_features(sub.frame, window)
+        keys = pair_keys(wf.pairs)
+        X = np.asarray(wf.X, dtype=float)
+        wid = np.asarray(wf.windows.get_column("window_id").to_list())
+        if max_windows_per_run and len(wid) > max_windows_per_run:
+            sel = np.linspace(0, len(wid) - 1, max_windows_per_run).astype(int)
+            X, wid = X[sel], wid[sel]
+        meta = pl.DataFrame(
+            {"run_id": run.meta.run_id, "workload": run.meta.workload or "", "window_id": wid.astype(np.int64)}
+        )
+        out.append((dict(zip(keys, X.T, strict=True)), meta))
+    return out
+
+
+def reduce_window_features(
+    pieces: Sequence[list[tuple[dict[str, np.ndarray], pl.DataFrame]]],
+    anomalous: dict[tuple[str, int], bool] | None = None,
+) -> tuple[np.ndarray, pl.DataFrame]:
+    """:func:`window_feature_table` from each run's :func:`window_feature_piece`."""
+    parts = [part for piece in pieces for part in piece]
+    if not parts:
         raise ValueError("no runs to project")
-    common = sorted(set.intersection(*keysets))
+    common = sorted(set.intersection(*(set(m) for m, _ in parts)))
     if not common:
         raise ValueError("the runs share no metric-feature pair; cannot project them together")
-    X = np.vstack([np.column_stack([m[k] for k in common]) for m in mats])
-    rows = pl.concat(metas)
+    X = np.vstack([np.column_stack([m[k] for k in common]) for m, _ in parts])
+    rows = pl.concat([meta for _, meta in parts])
     amap = anomalous or {}
     rows = rows.with_columns(
         pl.Series(

@@ -118,3 +118,16 @@ def test_detection_by_the_map_equals_run_detection():
         assert_frame_equal(got[p][1], e)
         modes |= set(w["fit_mode"].unique())
     assert len(modes) >= 2  # runs fitted on baselines and runs alone both covered
+
+
+def test_window_feature_pieces_equal_the_table_on_the_runs():
+    from reveal_lab.config import get_preset
+
+    window = get_preset("smoke").window
+    pieces, runs = _mapped(studies.window_feature_piece, window, 20, max_runs_per_workload=1)
+    flagged = {(runs[0].meta.run_id, 3): True}
+    X, rows = studies.reduce_window_features(pieces, flagged)
+    X0, rows0 = studies.window_feature_table(runs, window, anomalous=flagged, max_windows_per_run=20)
+    assert X.shape[0] == rows.height > 0 and int(rows["anomalous"].sum()) == 1
+    assert np.array_equal(X, X0, equal_nan=True)
+    assert_frame_equal(rows, rows0)
