@@ -39,6 +39,9 @@ lab_cases = True  # run the lab dataset's case studies when the data has meta_la
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 policy = "paper"  # detection setting of Fig. 7/8 (studies.SETTINGS): paper, the paper's method; default, ours
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
+platform = "all"  # gpu, cpu: one platform's runs; all: every run
+workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
+scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
@@ -46,17 +49,21 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab import plots, studies
+from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryError, TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-runs = studies.load_study_runs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                               max_runs=max_runs, max_seconds=max_seconds)
+refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                        max_runs=max_runs, platform=platform)
+engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+space = scale.study_space(refs, out_dir, prune=pruning, **engine)
+detections, mapped = scale.detect_runs(refs, {policy: {"trim": trim, **studies.setting_arguments(policy)}},
+                                       preset=preset, pruning=space, **engine)
+scale.record_skipped(out_dir, "06-case-studies", mapped.skipped)
+windows, evidence = detections[policy]
+runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
 by_id = {r.meta.run_id: r for r in runs}
-space = studies.study_pruning(runs, out_dir, prune=pruning)
-windows, evidence = studies.run_detection(runs, preset=preset, pruning=space, trim=trim,
-                                          **studies.setting_arguments(policy))
 top = studies.top_windows(evidence, 2, min_agreement=min_agreement)
 top
 

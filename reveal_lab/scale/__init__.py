@@ -17,10 +17,12 @@ from reveal_lab.scale._cluster import (
     plan_local_cluster,
 )
 from reveal_lab.scale._engine import (
+    LazyRun,
     RunMap,
     dataset_problems,
     detect_runs,
     engine_label,
+    lazy_runs,
     load_study_run,
     map_runs,
     read_skipped,
@@ -41,6 +43,8 @@ from reveal_lab.scale._tasks import (
 
 __all__ = [
     "RunMap",
+    "LazyRun",
+    "lazy_runs",
     "dataset_problems",
     "detect_runs",
     "engine_label",

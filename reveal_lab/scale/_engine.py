@@ -48,6 +48,8 @@ __all__ = [
     "study_space",
     "dataset_problems",
     "detect_runs",
+    "LazyRun",
+    "lazy_runs",
 ]
 
 SYNTH = "synth"
@@ -366,6 +368,44 @@ def detect_runs(
     result = {name: concat_detections([p[name] for p in mapped.pieces]) for name in settings}
     kept = set(mapped.run_ids)
     return result, RunMap([f for f in facts.pieces if f["run_id"] in kept], mapped.run_ids, skipped)
+
+
+class LazyRun:
+    """A run known by its reference and facts (:func:`reveal_lab.studies.run_facts`), loaded
+    each time its frame or hosts are asked for and not kept: a list of them costs no memory,
+    and a study that walks it holds one run at a time."""
+
+    def __init__(self, ref: RunRef, facts: dict[str, Any], max_seconds: float | None = None) -> None:
+        from types import SimpleNamespace
+
+        self.ref, self.max_seconds = ref, max_seconds
+        self.meta = SimpleNamespace(
+            run_id=facts["run_id"], workload=facts["workload"], phase=facts["phase"],
+            hosts=tuple(facts["hosts"]), extra={"fault": facts.get("fault")},
+        )
+
+    @property
+    def run_id(self) -> str:
+        return self.meta.run_id
+
+    def load(self) -> Any:
+        """The run itself."""
+        return load_study_run(self.ref, self.max_seconds)
+
+    @property
+    def frame(self) -> pl.DataFrame:
+        return self.load().frame
+
+    def split_hosts(self) -> dict[str, Any]:
+        return self.load().split_hosts()
+
+
+def lazy_runs(
+    refs: Sequence[RunRef], facts: Sequence[dict[str, Any]], max_seconds: float | None = None
+) -> list[LazyRun]:
+    """:class:`LazyRun` of the runs ``facts`` describes (e.g. :func:`detect_runs`' pieces)."""
+    by_id = {r.run_id: r for r in refs}
+    return [LazyRun(by_id[f["run_id"]], f, max_seconds) for f in facts]
 
 
 def dataset_problems(data: str | Path | None = None) -> pl.DataFrame:

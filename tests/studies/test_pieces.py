@@ -131,3 +131,15 @@ def test_window_feature_pieces_equal_the_table_on_the_runs():
     assert X.shape[0] == rows.height > 0 and int(rows["anomalous"].sum()) == 1
     assert np.array_equal(X, X0, equal_nan=True)
     assert_frame_equal(rows, rows0)
+
+
+def test_lazy_runs_give_the_crosshost_study_of_the_runs():
+    from reveal_lab.scale import lazy_runs
+
+    facts, runs = _mapped(studies.run_facts, max_runs_per_workload=3)
+    lazy = lazy_runs(study_refs("", max_runs_per_workload=3), facts, 40.0)
+    assert [r.meta.run_id for r in lazy] == [r.meta.run_id for r in runs]
+    assert_frame_equal(lazy[0].frame, runs[0].frame)
+    want = studies.crosshost_subsystem(runs, "memory")
+    assert want.height > 0
+    assert_frame_equal(studies.crosshost_subsystem(lazy, "memory"), want)
