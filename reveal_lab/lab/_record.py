@@ -177,7 +177,9 @@ def record_slot(
     """Record ``plans`` at the same time (their hosts must be disjoint) into ``raw_root``.
 
     Each run leaves ``<stem>.run.json`` (plan, ground-truth labels in epoch ms, workload
-    summaries) and one collector directory per host ``<stem>_<host>/``.
+    summaries) and one collector directory per host ``<stem>_<host>/``. One long function:
+    the faults, workloads and collectors it starts are stopped in its ``finally`` block
+    whatever happens between.
     """
     used = [h for p in plans for h in p.hosts]
     if len(used) != len(set(used)):

@@ -112,7 +112,9 @@ def record_plans(
     (``supersedes``). ``note``: why this session was recorded (kept in its provenance and
     the dataset README).
 
-    Appends this session's provenance to ``raw_dir/recording.json`` and returns it.
+    Appends this session's provenance to ``raw_dir/recording.json`` and returns it. One long
+    function: the hosts it creates live in one ``with lab_hosts(...)`` block, removed whatever a
+    slot does.
     """
     gate = gate if gate is not None else LoadGate(gate=None)
     numbers = list(range(len(slots))) if numbers is None else list(numbers)
