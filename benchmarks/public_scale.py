@@ -78,7 +78,8 @@ def run_measured(cmd: list[str], log: Path) -> dict:
         rc = proc.wait()
         done.set()
         th.join()
-    return {"exit": rc, "wall_s": round(time.perf_counter() - t0, 2), "peak_tree_rss_mb": round(peak[0] / 1e6, 1)}
+    wall = round(time.perf_counter() - t0, 2)
+    return {"exit": rc, "wall_s": wall, "peak_tree_rss_mb": round(peak[0] / 1e6, 1)}
 
 
 def _projection(rows: list[dict]) -> dict:
@@ -122,12 +123,12 @@ def _ratios(rows: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scales", default="1,2,4")
-    ap.add_argument("--engines", default="inprocess,2", help="inprocess and/or worker counts, comma-separated")
+    ap.add_argument("--engines", default="inprocess,2", help="inprocess and/or worker counts, a list")
     ap.add_argument("--preset", default="full", choices=("smoke", "full"))
     ap.add_argument("--runs-per-workload", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=240.0)
-    ap.add_argument("--only", action="append", default=[], help="reproduce only these notebooks (repeatable)")
-    ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: a temp folder)")
+    ap.add_argument("--only", action="append", default=[], help="reproduce only this notebook (repeatable)")
+    ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: temporary)")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--check", action="store_true", help="a tiny run (K=1,2; 2 runs of 10 s; notebook 01)")
     args = ap.parse_args(argv)
@@ -173,7 +174,8 @@ def main(argv: list[str] | None = None) -> int:
                     "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
                 }
             )
-            print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {m['peak_tree_rss_mb']} MB", flush=True)
+            peak = m["peak_tree_rss_mb"]
+            print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {peak} MB", flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
     result = {
         "command": " ".join(["benchmarks/public_scale.py", *(argv if argv is not None else sys.argv[1:])]),

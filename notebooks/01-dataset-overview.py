@@ -50,10 +50,12 @@ refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_run
                         max_runs=max_runs, platform=platform)
 mapped = scale.map_runs(studies.overview_piece, refs, max_samples_per_run, max_seconds=max_seconds,
                         workers=workers, scheduler=scheduler, desc="01 overview")
-scale.record_skipped(out_dir, "01-dataset-overview", pl.concat([scale.dataset_problems(data), mapped.skipped]))
+problems = scale.dataset_problems(data)  # files no study can use: damaged, or named by meta_*.csv but absent
+scale.record_skipped(out_dir, "01-dataset-overview", pl.concat([problems, mapped.skipped]))
 overview, samples = studies.reduce_overview(mapped.pieces)
 studies.save_table(overview, out_dir, "dataset_runs")
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
+      f"{mapped.skipped.height} skipped")
 overview.group_by("workload").len().sort("workload")
 
 # %%

@@ -59,7 +59,8 @@ mapped = scale.map_runs(studies.pruning_piece, refs, max_seconds=max_seconds, wo
                         scheduler=scheduler, desc="02 pruning")
 scale.record_skipped(out_dir, "02-pruning", mapped.skipped)
 result, space = studies.reduce_pruning(mapped.pieces, threshold, method=method)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
+      f"{mapped.skipped.height} skipped")
 curve = pruning.pruning_curve({}, [float(t) for t in studies.parse_list(thresholds)], method=method,
                               spaces=result.spaces)
 studies.save_table(curve, out_dir, "fig4_pruning_curve")

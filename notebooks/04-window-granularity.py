@@ -64,7 +64,8 @@ mapped = scale.map_runs(studies.granularity_piece, refs, grans, settings, preset
                         desc="04 granularity", **engine)
 scale.record_skipped(out_dir, "04-window-granularity", mapped.skipped)
 intervals = studies.reduce_granularity(mapped.pieces, settings)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
+      f"{mapped.skipped.height} skipped")
 comparison = {p: studies.granularity_comparison(iv) for p, iv in intervals.items()}
 studies.save_table(studies.policy_table(comparison), out_dir, "granularity_per_run")
 

@@ -57,13 +57,15 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 # per run: each metric's trace z-normalized and resampled to `length`; the test runs on those
 refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                         max_runs=max_runs, platform=platform, fault_free=fault_free)
-mapped = scale.map_runs(studies.dtw_piece, refs, by_phase, length, max_seconds=max_seconds, fault_free=fault_free,
-                        workers=workers, scheduler=scheduler, desc="05 DTW traces")
+mapped = scale.map_runs(studies.dtw_piece, refs, by_phase, length, max_seconds=max_seconds,
+                        fault_free=fault_free, workers=workers, scheduler=scheduler, desc="05 DTW traces")
 scale.record_skipped(out_dir, "05-dtw-reproducibility", mapped.skipped)
-traces = studies.reduce_dtw(mapped.pieces, metrics=studies.parse_list(metrics), max_metrics=max_metrics or None)
+traces = studies.reduce_dtw(mapped.pieces, metrics=studies.parse_list(metrics),
+                            max_metrics=max_metrics or None)
 result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing,
                                      prepared=True)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
+      f"{mapped.skipped.height} skipped")
 studies.save_table(result.pairs, out_dir, "dtw_pairs")
 studies.save_table(result.by_metric, out_dir, "dtw_by_metric")
 summary = result.summary()

@@ -55,8 +55,8 @@ refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_run
                         max_runs=max_runs, platform=platform)
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
 space = scale.study_space(refs, out_dir, prune=pruning, **engine)
-detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}}, preset=preset,
-                                       pruning=space, **engine)
+detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}},
+                                       preset=preset, pruning=space, **engine)
 windows, _ = detections["flags"]
 anom = windows.filter("anomalous").select("run_id", "window_id")
 flagged = {(r, int(w)): True for r, w in anom.iter_rows()}

@@ -580,7 +580,8 @@ def write_public_proxy(
                 )
                 stem = f"{prefix}_{model}for{task}_{dataset}_{start:%Y-%m-%dT%H-%M-%S}_{run_hosts[0]}"
                 split = "infer" if prefix == "infer" else "train"
-                folder = f"{split}_seperated" if (platform == "cpu" and split == "infer") else f"{split}_separated"
+                misspelt = platform == "cpu" and split == "infer"
+                folder = f"{split}_seperated" if misspelt else f"{split}_separated"
                 members[platform].append((f"{folder}/{stem}.txt", _tsv_bytes(frame)))
                 meta_rows[platform].append(
                     {
@@ -615,7 +616,9 @@ def write_public_proxy(
             f"meta_gpu.csv names train_separated/{missing}: no such file",
         ]
     for platform, zname in (("gpu", "Reveal_GPU.zip"), ("cpu", "Reveal_CPU.zip")):
-        with zipfile.ZipFile(out / zname, "w", zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED) as z:
+        # stored, not deflated, when a member's bytes are to be damaged
+        how = zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED
+        with zipfile.ZipFile(out / zname, "w", how) as z:
             z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
             for name, data in members[platform]:
                 z.writestr(name, data)

@@ -46,7 +46,15 @@ from typing import Any, TypeVar
 import numpy as np
 import polars as pl
 
-__all__ = ["CACHE_ENV", "cache_dir", "using_cache", "memoize", "content_key", "code_fingerprint", "cache_stats"]
+__all__ = [
+    "CACHE_ENV",
+    "cache_dir",
+    "using_cache",
+    "memoize",
+    "content_key",
+    "code_fingerprint",
+    "cache_stats",
+]
 
 #: the environment variable naming the cache folder (unset or empty: no cache)
 CACHE_ENV = "REVEAL_LAB_CACHE"
@@ -134,7 +142,9 @@ def _feed(h: Any, value: Any) -> None:
     elif hasattr(value, "selected") and hasattr(value, "params"):  # a Pruning: its metric space
         h.update(b"P")
         _feed(h, sorted(value.selected))
-    elif dataclasses.is_dataclass(value) or isinstance(value, (str, int, float, bool, type(None), os.PathLike)):
+    elif dataclasses.is_dataclass(value) or isinstance(value, (str, int, float, bool, type(None))):
+        h.update(b"V" + repr(value).encode())
+    elif isinstance(value, os.PathLike):
         h.update(b"V" + repr(value).encode())
     else:
         raise TypeError(f"run cache: cannot key an argument of type {type(value).__name__}")

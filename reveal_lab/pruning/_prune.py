@@ -375,7 +375,9 @@ def prune(
     return prune_spaces(spaces, threshold, method=method)
 
 
-def prune_spaces(spaces: Mapping[str, MetricSpace], threshold: float = 0.5, *, method: str = "complete") -> PruneResult:
+def prune_spaces(
+    spaces: Mapping[str, MetricSpace], threshold: float = 0.5, *, method: str = "complete"
+) -> PruneResult:
     """:func:`prune` on workloads' metric spaces already reduced (e.g. from per-run pieces
     with :class:`SpaceAccumulator`)."""
     if not 0.0 < threshold <= 1.0:

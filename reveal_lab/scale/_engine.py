@@ -50,6 +50,7 @@ __all__ = [
     "detect_runs",
     "LazyRun",
     "lazy_runs",
+    "close_clients",
 ]
 
 SYNTH = "synth"
@@ -104,7 +105,10 @@ def study_refs(
         runs = _synthetic()
         index = pl.DataFrame({"run_id": list(runs), "workload": [r.meta.workload for r in runs.values()]})
         ids = select_runs(
-            index, workloads=wl, max_runs_per_workload=max_runs_per_workload or None, max_runs=max_runs or None
+            index,
+            workloads=wl,
+            max_runs_per_workload=max_runs_per_workload or None,
+            max_runs=max_runs or None,
         )
         return [RunRef(SYNTH, rid) for rid in ids]
     root_s = str(Path(root).resolve())
@@ -123,7 +127,8 @@ def study_refs(
     )
     rows = {r["run_id"]: r for r in index.unique("run_id", maintain_order=True).iter_rows(named=True)}
     return [
-        RunRef(root_s, rid, str(rows[rid].get("archive") or "") or None, rows[rid].get("member")) for rid in ids
+        RunRef(root_s, rid, str(rows[rid].get("archive") or "") or None, rows[rid].get("member"))
+        for rid in ids
     ]
 
 
@@ -179,6 +184,13 @@ def _close(key: tuple[int, str]) -> None:
     if cm is not None:
         with contextlib.suppress(Exception):
             cm.__exit__(None, None, None)
+
+
+def close_clients() -> None:
+    """Close the Dask clients :func:`map_runs` opened in this process (and the local
+    clusters it started); done at exit otherwise."""
+    for key in list(_CLIENTS):
+        _close(key)
 
 
 def engine_label(workers: int = 0, scheduler: str = "") -> str:

@@ -153,7 +153,9 @@ def run_detection(
     """
     pr, policy = detection_setup(preset, window_s, stride_s, policy, **changes)
     runs = list(runs)
-    return concat_detections([detect_one(run, baseline_runs(run, runs), pr, policy, selected, pruning) for run in runs])
+    return concat_detections(
+        [detect_one(run, baseline_runs(run, runs), pr, policy, selected, pruning) for run in runs]
+    )
 
 
 def detection_setup(
@@ -192,7 +194,12 @@ def needs_baseline(policy: Any) -> bool:
 
 
 def detect_one(
-    run: Run, candidates: Sequence[Run], preset: Any, policy: Any, selected: object = None, pruning: object = None
+    run: Run,
+    candidates: Sequence[Run],
+    preset: Any,
+    policy: Any,
+    selected: object = None,
+    pruning: object = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """One run of :func:`run_detection`: ``(windows, evidence)`` with ``run_id`` and
     ``workload`` first. ``candidates``: its :func:`baseline_runs` (used when
@@ -220,7 +227,9 @@ def detect_one(
     return w.select(*ids, pl.all()), _conform(det.evidence.with_columns(*ids))
 
 
-def concat_detections(parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+def concat_detections(
+    parts: Sequence[tuple[pl.DataFrame, pl.DataFrame]],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The ``(windows, evidence)`` of :func:`run_detection` from each run's :func:`detect_one`."""
     wins = [w for w, _ in parts]
     evs = [e for _, e in parts]

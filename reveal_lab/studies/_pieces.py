@@ -213,7 +213,9 @@ def granularity_piece(
     return out
 
 
-def reduce_granularity(pieces: Sequence[dict[str, pl.DataFrame]], settings: Sequence[str]) -> dict[str, pl.DataFrame]:
+def reduce_granularity(
+    pieces: Sequence[dict[str, pl.DataFrame]], settings: Sequence[str]
+) -> dict[str, pl.DataFrame]:
     """Per setting, the intervals of every run (as :func:`granularity_intervals` on the list)."""
     from reveal_lab.studies._granularity import granularity_intervals
 

@@ -49,7 +49,11 @@ def window_feature_piece(
             sel = np.linspace(0, len(wid) - 1, max_windows_per_run).astype(int)
             X, wid = X[sel], wid[sel]
         meta = pl.DataFrame(
-            {"run_id": run.meta.run_id, "workload": run.meta.workload or "", "window_id": wid.astype(np.int64)}
+            {
+                "run_id": run.meta.run_id,
+                "workload": run.meta.workload or "",
+                "window_id": wid.astype(np.int64),
+            }
         )
         out.append((dict(zip(keys, X.T, strict=True)), meta))
     return out

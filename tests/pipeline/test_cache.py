@@ -19,7 +19,8 @@ from reveal_lab.telemetry import Run
 def _runs() -> list[Run]:
     out = []
     for seed in range(3):
-        sr = make_run(40.0, n_channels=40, seed=seed, anomalies=[Anomaly("cpu", 20.0, 26.0)], run_id=f"r{seed}")
+        planted = [Anomaly("cpu", 20.0, 26.0)]
+        sr = make_run(40.0, n_channels=40, seed=seed, anomalies=planted, run_id=f"r{seed}")
         out.append(Run(dataclasses.replace(sr.run.meta, workload="W"), sr.run.frame, []))
     return out
 

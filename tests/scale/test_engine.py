@@ -14,6 +14,7 @@ from reveal_lab import studies
 from reveal_lab.config import fixtures_dir
 from reveal_lab.notebooks import NotebookResult, write_index
 from reveal_lab.scale import map_runs, read_skipped, record_skipped, study_refs
+from reveal_lab.scale._engine import close_clients
 
 SAMPLE = fixtures_dir() / "reveal_sample"
 
@@ -23,7 +24,12 @@ def test_in_process_and_dask_give_the_same_pieces(client):
     assert len(refs) >= 4
     here = map_runs(studies.overview_piece, refs, 300, max_seconds=60.0, progress=False)
     there = map_runs(
-        studies.overview_piece, refs, 300, max_seconds=60.0, progress=False, scheduler=client.scheduler.address
+        studies.overview_piece,
+        refs,
+        300,
+        max_seconds=60.0,
+        progress=False,
+        scheduler=client.scheduler.address,
     )
     assert here.run_ids == there.run_ids == [r.run_id for r in refs]
     for (t1, s1), (t2, s2) in zip(here.pieces, there.pieces, strict=True):
@@ -31,6 +37,7 @@ def test_in_process_and_dask_give_the_same_pieces(client):
         assert_frame_equal(s1, s2)
     p1 = map_runs(studies.pruning_piece, refs, progress=False)
     p2 = map_runs(studies.pruning_piece, refs, progress=False, scheduler=client.scheduler.address)
+    close_clients()  # before the session's cluster goes away
     r1, s1 = studies.reduce_pruning(p1.pieces)
     r2, s2 = studies.reduce_pruning(p2.pieces)
     assert r1.union == r2.union and s1.to_dict() == s2.to_dict()

@@ -15,7 +15,10 @@ from reveal_lab.pipeline import fit_pruning
 from reveal_lab.scale import map_runs, study_refs
 from reveal_lab.telemetry import TelemetryWarning
 
-pytestmark = pytest.mark.skipif(not (data_dir() / "meta_lab.csv").exists(), reason="no bundled lab dataset")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (data_dir() / "meta_lab.csv").exists(), reason="no bundled lab dataset"),
+]
 
 SEL = {"max_runs_per_workload": 2}
 
@@ -95,7 +98,9 @@ def test_granularity_pieces_equal_the_intervals_of_the_runs():
     got = studies.reduce_granularity(pieces, ["paper"])["paper"]
     args = studies.setting_arguments("paper", lone_run=True)
     want = studies.granularity_intervals(
-        runs, grans, detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, trim=True, **args)
+        runs,
+        grans,
+        detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, trim=True, **args),
     )
     assert got.height > 0
     assert_frame_equal(got, want)
