@@ -386,7 +386,9 @@ def compare_runs(
     """Compare run sets ``a`` and ``b`` (see the module doc); items as :func:`resolve_runs` takes.
 
     ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default ``POLICIES["default"]``,
-    with ``changes``: its fields to replace) decides each run's anomalous windows. Its
+    with ``changes``: its fields to replace) decides each run's anomalous windows; its
+    ``min_agreement`` left to ``auto`` is 1 here (the shares count the windows any detector
+    flags, on both sides alike, so a fault one detector sees still moves them). Its
     ``trim`` (unless ``none``) keeps each lab run's workload span only (from
     ``meta_lab.csv``; other files are used whole); its ``false_alarm_rate`` sets the
     cross-fitted thresholds of ``reference="a"`` (at least two other A runs of the host;
@@ -398,6 +400,8 @@ def compare_runs(
     if "trim" in changes:
         changes["trim"] = trim_arguments(changes["trim"])[0]
     policy = (policy or POLICIES["default"]).with_(**changes)
+    if policy.min_agreement is None:  # a share of windows any detector flags, on both sides alike
+        policy = policy.with_(min_agreement=1)
     trim = policy.trim != "none"
 
     if reference not in ("a", "self"):
