@@ -6,7 +6,7 @@ of the lab recording in counters that never move in any fault-free run (the loss
 ``TcpExtTCPOFOQueue``, its sender's ``TcpExtTCPFastRetrans``), and the detectors miss them:
 pruning leaves out metrics constant in every fault-free run, and a feature constant in the
 fit data is seen by the Z-score alone. This study measures the plainest rule that would use
-them, on its own, without any detector (the pipeline's rule, ``DetectConfig.sentinel_samples``,
+them, on its own, without any detector (the pipeline's rule, ``DetectionPolicy.sentinel_samples``,
 is this one at K = 5, with the baseline of ``detect_run``):
 
 * for each host run, its *sentinels* are the counters (``_diff`` metrics) that are exactly 0 in
