@@ -152,11 +152,165 @@ def collect(out: str | Path, **options: Any) -> CollectResult:
     return result
 
 
+def _channels(used: list[Probe], host: str) -> list[dict[str, Any]]:
+    """The run's channels (``channels.json``): every probe's integer channels, then its float
+    ones, in probe order; a channel name two probes produce is refused."""
+    channels: list[dict[str, Any]] = []
+    for dtype in ("i", "f"):
+        for p in used:
+            channels += [c.to_dict(host, p.name) for c in p.channels if c.dtype == dtype]
+    names_seen: dict[str, str] = {}
+    for c in channels:
+        if c["name"] in names_seen:
+            raise RuntimeError(f"channel {c['name']} produced by both {names_seen[c['name']]} and {c['probe']}")
+        names_seen[c["name"]] = c["probe"]
+    return channels
+
+
+def _row_plan(
+    used: list[Probe], every: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list, list[int], list[int]]:
+    """The sample row and each probe's slices of it: ``(row_big, row_i, row_f, plan, int_off,
+    float_off)``; ``row_big`` holds the integer row, then room for the batched reads of
+    tables whose probes post-process them; ``plan`` is ``(probe, ints, floats, every)``."""
+    ni = sum(p.n_int for p in used)
+    nf = sum(p.n_float for p in used)
+    scratch = sum(t.n for p in used if not is_direct(p) for t in proc_tables(p))
+    row_big = np.full(ni + scratch, MISSING_INT, dtype=np.int64)
+    row_i = row_big[:ni]
+    row_f = np.full(nf, np.nan, dtype=np.float64)
+    plan = []
+    int_off, float_off = [], []
+    a = b = 0
+    for p in used:
+        plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float], every.get(p.name, 1)))
+        int_off.append(a)
+        float_off.append(b)
+        a += p.n_int
+        b += p.n_float
+    return row_big, row_i, row_f, plan, int_off, float_off
+
+
+def _start_meta(
+    host_name: str,
+    info: dict[str, Any],
+    used: list[Probe],
+    skipped: dict[str, str],
+    names: list[str],
+    every: dict[str, int],
+    opts: CollectOptions,
+    wall0: int,
+    mono0: int,
+    n_channels: int,
+    batch_tables: int,
+) -> dict[str, Any]:
+    """``meta.json`` as the run starts (``status: running``): host, clock, probes, settings."""
+    tz = dt.datetime.now().astimezone().utcoffset()
+    interval_s = opts.interval_s
+    return {
+        "format_version": FORMAT_VERSION,
+        "status": "running",
+        "host": host_name,
+        **info,
+        "gpu_models": next((p.info.get("models") for p in used if p.name == "gpu"), []),
+        "interval_ms": interval_s * 1000,
+        "duration_s": opts.duration_s,
+        "start_time": dt.datetime.fromtimestamp(wall0 / 1e9, dt.UTC).isoformat(),
+        "clock": {
+            "wall_ns": wall0,
+            "mono_ns": mono0,
+            "utc_offset_s": tz.total_seconds() if tz is not None else 0.0,
+            "monotonic_resolution_s": time.get_clock_info("monotonic").resolution,
+            "timestamps": "wall_ns at start + (t_mono_ns - mono_ns), UTC, naive",
+        },
+        "probes_requested": names,
+        "probes_used": [p.name for p in used],
+        "probes_skipped": skipped,
+        # probes sampled every N ticks only; their values are null on the other ticks
+        "probe_every_ticks": every,
+        "probe_period_ms": {n: d * interval_s * 1000 for n, d in every.items()},
+        "probe_info": {p.name: p.info for p in used},
+        # proc tables read in one compiled call per tick (0: each probe reads its own)
+        "batch_read_tables": batch_tables,
+        "n_channels": n_channels,
+        "flush_s": opts.flush_s,
+        "segment_s": opts.segment_s,
+        "python": sys.version.split()[0],
+        "argv": sys.argv,
+        "pid": os.getpid(),
+    }
+
+
+def _close_run(
+    out: Path,
+    start: RunStart,
+    writer: RunWriter,
+    meta: dict[str, Any],
+    used: list[Probe],
+    skipped: dict[str, str],
+    status: str,
+    error: str | None,
+    missed: int,
+    stop: dict[str, Any],
+    loop_stats: dict[str, int],
+) -> CollectResult:
+    """The run closed after the loop: the writer's last segment, ``meta.json`` with how it
+    ended (a full disk still gets its final ``meta.json`` from the space kept at start)."""
+    samples = writer.n_records
+    end_wall = time.time_ns()
+    try:
+        writer.close(time.monotonic_ns(), roll=status != "disk-full")
+    except DiskFull as exc:
+        status, error = "disk-full", str(exc)
+        log.error("%s", exc)
+    meta.update(
+        status=status if not (status == "complete" and stop["signal"]) else "interrupted",
+        error=error,
+        samples=samples,
+        missed_ticks=missed,
+        end_time=dt.datetime.fromtimestamp(end_wall / 1e9, dt.UTC).isoformat(),
+        segments=writer.segment + (1 if writer.seg_records else 0),
+        bytes_journal_written=writer.bytes_journal,
+        bytes_segments=writer.bytes_segments,
+        probe_errors={p.name: getattr(p, "errors", 0) for p in used if getattr(p, "errors", 0)},
+        # ticks run by the compiled hot loop and by the interpreter (see _burst.py)
+        hot_loop=loop_stats,
+        relayouts={p.name: sum(t.relayouts for t in p.own_tables()) for p in used if p.own_tables()},
+    )
+    if status == "disk-full":
+        meta.update(status="disk-full")
+    # the space kept at start makes room for the final meta.json even on a full disk
+    start.release_reserve()
+    try:
+        write_json_atomic(out / META_FILE, meta)
+    except DiskFull as exc:
+        status = "disk-full"
+        log.error("%s (meta.json still says 'running')", exc)
+    if status == "disk-full":
+        log.error(
+            "output disk full: collector stopped after %d samples; everything up to the last "
+            "sync (≤ %g s before) is readable in %s",
+            samples,
+            meta["flush_s"],
+            out,
+        )
+    return CollectResult(
+        out,
+        samples,
+        missed,
+        meta["status"] if status != "disk-full" else status,
+        [p.name for p in used],
+        skipped,
+        meta,
+    )
+
+
 def _collect_locked(
     out: Path, start: RunStart, names: list[str], divisors: dict[str, int], opts: CollectOptions
 ) -> CollectResult:
     """:func:`collect` once ``out`` is locked: open the probes, write ``meta.json``, run the
-    loop, close the run (a long function: one run's resources opened and closed in order)."""
+    loop, close the run (one run's probes, signal handlers and numba deferral opened here
+    and undone in its ``finally``)."""
     interval_s, duration_s, flush_s, segment_s = opts.interval_s, opts.duration_s, opts.flush_s, opts.segment_s
     info = host_info()
     host_name = sanitize_host(opts.host or info["hostname"])
@@ -186,34 +340,10 @@ def _collect_locked(
         if not used:
             why = "; ".join(f"{k}: {v}" for k, v in skipped.items())
             raise RuntimeError(f"no probe could be opened ({why})")
-        channels: list[dict[str, Any]] = []
-        for dtype in ("i", "f"):
-            for p in used:
-                channels += [c.to_dict(host_name, p.name) for c in p.channels if c.dtype == dtype]
-        names_seen: dict[str, str] = {}
-        for c in channels:
-            if c["name"] in names_seen:
-                raise RuntimeError(
-                    f"channel {c['name']} produced by both {names_seen[c['name']]} and {c['probe']}"
-                )
-            names_seen[c["name"]] = c["probe"]
-        ni = sum(p.n_int for p in used)
-        nf = sum(p.n_float for p in used)
-        # the row, then room for the batched reads of tables whose probes post-process them
-        scratch = sum(t.n for p in used if not is_direct(p) for t in proc_tables(p))
-        row_big = np.full(ni + scratch, MISSING_INT, dtype=np.int64)
-        row_i = row_big[:ni]
-        row_f = np.full(nf, np.nan, dtype=np.float64)
-        plan = []
-        int_off, float_off = [], []
-        a = b = 0
+        channels = _channels(used, host_name)
         every = {p.name: divisors[p.name] for p in used if divisors.get(p.name, 1) > 1}
-        for p in used:
-            plan.append((p, row_i[a : a + p.n_int], row_f[b : b + p.n_float], every.get(p.name, 1)))
-            int_off.append(a)
-            float_off.append(b)
-            a += p.n_int
-            b += p.n_float
+        row_big, row_i, row_f, plan, int_off, float_off = _row_plan(used, every)
+        ni = row_i.size
         self_probe = next((p for p in used if p.name == "self"), None)
 
         def build_hot() -> tuple[Any, Any, Any, Any]:
@@ -231,39 +361,10 @@ def _collect_locked(
             batch, batch_of, direct, hot = build_hot()
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
-        tz = dt.datetime.now().astimezone().utcoffset()
-        meta: dict[str, Any] = {
-            "format_version": FORMAT_VERSION,
-            "status": "running",
-            "host": host_name,
-            **info,
-            "gpu_models": next((p.info.get("models") for p in used if p.name == "gpu"), []),
-            "interval_ms": interval_s * 1000,
-            "duration_s": duration_s,
-            "start_time": dt.datetime.fromtimestamp(wall0 / 1e9, dt.UTC).isoformat(),
-            "clock": {
-                "wall_ns": wall0,
-                "mono_ns": mono0,
-                "utc_offset_s": tz.total_seconds() if tz is not None else 0.0,
-                "monotonic_resolution_s": time.get_clock_info("monotonic").resolution,
-                "timestamps": "wall_ns at start + (t_mono_ns - mono_ns), UTC, naive",
-            },
-            "probes_requested": names,
-            "probes_used": [p.name for p in used],
-            "probes_skipped": skipped,
-            # probes sampled every N ticks only; their values are null on the other ticks
-            "probe_every_ticks": every,
-            "probe_period_ms": {n: d * interval_s * 1000 for n, d in every.items()},
-            "probe_info": {p.name: p.info for p in used},
-            # proc tables read in one compiled call per tick (0: each probe reads its own)
-            "batch_read_tables": len(batch.tables) if batch is not None else 0,
-            "n_channels": len(channels),
-            "flush_s": flush_s,
-            "segment_s": segment_s,
-            "python": sys.version.split()[0],
-            "argv": sys.argv,
-            "pid": os.getpid(),
-        }
+        meta = _start_meta(
+            host_name, info, used, skipped, names, every, opts, wall0, mono0, len(channels),
+            len(batch.tables) if batch is not None else 0,
+        )
         start.reserve(RESERVE_BYTES + 2 * len(json.dumps(meta, indent=1, default=str)))
         write_json_atomic(out / META_FILE, meta)
         writer = RunWriter(out, channels, flush_s=flush_s, segment_s=segment_s)
@@ -310,53 +411,7 @@ def _collect_locked(
         if upgrade is not None:  # (a stop before the switch leaves the thread to finish alone)
             if upgrade.result is not None and upgrade.result[0] is not None:
                 meta["batch_read_tables"] = len(upgrade.result[0].tables)
-        samples = writer.n_records
-        end_wall = time.time_ns()
-        try:
-            writer.close(time.monotonic_ns(), roll=status != "disk-full")
-        except DiskFull as exc:
-            status, error = "disk-full", str(exc)
-            log.error("%s", exc)
-        meta.update(
-            status=status if not (status == "complete" and stop["signal"]) else "interrupted",
-            error=error,
-            samples=samples,
-            missed_ticks=missed,
-            end_time=dt.datetime.fromtimestamp(end_wall / 1e9, dt.UTC).isoformat(),
-            segments=writer.segment + (1 if writer.seg_records else 0),
-            bytes_journal_written=writer.bytes_journal,
-            bytes_segments=writer.bytes_segments,
-            probe_errors={p.name: getattr(p, "errors", 0) for p in used if getattr(p, "errors", 0)},
-            # ticks run by the compiled hot loop and by the interpreter (see _burst.py)
-            hot_loop=loop_stats,
-            relayouts={p.name: sum(t.relayouts for t in p.own_tables()) for p in used if p.own_tables()},
-        )
-        if status == "disk-full":
-            meta.update(status="disk-full")
-        # the space kept at start makes room for the final meta.json even on a full disk
-        start.release_reserve()
-        try:
-            write_json_atomic(out / META_FILE, meta)
-        except DiskFull as exc:
-            status = "disk-full"
-            log.error("%s (meta.json still says 'running')", exc)
-        if status == "disk-full":
-            log.error(
-                "output disk full: collector stopped after %d samples; everything up to the last "
-                "sync (≤ %g s before) is readable in %s",
-                samples,
-                flush_s,
-                out,
-            )
-        return CollectResult(
-            out,
-            samples,
-            missed,
-            meta["status"] if status != "disk-full" else status,
-            [p.name for p in used],
-            skipped,
-            meta,
-        )
+        return _close_run(out, start, writer, meta, used, skipped, status, error, missed, stop, loop_stats)
     finally:
         _scan.DEFER = False
         for s, h in old_handlers.items():
