@@ -140,10 +140,17 @@ def test_detect_defaults_prune_trim_and_robust_thresholds_and_no_prune(tmp_path,
     s = _check_report(out)["runs"][0]
     cfg = s["config"]
     assert cfg["pruning"]["applied"] and cfg["pruning"]["n_selected"] == len(saved["selected"])
-    assert cfg["thresholds"] == "robust" and cfg["trim"]["applied"] and "how" in cfg["trim"]["run"]
+    # a public-dataset file is one workload run: the default scores it whole and says so
+    assert cfg["thresholds"] == "robust" and not cfg["trim"]["applied"] and cfg["trim"]["mode"] == "none"
     printed = capsys.readouterr().out
-    assert "robust thresholds" in printed and "trimmed" in printed
-    assert "Trimmed:" in (out / "report.md").read_text()
+    assert "robust thresholds" in printed and "Scored the whole" in printed
+    assert "nothing left out" in (out / "report.md").read_text()
+    # the utilisation rule only when asked, and the report says what it left out
+    out_active = tmp_path / "active"
+    assert main(["detect", run, "--out", str(out_active), "--preset", "smoke", "--trim", "active"]) == 0
+    trim = _check_report(out_active)["runs"][0]["config"]["trim"]
+    assert trim["mode"] == "active" and "how" in trim["run"]
+    assert trim["run"]["left_out"] in (out_active / "report.md").read_text()
     out2 = tmp_path / "all"
     args = ["--preset", "smoke", "--no-prune", "--thresholds", "self"]
     assert main(["detect", run, "--out", str(out2), *args]) == 0
