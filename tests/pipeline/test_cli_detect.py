@@ -80,8 +80,12 @@ def test_detect_unzipped_txt_with_baseline_and_window_options(tmp_path):
 def test_detect_errors_are_plain(tmp_path, capsys):
     assert main(["detect", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "r")]) == 1
     assert "no such file" in capsys.readouterr().err
-    assert main(["detect", f"{CPU_ZIP}::{TWO_HOSTS}", "--window", "0s", "--out", str(tmp_path / "r")]) == 1
-    assert "--window must be positive" in capsys.readouterr().err
+    # a window of 0 s is refused at parse time (exit 2), naming the flag and its range
+    with pytest.raises(SystemExit) as exc:
+        main(["detect", f"{CPU_ZIP}::{TWO_HOSTS}", "--window", "0s", "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--window" in err and "expected a duration from 1ms to 1h, got '0s'" in err
 
 
 @pytest.mark.integration
