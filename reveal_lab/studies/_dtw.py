@@ -38,7 +38,7 @@ radius in samples, as tslearn's ``sakoe_chiba_radius``). It returns
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -481,6 +481,27 @@ def dtw_reproducibility(
     )
 
 
+def trace_keys(
+    per_workload: Mapping[str, Sequence[Mapping[str, object]]],
+    varies: Callable[[str], bool],
+    metrics: Sequence[str] | None,
+    max_metrics: int | None,
+) -> list[str]:
+    """The metric keys the DTW study compares: ``metrics`` when given, else the keys every
+    workload has in at least one of its runs (``per_workload``: workload -> one mapping keyed
+    by metric per run) for which ``varies`` holds, sorted; the first ``max_metrics`` (0 or None: all)."""
+    if metrics:
+        keys = list(metrics)
+    else:
+        shared = (
+            set.intersection(*(set().union(*(set(d) for d in ds)) for ds in per_workload.values()))
+            if per_workload
+            else set()
+        )
+        keys = sorted(k for k in shared if varies(k))
+    return keys[:max_metrics] if max_metrics else keys
+
+
 def collect_traces(
     runs: Sequence[object],
     *,
@@ -513,26 +534,15 @@ def collect_traces(
             if by_phase and run.meta.phase:  # type: ignore[attr-defined]
                 name = f"{name} ({run.meta.phase})"  # type: ignore[attr-defined]
             per_workload.setdefault(name, []).append(by_key)
-    if metrics:
-        keys = list(metrics)
-    else:
-        shared = (
-            set.intersection(*(set().union(*(set(d) for d in ds)) for ds in per_workload.values()))
-            if per_workload
-            else set()
+    def varies(k: str) -> bool:
+        return any(
+            k in d and np.nanstd(d[k]) > 0
+            for ds in per_workload.values()
+            for d in ds
+            if np.isfinite(d.get(k, np.array([np.nan]))).any()
         )
 
-        def varies(k: str) -> bool:
-            return any(
-                k in d and np.nanstd(d[k]) > 0
-                for ds in per_workload.values()
-                for d in ds
-                if np.isfinite(d.get(k, np.array([np.nan]))).any()
-            )
-
-        keys = sorted(k for k in shared if varies(k))
-    if max_metrics:
-        keys = keys[:max_metrics]
+    keys = trace_keys(per_workload, varies, metrics, max_metrics)
     return {
         w: {k: [d[k] for d in ds if k in d and np.isfinite(d[k]).sum() >= 2] for k in keys}
         for w, ds in per_workload.items()

@@ -168,18 +168,10 @@ def reduce_dtw(
     for piece in pieces:
         for name, by_key in piece:
             per_workload.setdefault(name, []).append(by_key)
-    if metrics:
-        keys = list(metrics)
-    else:
-        shared = (
-            set.intersection(*(set().union(*(set(d) for d in ds)) for ds in per_workload.values()))
-            if per_workload
-            else set()
-        )
-        varies = {k for ds in per_workload.values() for d in ds for k, (_, _, v) in d.items() if v}
-        keys = sorted(k for k in shared if k in varies)
-    if max_metrics:
-        keys = keys[:max_metrics]
+    from reveal_lab.studies._dtw import trace_keys
+
+    varying = {k for ds in per_workload.values() for d in ds for k, (_, _, v) in d.items() if v}
+    keys = trace_keys(per_workload, varying.__contains__, metrics, max_metrics)
     return {
         w: {k: [d[k][0] for d in ds if k in d and d[k][1] >= 2 and d[k][0] is not None] for k in keys}
         for w, ds in per_workload.items()
