@@ -2,7 +2,7 @@
 
 The feature matrix comes from the real pipeline (synthetic 700-channel telemetry →
 3 s / 1 s windows → window features, 1,800 × 6,818). Measured, with one BLAS thread
-and with the library default, median of ``--repeat`` interleaved repeats, wall-clock
+and with the library default, median of ``--repeats`` interleaved repeats, wall-clock
 and process CPU time (the machine may be shared; CPU time is what the detectors
 themselves used):
 
@@ -22,15 +22,12 @@ The pruned case runs the same on the paper's diagnostic space (``reveal_lab.prun
 at |r| 0.5 on the same run, then window features of the kept metrics).
 
     .venv/bin/python benchmarks/detectors.py            # writes benchmarks/results/detectors.json
+    .venv/bin/python benchmarks/detectors.py --quick    # seconds: shows it works, numbers not quotable
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
-import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -39,8 +36,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _harness import ROOT, Session, parser, row, side
 
-ROOT = Path(__file__).resolve().parents[1]
 BEFORE_REV = "605fb79"  # detectors as the detectors engineer left them
 
 
@@ -146,39 +143,70 @@ def _measure(X: np.ndarray, impls: dict, repeat: int, limit: int | None) -> dict
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=1802.0, help="run length (1802 s gives 1,800 windows)")
-    ap.add_argument("--channels", type=int, default=700)
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--before", default=BEFORE_REV, help="git revision to compare with ('' to skip)")
-    ap.add_argument("--no-pruned", action="store_true", help="skip the pruned-space case")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "detectors.json"))
-    args = ap.parse_args()
+def rows(details: dict) -> list[dict]:
+    """The result rows: fit + score of each detector and the three together (the ensemble),
+    per BLAS setting, medians of ``details["by_blas"]`` (no alternative)."""
+    size = f"{details['n_windows']} windows x {details['n_features']} features"
+    out: list[dict] = []
+    for setting, r in details["by_blas"].items():
+        for det, v in r["fit_plus_score_median_s"].items():
+            out.append(row(f"{det} fit + score, {size} ({setting})", "s", side(det, v)))
+        out.append(
+            row(f"all three, {size} ({setting})", "s", side("total", r["total_median_s"]),
+                note=f"{details['repeat']} repeats")
+        )
+    return out
 
-    from threadpoolctl import threadpool_info
 
-    import reveal_lab.detectors as after
+def features(seconds: float, channels: int, pruned: bool) -> tuple[dict, dict | None, float]:
+    """The feature matrices (``unpruned`` and, when ``pruned``, on the pruned space at |r| 0.5),
+    what pruning kept, and the seconds of the unpruned features."""
     from reveal_lab.config import WindowConfig
     from reveal_lab.features import window_features
     from reveal_lab.pruning import prune
     from reveal_lab.synth import make_run
 
-    load_start = os.getloadavg()
-    run, _ = make_run(args.seconds, args.channels, seed=0)
+    run, _ = make_run(seconds, channels, seed=0)
     t = time.perf_counter()
-    wf = window_features(run.frame, WindowConfig())
+    cases = {"unpruned": window_features(run.frame, WindowConfig()).X}
     feat_s = time.perf_counter() - t
-    cases = {"unpruned": wf.X}
-    pruned_info = None
-    if not args.no_pruned:
+    info = None
+    if pruned:
         pr = prune({"synthetic": [run.frame]}, 0.5)
         cols = pr.select_columns(run.frame.columns)
         cases["pruned"] = window_features(run.frame.select("timestamp", *cols), WindowConfig()).X
-        pruned_info = {"threshold": 0.5, "metrics_kept": len(pr.union), "metric_columns": len(cols)}
+        info = {"threshold": 0.5, "metrics_kept": len(pr.union), "metric_columns": len(cols)}
     for name, X in cases.items():
         print(f"{name}: feature matrix {X.shape[0]} x {X.shape[1]}")
+    return cases, info, feat_s
 
+
+def _print(case: str, label: str, r: dict) -> None:
+    w, c = r["wall_median_s"], r["cpu_median_s"]
+    line = f"{case:9s} {label:14s} ensemble after {w['after/ensemble']:.2f} s wall / {c['after/ensemble']:.2f} s cpu"
+    if "before/ensemble" in w:
+        line += f", before {w['before/ensemble']:.2f} / {c['before/ensemble']:.2f}"
+    for prec in ("mixed", "float32"):
+        k = f"after/ensemble_{prec}_pca"
+        line += f"; {prec} PCA {w[k]:.2f} / {c[k]:.2f}"
+    print(line, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("detectors", __doc__, repeats=5, quick="62 s of 30 channels, 1 repeat, no 'before', no pruned case")
+    ap.add_argument("--seconds", type=float, default=1802.0, help="run length (1802 s gives 1,800 windows)")
+    ap.add_argument("--channels", type=int, default=700)
+    ap.add_argument("--before", default=BEFORE_REV, help="git revision to compare with ('' to skip)")
+    ap.add_argument("--no-pruned", action="store_true", help="skip the pruned-space case")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seconds, args.channels, args.repeats, args.before, args.no_pruned = 62.0, 30, 1, "", True
+    session = Session("detectors", argv, versions=("numpy", "scikit-learn"))
+    from threadpoolctl import threadpool_info
+
+    import reveal_lab.detectors as after
+
+    cases, pruned_info, feat_s = features(args.seconds, args.channels, not args.no_pruned)
     impls = {"after": after}
     tmp = tempfile.TemporaryDirectory()
     if args.before:
@@ -186,59 +214,37 @@ def main() -> None:
             impls = {"before": _load_before(args.before, Path(tmp.name)), "after": after}
         except (OSError, subprocess.CalledProcessError) as exc:
             print(f"no 'before' comparison: cannot load {args.before} from git ({exc})")
-
     results: dict[str, dict] = {}
     for case, X in cases.items():
         results[case] = {"n_windows": int(X.shape[0]), "n_features": int(X.shape[1])}
         for label, limit in (("blas_1_thread", 1), ("blas_default", None)):
-            r = _measure(X, impls, args.repeat, limit)
-            results[case][label] = r
-            w, c = r["wall_median_s"], r["cpu_median_s"]
-            line = f"{case:9s} {label:14s} ensemble after {w['after/ensemble']:.2f} s wall"
-            line += f" / {c['after/ensemble']:.2f} s cpu"
-            if "before/ensemble" in w:
-                line += f", before {w['before/ensemble']:.2f} / {c['before/ensemble']:.2f}"
-            for prec in ("mixed", "float32"):
-                k = f"after/ensemble_{prec}_pca"
-                line += f"; {prec} PCA {w[k]:.2f} / {c[k]:.2f}"
-            print(line, flush=True)
-
-    for case in results.values():  # the shape benchmarks/summarize.py reads (after, wall)
-        for label in ("blas_1_thread", "blas_default"):
-            w = case[label]["wall_median_s"]
-            case[label]["fit_plus_score_median_s"] = {
+            r = _measure(X, impls, args.repeats, limit)
+            w = r["wall_median_s"]
+            r["fit_plus_score_median_s"] = {
                 n: w[f"after/{n}/fit_plus_score"] for n in ("zscore", "mahalanobis", "iforest")
             }
-            case[label]["total_median_s"] = w["after/ensemble"]
+            r["total_median_s"] = w["after/ensemble"]
+            results[case][label] = r
+            _print(case, label, r)
     unpruned = results["unpruned"]
-    out = {
-        "benchmark": "detectors",
+    details = {
         "n_windows": unpruned["n_windows"],
         "n_features": unpruned["n_features"],
         "channels": args.channels,
-        "repeat": args.repeat,
+        "repeat": args.repeats,
         "before_revision": args.before if "before" in impls else None,
         "feature_seconds": feat_s,
-        "results": {k: v for k, v in unpruned.items() if k.startswith("blas")},
+        "by_blas": {k: v for k, v in unpruned.items() if k.startswith("blas")},
         "pruned": pruned_info,
         "pruned_results": results.get("pruned"),
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_avg_1m_at_start": load_start[0],
-            "load_avg_1m_at_end": os.getloadavg()[0],
-            "blas": [
-                {k: i.get(k) for k in ("internal_api", "num_threads", "version")}
-                for i in threadpool_info()
-                if i.get("user_api") == "blas"
-            ],
-        },
-        "numpy": np.__version__,
+        "blas": [
+            {k: i.get(k) for k in ("internal_api", "num_threads", "version")}
+            for i in threadpool_info()
+            if i.get("user_api") == "blas"
+        ],
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    session.write(args.out, rows(details), details)
+    return 0
 
 
 class _null:
@@ -250,4 +256,4 @@ class _null:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,25 +8,21 @@ unconstrained and with a Sakoe-Chiba radius of 10 % of the length, and the whole
 study workload (one DTW per run and median trace) at the study's default length.
 tslearn is warmed up first so that numba's compilation is not timed.
 
-    .venv/bin/python benchmarks/dtw_vs_tslearn.py [--repeats 5] [--pairs 20]
+    .venv/bin/python benchmarks/dtw_vs_tslearn.py [--repeats 5] [--pairs 20] [--quick]
 
 Writes ``benchmarks/results/dtw_vs_tslearn.json``.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _harness import Session, parser, row, side, stats
 
-ROOT = Path(__file__).resolve().parent.parent
+#: trace lengths of the DTW cases (``--quick``: the first two)
+LENGTHS = (128, 256, 512, 1024)
 
 
 def _traces(n_pairs: int, length: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -38,6 +34,7 @@ def _traces(n_pairs: int, length: int, seed: int) -> list[tuple[np.ndarray, np.n
 
 
 def _time(fn, pairs, repeats: int) -> tuple[list[float], list[float]]:  # noqa: ANN001
+    """Seconds per pair of each repeat, and the last repeat's distances."""
     runs, values = [], []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -46,82 +43,74 @@ def _time(fn, pairs, repeats: int) -> tuple[list[float], list[float]]:  # noqa: 
     return runs, values
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--pairs", type=int, default=20)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dtw_vs_tslearn.json"))
-    args = ap.parse_args(argv)
-
-    import dtaidistance
-    import tslearn
+def distance_rows(lengths, n_pairs: int, repeats: int) -> tuple[list[dict], float]:  # noqa: ANN001
+    """One row per length and band (reveal-lab against tslearn); the largest distance
+    difference. Exits when the two disagree by more than 1e-9."""
     from tslearn.metrics import dtw as tslearn_dtw
 
     from reveal_lab.studies import dtw_distance
 
-    load0 = os.getloadavg()
-    warm = _traces(2, 64, 99)
-    for a, b in warm:  # compile tslearn's numba kernels (both code paths) before timing
+    for a, b in _traces(2, 64, 99):  # compile tslearn's numba kernels (both code paths) before timing
         tslearn_dtw(a, b)
         tslearn_dtw(a, b, global_constraint="sakoe_chiba", sakoe_chiba_radius=5)
-    results, worst = [], 0.0
-    for length in (128, 256, 512, 1024):
+    rows, worst = [], 0.0
+    for length in lengths:
         for band in (None, max(1, length // 10)):
-            pairs = _traces(args.pairs, length, seed=length)
+            pairs = _traces(n_pairs, length, seed=length)
             kw = {} if band is None else {"global_constraint": "sakoe_chiba", "sakoe_chiba_radius": band}
-            ours, d_ours = _time(lambda a, b, band=band: dtw_distance(a, b, band), pairs, args.repeats)
-            alt, d_alt = _time(lambda a, b, kw=kw: tslearn_dtw(a, b, **kw), pairs, max(2, args.repeats // 2))
+            ours, d_ours = _time(lambda a, b, band=band: dtw_distance(a, b, band), pairs, repeats)
+            alt, d_alt = _time(lambda a, b, kw=kw: tslearn_dtw(a, b, **kw), pairs, max(2, repeats // 2))
             diff = float(np.max(np.abs(np.asarray(d_ours) - np.asarray(d_alt))))
             worst = max(worst, diff)
             if diff > 1e-9:
-                print(f"distances differ by {diff} at length {length}, band {band}", file=sys.stderr)
-                return 1
-            results.append({
-                "case": f"one DTW distance, {length} samples, "
-                        + ("unconstrained" if band is None else f"Sakoe-Chiba radius {band}"),
-                "unit": "s",
-                "ours": {"name": "reveal_lab.studies.dtw_distance (dtaidistance C)",
-                         "median": statistics.median(ours), "runs": ours},
-                "alternative": {"name": "tslearn.metrics.dtw (numba)", "median": statistics.median(alt),
-                                "runs": alt},
-                "ratio": statistics.median(alt) / statistics.median(ours),
-                "higher_is_better": False,
-                "note": f"{args.pairs} pairs per run; max |distance difference| {diff:.2e}",
-            })
-            print(f"{results[-1]['case']}: ours {statistics.median(ours) * 1e6:.1f} us, "
-                  f"tslearn {statistics.median(alt) * 1e6:.1f} us, x{results[-1]['ratio']:.1f}", flush=True)
+                raise SystemExit(f"distances differ by {diff} at length {length}, band {band}")
+            r = row(
+                f"one DTW distance, {length} samples, "
+                + ("unconstrained" if band is None else f"Sakoe-Chiba radius {band}"),
+                "s",
+                side("reveal_lab.studies.dtw_distance (dtaidistance C)", ours),
+                side("tslearn.metrics.dtw (numba)", alt),
+                note=f"{n_pairs} pairs per run; max |distance difference| {diff:.2e}",
+            )
+            rows.append(r)
+            print(f"{r['case']}: ours {r['ours']['median'] * 1e6:.1f} us, "
+                  f"tslearn {r['alternative']['median'] * 1e6:.1f} us, x{r['ratio']:.1f}", flush=True)
+    return rows, worst
 
-    # the study itself: 6 workloads x 6 runs x 20 metrics at length 256
+
+def study_row(repeats: int, workloads: int = 6) -> dict:
+    """The §5.4 study itself: ``workloads`` workloads x 6 runs x 20 metrics at length 256."""
     from reveal_lab.studies import dtw_reproducibility
 
     rng = np.random.default_rng(0)
     t = np.linspace(0, 20, 600)
     traces = {f"w{w}": {f"m{m}": [np.sin((1 + 0.3 * w) * t + m) + 0.3 * rng.normal(size=t.size)
-                                  for _ in range(6)] for m in range(20)} for w in range(6)}
-    study_runs = []
-    for _ in range(max(2, args.repeats // 2)):
+                                  for _ in range(6)] for m in range(20)} for w in range(workloads)}
+    runs = []
+    for _ in range(max(2, repeats // 2)):
         t0 = time.perf_counter()
         s = dtw_reproducibility(traces, length=256)
-        study_runs.append(time.perf_counter() - t0)
-    results.append({
-        "case": "§5.4 study, 6 workloads x 6 runs x 20 metrics, 256 samples (5,040 DTWs + Wilcoxon)",
-        "unit": "s",
-        "ours": {"name": "reveal_lab.studies.dtw_reproducibility", "median": statistics.median(study_runs),
-                 "runs": study_runs},
-        "note": f"share of workload-metric pairs with p < 0.05: {100 * s.share_significant:.2f} %",
-    })
-    result = {
-        "benchmark": "dtw_vs_tslearn",
-        "machine": {"cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-                    "python": platform.python_version(), "dtaidistance": dtaidistance.__version__,
-                    "tslearn": tslearn.__version__, "loadavg_before": list(load0),
-                    "loadavg_after": list(os.getloadavg())},
-        "agreement": {"max_abs_distance_difference": worst, "tolerance": 1e-9},
-        "results": results,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out}")
+        runs.append(time.perf_counter() - t0)
+    n_dtw = workloads * 20 * 42
+    return row(
+        f"§5.4 study, {workloads} workloads x 6 runs x 20 metrics, 256 samples ({n_dtw:,} DTWs + Wilcoxon)",
+        "s",
+        side("reveal_lab.studies.dtw_reproducibility", stats(runs)),
+        note=f"share of workload-metric pairs with p < 0.05: {100 * s.share_significant:.2f} %",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("dtw_vs_tslearn", __doc__, repeats=5, quick="2 lengths, 3 pairs, 1 repeat, 1 workload")
+    ap.add_argument("--pairs", type=int, default=20)
+    args = ap.parse_args(argv)
+    session = Session("dtw_vs_tslearn", argv, versions=("dtaidistance", "tslearn"))
+    lengths = LENGTHS[:2] if args.quick else LENGTHS
+    pairs = 3 if args.quick else args.pairs
+    repeats = 1 if args.quick else args.repeats
+    rows, worst = distance_rows(lengths, pairs, repeats)
+    rows.append(study_row(repeats, workloads=1 if args.quick else 6))
+    session.write(args.out, rows, {"agreement": {"max_abs_distance_difference": worst, "tolerance": 1e-9}})
     return 0
 
 

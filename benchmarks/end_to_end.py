@@ -11,21 +11,21 @@ way a user runs it:
 
 Target: peak memory under 2 GB.
 
-    .venv/bin/python benchmarks/end_to_end.py     # writes benchmarks/results/end_to_end.json
+    .venv/bin/python benchmarks/end_to_end.py          # writes benchmarks/results/end_to_end.json
+    .venv/bin/python benchmarks/end_to_end.py --quick  # seconds: shows it works, numbers not quotable
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _harness import Session, parser, row, side
 
 TRACED = r"""
 import json, sys, time, tracemalloc
@@ -59,29 +59,50 @@ def _child(cmd: list[str]) -> tuple[subprocess.CompletedProcess, float, int]:
     return r, wall, max(after, before) * 1024
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=1800.0)
-    ap.add_argument("--channels", type=int, default=700)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "end_to_end.json"))
-    args = ap.parse_args()
+def rows(details: dict) -> list[dict]:
+    """The one result row: the measured ``reveal-lab detect`` (after a warm-up run), its peak
+    RSS and the per-stage seconds of the traced run."""
+    t = (details.get("traced") or {}).get("timings_s") or {}
+    return [
+        row(
+            f"`reveal-lab detect`, {details['rows']} rows x {details['channels']} channels",
+            "s",
+            side("detect (CLI)", details["cli_wall_s"]),
+            peak_mb=details["peak_rss_bytes"] / 1e6,
+            note=", ".join(f"{k} {v:.1f} s" for k, v in t.items() if isinstance(v, (int, float))),
+        )
+    ]
 
+
+def write_run(seconds: float, channels: int, tmp: Path) -> tuple[Path, int, int]:
+    """The synthetic run with four planted episodes as Parquet; its path, rows and channels."""
     from reveal_lab.io import write_parquet_run
     from reveal_lab.synth import Anomaly, make_run
 
-    tmp = Path(tempfile.mkdtemp(prefix="reveal-e2e-"))
+    at = [seconds * k / 18 for k in (3, 7, 11, 15)]  # 300, 700, 1100, 1500 s of the 30-minute run
     anomalies = [
-        Anomaly("cpu", 300, 306),
-        Anomaly("network", 700, 706, "variance"),
-        Anomaly("storage", 1100, 1106, "trend"),
-        Anomaly("gpu", 1500, 1506, "oscillation"),
+        Anomaly("cpu", at[0], at[0] + 6),
+        Anomaly("network", at[1], at[1] + 6, "variance"),
+        Anomaly("storage", at[2], at[2] + 6, "trend"),
+        Anomaly("gpu", at[3], at[3] + 6, "oscillation"),
     ]
-    run, _ = make_run(args.seconds, args.channels, seed=0, anomalies=anomalies)
-    path = write_parquet_run(run, tmp / "synth_30min_700ch.parquet")
-    rows, cols = run.frame.height, run.frame.width - 1
-    del run
-    print(f"run: {rows} rows x {cols} channels -> {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    run, _ = make_run(seconds, channels, seed=0, anomalies=anomalies)
+    path = write_parquet_run(run, tmp / f"synth_{seconds:g}s_{channels}ch.parquet")
+    print(f"run: {run.frame.height} rows x {run.frame.width - 1} channels -> {path} "
+          f"({path.stat().st_size / 1e6:.1f} MB)")
+    return path, run.frame.height, run.frame.width - 1
 
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("end_to_end", __doc__, quick="a 60 s run of 30 channels")
+    ap.add_argument("--seconds", type=float, default=1800.0)
+    ap.add_argument("--channels", type=int, default=700)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seconds, args.channels = 60.0, 30
+    session = Session("end_to_end", argv)
+    tmp = Path(tempfile.mkdtemp(prefix="reveal-e2e-"))
+    path, rows_, cols = write_run(args.seconds, args.channels, tmp)
     exe = Path(sys.executable).parent / "reveal-lab"
     cli = (
         [str(exe)]
@@ -94,14 +115,12 @@ def main() -> None:
         r, wall, rss = _child([*cli, "detect", str(path), "--out", str(tmp / label)])
         results[label] = {"wall_s": wall, "stdout_tail": r.stdout.strip().splitlines()[-2:]}
         print(label, f"{wall:.1f} s")
-    # a lone child measures its own maxrss: run the traced child and read RUSAGE_CHILDREN delta-free
     r, wall, _ = _child([sys.executable, "-c", TRACED, str(path), str(tmp / "traced")])
     traced = json.loads(r.stdout.strip().splitlines()[-1])
     # peak RSS: the largest child of this process (all three children run the same work)
     peak_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    out = {
-        "benchmark": "end_to_end",
-        "rows": rows,
+    details = {
+        "rows": rows_,
         "channels": cols,
         "cli_wall_s": results["cli"]["wall_s"],
         "cli_first_wall_s": results["cli_first"]["wall_s"],
@@ -112,22 +131,12 @@ def main() -> None:
         "traced": traced,
         "traced_wall_s": wall,
         "cli_stdout_tail": results["cli"]["stdout_tail"],
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "load_avg_1m_at_end": os.getloadavg()[0],
-        },
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
-    print(
-        json.dumps(
-            {k: out[k] for k in ("cli_wall_s", "peak_rss_gb", "tracemalloc_peak_gb", "meets_2gb_target")}
-        )
-    )
-    print(f"wrote {args.out}")
+    session.write(args.out, rows(details), details)
+    keys = ("cli_wall_s", "peak_rss_gb", "tracemalloc_peak_gb", "meets_2gb_target")
+    print(json.dumps({k: details[k] for k in keys}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,7 +2,7 @@
 """Window features: reveal-lab's compiled kernel against tsfresh, same windows, same features.
 
     .venv/bin/python benchmarks/features_vs_tsfresh.py [--seconds 180] [--channels 700]
-        [--tsfresh-windows 2] [--repeats 5] [--tsfresh-repeats 2]
+        [--tsfresh-windows 2] [--repeats 5] [--tsfresh-repeats 2] [--quick]
 
 Input: a seeded synthetic run in the public dataset's grammar (``reveal_lab.synth``,
 700 channels at 100 ms; static channels are excluded by both sides), cut into 3 s
@@ -27,71 +27,13 @@ process CPU time per window is reported beside the wall time. Writes
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import platform
-import statistics
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import polars as pl
-
-HERE = Path(__file__).resolve().parent
-RESULTS = HERE / "results"
-
-
-def machine() -> dict:
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import numba
-    import tsfresh
-
-    return {
-        "cpu": cpu,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "numba": numba.__version__,
-        "tsfresh": tsfresh.__version__,
-        "numba_threads": numba.get_num_threads(),
-    }
-
-
-def loadavg() -> list[float] | None:
-    try:
-        return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
-    except OSError:
-        return None
-
-
-CPU_TIMES: dict[int, list[float]] = {}
-
-
-def timed(fn, repeats: int) -> list[float]:
-    """Wall-clock seconds per repeat; the process CPU seconds of the same repeats are
-    kept in ``CPU_TIMES[id(runs)]`` (less inflated by other users of a shared machine)."""
-    runs, cpu = [], []
-    for _ in range(repeats):
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
-    CPU_TIMES[id(runs)] = cpu
-    return runs
-
-
-def per_window(runs: list[float], k: int) -> tuple[list[float], list[float]]:
-    return [t / k for t in runs], [t / k for t in CPU_TIMES[id(runs)]]
+from _harness import Session, parser, row, side, time_repeats
 
 
 def extract_features_call(frame: pl.DataFrame, window: dict, pairs: pl.DataFrame):
@@ -132,44 +74,19 @@ def extract_features_call(frame: pl.DataFrame, window: dict, pairs: pl.DataFrame
     return call
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seconds", type=float, default=180.0)
-    ap.add_argument("--channels", type=int, default=700)
-    ap.add_argument("--tsfresh-windows", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--tsfresh-repeats", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=RESULTS / "features_vs_tsfresh.json")
-    a = ap.parse_args(argv)
+def ours_per_window(frame: pl.DataFrame, cfg, windows: pl.DataFrame, repeats: int) -> dict:  # noqa: ANN001
+    """reveal-lab's window features over every window: the first call (loads or compiles the
+    kernel), then wall and CPU seconds per window of the whole call and of the kernel alone."""
+    from reveal_lab.features import window_features
+    from reveal_lab.features._kernels import FEATURE_CODES, N_FEATURES, window_feature_kernel
 
-    from reveal_lab.config import WindowConfig
-    from reveal_lab.features import make_windows, window_features
-    from reveal_lab.features._kernels import N_FEATURES, window_feature_kernel
-    from reveal_lab.synth import make_run
-
-    warnings.simplefilter("ignore")
-    load_before = loadavg()
-    run, _ = make_run(a.seconds, n_channels=a.channels, seed=a.seed)
-    frame = run.frame
-    cfg = WindowConfig(window_s=3.0, stride_s=1.0, interval_s=0.1)
-    windows = make_windows(frame, cfg)
     n_win = windows.height
-
-    # ours: warm-up (loads the cached kernel or compiles it), then repeats
     t0 = time.perf_counter()
     ours = window_features(frame, cfg, windows=windows)
     first_call = time.perf_counter() - t0
-    n_pairs = ours.n_pairs
-    n_metrics = ours.pairs["metric"].n_unique()
-    ours_runs, ours_cpu = per_window(
-        timed(lambda: window_features(frame, cfg, windows=windows), a.repeats), n_win
-    )
-
+    wall, cpu, _ = time_repeats(lambda: window_features(frame, cfg, windows=windows), repeats, per=n_win)
     metrics = ours.pairs["metric"].unique(maintain_order=True).to_list()
     values = np.asfortranarray(frame.select(metrics).to_numpy())
-    from reveal_lab.features._kernels import FEATURE_CODES
-
     want = np.zeros((len(metrics), N_FEATURES), dtype=np.bool_)
     pos = {m: i for i, m in enumerate(metrics)}
     for m, f in ours.pairs.select("metric", "feature").iter_rows():
@@ -177,132 +94,127 @@ def main(argv: list[str] | None = None) -> int:
     rs = windows["row_start"].to_numpy().astype(np.int64)
     re_ = windows["row_end"].to_numpy().astype(np.int64)
     out = np.empty((n_win, len(metrics), N_FEATURES))
-    kernel_runs, kernel_cpu = per_window(
-        timed(lambda: window_feature_kernel(values, rs, re_, want, 3, out), a.repeats), n_win
-    )
+    k_wall, k_cpu, _ = time_repeats(lambda: window_feature_kernel(values, rs, re_, want, 3, out), repeats, per=n_win)
+    return {"wf": ours, "first_call_s": first_call, "wall": wall, "cpu": cpu, "kernel_wall": k_wall,
+            "kernel_cpu": k_cpu}
 
-    # tsfresh: its feature calculators on the first windows (same samples, same features)
-    k = min(a.tsfresh_windows, n_win)
-    sub = windows.head(k)
-    ts_res = {}
 
-    def ts_call():
-        ts_res["wf"] = window_features(frame, cfg, windows=sub, backend="tsfresh")
-
-    ts_runs, ts_cpu = per_window(timed(ts_call, a.tsfresh_repeats), k)
-    ref = ts_res["wf"]
+def agreement(ours, ref, k: int) -> dict:  # noqa: ANN001
+    """How ours and tsfresh's features agree on the first ``k`` windows."""
     A, B = ours.X[:k], ref.X
     same = np.isnan(A) == np.isnan(B)
     both = ~np.isnan(A) & ~np.isnan(B)
     rel = np.abs(A[both] - B[both]) / np.maximum(np.abs(B[both]), 1e-300)
     adf = (ours.pairs["feature"] == "adf").to_numpy()
     nan_only_ours = np.isnan(A) & ~np.isnan(B)
-    agree = {
+    return {
         "cells": int(both.sum()),
-        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max())
-        if both.any()
-        else None,
+        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max()) if both.any() else None,
         "cells_rel_diff_gt_1e-9": int((rel > 1e-9).sum()),
         "nan_pattern_equal_outside_adf": bool(same[:, ~adf].all()),
         "adf_nan_ours_finite_tsfresh": int(nan_only_ours[:, adf].sum()),
     }
 
-    ef_call = extract_features_call(frame, windows.row(0, named=True), ours.pairs)
-    ef_runs, ef_cpu = per_window(timed(ef_call, 1), 1)
-    load_after = loadavg()
 
-    ts_med = statistics.median(ts_runs)
-    ours_med = statistics.median(ours_runs)
-    kern_med = statistics.median(kernel_runs)
-    ef_med = statistics.median(ef_runs)
-    case = f"{n_metrics} channels ({n_pairs} metric-feature pairs), 3 s windows at 100 ms, per window"
-    res = {
-        "benchmark": "features_vs_tsfresh",
-        "machine": {**machine(), "loadavg_before": load_before, "loadavg_after": load_after},
+def tsfresh_per_window(frame: pl.DataFrame, cfg, windows: pl.DataFrame, ours, k: int, repeats: int) -> dict:  # noqa: ANN001
+    """tsfresh's feature calculators on the first ``k`` windows, and its ``extract_features``
+    on one window: wall and CPU seconds per window, and the agreement with ours."""
+    from reveal_lab.features import window_features
+
+    sub = windows.head(k)
+    wall, cpu, ref = time_repeats(lambda: window_features(frame, cfg, windows=sub, backend="tsfresh"), repeats, per=k)
+    ef_call = extract_features_call(frame, windows.row(0, named=True), ours.pairs)
+    ef_wall, ef_cpu, _ = time_repeats(ef_call, 1)
+    return {"wall": wall, "cpu": cpu, "ef_wall": ef_wall, "ef_cpu": ef_cpu, "agreement": agreement(ours, ref, k)}
+
+
+def build_rows(ours: dict, ts: dict, n_win: int, k: int) -> list[dict]:
+    """The three rows: window features, the kernel alone, against tsfresh's calculators and
+    against its ``extract_features``."""
+    wf = ours["wf"]
+    case = (
+        f"{wf.pairs['metric'].n_unique()} channels ({wf.n_pairs} metric-feature pairs), "
+        "3 s windows at 100 ms, per window"
+    )
+    numba = side("reveal-lab window_features(backend='numba')", ours["wall"])
+    return [
+        row(
+            case + " (tsfresh feature calculators)",
+            "s",
+            numba,
+            side("tsfresh feature_calculators (backend='tsfresh')", ts["wall"]),
+            note=f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; agreement: {ts['agreement']}",
+        ),
+        row(
+            case + " (kernel alone vs tsfresh calculators)",
+            "s",
+            side("reveal-lab numba kernel", ours["kernel_wall"]),
+            side("tsfresh feature_calculators", ts["wall"]),
+        ),
+        row(
+            case + " (tsfresh extract_features)",
+            "s",
+            numba,
+            side("tsfresh.extract_features (n_jobs=0), one window", ts["ef_wall"]),
+        ),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("features_vs_tsfresh", __doc__, repeats=5, quick="20 s of 40 channels, 1 tsfresh window, 1 repeat")
+    ap.add_argument("--seconds", type=float, default=180.0)
+    ap.add_argument("--channels", type=int, default=700)
+    ap.add_argument("--tsfresh-windows", type=int, default=2)
+    ap.add_argument("--tsfresh-repeats", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    if a.quick:
+        a.seconds, a.channels, a.tsfresh_windows, a.repeats, a.tsfresh_repeats = 20.0, 40, 1, 1, 1
+    session = Session("features_vs_tsfresh", argv, versions=("numba", "tsfresh"))
+
+    import numba
+
+    from reveal_lab.config import WindowConfig
+    from reveal_lab.features import make_windows
+    from reveal_lab.synth import make_run
+
+    warnings.simplefilter("ignore")
+    frame = make_run(a.seconds, n_channels=a.channels, seed=a.seed)[0].frame
+    cfg = WindowConfig(window_s=3.0, stride_s=1.0, interval_s=0.1)
+    windows = make_windows(frame, cfg)
+    n_win, k = windows.height, min(a.tsfresh_windows, windows.height)
+    ours = ours_per_window(frame, cfg, windows, a.repeats)
+    ts = tsfresh_per_window(frame, cfg, windows, ours["wf"], k, a.tsfresh_repeats)
+    rows = build_rows(ours, ts, n_win, k)
+    cpu = {  # process CPU seconds per window (one thread on both sides): less inflated by other users
+        "ours_window_features": ours["cpu"]["median"],
+        "ours_kernel": ours["kernel_cpu"]["median"],
+        "tsfresh_calculators": ts["cpu"]["median"],
+        "tsfresh_extract_features": ts["ef_cpu"]["median"],
+    }
+    details = {
         "input": {
             "generator": "reveal_lab.synth.make_run",
             "seed": a.seed,
             "seconds": a.seconds,
             "channels": a.channels,
-            "features_channels": n_metrics,
+            "features_channels": ours["wf"].pairs["metric"].n_unique(),
             "windows": n_win,
             "tsfresh_windows": k,
-            "pairs": n_pairs,
+            "pairs": ours["wf"].n_pairs,
         },
-        "results": [
-            {
-                "case": case + " (tsfresh feature calculators)",
-                "unit": "s",
-                "ours": {
-                    "name": "reveal-lab window_features(backend='numba')",
-                    "median": ours_med,
-                    "runs": ours_runs,
-                },
-                "alternative": {
-                    "name": "tsfresh feature_calculators (backend='tsfresh')",
-                    "median": ts_med,
-                    "runs": ts_runs,
-                },
-                "ratio": ts_med / ours_med,
-                "higher_is_better": False,
-                "note": f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; agreement: {agree}",
-            },
-            {
-                "case": case + " (kernel alone vs tsfresh calculators)",
-                "unit": "s",
-                "ours": {"name": "reveal-lab numba kernel", "median": kern_med, "runs": kernel_runs},
-                "alternative": {"name": "tsfresh feature_calculators", "median": ts_med, "runs": ts_runs},
-                "ratio": ts_med / kern_med,
-                "higher_is_better": False,
-            },
-            {
-                "case": case + " (tsfresh extract_features)",
-                "unit": "s",
-                "ours": {
-                    "name": "reveal-lab window_features(backend='numba')",
-                    "median": ours_med,
-                    "runs": ours_runs,
-                },
-                "alternative": {
-                    "name": "tsfresh.extract_features (n_jobs=0), one window",
-                    "median": ef_med,
-                    "runs": ef_runs,
-                },
-                "ratio": ef_med / ours_med,
-                "higher_is_better": False,
-            },
-        ],
-        "first_call_s": first_call,
-        "agreement": agree,
-        # process CPU seconds per window (single-threaded on both sides): less inflated
-        # than wall time when other jobs share the machine
-        "cpu_seconds_per_window": {
-            "ours_window_features": statistics.median(ours_cpu),
-            "ours_kernel": statistics.median(kernel_cpu),
-            "tsfresh_calculators": statistics.median(ts_cpu),
-            "tsfresh_extract_features": statistics.median(ef_cpu),
-        },
+        "numba_threads": numba.get_num_threads(),
+        "first_call_s": ours["first_call_s"],
+        "agreement": ts["agreement"],
+        "cpu_seconds_per_window": cpu,
+        "cpu_ratio_vs_calculators": cpu["tsfresh_calculators"] / cpu["ours_window_features"],
+        "cpu_ratio_vs_extract_features": cpu["tsfresh_extract_features"] / cpu["ours_window_features"],
     }
-    cpu = res["cpu_seconds_per_window"]
-    res["cpu_ratio_vs_calculators"] = cpu["tsfresh_calculators"] / cpu["ours_window_features"]
-    res["cpu_ratio_vs_extract_features"] = cpu["tsfresh_extract_features"] / cpu["ours_window_features"]
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    a.out.write_text(json.dumps(res, indent=2))
-    print(f"windows={n_win} channels={n_metrics} pairs={n_pairs}")
-    print(
-        f"ours per window: {ours_med * 1e3:.3f} ms (kernel {kern_med * 1e3:.3f} ms); "
-        f"first call {first_call:.2f} s"
-    )
-    print(f"tsfresh calculators per window: {ts_med:.3f} s  -> {ts_med / ours_med:.0f}x")
-    print(f"tsfresh extract_features per window: {ef_med:.3f} s -> {ef_med / ours_med:.0f}x")
-    print(f"load average before/after: {load_before} / {load_after}")
-    print(
-        f"CPU time per window: ours {cpu['ours_window_features'] * 1e3:.3f} ms, tsfresh calculators "
-        f"{cpu['tsfresh_calculators']:.3f} s ({res['cpu_ratio_vs_calculators']:.0f}x), extract_features "
-        f"{cpu['tsfresh_extract_features']:.3f} s ({res['cpu_ratio_vs_extract_features']:.0f}x)"
-    )
-    print(f"agreement: {agree}")
-    print(f"wrote {a.out}")
+    session.write(a.out, rows, details)
+    for r in rows:
+        print(f"{r['case']}: ours {r['ours']['median'] * 1e3:.3f} ms, {r['alternative']['name']} "
+              f"{r['alternative']['median']:.3f} s -> {r['ratio']:.0f}x")
+    print(f"first call {ours['first_call_s']:.2f} s; CPU per window {cpu}; agreement {ts['agreement']}")
     return 0
 
 
