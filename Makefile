@@ -24,10 +24,13 @@ test-latest:  ## run the suite in .venv-latest with the newest releases (reports
 lock:  ## move requirements/lock.txt to the versions in .venv-latest (after a green make test-latest)
 	@scripts/lock.sh
 
-bench: setup  ## run the performance benchmarks (results in benchmarks/results/)
+bench: setup  ## run the performance benchmarks (results in benchmarks/results/; a quiet machine)
 	.venv/bin/python benchmarks/run_all.py
+
+bench-quick: setup  ## each benchmark's --quick run (minutes; shows they work, numbers not quotable; out/bench/quick/)
+	.venv/bin/python benchmarks/run_all.py --quick --skip labelled_servers
 
 record-lab:  ## (root, a quiet machine, ~95 min) record v2's plan with 15 s warm-ups into data/lab, refresh the HF export
 	WARMUP=$${WARMUP:-15s} scripts/record_lab_dataset.sh v2
 
-.PHONY: help setup reproduce test test-latest lock lab bench record-lab
+.PHONY: help setup reproduce test test-latest lock lab bench bench-quick record-lab

@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from reveal_lab.cli._types import positive_int
 from reveal_lab.machine import machine_info
 
 HERE = Path(__file__).resolve().parent
@@ -71,17 +72,6 @@ TOP_KEYS = (
 )
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return v
-
-
 def parser(
     name: str,
     doc: str | None,
@@ -98,10 +88,15 @@ def parser(
         description=(doc or name).strip().split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--out", type=Path, default=RESULTS / f"{name}.json", help="result JSON (default: %(default)s)")
+    ap.add_argument(
+        "--out", type=Path, default=RESULTS / f"{name}.json", help="result JSON (default: %(default)s)"
+    )
     if repeats is not None:
         ap.add_argument(
-            "--repeats", type=positive_int, default=repeats, help="timed repeats; medians (default: %(default)s)"
+            "--repeats",
+            type=positive_int,
+            default=repeats,
+            help="timed repeats; medians (default: %(default)s)",
         )
     if quick is not None:
         ap.add_argument("--quick", action="store_true", help=quick)
@@ -193,7 +188,8 @@ def validate_timing(data: object) -> list[dict]:
         raise ValueError("top level is not an object")
     if data.get("schema") != SCHEMA or data.get("kind") != "timing":
         raise ValueError(
-            f"expected 'schema': {SCHEMA} and 'kind': 'timing', got {data.get('schema')!r} / {data.get('kind')!r}"
+            f"expected 'schema': {SCHEMA} and 'kind': 'timing', "
+            f"got {data.get('schema')!r} / {data.get('kind')!r}"
         )
     rows = data.get("results")
     if not isinstance(rows, list) or not rows:

@@ -31,10 +31,11 @@ same window:
 
 Alone: the side-by-side window above puts 12 processes (and the bytes-on-disk run) on two
 cores, all waking every interval; a host runs one collector. (Measured on the 2-core VM, alone
-cost more, not less: waking an idle vCPU is dearer than waking a busy one.) So ``full``, ``full_perf_child``, ``procfs``, ``loop``
-and bare ``perf stat`` are also measured one at a time (``--alone-intervals``, default 100
-and 600 ms; the order rotates each repeat; nothing else of the benchmark runs meanwhile),
-reported as ``alone_by_interval_ms`` with ``full``'s ratio to ``full_perf_child``.
+cost more, not less: waking an idle vCPU is dearer than waking a busy one.) So ``full``,
+``full_perf_child``, ``procfs``, ``loop`` and bare ``perf stat`` are also measured one at a
+time (``--alone-intervals``, default 100 and 600 ms; the order rotates each repeat; nothing
+else of the benchmark runs meanwhile), reported as ``alone_by_interval_ms`` with ``full``'s
+ratio to ``full_perf_child``.
 
 Time to first sample: a collector with the default probes is started ``--repeats`` times
 with numba's cache warm (as after ``scripts/bootstrap.sh``, which runs
@@ -62,12 +63,9 @@ Writes ``benchmarks/results/collector_overhead.json``.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import glob
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -76,9 +74,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reveal_lab.machine import cpu_model
+from _harness import ROOT, Session, parser, row, side
 
-ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -137,7 +134,9 @@ def proc_fds():
     return out
 """
 
-READS_FLOOR = PROC_FDS + """
+READS_FLOOR = (
+    PROC_FDS
+    + """
 import os, sys, time
 import reveal_lab.collect.probes
 from reveal_lab.collect import PROBES, ProbeContext, resolve_probes
@@ -161,6 +160,7 @@ while True:
     for fd in fds:
         os.pread(fd, 1 << 16, 0)
 """
+)
 
 
 #: the procfs sources the paper's collector read (its Table 1: /proc/stat, meminfo,
@@ -173,6 +173,8 @@ PAPER = "cpu,meminfo,diskstats,netdev,nstat,sockets,unix@1s"
 def paper_spec(interval_ms: int) -> str:
     """:data:`PAPER` with the UNIX count's period rounded up to whole intervals (>= 1 s)."""
     return PAPER.replace("unix@1s", f"unix@{interval_ms * -(-1000 // interval_ms)}ms")
+
+
 #: the files the ``reads_paper`` floor reads every tick (the paper set less /proc/net/unix)
 PAPER_FILES = "cpu,meminfo,diskstats,netdev,nstat,sockets"
 #: slowly varying or expensive sources sampled about once a second in ``procfs_slow``
@@ -217,7 +219,9 @@ def config_env(name: str) -> dict[str, str]:
     }
 
 
-PER_PROBE = PROC_FDS + """
+PER_PROBE = (
+    PROC_FDS
+    + """
 import json, os, sys, time
 import numpy as np
 import reveal_lab.collect.probes
@@ -293,6 +297,7 @@ res["__tick__"] = {k: sum(v) / len(v) / 1e3 for k, v in tot.items() if v}
 res["__tick__"]["batched_tables"] = len(batch.tables) if batch is not None else 0
 print(json.dumps(res))
 """
+)
 
 
 def per_probe_cost(n_warm: int = 2000, n_tick: int = 200, interval_s: float = 0.1) -> dict:
@@ -486,56 +491,46 @@ def dir_bytes(d: Path) -> int:
     return sum(f.stat().st_size for f in d.iterdir() if f.is_file())
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--intervals", default="100,200,300,600")
-    ap.add_argument("--window", type=float, default=20.0, help="measurement window per interval (s)")
-    ap.add_argument("--warmup", type=float, default=3.0)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--size-duration", type=float, default=300.0, help="length of the bytes-on-disk run (s)")
-    ap.add_argument(
-        "--quick", action="store_true", help="short smoke run (1 repeat, 5 s windows, 30 s size run)"
+def rows(details: dict) -> list[dict]:
+    """The result rows: CPU (% of one core, on-CPU time) of each setup per interval, against the
+    same probes in the interpreted loop where measured, else a bare ``perf stat -I``; bytes on disk."""
+    out: list[dict] = []
+    for iv, s in details["median_by_interval_ms"].items():
+        perf = s.get("perf", {}).get("schedstat_pct_of_core")
+        for k in ("paper", "procfs_slow", "procfs", "full", "loop"):
+            v = s.get(k)
+            if v is None:
+                continue
+            case = f"`{k}` collector every {iv} ms ({v.get('channels', '?')} channels), CPU"
+            interp = s.get(f"{k}_interpreted", {}).get("schedstat_pct_of_core")
+            if interp:  # the compiled hot loop against the same probes in the interpreted loop
+                alt, note = (
+                    side(f"{k}, interpreted loop", interp),
+                    f"perf stat -I {iv}: {perf:.3g} %" if perf else "",
+                )
+            else:
+                alt, note = (side(f"perf stat -I {iv}", perf) if perf else None), ""
+            out.append(row(case, "% of a core", side(k, v["schedstat_pct_of_core"]), alt, note=note))
+    size = details["bytes_on_disk"]
+    out.append(
+        row(
+            f"bytes on disk, all probes at {size['interval_ms']} ms ({size['channels']} channels)",
+            "B/s",
+            side("collector", size["folder_bytes_per_s"]),
+            note="paper: 14-22 kB/s filtered",
+        )
     )
-    ap.add_argument(
-        "--alone-intervals",
-        default="100,600",
-        help="intervals (ms) at which each of --alone-setups is also measured alone ('' for none)",
-    )
-    ap.add_argument("--alone-setups", default=",".join(ALONE_SETUPS))
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "collector_overhead.json"))
-    args = ap.parse_args(argv)
-    if args.quick:
-        args.window, args.repeats, args.size_duration, args.warmup = 5.0, 1, 30.0, 2.0
-    intervals = [int(x) for x in args.intervals.split(",")]
-    work = Path(tempfile.mkdtemp(prefix="rvl-bench-"))
-    events = perf_events_here()
-    load0 = os.getloadavg()
-    started = time.monotonic()
-    # compile (or load numba's on-disk cache) once before anything is timed: a cold cache
-    # costs each collector seconds of CPU at start
-    subprocess.run(
-        [sys.executable, "-m", "reveal_lab.collect.warm"],  # what scripts/bootstrap.sh runs
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    per_probe = per_probe_cost(n_tick=50 if args.quick else 200)
-    print("per probe (µs per sample, once per 100 ms tick; bare reads):", flush=True)
-    print(f"  all procfs probes per tick (µs, mean): {per_probe['all_probes_per_tick_us']}", flush=True)
-    for name, r in per_probe["probes"].items():
-        if "tick_sample_us" in r:
-            print(
-                f"  {name:11s} sample {r['tick_sample_us']:7.1f}  read {r['tick_read_us']:7.1f}"
-                f"  (warm {r['warm_sample_us']:.1f} / {r['warm_read_us']:.1f})",
-                flush=True,
-            )
+    return out
 
-    warm_starts = [time_to_first_sample(work) for _ in range(args.repeats)]
+
+def startup(work: Path, repeats: int) -> dict:
+    """Time to first sample with numba's cache warm (``repeats`` times) and once cold."""
+    warm_starts = [time_to_first_sample(work) for _ in range(repeats)]
     cold_dir = work / "numba-cold"
     cold_start = time_to_first_sample(work, env={"NUMBA_CACHE_DIR": str(cold_dir)})
     shutil.rmtree(cold_dir, ignore_errors=True)
     ok = [r["seconds"] for r in warm_starts if r["seconds"] is not None]
-    startup = {
+    out = {
         "warm_cache_s_median": statistics.median(ok) if ok else None,
         "warm_cache_runs": warm_starts,
         "cold_cache_s": cold_start["seconds"],
@@ -544,53 +539,48 @@ def main(argv: list[str] | None = None) -> int:
         "met": bool(ok) and statistics.median(ok) <= 1.0,
     }
     print(
-        f"time to first sample: warm cache {startup['warm_cache_s_median']} s (median of {len(ok)}), "
-        f"cold cache {startup['cold_cache_s']} s",
+        f"time to first sample: warm cache {out['warm_cache_s_median']} s (median of {len(ok)}), "
+        f"cold cache {out['cold_cache_s']} s",
         flush=True,
     )
+    return out
 
-    # each setup alone (rotating order per repeat), before anything else is started
-    alone_iv = [int(x) for x in args.alone_intervals.split(",") if x.strip()]
-    alone_setups = [x for x in args.alone_setups.split(",") if x.strip()]
-    alone_runs: list[dict] = []
+
+def alone(args, events: list[str], work: Path) -> tuple[dict, list[dict]]:  # noqa: ANN001
+    """Each of ``--alone-setups`` measured alone (the order rotating per repeat) at each of
+    ``--alone-intervals``: medians per interval and setup, and every run."""
+    intervals = [int(x) for x in args.alone_intervals.split(",") if x.strip()]
+    setups = [x for x in args.alone_setups.split(",") if x.strip()]
+    runs: list[dict] = []
     for rep in range(args.repeats):
-        for iv in alone_iv:
-            order = alone_setups[rep % len(alone_setups) :] + alone_setups[: rep % len(alone_setups)]
-            for name in order:
+        for iv in intervals:
+            for name in setups[rep % len(setups) :] + setups[: rep % len(setups)]:
                 load = os.getloadavg()[0]
                 r = measure_interval(iv, args.window, args.warmup, events, work, only={name})
                 if name not in r:  # perf with no events here
                     continue
-                row = {"setup": name, "interval_ms": iv, "repeat": rep, "loadavg_1m": load, **r[name]}
-                alone_runs.append(row)
-                pct = r[name]["schedstat_pct_of_core"]
-                print(f"alone rep {rep} {iv:4d} ms {name}: {pct:.3f}%", flush=True)
-    alone = {}
-    for iv in alone_iv:
-        alone[iv] = {}
-        for name in alone_setups:
-            vals = [r for r in alone_runs if r["interval_ms"] == iv and r["setup"] == name]
-            if vals:
-                alone[iv][name] = {
-                    m: statistics.median(v[m] for v in vals)
-                    for m in ("stat_pct_of_core", "schedstat_pct_of_core")
-                }
-                alone[iv][name]["runs"] = len(vals)
-        for a, b in (("full", "full_perf_child"), ("full", "procfs")):
-            if a in alone[iv] and b in alone[iv] and alone[iv][b]["schedstat_pct_of_core"] > 0:
-                alone[iv][a][f"ratio_to_{b}"] = (
-                    alone[iv][a]["schedstat_pct_of_core"] / alone[iv][b]["schedstat_pct_of_core"]
+                runs.append({"setup": name, "interval_ms": iv, "repeat": rep, "loadavg_1m": load, **r[name]})
+                print(
+                    f"alone rep {rep} {iv:4d} ms {name}: {r[name]['schedstat_pct_of_core']:.3f}%", flush=True
                 )
+    out: dict = {}
+    for iv in intervals:
+        out[iv] = {}
+        for name in setups:
+            vals = [r for r in runs if r["interval_ms"] == iv and r["setup"] == name]
+            if vals:
+                out[iv][name] = {m: statistics.median(v[m] for v in vals) for m in CPU_KEYS}
+                out[iv][name]["runs"] = len(vals)
+        for a, b in (("full", "full_perf_child"), ("full", "procfs")):
+            if a in out[iv] and b in out[iv] and out[iv][b]["schedstat_pct_of_core"] > 0:
+                out[iv][a][f"ratio_to_{b}"] = (
+                    out[iv][a]["schedstat_pct_of_core"] / out[iv][b]["schedstat_pct_of_core"]
+                )
+    return out, runs
 
-    size_dir = work / "size-run"
-    size_proc = start_collector(
-        size_dir,
-        "all",
-        100,
-        ["--duration", f"{args.size_duration}s", "--segment", f"{args.size_duration + 60}s"],
-    )
-    wait_ready(size_dir)
 
+def side_by_side(args, intervals: list[int], events: list[str], work: Path) -> list[dict]:  # noqa: ANN001
+    """Every setup side by side at each interval, ``--repeats`` times."""
     runs: list[dict] = []
     for rep in range(args.repeats):
         for iv in intervals:
@@ -604,163 +594,219 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 flush=True,
             )
+    return runs
 
-    size_proc.wait(args.size_duration + 120)
+
+def bytes_on_disk(size_dir: Path, duration: float) -> dict:
+    """Bytes per second of the finished size run (folder, segments, journal written)."""
     meta = json.loads((size_dir / "meta.json").read_text())
-    dur = args.size_duration
     seg = sum(f.stat().st_size for f in size_dir.glob("segment-*.parquet"))
-    size = {
+    return {
         "probes": "all",
         "interval_ms": 100,
-        "duration_s": dur,
+        "duration_s": duration,
         "channels": meta.get("n_channels"),
         "samples": meta.get("samples"),
         "missed_ticks": meta.get("missed_ticks"),
         "folder_bytes": dir_bytes(size_dir),
-        "folder_bytes_per_s": dir_bytes(size_dir) / dur,
-        "segment_bytes_per_s": seg / dur,
-        "journal_bytes_written_per_s": (meta.get("bytes_journal_written") or 0) / dur,
+        "folder_bytes_per_s": dir_bytes(size_dir) / duration,
+        "segment_bytes_per_s": seg / duration,
+        "journal_bytes_written_per_s": (meta.get("bytes_journal_written") or 0) / duration,
         "raw_bytes_per_s_if_float64": 8 * (meta.get("n_channels") or 0) * 10,
         "channels_json_bytes": (size_dir / "channels.json").stat().st_size,
     }
-    shutil.rmtree(work, ignore_errors=True)
 
+
+#: the two CPU figures of each process tree
+CPU_KEYS = ("stat_pct_of_core", "schedstat_pct_of_core")
+#: the setups of the side-by-side sweep, in the order of the summary
+SWEEP = (
+    "loop",
+    "reads",
+    "reads_paper",
+    "procfs",
+    "procfs_unbatched",
+    "procfs_interpreted",
+    "paper",
+    "paper_interpreted",
+    "procfs_slow",
+    "full",
+    "full_perf_child",
+    "perf",
+)
+
+
+def _summary_of(k: str, rows: list[dict]) -> dict:
+    """Setup ``k``'s medians over ``rows`` (one interval's repeats) and its ratios to the
+    processes beside it, each repeat's ratio first, then the median."""
+    vals = [r[k] for r in rows if k in r]
+    s: dict = {m: statistics.median(v[m] for v in vals) for m in CPU_KEYS}
+    s["channels"] = vals[0].get("channels")
+    for key in ("hot_loop", "probes"):
+        if vals[0].get(key):
+            s[key] = vals[0][key]
+    if vals[0].get("perf_backend") or vals[0].get("perf_skipped"):
+        s["perf_backend"] = vals[0].get("perf_backend") or f"skipped: {vals[0].get('perf_skipped')}"
+    refs = ("procfs", "perf") + ((k + "_interpreted",) if k in ("paper", "procfs") else ())
+    refs += ("full_perf_child",) if k == "full" else ()
+    for ref in refs:
+        if k != ref and all(ref in r for r in rows):
+            rat = [
+                r[k]["schedstat_pct_of_core"] / r[ref]["schedstat_pct_of_core"]
+                for r in rows
+                if k in r and r[ref]["schedstat_pct_of_core"] > 0
+            ]
+            if rat:
+                s[f"median_ratio_to_{ref}"] = statistics.median(rat)
+    return s
+
+
+def summarise(runs: list[dict], intervals: list[int]) -> dict:
+    """Per interval, each setup's medians and ratios (:func:`_summary_of`), and each one's ratio to
+    the bare ``perf stat`` of the same window."""
     summary = {}
     for iv in intervals:
-        rows = [r for r in runs if r["interval_ms"] == iv]
-        s = {}
-        for k in (
-            "loop",
-            "reads",
-            "reads_paper",
-            "procfs",
-            "procfs_unbatched",
-            "procfs_interpreted",
-            "paper",
-            "paper_interpreted",
-            "procfs_slow",
-            "full",
-            "full_perf_child",
-            "perf",
-        ):
-            vals = [r[k] for r in rows if k in r]
-            if not vals:
-                continue
-            s[k] = {
-                m: statistics.median(v[m] for v in vals)
-                for m in ("stat_pct_of_core", "schedstat_pct_of_core")
-            }
-            s[k]["channels"] = vals[0].get("channels")
-            if vals[0].get("hot_loop"):
-                s[k]["hot_loop"] = vals[0]["hot_loop"]
-            if "probes" in vals[0]:
-                s[k]["probes"] = vals[0]["probes"]
-            if vals[0].get("perf_backend") or vals[0].get("perf_skipped"):
-                backend = vals[0].get("perf_backend")
-                s[k]["perf_backend"] = backend or f"skipped: {vals[0].get('perf_skipped')}"
-            # each repeat's ratio to the process beside it in the same window, then the median
-            refs = ("procfs", "perf") + ((k + "_interpreted",) if k in ("paper", "procfs") else ())
-            refs += ("full_perf_child",) if k == "full" else ()
-            for ref in refs:
-                if k != ref and all(ref in r for r in rows):
-                    rat = [
-                        r[k]["schedstat_pct_of_core"] / r[ref]["schedstat_pct_of_core"]
-                        for r in rows
-                        if k in r and r[ref]["schedstat_pct_of_core"] > 0
-                    ]
-                    if rat:
-                        s[k][f"median_ratio_to_{ref}"] = statistics.median(rat)
+        rows_ = [r for r in runs if r["interval_ms"] == iv]
+        s = {k: _summary_of(k, rows_) for k in SWEEP if any(k in r for r in rows_)}
         if "perf" in s and s["perf"]["schedstat_pct_of_core"] > 0:
             for k in ("procfs", "procfs_unbatched", "paper", "procfs_slow", "full", "full_perf_child"):
-                if k not in s:
-                    continue
-                s[k]["ratio_to_perf_stat"] = (
-                    s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
-                )
+                if k in s:
+                    s[k]["ratio_to_perf_stat"] = (
+                        s[k]["schedstat_pct_of_core"] / s["perf"]["schedstat_pct_of_core"]
+                    )
         summary[iv] = s
-    result = {
-        "benchmark": "collector_overhead",
-        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "host": {
-            "cpu_model": cpu_model(),
-            "cpus": os.cpu_count(),
-            "kernel": platform.release(),
-            "loadavg_before": load0,
-            "loadavg_after": os.getloadavg(),
-            "uid": os.getuid(),
+    return summary
+
+
+CONFIGURATIONS = {
+    "procfs": "every procfs probe at the interval (default rates; extended set; compiled hot loop)",
+    "procfs_unbatched": "procfs with REVEAL_LAB_COLLECT_BATCH=0 and _BURST=0: each probe preads "
+    "and scans its own files every tick in Python (the collector before batched reads)",
+    "paper": f"{PAPER} at the interval (the paper's procfs sources; compiled hot loop)",
+    "procfs_interpreted / paper_interpreted": "the same probes with REVEAL_LAB_COLLECT_BURST=0 "
+    "(every tick in the Python loop; batched reads on)",
+    "procfs_slow": f"every procfs probe; {', '.join(SLOW)} about once a second; compiled hot loop "
+    "(period rounded up to whole intervals: --probes " + slow_spec(100) + " at 100 ms)",
+    "reads / reads_paper": f"a Python loop of bare preads of the files of procfs / {PAPER_FILES}, no parsing",
+    "loop": "the hot loop with the self probe only",
+    "full": "every probe available here (--probes all), perf counters via perf_event_open "
+    "(REVEAL_LAB_PERF_BACKEND=events)",
+    "full_perf_child": "the same with the perf counters from a perf stat -I child "
+    "(REVEAL_LAB_PERF_BACKEND=child), in the same window",
+    "perf": "bare perf stat -I on the same events",
+}
+
+
+def targets(summary: dict, alone_: dict, startup_: dict, size: dict) -> dict:
+    """The targets and whether each is met, beside the paper's figures."""
+
+    def pct(table: dict, k: str) -> float:
+        return table.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9)
+
+    return {
+        "procfs_pct_of_core_at_100ms": 0.3,
+        "full_bytes_per_s_at_100ms": 5000,
+        "full_pct_of_core_at_100ms": 0.6,
+        "full_at_100ms_met": pct(summary, "full") <= 0.6,
+        "full_at_100ms_alone_met": pct(alone_, "full") <= 0.6,
+        "first_sample_s": 1.0,
+        "first_sample_met": startup_["met"],
+        **{
+            f"{k}_at_100ms_met": pct(summary, k) <= 0.3
+            for k in (
+                "procfs",
+                "procfs_interpreted",
+                "procfs_unbatched",
+                "paper",
+                "paper_interpreted",
+                "procfs_slow",
+            )
         },
+        "bytes_met": size["folder_bytes_per_s"] <= 5000,
+        "paper": {
+            "pct_of_core_at_100ms": [1.2, 1.4],
+            "bytes_per_s_raw": 42000,
+            "bytes_per_s_filtered": [14000, 22000],
+        },
+    }
+
+
+def per_probe_report(work: Path, quick: bool) -> dict:
+    """Compile (or load numba's cache) once before anything is timed (a cold cache costs each
+    collector seconds of CPU at start), then :func:`per_probe_cost`, printed."""
+    subprocess.run(
+        [sys.executable, "-m", "reveal_lab.collect.warm"],  # what scripts/bootstrap.sh runs
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    per_probe = per_probe_cost(n_tick=50 if quick else 200)
+    print("per probe (µs per sample, once per 100 ms tick; bare reads):", flush=True)
+    print(f"  all procfs probes per tick (µs, mean): {per_probe['all_probes_per_tick_us']}", flush=True)
+    for name, r in per_probe["probes"].items():
+        if "tick_sample_us" in r:
+            print(
+                f"  {name:11s} sample {r['tick_sample_us']:7.1f}  read {r['tick_read_us']:7.1f}"
+                f"  (warm {r['warm_sample_us']:.1f} / {r['warm_read_us']:.1f})",
+                flush=True,
+            )
+    return per_probe
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("collector_overhead", __doc__, repeats=3, quick="1 repeat, 5 s windows, 30 s size run")
+    ap.add_argument("--intervals", default="100,200,300,600")
+    ap.add_argument("--window", type=float, default=20.0, help="measurement window per interval (s)")
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--size-duration", type=float, default=300.0, help="length of the bytes-on-disk run (s)")
+    ap.add_argument(
+        "--alone-intervals",
+        default="100,600",
+        help="intervals (ms) at which each of --alone-setups is also measured alone ('' for none)",
+    )
+    ap.add_argument("--alone-setups", default=",".join(ALONE_SETUPS))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.window, args.repeats, args.size_duration, args.warmup = 5.0, 1, 30.0, 2.0
+    session = Session("collector_overhead", argv)
+    intervals = [int(x) for x in args.intervals.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="rvl-bench-"))
+    events = perf_events_here()
+    per_probe = per_probe_report(work, args.quick)
+    startup_ = startup(work, args.repeats)
+    alone_, alone_runs = alone(args, events, work)  # before anything else is started
+    size_dir = work / "size-run"
+    size_proc = start_collector(
+        size_dir,
+        "all",
+        100,
+        ["--duration", f"{args.size_duration}s", "--segment", f"{args.size_duration + 60}s"],
+    )
+    wait_ready(size_dir)
+    runs = side_by_side(args, intervals, events, work)
+    size_proc.wait(args.size_duration + 120)
+    size = bytes_on_disk(size_dir, args.size_duration)
+    shutil.rmtree(work, ignore_errors=True)
+    summary = summarise(runs, intervals)
+    details = {
+        "uid": os.getuid(),
         "perf_events": events,
         "window_s": args.window,
         "warmup_s": args.warmup,
         "repeats": args.repeats,
-        "configurations": {
-            "procfs": "every procfs probe at the interval (default rates; extended set; compiled hot loop)",
-            "procfs_unbatched": "procfs with REVEAL_LAB_COLLECT_BATCH=0 and _BURST=0: each probe preads "
-            "and scans its own files every tick in Python (the collector before batched reads)",
-            "paper": f"{PAPER} at the interval (the paper's procfs sources; compiled hot loop)",
-            "procfs_interpreted / paper_interpreted": "the same probes with REVEAL_LAB_COLLECT_BURST=0 "
-            "(every tick in the Python loop; batched reads on)",
-            "procfs_slow": f"every procfs probe; {', '.join(SLOW)} about once a second; compiled hot loop "
-            "(period rounded up to whole intervals: --probes " + slow_spec(100) + " at 100 ms)",
-            "reads / reads_paper": "a Python loop of bare preads of the files of procfs / "
-            f"{PAPER_FILES}, no parsing",
-            "loop": "the hot loop with the self probe only",
-            "full": "every probe available here (--probes all), perf counters via perf_event_open "
-            "(REVEAL_LAB_PERF_BACKEND=events)",
-            "full_perf_child": "the same with the perf counters from a perf stat -I child "
-            "(REVEAL_LAB_PERF_BACKEND=child), in the same window",
-            "perf": "bare perf stat -I on the same events",
-        },
+        "configurations": CONFIGURATIONS,
         "per_probe_cost": per_probe,
-        "time_to_first_sample": startup,
+        "time_to_first_sample": startup_,
         "median_by_interval_ms": summary,
-        "alone_by_interval_ms": alone,
+        "alone_by_interval_ms": alone_,
         "alone_runs": alone_runs,
         "bytes_on_disk": size,
-        "targets": {
-            "procfs_pct_of_core_at_100ms": 0.3,
-            "full_bytes_per_s_at_100ms": 5000,
-            "full_pct_of_core_at_100ms": 0.6,
-            "full_at_100ms_met": summary.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
-            <= 0.6,
-            "full_at_100ms_alone_met": alone.get(100, {}).get("full", {}).get("schedstat_pct_of_core", 1e9)
-            <= 0.6,
-            "first_sample_s": 1.0,
-            "first_sample_met": startup["met"],
-            **{
-                f"{k}_at_100ms_met": summary.get(100, {}).get(k, {}).get("schedstat_pct_of_core", 1e9) <= 0.3
-                for k in (
-                    "procfs",
-                    "procfs_interpreted",
-                    "procfs_unbatched",
-                    "paper",
-                    "paper_interpreted",
-                    "procfs_slow",
-                )
-            },
-            "bytes_met": size["folder_bytes_per_s"] <= 5000,
-            "paper": {
-                "pct_of_core_at_100ms": [1.2, 1.4],
-                "bytes_per_s_raw": 42000,
-                "bytes_per_s_filtered": [14000, 22000],
-            },
-        },
+        "targets": targets(summary, alone_, startup_, size),
         "runs": runs,
-        "elapsed_s": time.monotonic() - started,
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(
-        json.dumps(
-            {
-                "median_by_interval_ms": summary,
-                "alone_by_interval_ms": alone,
-                "bytes_on_disk": size,
-                "time_to_first_sample": startup,
-            },
-            indent=1,
-        )
-    )
+    session.write(Path(args.out), rows(details), details)
+    keys = ("median_by_interval_ms", "alone_by_interval_ms", "bytes_on_disk", "time_to_first_sample")
+    print(json.dumps({k: details[k] for k in keys}, indent=1))
     return 0
 
 

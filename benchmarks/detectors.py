@@ -152,8 +152,12 @@ def rows(details: dict) -> list[dict]:
         for det, v in r["fit_plus_score_median_s"].items():
             out.append(row(f"{det} fit + score, {size} ({setting})", "s", side(det, v)))
         out.append(
-            row(f"all three, {size} ({setting})", "s", side("total", r["total_median_s"]),
-                note=f"{details['repeat']} repeats")
+            row(
+                f"all three, {size} ({setting})",
+                "s",
+                side("total", r["total_median_s"]),
+                note=f"{details['repeat']} repeats",
+            )
         )
     return out
 
@@ -183,7 +187,8 @@ def features(seconds: float, channels: int, pruned: bool) -> tuple[dict, dict | 
 
 def _print(case: str, label: str, r: dict) -> None:
     w, c = r["wall_median_s"], r["cpu_median_s"]
-    line = f"{case:9s} {label:14s} ensemble after {w['after/ensemble']:.2f} s wall / {c['after/ensemble']:.2f} s cpu"
+    line = f"{case:9s} {label:14s} ensemble after {w['after/ensemble']:.2f} s wall"
+    line += f" / {c['after/ensemble']:.2f} s cpu"
     if "before/ensemble" in w:
         line += f", before {w['before/ensemble']:.2f} / {c['before/ensemble']:.2f}"
     for prec in ("mixed", "float32"):
@@ -193,7 +198,9 @@ def _print(case: str, label: str, r: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser("detectors", __doc__, repeats=5, quick="62 s of 30 channels, 1 repeat, no 'before', no pruned case")
+    ap = parser(
+        "detectors", __doc__, repeats=5, quick="62 s of 30 channels, 1 repeat, no 'before', no pruned case"
+    )
     ap.add_argument("--seconds", type=float, default=1802.0, help="run length (1802 s gives 1,800 windows)")
     ap.add_argument("--channels", type=int, default=700)
     ap.add_argument("--before", default=BEFORE_REV, help="git revision to compare with ('' to skip)")

@@ -29,8 +29,10 @@ def _traces(n_pairs: int, length: int, seed: int) -> list[tuple[np.ndarray, np.n
     from reveal_lab.studies import znormalize
 
     rng = np.random.default_rng(seed)
-    return [(znormalize(rng.normal(size=length).cumsum()), znormalize(rng.normal(size=length).cumsum()))
-            for _ in range(n_pairs)]
+    return [
+        (znormalize(rng.normal(size=length).cumsum()), znormalize(rng.normal(size=length).cumsum()))
+        for _ in range(n_pairs)
+    ]
 
 
 def _time(fn, pairs, repeats: int) -> tuple[list[float], list[float]]:  # noqa: ANN001
@@ -73,8 +75,11 @@ def distance_rows(lengths, n_pairs: int, repeats: int) -> tuple[list[dict], floa
                 note=f"{n_pairs} pairs per run; max |distance difference| {diff:.2e}",
             )
             rows.append(r)
-            print(f"{r['case']}: ours {r['ours']['median'] * 1e6:.1f} us, "
-                  f"tslearn {r['alternative']['median'] * 1e6:.1f} us, x{r['ratio']:.1f}", flush=True)
+            print(
+                f"{r['case']}: ours {r['ours']['median'] * 1e6:.1f} us, "
+                f"tslearn {r['alternative']['median'] * 1e6:.1f} us, x{r['ratio']:.1f}",
+                flush=True,
+            )
     return rows, worst
 
 
@@ -84,8 +89,13 @@ def study_row(repeats: int, workloads: int = 6) -> dict:
 
     rng = np.random.default_rng(0)
     t = np.linspace(0, 20, 600)
-    traces = {f"w{w}": {f"m{m}": [np.sin((1 + 0.3 * w) * t + m) + 0.3 * rng.normal(size=t.size)
-                                  for _ in range(6)] for m in range(20)} for w in range(workloads)}
+    traces = {
+        f"w{w}": {
+            f"m{m}": [np.sin((1 + 0.3 * w) * t + m) + 0.3 * rng.normal(size=t.size) for _ in range(6)]
+            for m in range(20)
+        }
+        for w in range(workloads)
+    }
     runs = []
     for _ in range(max(2, repeats // 2)):
         t0 = time.perf_counter()

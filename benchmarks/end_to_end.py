@@ -88,8 +88,10 @@ def write_run(seconds: float, channels: int, tmp: Path) -> tuple[Path, int, int]
     ]
     run, _ = make_run(seconds, channels, seed=0, anomalies=anomalies)
     path = write_parquet_run(run, tmp / f"synth_{seconds:g}s_{channels}ch.parquet")
-    print(f"run: {run.frame.height} rows x {run.frame.width - 1} channels -> {path} "
-          f"({path.stat().st_size / 1e6:.1f} MB)")
+    print(
+        f"run: {run.frame.height} rows x {run.frame.width - 1} channels -> {path} "
+        f"({path.stat().st_size / 1e6:.1f} MB)"
+    )
     return path, run.frame.height, run.frame.width - 1
 
 

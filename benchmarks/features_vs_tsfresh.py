@@ -94,9 +94,17 @@ def ours_per_window(frame: pl.DataFrame, cfg, windows: pl.DataFrame, repeats: in
     rs = windows["row_start"].to_numpy().astype(np.int64)
     re_ = windows["row_end"].to_numpy().astype(np.int64)
     out = np.empty((n_win, len(metrics), N_FEATURES))
-    k_wall, k_cpu, _ = time_repeats(lambda: window_feature_kernel(values, rs, re_, want, 3, out), repeats, per=n_win)
-    return {"wf": ours, "first_call_s": first_call, "wall": wall, "cpu": cpu, "kernel_wall": k_wall,
-            "kernel_cpu": k_cpu}
+    k_wall, k_cpu, _ = time_repeats(
+        lambda: window_feature_kernel(values, rs, re_, want, 3, out), repeats, per=n_win
+    )
+    return {
+        "wf": ours,
+        "first_call_s": first_call,
+        "wall": wall,
+        "cpu": cpu,
+        "kernel_wall": k_wall,
+        "kernel_cpu": k_cpu,
+    }
 
 
 def agreement(ours, ref, k: int) -> dict:  # noqa: ANN001
@@ -109,7 +117,9 @@ def agreement(ours, ref, k: int) -> dict:  # noqa: ANN001
     nan_only_ours = np.isnan(A) & ~np.isnan(B)
     return {
         "cells": int(both.sum()),
-        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max()) if both.any() else None,
+        "max_rel_diff_non_adf": float(rel[~np.broadcast_to(adf, A.shape)[both]].max())
+        if both.any()
+        else None,
         "cells_rel_diff_gt_1e-9": int((rel > 1e-9).sum()),
         "nan_pattern_equal_outside_adf": bool(same[:, ~adf].all()),
         "adf_nan_ours_finite_tsfresh": int(nan_only_ours[:, adf].sum()),
@@ -122,10 +132,18 @@ def tsfresh_per_window(frame: pl.DataFrame, cfg, windows: pl.DataFrame, ours, k:
     from reveal_lab.features import window_features
 
     sub = windows.head(k)
-    wall, cpu, ref = time_repeats(lambda: window_features(frame, cfg, windows=sub, backend="tsfresh"), repeats, per=k)
+    wall, cpu, ref = time_repeats(
+        lambda: window_features(frame, cfg, windows=sub, backend="tsfresh"), repeats, per=k
+    )
     ef_call = extract_features_call(frame, windows.row(0, named=True), ours.pairs)
     ef_wall, ef_cpu, _ = time_repeats(ef_call, 1)
-    return {"wall": wall, "cpu": cpu, "ef_wall": ef_wall, "ef_cpu": ef_cpu, "agreement": agreement(ours, ref, k)}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "ef_wall": ef_wall,
+        "ef_cpu": ef_cpu,
+        "agreement": agreement(ours, ref, k),
+    }
 
 
 def build_rows(ours: dict, ts: dict, n_win: int, k: int) -> list[dict]:
@@ -143,7 +161,8 @@ def build_rows(ours: dict, ts: dict, n_win: int, k: int) -> list[dict]:
             "s",
             numba,
             side("tsfresh feature_calculators (backend='tsfresh')", ts["wall"]),
-            note=f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; agreement: {ts['agreement']}",
+            note=f"tsfresh timed on {k} of {n_win} windows; ours on all {n_win}; "
+            f"agreement: {ts['agreement']}",
         ),
         row(
             case + " (kernel alone vs tsfresh calculators)",
@@ -161,7 +180,9 @@ def build_rows(ours: dict, ts: dict, n_win: int, k: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser("features_vs_tsfresh", __doc__, repeats=5, quick="20 s of 40 channels, 1 tsfresh window, 1 repeat")
+    ap = parser(
+        "features_vs_tsfresh", __doc__, repeats=5, quick="20 s of 40 channels, 1 tsfresh window, 1 repeat"
+    )
     ap.add_argument("--seconds", type=float, default=180.0)
     ap.add_argument("--channels", type=int, default=700)
     ap.add_argument("--tsfresh-windows", type=int, default=2)
@@ -212,8 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     session.write(a.out, rows, details)
     for r in rows:
-        print(f"{r['case']}: ours {r['ours']['median'] * 1e3:.3f} ms, {r['alternative']['name']} "
-              f"{r['alternative']['median']:.3f} s -> {r['ratio']:.0f}x")
+        print(
+            f"{r['case']}: ours {r['ours']['median'] * 1e3:.3f} ms, {r['alternative']['name']} "
+            f"{r['alternative']['median']:.3f} s -> {r['ratio']:.0f}x"
+        )
     print(f"first call {ours['first_call_s']:.2f} s; CPU per window {cpu}; agreement {ts['agreement']}")
     return 0
 

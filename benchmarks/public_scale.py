@@ -5,7 +5,7 @@ the peak memory of the whole process tree (kernels and Dask workers included).
     .venv/bin/python benchmarks/public_scale.py [--scales 1,2,4] [--engines inprocess,2]
         [--preset full] [--runs-per-workload 10] [--seconds 240] [--only NOTEBOOK ...]
         [--work DIR] [--out benchmarks/results/public_scale.json]
-    .venv/bin/python benchmarks/public_scale.py --check     # a tiny run that only shows it works
+    .venv/bin/python benchmarks/public_scale.py --quick     # a tiny run that only shows it works
 
 For each scale K the proxy is written once (``reveal-lab synth public DIR --scale K``: 2K
 workloads per platform, ``--runs-per-workload`` runs of ``--seconds`` each, with its bad
@@ -13,7 +13,7 @@ inputs), then reproduced once per engine (``inprocess``: the notebooks' own proc
 ``N``: ``--workers N``, a local Dask cluster). A sampler adds up the resident memory of the
 ``reveal-lab`` process and all its descendants every 0.25 s and keeps the largest sum.
 
-The result file holds, per run: scale, runs, zip bytes, engine, exit status, wall seconds,
+The result (``details.measured``) holds, per run: scale, runs, zip bytes, engine, exit status, wall seconds,
 peak tree RSS, each notebook's seconds (``OUT/notebooks/status.json``), and the runs the
 reproduction skipped; then the load average before and after, the machine, the commit,
 the ratios issue 29 asks for (K=max against K=min: RSS ≤ 1.1x and ≤ 3 GB, time ≤ 1.1 x K),
@@ -26,19 +26,15 @@ Measure on a quiet machine; every figure in the docs names this command and the 
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
-import os
-import platform
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "benchmarks" / "results" / "public_scale.json"
+from _harness import ROOT, Session, parser, row, side
+
 REAL_FILES = 4522
 CLI = [str(Path(sys.executable).parent / "reveal-lab")]
 
@@ -120,8 +116,62 @@ def _ratios(rows: list[dict]) -> dict:
     return out
 
 
+def rows(measured: list[dict], preset: str) -> list[dict]:
+    """One result row per scale and engine: wall seconds, the peak RSS of the process tree."""
+    return [
+        row(
+            f"`reproduce --preset {preset}` on the proxy, K={r['scale']} ({r['runs']} runs), {r['engine']}",
+            "s",
+            side("reveal-lab reproduce", r["wall_s"]),
+            peak_mb=r["peak_tree_rss_mb"],
+            note="" if r["exit"] == 0 else f"exit {r['exit']}",
+        )
+        for r in measured
+    ]
+
+
+def measure_scale(k: int, args, work: Path) -> list[dict]:  # noqa: ANN001 - the parsed arguments
+    """Write the proxy at scale ``k`` (once) and reproduce it with each engine."""
+    data = work / f"proxy-K{k}"
+    if not (data / "Reveal_CPU.zip").exists():
+        synth = [*CLI, "synth", "public", str(data), "--scale", str(k)]
+        synth += ["--runs-per-workload", str(args.runs_per_workload), "--seconds", str(args.seconds)]
+        subprocess.run(synth, check=True, cwd=ROOT)
+    zip_bytes = sum(p.stat().st_size for p in data.glob("Reveal_*.zip"))
+    out_rows = []
+    for engine in args.engines.split(","):
+        out = work / f"out-K{k}-{engine}"
+        cmd = [*CLI, "reproduce", "--preset", args.preset, "--data", str(data), "--out", str(out)]
+        cmd += [a for nb in args.only for a in ("--only", nb)]
+        if engine != "inprocess":
+            cmd += ["--workers", engine]
+        print(f"K={k} engine={engine}: {' '.join(cmd[1:])}", flush=True)
+        m = run_measured(cmd, work / f"log-K{k}-{engine}.txt")
+        status = {}
+        status_file = out / "notebooks" / "status.json"
+        if status_file.exists():
+            status = {nb: r.get("seconds") for nb, r in json.loads(status_file.read_text()).items()}
+        skipped = out / "skipped_runs.csv"
+        runs_csv = out / "tables" / "dataset_runs.csv"
+        n_runs = sum(1 for _ in open(runs_csv)) - 1 if runs_csv.exists() else None
+        out_rows.append(
+            {
+                "scale": k,
+                "runs": n_runs,
+                "zip_bytes": zip_bytes,
+                "engine": engine,
+                **m,
+                "notebook_seconds": status,
+                "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
+            }
+        )
+        print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {m['peak_tree_rss_mb']} MB", flush=True)
+    return out_rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser("public_scale", __doc__, quick="a tiny run (K=1,2; 2 runs of 10 s; notebook 01)")
+    ap.add_argument("--check", dest="quick", action="store_true", help="the same as --quick")
     ap.add_argument("--scales", default="1,2,4")
     ap.add_argument("--engines", default="inprocess,2", help="inprocess and/or worker counts, a list")
     ap.add_argument("--preset", default="full", choices=("smoke", "full"))
@@ -129,73 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=240.0)
     ap.add_argument("--only", action="append", default=[], help="reproduce only this notebook (repeatable)")
     ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: temporary)")
-    ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--check", action="store_true", help="a tiny run (K=1,2; 2 runs of 10 s; notebook 01)")
     args = ap.parse_args(argv)
-    if args.check:
+    if args.quick:
         args.scales, args.engines, args.preset = "1,2", "inprocess", "smoke"
         args.runs_per_workload, args.seconds, args.only = 2, 10.0, args.only or ["01-dataset-overview"]
+    session = Session("public_scale", argv, versions=("dask", "distributed", "psutil"))
     import tempfile
 
     work = Path(args.work or tempfile.mkdtemp(prefix="public-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    load0 = os.getloadavg()
-    rows = []
-    for k in [int(s) for s in args.scales.split(",")]:
-        data = work / f"proxy-K{k}"
-        if not (data / "Reveal_CPU.zip").exists():
-            synth = [*CLI, "synth", "public", str(data), "--scale", str(k)]
-            synth += ["--runs-per-workload", str(args.runs_per_workload), "--seconds", str(args.seconds)]
-            subprocess.run(synth, check=True, cwd=ROOT)
-        zip_bytes = sum(p.stat().st_size for p in data.glob("Reveal_*.zip"))
-        for engine in args.engines.split(","):
-            out = work / f"out-K{k}-{engine}"
-            cmd = [*CLI, "reproduce", "--preset", args.preset, "--data", str(data), "--out", str(out)]
-            cmd += [a for nb in args.only for a in ("--only", nb)]
-            if engine != "inprocess":
-                cmd += ["--workers", engine]
-            print(f"K={k} engine={engine}: {' '.join(cmd[1:])}", flush=True)
-            m = run_measured(cmd, work / f"log-K{k}-{engine}.txt")
-            status = {}
-            status_file = out / "notebooks" / "status.json"
-            if status_file.exists():
-                status = {nb: r.get("seconds") for nb, r in json.loads(status_file.read_text()).items()}
-            skipped = out / "skipped_runs.csv"
-            runs_csv = out / "tables" / "dataset_runs.csv"
-            n_runs = sum(1 for _ in open(runs_csv)) - 1 if runs_csv.exists() else None
-            rows.append(
-                {
-                    "scale": k,
-                    "runs": n_runs,
-                    "zip_bytes": zip_bytes,
-                    "engine": engine,
-                    **m,
-                    "notebook_seconds": status,
-                    "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
-                }
-            )
-            peak = m["peak_tree_rss_mb"]
-            print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {peak} MB", flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
-    result = {
-        "command": " ".join(["benchmarks/public_scale.py", *(argv if argv is not None else sys.argv[1:])]),
-        "date": dt.datetime.now().isoformat(timespec="seconds"),
-        "commit": commit.stdout.strip(),
-        "machine": {"node": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
-        "load_before": [round(x, 2) for x in load0],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
+    measured = [r for k in (int(s) for s in args.scales.split(",")) for r in measure_scale(k, args, work)]
+    details = {
         "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
-        "rows": rows,
-        "issue29_ratios": _ratios(rows),
-        "projection": _projection(rows),
+        "measured": measured,
+        "issue29_ratios": _ratios(measured),
+        "projection": _projection(measured),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=1))
-    print(f"wrote {args.out}")
+    session.write(Path(args.out), rows(measured, args.preset), details)
     print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")
-    for r in rows:
+    for r in measured:
         print(f"| {r['scale']} | {r['runs']} | {r['engine']} | {r['wall_s']} | {r['peak_tree_rss_mb']} |")
-    return 0 if all(r["exit"] == 0 for r in rows) else 1
+    return 0 if all(r["exit"] == 0 for r in measured) else 1
 
 
 if __name__ == "__main__":

@@ -1,28 +1,21 @@
 #!/usr/bin/env python
-"""Turn every ``benchmarks/results/*.json`` into one Markdown table:
-``benchmarks/results/SUMMARY.md`` (the tables ``docs/RESULTS.md`` shows).
+"""Turn every ``benchmarks/results/*.json`` and ``docs/studies/*.json`` into one Markdown
+summary: ``benchmarks/results/SUMMARY.md`` (the tables ``docs/RESULTS.md`` shows).
 
-    .venv/bin/python benchmarks/summarize.py [--results DIR] [--out FILE]
+    .venv/bin/python benchmarks/summarize.py [--results DIR] [--studies DIR] [--out FILE] [--readme FILE]
 
 It never crashes on a result it does not understand: a missing JSON, one that does not
 parse, or one in another shape is listed as "not run" / "unreadable" with the reason.
 
-Shapes understood (see ``benchmarks/README.md``):
+What it reads (see ``benchmarks/README.md``):
 
-* speed: ``{"benchmark", "results": [{"case", "unit", "ours": {"name", "median", ...},
-  "alternative": {"name", "median", ...}, "ratio"?, "higher_is_better"?, "peak_mb"?}]}``;
-  ``ours`` / ``alternative`` may also be plain numbers, and ``alternative`` may be absent.
-  Flat rows ``{"case", "ours_median", "alt_median", "ours_name", "alt_name", "unit"}`` work too.
-  The ratio shown is how many times better ours is (``alt/ours`` for times, ``ours/alt``
-  when ``higher_is_better``), computed from the medians when the row gives none.
-* ``labelled_servers``: the detection/attribution summary of ``reveal-lab bench labelled``.
-* ``lone_runs``: ``{"summary": {setting: {"fault_free_share_median", ..., "by_fault": {fault:
-  [{"model", "phase", "episode_share", "top"}]}}}, "min_run"}`` (``benchmarks/lone_runs.py``).
-* ``sentinel_counters``: ``{"by_min_samples": {K: {"false_alarm_share", "episodes_found": {name:
-  {"found", "episodes"}}}}}`` (``benchmarks/sentinel_counters.py``).
-* ``crosshost_references``: ``{"by_refs": {m: {"fault_free_hosts_flagged", "fault_free_hosts_judged",
-  "labels_found", "labels_judged", "by_fault": {fault: {"found", "judged"}}}}}``
-  (``benchmarks/crosshost_references.py``).
+* timings: every benchmark's result in the harness's one schema (``benchmarks/_harness.py``:
+  ``{"schema": 2, "kind": "timing", "command", "date", "commit", "machine", "load_before",
+  "load_after", "results": [rows]}``), all read the same way;
+* ``labelled_servers``: the detection/attribution summary of ``reveal-lab bench labelled``;
+* detection studies (``{"schema": 2, "kind": "study", "study": NAME}``, written by
+  ``scripts/studies/NAME.py`` into ``docs/studies/``), each with its own table: ``lone_runs``,
+  ``sentinel_counters``, ``crosshost_references``.
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ import math
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from _harness import HERE, ROOT, validate_timing
 
 #: benchmarks the tables of docs/RESULTS.md list, in order, with what each measures
 EXPECTED: dict[str, str] = {
@@ -44,13 +37,19 @@ EXPECTED: dict[str, str] = {
     "end_to_end": "end-to-end `detect`, 30-min 700-channel run, peak memory",
     "scale_throughput": "Dask scale-out throughput",
     "watch_latency": "live `watch` latency",
+    "study_cache": "notebook 03's detection with and without the per-run cache",
+    "public_scale": "`reproduce --data` on the public-layout proxy at several scales",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
+}
+
+#: the detection studies of ``scripts/studies/`` (results in ``docs/studies/``), with what each measures
+STUDIES: dict[str, str] = {
     "lone_runs": (
         "lab runs detected alone (no baseline): windows flagged, `--min-run 1` vs the default for a run "
         "alone (4)"
     ),
-    "sentinel_counters": "lab runs: counters never non-zero in fault-free runs, as a rule alone (a study)",
-    "crosshost_references": "lab DDP runs: cross-host deviation against 2, 3, 4 fault-free runs (a study)",
+    "sentinel_counters": "lab runs: counters never non-zero in fault-free runs, as a rule alone",
+    "crosshost_references": "lab DDP runs: cross-host deviation against 2, 3, 4 fault-free runs",
 }
 
 
@@ -62,20 +61,6 @@ def _num(x: object) -> float | None:
     return None
 
 
-def _side(row: dict, key: str) -> tuple[str | None, float | None, dict]:
-    """(name, median, extra) of ``ours`` / ``alternative`` in any accepted spelling."""
-    v = row.get(key)
-    if isinstance(v, dict):
-        med = _num(v.get("median"))
-        if med is None:
-            med = _num(v.get("median_s")) or _num(v.get("value"))
-        return v.get("name"), med, v
-    if _num(v) is not None:
-        return None, _num(v), {}
-    short = {"ours": "ours", "alternative": "alt"}[key]
-    return row.get(f"{short}_name"), _num(row.get(f"{short}_median")), {}
-
-
 def _fmt(x: float | None, unit: str | None = None) -> str:
     if x is None:
         return "–"
@@ -84,223 +69,40 @@ def _fmt(x: float | None, unit: str | None = None) -> str:
     return f"{s} {unit}".strip() if unit else s
 
 
-def _collector_overhead_rows(data: dict) -> list[dict] | None:
-    """``collector_overhead.json`` (its own shape): CPU % of a core per interval vs perf stat."""
-    by_iv = data.get("median_by_interval_ms")
-    if not isinstance(by_iv, dict):
-        return None
-    rows: list[dict] = []
-    for iv, s in by_iv.items():
-        if not isinstance(s, dict):
-            continue
-        perf = s.get("perf", {}) if isinstance(s.get("perf"), dict) else {}
-        for k in ("paper", "procfs_slow", "procfs", "full", "loop"):
-            v = s.get(k)
-            if not isinstance(v, dict) or _num(v.get("schedstat_pct_of_core")) is None:
-                continue
-            row = {
-                "case": f"`{k}` collector every {iv} ms ({v.get('channels', '?')} channels), CPU",
-                "unit": "% of a core",
-                "ours": {"name": k, "median": v["schedstat_pct_of_core"]},
-            }
-            # the compiled hot loop against the same probes in the interpreted loop, else perf stat
-            interp = s.get(f"{k}_interpreted")
-            if isinstance(interp, dict) and _num(interp.get("schedstat_pct_of_core")):
-                row["alternative"] = {
-                    "name": f"{k}, interpreted loop",
-                    "median": interp["schedstat_pct_of_core"],
-                }
-                if _num(perf.get("schedstat_pct_of_core")):
-                    row["note"] = f"perf stat -I {iv}: {perf['schedstat_pct_of_core']:.3g} %"
-            elif _num(perf.get("schedstat_pct_of_core")):
-                row["alternative"] = {"name": f"perf stat -I {iv}", "median": perf["schedstat_pct_of_core"]}
-            rows.append(row)
-    size = data.get("bytes_on_disk")
-    if isinstance(size, dict) and _num(size.get("folder_bytes_per_s")) is not None:
-        rows.append(
-            {
-                "case": f"bytes on disk, all probes at {size.get('interval_ms', '?')} ms "
-                f"({size.get('channels', '?')} channels)",
-                "unit": "B/s",
-                "ours": {"name": "collector", "median": size["folder_bytes_per_s"]},
-                "note": "paper: 14-22 kB/s filtered",
-            }
-        )
-    return rows or None
-
-
-def _detectors_rows(data: dict) -> list[dict] | None:
-    """``detectors.json``: fit+score median per detector and BLAS setting (no alternative)."""
-    res = data.get("results")
-    if not isinstance(res, dict):
-        return None
-    size = f"{data.get('n_windows', '?')} windows x {data.get('n_features', '?')} features"
-    rows: list[dict] = []
-    for setting, r in res.items():
-        if not isinstance(r, dict) or not isinstance(r.get("fit_plus_score_median_s"), dict):
-            continue
-        for det, v in r["fit_plus_score_median_s"].items():
-            if _num(v) is not None:
-                rows.append(
-                    {
-                        "case": f"{det} fit + score, {size} ({setting})",
-                        "unit": "s",
-                        "ours": {"name": det, "median": v},
-                    }
-                )
-        if _num(r.get("total_median_s")) is not None:
-            rows.append(
-                {
-                    "case": f"all three, {size} ({setting})",
-                    "unit": "s",
-                    "ours": {"name": "total", "median": r["total_median_s"]},
-                    "note": f"{data.get('repeat', '?')} repeats",
-                }
-            )
-    return rows or None
-
-
-def _end_to_end_rows(data: dict) -> list[dict] | None:
-    """``end_to_end.json``: wall time of ``reveal-lab detect`` and peak memory."""
-    wall = _num(data.get("cli_wall_s"))
-    if wall is None:
-        return None
-    note = []
-    if _num(data.get("peak_rss_gb")) is not None:
-        note.append(f"peak RSS {data['peak_rss_gb']:.2f} GB")
-    t = (data.get("traced") or {}).get("timings_s") if isinstance(data.get("traced"), dict) else None
-    if isinstance(t, dict):
-        note.append(", ".join(f"{k} {v:.1f} s" for k, v in t.items() if _num(v) is not None))
-    return [
-        {
-            "case": f"`reveal-lab detect`, {data.get('rows', '?')} rows x "
-            f"{data.get('channels', '?')} channels",
-            "unit": "s",
-            "ours": {"name": "detect (CLI)", "median": wall},
-            "note": "; ".join(note),
-        }
-    ]
-
-
-def _scale_rows(data: dict) -> list[dict] | None:
-    """``scale_throughput.json``: in-process per-run time and Dask throughput by workers."""
-    rows: list[dict] = []
-    for r in data.get("in_process") or []:
-        if isinstance(r, dict) and _num(r.get("median_s")) is not None:
-            rows.append(
-                {
-                    "case": f"one run in process, {r.get('rows', '?')} rows x {r.get('cols', '?')} channels",
-                    "unit": "s",
-                    "ours": {"name": "in process", "median": r["median_s"]},
-                }
-            )
-    for r in data.get("dask") or []:
-        if isinstance(r, dict) and _num(r.get("runs_per_minute")) is not None:
-            rows.append(
-                {
-                    "case": f"Dask, {r.get('workers', '?')} worker(s), {r.get('runs', '?')} runs",
-                    "unit": "runs/min",
-                    "ours": {"name": "dask", "median": r["runs_per_minute"]},
-                    "higher_is_better": True,
-                    "note": f"peak worker RSS {r['peak_worker_rss_mb']:.0f} MB"
-                    if _num(r.get("peak_worker_rss_mb")) is not None
-                    else "",
-                }
-            )
-    if rows and _num(data.get("speedup_2_vs_1")) is not None:
-        rows[-1]["note"] = (rows[-1].get("note") or "") + f"; 2 vs 1 workers: {data['speedup_2_vs_1']:.2f}x"
-    return rows or None
-
-
-def _watch_rows(data: dict) -> list[dict] | None:
-    """``watch_latency.json``: data-to-verdict latency and per-window compute vs alternatives."""
-
-    def med(key: str, d: dict | None = None) -> float | None:
-        v = (d if d is not None else data).get(key)
-        return _num(v.get("median")) if isinstance(v, dict) else None
-
-    stream = data.get("stream") if isinstance(data.get("stream"), dict) else {}
-    what = f"{stream.get('channels', '?')} channels at {stream.get('interval_ms', '?')} ms"
-    rows: list[dict] = []
-    lat = data.get("data_to_verdict_ms_after_fit")
-    if med("data_to_verdict_ms_after_fit") is not None:
-        p95 = _num(lat.get("p95"))
-        rows.append(
-            {
-                "case": f"`watch`: data to verdict after the fit, {what}",
-                "unit": "ms",
-                "ours": {"name": "watch", "median": med("data_to_verdict_ms_after_fit")},
-                "note": (f"p95 {p95:.0f} ms; " if p95 is not None else "")
-                + f"target {data.get('target_ms', '?')} ms; paper {data.get('paper_end_to_end_s', '?')} s",
-            }
-        )
-    alt = data.get("alternatives_same_run") if isinstance(data.get("alternatives_same_run"), dict) else {}
-    fast = med("engine_fast_forest_compute_ms", alt)
-    if fast is not None and med("engine_sklearn_forest_compute_ms", alt) is not None:
-        rows.append(
-            {
-                "case": f"`watch`: compute per window, {what}",
-                "unit": "ms",
-                "ours": {"name": "incremental engine, fast forest", "median": fast},
-                "alternative": {
-                    "name": "same, scikit-learn forest",
-                    "median": med("engine_sklearn_forest_compute_ms", alt),
-                },
-            }
-        )
-    if fast is not None and med("naive_full_history_features_ms", alt) is not None:
-        rows.append(
-            {
-                "case": f"`watch`: features per window, {what}",
-                "unit": "ms",
-                "ours": {"name": "incremental engine", "median": fast},
-                "alternative": {
-                    "name": "features over the full history",
-                    "median": med("naive_full_history_features_ms", alt),
-                },
-            }
-        )
-    return rows or None
-
-
-#: adapters for result files written in their own shape: name -> data -> standard rows
-ADAPTERS = {
-    "collector_overhead": _collector_overhead_rows,
-    "detectors": _detectors_rows,
-    "end_to_end": _end_to_end_rows,
-    "scale_throughput": _scale_rows,
-    "watch_latency": _watch_rows,
-}
-
-
 def speed_rows(name: str, data: dict) -> list[str]:
-    rows = data.get("results")
-    if name in ADAPTERS and not isinstance(rows, list):
-        rows = ADAPTERS[name](data)
-    if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) for r in rows):
-        raise ValueError("no 'results' list of rows")
+    """The speed table's lines of one timing result (a ValueError when it is not one)."""
     out = []
-    for r in rows:
-        case = str(r.get("case", "?"))
-        unit = r.get("unit")
-        oname, omed, oextra = _side(r, "ours")
-        aname, amed, _ = _side(r, "alternative")
-        if omed is None:
-            raise ValueError(f"row {case!r} has no median for 'ours'")
-        hib = bool(r.get("higher_is_better", False))
+    for r in validate_timing(data):
+        ours, alt, unit = r["ours"], r.get("alternative"), r["unit"]
         ratio = _num(r.get("ratio"))
-        if ratio is None and amed is not None and omed and amed:
-            ratio = omed / amed if hib else amed / omed
-        peak = _num(r.get("peak_mb")) or _num(oextra.get("peak_mb"))
         notes = [str(r["note"])] if r.get("note") else []
-        if peak is not None:
-            notes.append(f"peak {peak:,.0f} MB")
+        if _num(r.get("peak_mb")) is not None:
+            notes.append(f"peak {r['peak_mb']:,.0f} MB")
         out.append(
-            f"| {name} | {case} | {oname or 'reveal-lab'}: {_fmt(omed, unit)} | "
-            f"{(aname or 'alternative') + ': ' + _fmt(amed, unit) if amed is not None else '–'} | "
+            f"| {name} | {r['case']} | {ours['name']}: {_fmt(_num(ours['median']), unit)} | "
+            f"{alt['name'] + ': ' + _fmt(_num(alt['median']), unit) if alt else '–'} | "
             f"{_fmt(ratio) + '×' if ratio is not None else '–'} | {'; '.join(notes)} |"
         )
     return out
+
+
+def when(data: dict) -> str:
+    """``date, commit C, load L → L`` of a result, for its status line."""
+    conv = data.get("converted") if isinstance(data.get("converted"), dict) else {}
+    stored = isinstance(conv.get("notes"), dict) and "date" in conv["notes"]
+    parts = [("stored " if stored else "") + str(data.get("date") or "no date")]
+    if data.get("commit"):
+        parts.append(f"commit {data['commit']}")
+    lb, la = data.get("load_before"), data.get("load_after")
+    if lb or la:
+        parts.append(f"load {_load(lb)} → {_load(la)}")
+    if data.get("converted"):
+        parts.append("converted to schema 2, not re-measured")
+    return ", ".join(parts)
+
+
+def _load(x: object) -> str:
+    return _fmt(_num(x[0])) if isinstance(x, list) and x else "?"
 
 
 LABELLED_COLS = [
@@ -413,57 +215,89 @@ def crosshost_references_table(data: dict) -> list[str]:
     )
 
 
-def summarize(results_dir: Path) -> str:
-    found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
-    run_log: dict = {}
-    if (results_dir / "run_all.json").is_file():
+#: each study's table
+STUDY_TABLES = {
+    "lone_runs": lone_runs_table,
+    "sentinel_counters": sentinel_table,
+    "crosshost_references": crosshost_references_table,
+}
+
+
+def _read(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict):
+        raise ValueError("top level is not an object")
+    return data
+
+
+def _run_log(results_dir: Path) -> dict:
+    """``run_all.json``'s record per benchmark (empty when it is missing or unreadable)."""
+    try:
+        return {r["name"]: r for r in _read(results_dir / "run_all.json")["runs"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _studies(studies_dir: Path | None) -> tuple[list[str], list[str]]:
+    """The studies' section and their status lines."""
+    found = {p.stem: p for p in sorted(studies_dir.glob("*.json"))} if studies_dir else {}
+    lines: list[str] = []
+    status: list[str] = []
+    for name in list(STUDIES) + sorted(n for n in found if n not in STUDIES):
+        what, path = STUDIES.get(name, ""), found.get(name)
+        if path is None:
+            status.append(f"- `{name}` ({what}; a study): not run (no result JSON)")
+            continue
         try:
-            run_log = {r["name"]: r for r in json.loads((results_dir / "run_all.json").read_text())["runs"]}
-        except (ValueError, KeyError, TypeError):
-            run_log = {}
+            data = _read(path)
+            if data.get("kind") != "study" or name not in STUDY_TABLES:
+                raise ValueError(f"expected 'kind': 'study' and one of {sorted(STUDY_TABLES)}")
+            table = STUDY_TABLES[name](data)
+            host = f"host {data['host']}, " if isinstance(data.get("host"), str) else ""
+            lines += [f"**{name}** ({host}{data.get('date', '?')})", "", *table, ""]
+            status.append(f"- `{name}` ({what}; a study): ok, docs/studies/{path.name}")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            status.append(f"- `{name}` ({what}; a study): not run (unreadable {path.name}: {exc})")
+    return lines, status
+
+
+def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
+    """The summary of the results in ``results_dir`` and the studies in ``studies_dir``."""
+    found = {p.stem: p for p in sorted(results_dir.glob("*.json")) if p.stem != "run_all"}
+    run_log = _run_log(results_dir)
     speed = [
         "| benchmark | case | reveal-lab (median) | alternative (median) | ratio (× better) | notes |",
         "|---|---|---:|---:|---:|---|",
     ]
     status: list[str] = []
     labelled: list[str] = []
-    studies: list[str] = []
     machines: dict[str, str] = {}
-    names = list(EXPECTED) + sorted(n for n in found if n not in EXPECTED)
-    for name in names:
-        path = found.get(name)
-        what = EXPECTED.get(name, "")
+    for name in list(EXPECTED) + sorted(n for n in found if n not in EXPECTED):
+        path, what = found.get(name), EXPECTED.get(name, "")
         if path is None:
             why = run_log.get(name, {}).get("status", "no result JSON")
             status.append(f"- `{name}` ({what}): not run ({why})")
             continue
         try:
-            data = json.loads(path.read_text())
-            if not isinstance(data, dict):
-                raise ValueError("top level is not an object")
+            data = _read(path)
             if name.startswith("labelled_"):
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
-            elif name == "sentinel_counters":
-                studies += [f"**{name}** ({data.get('date', '?')})", "", *sentinel_table(data), ""]
-            elif name == "crosshost_references":
-                studies += [f"**{name}** ({data.get('date', '?')})", "", *crosshost_references_table(data), ""]
-            elif name == "lone_runs":
-                studies += [f"**{name}** (host {data.get('host', '?')}, {data.get('date', '?')})", ""]
-                studies += [*lone_runs_table(data), ""]
+                line = f"ok, {path.name}"
             else:
                 speed += speed_rows(name, data)
-            m = data.get("machine") if isinstance(data.get("machine"), dict) else data.get("host")
-            if isinstance(m, dict):
+                line = f"ok, {path.name} ({when(data)})"
+            if isinstance(data.get("machine"), dict):
                 machines[name] = ", ".join(
-                    f"{k}={v}" for k, v in m.items() if not isinstance(v, (dict, list))
+                    f"{k}={v}" for k, v in data["machine"].items() if not isinstance(v, (dict, list))
                 )
-            status.append(f"- `{name}` ({what}): ok" + (f", {path.name}" if what else ""))
+            status.append(f"- `{name}` ({what}): {line}")
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             status.append(f"- `{name}` ({what}): not run (unreadable {path.name}: {exc})")
+    studies, study_status = _studies(studies_dir)
     parts = [
         "# Benchmark summary",
         "",
-        "Generated by `benchmarks/summarize.py` from `benchmarks/results/*.json`; "
+        "Generated by `benchmarks/summarize.py` from `benchmarks/results/*.json` and `docs/studies/*.json`; "
         "medians of repeated runs, ratios measured in the same run.",
         "",
     ]
@@ -482,8 +316,14 @@ def summarize(results_dir: Path) -> str:
             *labelled,
         ]
     if studies:
-        parts += ["## Detection studies", "", *studies]
-    parts += ["## Status", "", *status, ""]
+        parts += [
+            "## Detection studies",
+            "",
+            "Not timings: `scripts/studies/NAME.py` on `data/lab`.",
+            "",
+            *studies,
+        ]
+    parts += ["## Status", "", *status, *study_status, ""]
     if machines:
         parts += ["## Machines", "", *[f"- `{k}`: {v}" for k, v in machines.items()], ""]
     return "\n".join(parts)
@@ -516,15 +356,17 @@ def update_readme(readme: Path, summary: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--studies", type=Path, default=ROOT / "docs" / "studies", help="the studies' results")
     ap.add_argument("--out", type=Path, default=None, help="default: RESULTS/SUMMARY.md")
     ap.add_argument(
         "--readme",
         type=Path,
         default=None,
-        help="also rewrite this file's benchmark section (between the markers), e.g. --readme docs/RESULTS.md",
+        help="also rewrite this file's benchmark section (between the markers), "
+        "e.g. --readme docs/RESULTS.md",
     )
     a = ap.parse_args(argv)
-    text = summarize(a.results)
+    text = summarize(a.results, a.studies)
     out = a.out or a.results / "SUMMARY.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -2,7 +2,7 @@
 """Live detection latency: from a window's data being on disk to its verdict, 700 channels.
 
     .venv/bin/python benchmarks/watch_latency.py [--channels 700] [--seconds 90] [--warmup 30]
-                                                 [--speed 1.0] [--poll 0.02]
+                                                 [--speed 1.0] [--poll 0.02] [--quick]
 
 A writer process streams a seeded synthetic run (:func:`reveal_lab.synth.make_run`,
 700 channels at 100 ms, one planted network episode) through the collector's own
@@ -32,21 +32,18 @@ Writes ``benchmarks/results/watch_latency.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing as mp
-import os
-import platform
 import statistics
+import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _harness import Session, parser, row, side
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "benchmarks" / "results" / "watch_latency.json"
 INTERVAL_S = 0.1
 
 
@@ -132,7 +129,7 @@ def pct(xs: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(xs), q)) if xs else float("nan")
 
 
-def stats(xs: list[float]) -> dict:
+def percentiles(xs: list[float]) -> dict:
     return {"n": len(xs), "median": pct(xs, 50), "p95": pct(xs, 95), "max": max(xs) if xs else float("nan")}
 
 
@@ -164,21 +161,41 @@ def naive_recompute(channels: int, seconds: float, n: int = 5) -> list[float]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--channels", type=int, default=700)
-    ap.add_argument("--seconds", type=float, default=90.0, help="stream length (data seconds)")
-    ap.add_argument("--warmup", type=float, default=30.0)
-    ap.add_argument("--speed", type=float, default=1.0, help="stream speed (1 = real time)")
-    ap.add_argument("--poll", type=float, default=0.02, help="watch poll period (s)")
-    ap.add_argument("--out", type=Path, default=OUT)
-    args = ap.parse_args()
-    warnings.simplefilter("ignore")
+def rows(details: dict) -> list[dict]:
+    """The result rows: data to verdict after the fit; compute per window against the same engine
+    with scikit-learn's forest; features per window against features over the full history."""
+    stream = details["stream"]
+    what = f"{stream['channels']} channels at {stream['interval_ms']} ms"
+    lat = details["data_to_verdict_ms_after_fit"]
+    alt = details["alternatives_same_run"]
+    fast = side("incremental engine, fast forest", alt["engine_fast_forest_compute_ms"])
+    return [
+        row(
+            f"`watch`: data to verdict after the fit, {what}",
+            "ms",
+            side("watch", lat),
+            note=f"p95 {lat['p95']:.0f} ms; target {details['target_ms']} ms; "
+            f"paper {details['paper_end_to_end_s']} s",
+        ),
+        row(
+            f"`watch`: compute per window, {what}",
+            "ms",
+            fast,
+            side("same, scikit-learn forest", alt["engine_sklearn_forest_compute_ms"]),
+        ),
+        row(
+            f"`watch`: features per window, {what}",
+            "ms",
+            {**fast, "name": "incremental engine"},
+            side("features over the full history", alt["naive_full_history_features_ms"]),
+        ),
+    ]
 
+
+def follow_stream(args) -> tuple[list, object, list[dict]]:  # noqa: ANN001 - the parsed arguments
+    """Stream the run from a writer process and :func:`reveal_lab.live.watch` it here: the
+    verdicts, watch's summary and the writer's flush log."""
     from reveal_lab.live import watch
-
-    # compile the numba kernels before timing anything (a long-running watcher does this once)
-    replay_compute(args.channels, args.warmup + 5, args.warmup, True)
 
     with tempfile.TemporaryDirectory(prefix="reveal-watch-") as tmp:
         out, log_path = str(Path(tmp) / "run"), str(Path(tmp) / "flushes.json")
@@ -188,7 +205,7 @@ def main() -> None:
             target=writer, args=(out, args.channels, args.seconds, args.speed, 10, 600, log_path, start)
         )
         proc.start()
-        verdicts = []
+        verdicts: list = []
         try:
             start.set()
             summary = watch(
@@ -206,44 +223,62 @@ def main() -> None:
             if proc.is_alive():
                 proc.kill()
                 proc.join()
-        flushes = json.loads(Path(log_path).read_text())
+        return verdicts, summary, json.loads(Path(log_path).read_text())
+
+
+def latencies(verdicts: list, flushes: list[dict], speed: float) -> dict[str, list[float]]:
+    """Per scored window: data on disk to verdict (all, and after the warm-up fit's backlog),
+    window end to verdict, and compute (normal and anomalous windows apart)."""
     last_seqs = np.array([f["last_seq"] for f in flushes])
-    scored = [v for v in verdicts if v.phase == "scored"]
     t0 = verdicts[0].start
-    data_to_verdict, end_to_verdict, compute, compute_anom = [], [], [], []
+    out: dict[str, list[float]] = {k: [] for k in ("data", "steady", "end", "compute", "compute_anom")}
     # windows whose data arrived while the detectors were being fitted wait for the fit
     fit_done = max(v.decided_at for v in verdicts if v.phase == "warmup")
-    steady = []
-    for v in scored:
+    for v in (v for v in verdicts if v.phase == "scored"):
         i_last = int(round((v.end - t0).total_seconds() / INTERVAL_S)) - 1  # the window's last sample
-        j = int(np.searchsorted(last_seqs, i_last, side="left"))
-        f = flushes[j]
-        data_to_verdict.append((v.decided_at - f["flushed_at"]) * 1e3)
+        f = flushes[int(np.searchsorted(last_seqs, i_last, side="left"))]
+        out["data"].append((v.decided_at - f["flushed_at"]) * 1e3)
         if f["flushed_at"] > fit_done:
-            steady.append(data_to_verdict[-1])
-        end_to_verdict.append(
-            (
-                v.decided_at
-                - (
-                    f["taken_at"]
-                    - (f["last_seq"] - i_last) * INTERVAL_S / args.speed
-                    + INTERVAL_S / args.speed
-                )
-            )
-            * 1e3
-        )
-        (compute_anom if v.anomalous else compute).append(v.compute_ms)
+            out["steady"].append(out["data"][-1])
+        taken = f["taken_at"] - (f["last_seq"] - i_last) * INTERVAL_S / speed + INTERVAL_S / speed
+        out["end"].append((v.decided_at - taken) * 1e3)
+        out["compute_anom" if v.anomalous else "compute"].append(v.compute_ms)
+    return out
 
-    sk = replay_compute(args.channels, args.seconds, args.warmup, False)
-    fast = replay_compute(args.channels, args.seconds, args.warmup, True)
-    naive = naive_recompute(args.channels, args.seconds)
-    result = {
-        "benchmark": "watch_latency",
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_avg_1m": os.getloadavg()[0],
-        },
+
+def alternatives(channels: int, seconds: float, warmup: float) -> dict:
+    """Per-window compute of the engine with the fast and with scikit-learn's forest, and of
+    features over the full history, on the same stream replayed in memory."""
+    sk = replay_compute(channels, seconds, warmup, False)
+    fast = replay_compute(channels, seconds, warmup, True)
+    naive = naive_recompute(channels, seconds)
+    return {
+        "engine_fast_forest_compute_ms": percentiles(fast),
+        "engine_sklearn_forest_compute_ms": percentiles(sk),
+        "sklearn_over_fast_median": statistics.median(sk) / statistics.median(fast),
+        "naive_full_history_features_ms": percentiles(naive),
+        "naive_over_incremental_median": statistics.median(naive) / statistics.median(fast),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser("watch_latency", __doc__, quick="60 channels, 25 s of data at 5x speed, 10 s warm-up")
+    ap.add_argument("--channels", type=int, default=700)
+    ap.add_argument("--seconds", type=float, default=90.0, help="stream length (data seconds)")
+    ap.add_argument("--warmup", type=float, default=30.0)
+    ap.add_argument("--speed", type=float, default=1.0, help="stream speed (1 = real time)")
+    ap.add_argument("--poll", type=float, default=0.02, help="watch poll period (s)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.channels, args.seconds, args.warmup, args.speed = 60, 25.0, 10.0, 5.0
+    session = Session("watch_latency", argv)
+    warnings.simplefilter("ignore")
+    # compile the numba kernels before timing anything (a long-running watcher does this once)
+    replay_compute(args.channels, args.warmup + 5, args.warmup, True)
+    verdicts, summary, flushes = follow_stream(args)
+    lat = latencies(verdicts, flushes, args.speed)
+    scored = [v for v in verdicts if v.phase == "scored"]
+    details = {
         "stream": {
             "kind": "synthetic run written with the collector's RunWriter (real journal format)",
             "channels": args.channels,
@@ -261,49 +296,47 @@ def main() -> None:
             "warmup": summary.warmup_windows,
             "gaps": summary.gaps,
         },
-        "data_to_verdict_ms": stats(data_to_verdict),
-        "data_to_verdict_ms_after_fit": stats(steady),
-        "backlog_windows_waiting_for_fit": len(data_to_verdict) - len(steady),
-        "poll_ms_per_batch": stats(summary.poll_ms),
-        "push_ms_per_batch": stats(summary.push_ms),
-        "window_end_to_verdict_ms": stats(end_to_verdict),
-        "compute_ms_normal_windows": stats(compute),
-        "compute_ms_anomalous_windows": stats(compute_anom),
+        "data_to_verdict_ms": percentiles(lat["data"]),
+        "data_to_verdict_ms_after_fit": percentiles(lat["steady"]),
+        "backlog_windows_waiting_for_fit": len(lat["data"]) - len(lat["steady"]),
+        "poll_ms_per_batch": percentiles(summary.poll_ms),
+        "push_ms_per_batch": percentiles(summary.push_ms),
+        "window_end_to_verdict_ms": percentiles(lat["end"]),
+        "compute_ms_normal_windows": percentiles(lat["compute"]),
+        "compute_ms_anomalous_windows": percentiles(lat["compute_anom"]),
         "follow": summary.follow,
-        "alternatives_same_run": {
-            "engine_fast_forest_compute_ms": stats(fast),
-            "engine_sklearn_forest_compute_ms": stats(sk),
-            "sklearn_over_fast_median": statistics.median(sk) / statistics.median(fast),
-            "naive_full_history_features_ms": stats(naive),
-            "naive_over_incremental_median": statistics.median(naive) / statistics.median(fast),
-        },
+        "alternatives_same_run": alternatives(args.channels, args.seconds, args.warmup),
         "target_ms": 50.0,
-        "meets_target_median_after_fit": pct(steady, 50) < 50.0,
-        "meets_target_p95_after_fit": pct(steady, 95) < 50.0,
+        "meets_target_median_after_fit": pct(lat["steady"], 50) < 50.0,
+        "meets_target_p95_after_fit": pct(lat["steady"], 95) < 50.0,
         "paper_end_to_end_s": 2.26,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
-    d, e = result["data_to_verdict_ms"], result["window_end_to_verdict_ms"]
+    session.write(args.out, rows(details), details)
+    _print(details)
+    return 0
+
+
+def _print(r: dict) -> None:
+    d, e, st = r["data_to_verdict_ms"], r["window_end_to_verdict_ms"], r["data_to_verdict_ms_after_fit"]
     print(
-        f"{len(scored)} windows scored ({result['windows']['anomalous']} anomalous), {args.channels} channels"
+        f"{r['windows']['scored']} windows scored ({r['windows']['anomalous']} anomalous), "
+        f"{r['stream']['channels']} channels"
     )
     print(f"data on disk -> verdict: median {d['median']:.1f} ms, p95 {d['p95']:.1f} ms (target < 50 ms)")
-    st = result["data_to_verdict_ms_after_fit"]
     print(
-        f"  after the warm-up fit's backlog ({result['backlog_windows_waiting_for_fit']} windows): median "
+        f"  after the warm-up fit's backlog ({r['backlog_windows_waiting_for_fit']} windows): median "
         f"{st['median']:.1f} ms, p95 {st['p95']:.1f} ms; per batch: read "
-        f"{result['poll_ms_per_batch']['median']:.1f} ms, "
-        f"push {result['push_ms_per_batch']['median']:.1f} ms (medians)"
+        f"{r['poll_ms_per_batch']['median']:.1f} "
+        f"ms, push {r['push_ms_per_batch']['median']:.1f} ms (medians)"
     )
     print(f"window end -> verdict:   median {e['median']:.0f} ms, p95 {e['p95']:.0f} ms (paper: 2.26 s)")
-    a = result["alternatives_same_run"]
+    a = r["alternatives_same_run"]
     print(
         f"compute/window: incremental {a['engine_fast_forest_compute_ms']['median']:.1f} ms, with sklearn's "
         f"forest {a['engine_sklearn_forest_compute_ms']['median']:.1f} ms, full-history recompute "
-        f"{a['naive_full_history_features_ms']['median']:.0f} ms; wrote {args.out}"
+        f"{a['naive_full_history_features_ms']['median']:.0f} ms"
     )
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

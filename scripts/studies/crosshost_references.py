@@ -16,9 +16,9 @@ run), every ``m``-subset of the fault-free DDP runs is used in turn, and
 Runs are cut to their recorded workload span and each host's own core and cgroup are renamed
 (:func:`reveal_lab.studies.own_core_view`), as in ``evaluate``.
 
-    .venv/bin/python benchmarks/crosshost_references.py [--data data/lab] [--refs 2,3,4]
+    .venv/bin/python scripts/studies/crosshost_references.py [--data data/lab] [--refs 2,3,4]
 
-Writes ``benchmarks/results/crosshost_references.json`` (or ``--out``). A detection study, not a
+Writes ``docs/studies/crosshost_references.json`` (or ``--out``). A detection study, not a
 timing: the machine's load does not change its numbers.
 """
 
@@ -40,7 +40,7 @@ from reveal_lab.lab import read_labels, read_meta
 from reveal_lab.pipeline import trim_run
 from reveal_lab.studies import own_core_view
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def measure(root: Path, refs_sizes: list[int]) -> dict:
@@ -98,7 +98,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=None, help="lab dataset folder (default: the bundled data/lab)")
     p.add_argument("--refs", default="2,3,4", help="numbers of fault-free reference runs, comma-separated")
-    p.add_argument("--out", default=str(HERE / "results" / "crosshost_references.json"))
+    p.add_argument("--out", default=str(ROOT / "docs" / "studies" / "crosshost_references.json"))
     args = p.parse_args()
     root = Path(args.data) if args.data else data_dir()
     try:
@@ -106,7 +106,13 @@ def main() -> int:
     except ValueError:
         p.error(f"--refs: whole numbers separated by commas, got {args.refs!r}")
     try:
-        res = {"benchmark": "crosshost_references", "data": str(root), **measure(root, sizes)}
+        res = {
+            "schema": 2,
+            "kind": "study",
+            "study": "crosshost_references",
+            "data": str(root),
+            **measure(root, sizes),
+        }
     except ValueError as exc:
         p.error(str(exc))
     res |= {
@@ -116,11 +122,14 @@ def main() -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=1) + "\n")
-    print("\n".join(
-        f"{m} reference runs: fault-free hosts flagged {v['fault_free_hosts_flagged']}/"
-        f"{v['fault_free_hosts_judged']}, labels found {v['labels_found']}/{v['labels_judged']}"
-        for m, v in res["by_refs"].items()
-    ) + f"\nwrote {out}")
+    print(
+        "\n".join(
+            f"{m} reference runs: fault-free hosts flagged {v['fault_free_hosts_flagged']}/"
+            f"{v['fault_free_hosts_judged']}, labels found {v['labels_found']}/{v['labels_judged']}"
+            for m, v in res["by_refs"].items()
+        )
+        + f"\nwrote {out}"
+    )
     return 0
 
 

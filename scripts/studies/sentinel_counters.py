@@ -24,10 +24,10 @@ agreeing, the evaluation's flags), ``or_sentinel`` (two agreeing, or a sentinel 
 ``sentinel_votes`` (a firing sentinel counts as one more detector in the agreement of two):
 false alarms and episodes found for each.
 
-    .venv/bin/python benchmarks/sentinel_counters.py [--data data/lab] [--min-samples 1,3,5,10]
+    .venv/bin/python scripts/studies/sentinel_counters.py [--data data/lab] [--min-samples 1,3,5,10]
         [--windows out/eval/windows_calibrated.parquet]
 
-Writes ``benchmarks/results/sentinel_counters.json`` (or ``--out``). A detection study, not a
+Writes ``docs/studies/sentinel_counters.json`` (or ``--out``). A detection study, not a
 timing: the machine's load does not change its numbers.
 """
 
@@ -44,13 +44,13 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import data_dir
+from reveal_lab.evaluation import fault_free_refs
 from reveal_lab.io import load_run
 from reveal_lab.lab import read_labels, read_meta
-from reveal_lab.evaluation import fault_free_refs
 from reveal_lab.pipeline import silent_columns, silent_counters, trim_run
 from reveal_lab.telemetry import TIMESTAMP, Run
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 WINDOW, STRIDE = 30, 10  # samples at 100 ms: 3 s windows every 1 s
 
 
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=None, help="lab dataset folder (default: the bundled data/lab)")
     p.add_argument("--min-samples", default="1,3,5,10", help="values of K, comma-separated")
-    p.add_argument("--out", default=str(HERE / "results" / "sentinel_counters.json"))
+    p.add_argument("--out", default=str(ROOT / "docs" / "studies" / "sentinel_counters.json"))
     p.add_argument(
         "--windows",
         default=None,
@@ -204,7 +204,13 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--windows {args.windows}: no such file (expected windows_calibrated.parquet)")
     labels = read_labels(root / "labels.csv").filter(pl.col("scope") == "episode")
     hosts = list(host_runs(root, read_meta(root / "meta_lab.csv")))  # each file read once
-    res = {"benchmark": "sentinel_counters", "data": str(root), "window_samples": WINDOW}
+    res = {
+        "schema": 2,
+        "kind": "study",
+        "study": "sentinel_counters",
+        "data": str(root),
+        "window_samples": WINDOW,
+    }
     res.update(measure(hosts, labels, ks))
     if args.windows:
         res["beside_detectors"] = beside_detectors(hosts, labels, pl.read_parquet(args.windows), ks)

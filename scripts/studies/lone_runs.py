@@ -14,9 +14,9 @@ counts only inside 4+ consecutive windows over its threshold,
 detector's threshold (``min_run=1``, no sentinel rule), so the comparison needs no second
 run. ``sentinel_windows`` counts the windows the sentinel rule fired on.
 
-    .venv/bin/python benchmarks/lone_runs.py [--data data/lab] [--host labA]   # ~20 s
+    .venv/bin/python scripts/studies/lone_runs.py [--data data/lab] [--host labA]   # ~20 s
 
-Writes ``benchmarks/results/lone_runs.json`` (per run and summaries). A detection study,
+Writes ``docs/studies/lone_runs.json`` (per run and summaries). A detection study,
 not a timing: the machine's load does not change its numbers.
 """
 
@@ -35,7 +35,7 @@ from reveal_lab.config import data_dir
 from reveal_lab.io import load_run
 from reveal_lab.pipeline import detect_run
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _episode_mask(labels: pl.DataFrame) -> pl.Expr:
@@ -131,11 +131,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", default=str(data_dir()))
     ap.add_argument("--host", default="labA")
     ap.add_argument("--min-run", type=int, default=4)
-    ap.add_argument("--out", default=str(HERE / "results" / "lone_runs.json"))
+    ap.add_argument("--out", default=str(ROOT / "docs" / "studies" / "lone_runs.json"))
     args = ap.parse_args(argv)
     rows = measure(Path(args.data), args.host, args.min_run)
     result = {
-        "benchmark": "lone_runs",
+        "schema": 2,
+        "kind": "study",
+        "study": "lone_runs",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "data": args.data,
         "host": args.host,
