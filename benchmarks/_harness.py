@@ -16,9 +16,10 @@ builds each row with :func:`row` (its sides with :func:`side`) and writes with
                            "n": 5, "runs": [...]},
                   "alternative": {"name": "...", "median": 2.0, ...}, "ratio": 10.0,
                   "higher_is_better": false, "peak_mb": null, "note": "..."}],
-     "details": {...}}
+     ...}
 
-``details`` holds what else the benchmark measured, in its own terms. ``ratio`` is how many
+After ``results`` come the benchmark's own keys: what else it measured, in its own terms
+(``details``; none may take a name above). ``ratio`` is how many
 times better ours is (``alternative / ours`` for times, ``ours / alternative`` when
 ``higher_is_better``), ``null`` without an alternative.
 
@@ -276,9 +277,13 @@ class Session:
         self.started = time.perf_counter()
 
     def result(self, rows: list[dict], details: dict | None = None) -> dict[str, Any]:
-        """The result document: the header, the load average now, ``rows``, ``details``."""
-        out = {**self.header, "load_after": load_average(), "results": rows}
-        out["details"] = {**(details or {}), "elapsed_s": round(time.perf_counter() - self.started, 2)}
+        """The result document: the header, the load average now, ``rows``, then ``details``'
+        keys and the seconds the benchmark ran (``elapsed_s``)."""
+        clash = sorted(set(details or {}) & {*TOP_KEYS, "elapsed_s"})
+        if clash:
+            raise ValueError(f"details may not use the schema's keys {clash}")
+        out = {**self.header, "load_after": load_average(), "results": rows, **(details or {})}
+        out["elapsed_s"] = round(time.perf_counter() - self.started, 2)
         validate_timing(_clean(out))
         return out
 

@@ -788,8 +788,10 @@ def main(argv: list[str] | None = None) -> int:
     size = bytes_on_disk(size_dir, args.size_duration)
     shutil.rmtree(work, ignore_errors=True)
     summary = summarise(runs, intervals)
+    m = session.header["machine"]
     details = {
-        "uid": os.getuid(),
+        # what notebook 08 labels the stored benchmark with (reveal_lab.studies reads the rest)
+        "host": {"cpu_model": m["cpu_model"], "cpus": m["cores"], "kernel": m["kernel"], "uid": os.getuid()},
         "perf_events": events,
         "window_s": args.window,
         "warmup_s": args.warmup,

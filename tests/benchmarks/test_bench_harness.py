@@ -74,8 +74,10 @@ def test_a_session_writes_the_one_schema(h, tmp_path: Path):
     assert back["command"] == "benchmarks/demo.py --quick"
     assert len(back["load_before"]) == len(back["load_after"]) == 3
     assert back["machine"]["cores"] >= 1 and "loadavg" not in back["machine"]
-    assert back["date"].endswith("+00:00") and back["details"]["extra"] is None  # NaN/inf as null
-    assert back["details"]["runs"] == [None, 1.0] and back["results"][0]["ratio"] == 3.0
+    assert back["date"].endswith("+00:00") and back["extra"] is None  # NaN/inf as null
+    assert back["runs"] == [None, 1.0] and back["results"][0]["ratio"] == 3.0 and back["elapsed_s"] >= 0
+    with pytest.raises(ValueError, match=r"schema's keys \['machine'\]"):
+        s.result(rows, {"machine": "mine"})
     assert doc["results"][0]["ours"]["median"] == 2.0
     assert h.validate_timing(back)[0]["case"] == "c"
     # a row whose median is not a number is refused before anything is written

@@ -103,22 +103,22 @@ def test_summary_of_a_converted_result_says_so(tmp_path: Path):
     doc = json.loads((tmp_path / "end_to_end.json").read_text())
     assert doc["schema"] == 2 and doc["converted"]["from"].startswith("the benchmark's own shape")
     text = _summarize(tmp_path)
-    wall = doc["details"]["cli_wall_s"]
-    assert f"| end_to_end | `reveal-lab detect`, {doc['details']['rows']} rows x 700 channels | " in text
+    wall = doc["cli_wall_s"]
+    assert f"| end_to_end | `reveal-lab detect`, {doc['rows']} rows x 700 channels | " in text
     assert f"detect (CLI): {wall:.3g} s |" in text
     assert "converted to schema 2, not re-measured" in text
 
 
-def test_each_benchmark_rebuilds_its_stored_rows_from_its_stored_details(monkeypatch):
+def test_each_benchmark_rebuilds_its_stored_rows_from_its_stored_values(monkeypatch):
     """The rows of every stored timing equal what the benchmark's own ``rows()`` makes of the
-    stored details: one code path writes a row, whether measured now or converted."""
+    stored values: one code path writes a row, whether measured now or converted."""
     monkeypatch.syspath_prepend(str(BENCH))
     import importlib
 
     checked = []
     for name in ("collector_overhead", "detectors", "end_to_end", "scale_throughput", "watch_latency"):
         doc = json.loads((BENCH / "results" / f"{name}.json").read_text())
-        rows = importlib.import_module(name).rows(doc["details"])
+        rows = importlib.import_module(name).rows(doc)
         assert json.loads(json.dumps(rows)) == doc["results"], name
         checked.append(len(rows))
     assert all(n >= 1 for n in checked)
