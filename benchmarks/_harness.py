@@ -18,9 +18,9 @@ builds each row with :func:`row` (its sides with :func:`side`) and writes with
                   "higher_is_better": false, "peak_mb": null, "note": "..."}],
      ...}
 
-After ``results`` come the benchmark's own keys: what else it measured, in its own terms
-(``details``; none may take a name above). ``ratio`` is how many
-times better ours is (``alternative / ours`` for times, ``ours / alternative`` when
+After ``results`` come the benchmark's own keys, what else it measured in its own terms
+(``details``; none may take a name above), and ``elapsed_s``. ``ratio`` is how many times
+better ours is (``alternative / ours`` for times, ``ours / alternative`` when
 ``higher_is_better``), ``null`` without an alternative.
 
 >>> s = stats([3.0, 1.0, 2.0])
@@ -104,7 +104,7 @@ def parser(
     return ap
 
 
-def _num(x: object) -> float | None:
+def number(x: object) -> float | None:
     """``x`` as a finite float, else None (booleans are not numbers here)."""
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         return None
@@ -167,7 +167,7 @@ def row(
     """One result row. ``ratio`` (how many times better ours is) is computed from the two
     medians unless given; ``None`` without an alternative."""
     if ratio is None and alternative is not None:
-        o, a = _num(ours.get("median")), _num(alternative.get("median"))
+        o, a = number(ours.get("median")), number(alternative.get("median"))
         if o and a:
             ratio = o / a if higher_is_better else a / o
     return {
@@ -206,11 +206,15 @@ def validate_timing(data: object) -> list[dict]:
             s = r.get(key)
             if s is None and key == "alternative":
                 continue
-            if not isinstance(s, dict) or not isinstance(s.get("name"), str) or _num(s.get("median")) is None:
+            if (
+                not isinstance(s, dict)
+                or not isinstance(s.get("name"), str)
+                or number(s.get("median")) is None
+            ):
                 raise ValueError(f"{where}.{key} is not {{'name': str, 'median': number, ...}}")
         if not isinstance(r.get("higher_is_better"), bool):
             raise ValueError(f"{where}.higher_is_better is not true or false")
-        if r.get("ratio") is not None and _num(r["ratio"]) is None:
+        if r.get("ratio") is not None and number(r["ratio"]) is None:
             raise ValueError(f"{where}.ratio is not a number or null")
     return rows
 

@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
-from _harness import HERE, ROOT, validate_timing
+from _harness import HERE, ROOT, number, validate_timing
 
 #: benchmarks the tables of docs/RESULTS.md list, in order, with what each measures
 EXPECTED: dict[str, str] = {
@@ -53,14 +52,6 @@ STUDIES: dict[str, str] = {
 }
 
 
-def _num(x: object) -> float | None:
-    if isinstance(x, bool) or x is None:
-        return None
-    if isinstance(x, (int, float)):
-        return float(x) if math.isfinite(float(x)) else None
-    return None
-
-
 def _fmt(x: float | None, unit: str | None = None) -> str:
     if x is None:
         return "–"
@@ -74,13 +65,13 @@ def speed_rows(name: str, data: dict) -> list[str]:
     out = []
     for r in validate_timing(data):
         ours, alt, unit = r["ours"], r.get("alternative"), r["unit"]
-        ratio = _num(r.get("ratio"))
+        ratio = number(r.get("ratio"))
         notes = [str(r["note"])] if r.get("note") else []
-        if _num(r.get("peak_mb")) is not None:
+        if number(r.get("peak_mb")) is not None:
             notes.append(f"peak {r['peak_mb']:,.0f} MB")
         out.append(
-            f"| {name} | {r['case']} | {ours['name']}: {_fmt(_num(ours['median']), unit)} | "
-            f"{alt['name'] + ': ' + _fmt(_num(alt['median']), unit) if alt else '–'} | "
+            f"| {name} | {r['case']} | {ours['name']}: {_fmt(number(ours['median']), unit)} | "
+            f"{alt['name'] + ': ' + _fmt(number(alt['median']), unit) if alt else '–'} | "
             f"{_fmt(ratio) + '×' if ratio is not None else '–'} | {'; '.join(notes)} |"
         )
     return out
@@ -102,7 +93,7 @@ def when(data: dict) -> str:
 
 
 def _load(x: object) -> str:
-    return _fmt(_num(x[0])) if isinstance(x, list) and x else "?"
+    return _fmt(number(x[0])) if isinstance(x, list) and x else "?"
 
 
 LABELLED_COLS = [
@@ -138,7 +129,7 @@ def labelled_table(data: dict) -> list[str]:
             agg = (r.get("mean") or {}).get(fam)
             if not isinstance(agg, dict):
                 continue
-            vals = " | ".join(_fmt(_num(agg.get(k))) for k, _ in LABELLED_COLS)
+            vals = " | ".join(_fmt(number(agg.get(k))) for k, _ in LABELLED_COLS)
             lines.append(f"| {fam} ({agg.get('n_servers', '?')}) | {method} | {vals} |")
     return lines
 
@@ -163,13 +154,13 @@ def lone_runs_table(data: dict) -> list[str]:
     for key, s in summ.items():
         if not isinstance(s, dict):
             raise ValueError(f"setting {key!r} is not an object")
-        ff = " / ".join(_fmt(_num(s.get(f"fault_free_share_{k}"))) for k in ("median", "mean", "max"))
+        ff = " / ".join(_fmt(number(s.get(f"fault_free_share_{k}"))) for k in ("median", "mean", "max"))
         faults = []
         for fault, rows in (s.get("by_fault") or {}).items():
             for r in rows:
                 faults.append(
                     f"{fault} {r.get('model')} {r.get('phase')} "
-                    f"{_fmt(_num(r.get('episode_share')))} ({r.get('top') or '–'})"
+                    f"{_fmt(number(r.get('episode_share')))} ({r.get('top') or '–'})"
                 )
         n_free = s.get("fault_free_runs", "?")
         lines.append(f"| {names.get(key, key)} | {n_free} | {ff} | {'; '.join(faults)} |")
@@ -193,7 +184,7 @@ def sentinel_table(data: dict) -> list[str]:
         "| K (samples of 30) | false alarms | episodes found (fault@magnitude found/all) |",
         lambda k, v: (
             k,
-            _fmt(_num(v.get("false_alarm_share"))),
+            _fmt(number(v.get("false_alarm_share"))),
             "; ".join(f"{n} {c['found']}/{c['episodes']}" for n, c in v["episodes_found"].items()),
         ),
     )
@@ -208,7 +199,7 @@ def crosshost_references_table(data: dict) -> list[str]:
         lambda m, v: (
             m,
             f"{v['fault_free_hosts_flagged']}/{v['fault_free_hosts_judged']} "
-            f"({_fmt(_num(v.get('false_alarm_share')))})",
+            f"({_fmt(number(v.get('false_alarm_share')))})",
             f"{v['labels_found']}/{v['labels_judged']}: "
             + "; ".join(f"{k} {c['found']}/{c['judged']}" for k, c in v["by_fault"].items()),
         ),

@@ -124,18 +124,18 @@ def test_each_benchmark_rebuilds_its_stored_rows_from_its_stored_values(monkeypa
     assert all(n >= 1 for n in checked)
 
 
-def test_the_committed_results_are_all_readable():
-    """Every stored result is read (none 'unreadable'), and the summary committed beside them is
-    the one summarize.py makes of them."""
-    p = subprocess.run(
-        [sys.executable, str(BENCH / "summarize.py"), "--out", "/dev/stdout"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_the_committed_results_are_all_readable_and_their_summary_is_the_one_in_the_docs(tmp_path: Path):
+    """Every stored result is read (none 'unreadable'), and both the summary committed beside them
+    and the benchmark section of docs/RESULTS.md are what summarize.py makes of them."""
+    docs = tmp_path / "RESULTS.md"
+    shutil.copy(PROJECT_ROOT / "docs" / "RESULTS.md", docs)
+    out = tmp_path / "SUMMARY.md"
+    cmd = [sys.executable, str(BENCH / "summarize.py"), "--out", str(out), "--readme", str(docs)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "unreadable" not in p.stdout
-    assert (BENCH / "results" / "SUMMARY.md").read_text() in p.stdout
+    assert "unreadable" not in out.read_text() and "### Detection studies" in docs.read_text()
+    assert out.read_text() == (BENCH / "results" / "SUMMARY.md").read_text()
+    assert docs.read_text() == (PROJECT_ROOT / "docs" / "RESULTS.md").read_text()
 
 
 def test_summary_renders_the_labelled_table(tmp_path: Path):
