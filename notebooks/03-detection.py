@@ -112,7 +112,7 @@ table4
 # %%
 by_subsystem = studies.policy_table({p: studies.evidence_by_subsystem(e) for p, (_, e) in detections.items()})
 studies.save_table(by_subsystem, out_dir, "evidence_by_subsystem")
-report4 = studies.policy_table({p: studies.paper_table4(e, max_rows=20, min_agreement=min_agreement)
+report4 = studies.policy_table({p: studies.paper_table4(e, max_rows=20, agreement_at_least=min_agreement)
                                 for p, (_, e) in detections.items()})
 studies.save_table(report4, out_dir, "table4_anomaly_report")
 faults = {f["run_id"]: f["fault"] for f in mapped.pieces}

@@ -64,7 +64,7 @@ scale.record_skipped(out_dir, "06-case-studies", mapped.skipped)
 windows, evidence = detections[policy]
 runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
 by_id = {r.meta.run_id: r for r in runs}
-top = studies.top_windows(evidence, 2, min_agreement=min_agreement)
+top = studies.top_windows(evidence, 2, agreement_at_least=min_agreement)
 top
 
 # %%

@@ -329,6 +329,44 @@ def make_run(
     phase = float(rng.uniform(0, period))  # where in the training step this run starts
     table = channel_table(n_channels, n_gpus)
 
+    columns, meta_cols, bounds = _channels(t, hosts, table, rng, prof, period, phase)
+    truth_rows: list[dict[str, object]] = []
+    for ai, an in enumerate(anomalies):
+        channels = (hosts, columns, meta_cols, bounds)
+        truth_rows += _plant(ai, an, channels, rng, t, dt_s, n_seconds, period, n_channels)
+
+    t0 = dt.datetime.fromisoformat(start) if isinstance(start, str) else start
+    offs_ms = t * 1000.0
+    if jitter_ms > 0:
+        offs_ms = offs_ms + rng.uniform(-jitter_ms, jitter_ms, size=n)
+    keep = np.ones(n, dtype=bool)
+    for g0, g1 in gaps:
+        keep &= ~((t >= g0) & (t < g1))
+    ts = pl.Series(TIMESTAMP, (np.datetime64(t0, "ms") + np.round(offs_ms).astype("timedelta64[ms]"))[keep])
+    frame = pl.DataFrame([ts.cast(TIMESTAMP_DTYPE)] + [pl.Series(k, v[keep]) for k, v in columns.items()])
+
+    rid = run_id or f"synth_seed{seed}"
+    meta = RunMeta(
+        run_id=rid,
+        hosts=tuple(hosts),
+        workload="SYNTH__Training__synthetic",
+        model="SYNTH",
+        task="Training",
+        dataset="synthetic",
+        phase="train",
+        mode="nonllm",
+        platform="synthetic",
+        start_time=t0.isoformat(),
+        interval_ms=interval_ms,
+        extra={"seed": seed, "step_period_s": period, "n_channels_per_host": len(table)},
+    )
+    return SyntheticRun(Run(meta, frame), _truth(truth_rows, t0))
+
+
+def _channels(t, hosts, table, rng, prof, period, phase):  # noqa: ANN001, ANN202
+    """Every host's channels over times ``t``: ``(columns, name -> (host, base, subsystem),
+    name -> (low, high))``; the hosts share the profile's gains, with small differences."""
+    n = len(t)
     columns: dict[str, np.ndarray] = {}
     meta_cols: dict[str, tuple[str, str, str]] = {}  # name -> (host, base, subsystem)
     bounds: dict[str, tuple[float, float]] = {}
@@ -356,95 +394,80 @@ def make_run(
             columns[name] = x
             meta_cols[name] = (host, base, classify(name).subsystem)
             bounds[name] = (lo, hi_)
+    return columns, meta_cols, bounds
 
+
+def _plant(ai, an, channels, rng, t, dt_s, n_seconds, period, n_channels):  # noqa: ANN001, ANN202
+    """Plant anomaly ``ai`` (:class:`Anomaly`) into the channels' columns (``(hosts,
+    columns, meta, bounds)`` of :func:`_channels`) in place; its truth rows."""
+    hosts, columns, meta_cols, bounds = channels
+    n = len(t)
     truth_rows: list[dict[str, object]] = []
-    for ai, an in enumerate(anomalies):
-        host = sanitize_host(an.host) if an.host else hosts[0]
-        if host not in hosts:
-            raise ValueError(f"anomaly {ai} targets host {host!r}, not among {hosts}")
-        want_static = an.kind == "static"
-        pool = []
-        for name, (h, base, sub) in meta_cols.items():
-            if h != host or sub != an.subsystem:
-                continue
-            if want_static != (base == "const"):
-                continue
-            if base == "event" and an.kind != "level":
-                continue
-            pool.append(name)
-        if not pool:
-            raise ValueError(
-                f"anomaly {ai}: no {an.kind} channel of subsystem {an.subsystem!r} "
-                f"on host {host!r} (n_channels={n_channels} too small?)"
-            )
-        chosen = list(rng.choice(pool, size=min(an.n_columns, len(pool)), replace=False))
+    host = sanitize_host(an.host) if an.host else hosts[0]
+    if host not in hosts:
+        raise ValueError(f"anomaly {ai} targets host {host!r}, not among {hosts}")
+    want_static = an.kind == "static"
+    pool = []
+    for name, (h, base, sub) in meta_cols.items():
+        if h != host or sub != an.subsystem:
+            continue
+        if want_static != (base == "const"):
+            continue
+        if base == "event" and an.kind != "level":
+            continue
+        pool.append(name)
+    if not pool:
+        raise ValueError(
+            f"anomaly {ai}: no {an.kind} channel of subsystem {an.subsystem!r} "
+            f"on host {host!r} (n_channels={n_channels} too small?)"
+        )
+    chosen = list(rng.choice(pool, size=min(an.n_columns, len(pool)), replace=False))
+    if want_static:
+        i0, i1, s0, s1 = 0, n, 0.0, float(n_seconds)
+    else:
+        i0 = int(np.clip(np.ceil(an.start_s / dt_s), 0, n))
+        i1 = int(np.clip(np.ceil(an.end_s / dt_s), 0, n))
+        s0, s1 = float(an.start_s), float(an.end_s)
+    m = i1 - i0
+    for name in chosen:
+        x = columns[name]
+        base = meta_cols[name][1]
         if want_static:
-            i0, i1, s0, s1 = 0, n, 0.0, float(n_seconds)
-        else:
-            i0 = int(np.clip(np.ceil(an.start_s / dt_s), 0, n))
-            i1 = int(np.clip(np.ceil(an.end_s / dt_s), 0, n))
-            s0, s1 = float(an.start_s), float(an.end_s)
-        m = i1 - i0
-        for name in chosen:
-            x = columns[name]
-            base = meta_cols[name][1]
-            if want_static:
-                x[:] = x[0] * 2 + 1024 if x[0] >= 0 else x[0] * 2
-            elif m > 0:
-                sd = _robust_sd(x)
-                amp = an.magnitude * sd
-                if base == "event":
-                    x[i0:i1] += rng.poisson(max(1.0, an.magnitude), size=m)
-                elif an.kind == "level":
-                    lo, hi_ = bounds[name]
-                    med = float(np.median(x))
-                    sign = 1.0 if hi_ - med >= med - lo or hi_ - med > 1.5 * amp else -1.0
-                    x[i0:i1] += sign * amp
-                elif an.kind == "variance":
-                    x[i0:i1] += amp * rng.standard_normal(m)
-                elif an.kind == "trend":
-                    x[i0:i1] += np.linspace(0.0, 2 * amp, m)
-                elif an.kind == "oscillation":
-                    freq = 1.0 / max(4 * dt_s, 0.45 * period)
-                    x[i0:i1] += amp * np.sin(2 * np.pi * freq * t[i0:i1])
-                np.clip(x, *bounds[name], out=x)
-            truth_rows.append(
-                {
-                    "anomaly": ai,
-                    "subsystem": an.subsystem,
-                    "kind": an.kind,
-                    "host": host,
-                    "column": name,
-                    "start_s": s0,
-                    "end_s": s1,
-                }
-            )
+            x[:] = x[0] * 2 + 1024 if x[0] >= 0 else x[0] * 2
+        elif m > 0:
+            sd = _robust_sd(x)
+            amp = an.magnitude * sd
+            if base == "event":
+                x[i0:i1] += rng.poisson(max(1.0, an.magnitude), size=m)
+            elif an.kind == "level":
+                lo, hi_ = bounds[name]
+                med = float(np.median(x))
+                sign = 1.0 if hi_ - med >= med - lo or hi_ - med > 1.5 * amp else -1.0
+                x[i0:i1] += sign * amp
+            elif an.kind == "variance":
+                x[i0:i1] += amp * rng.standard_normal(m)
+            elif an.kind == "trend":
+                x[i0:i1] += np.linspace(0.0, 2 * amp, m)
+            elif an.kind == "oscillation":
+                freq = 1.0 / max(4 * dt_s, 0.45 * period)
+                x[i0:i1] += amp * np.sin(2 * np.pi * freq * t[i0:i1])
+            np.clip(x, *bounds[name], out=x)
+        truth_rows.append(
+            {
+                "anomaly": ai,
+                "subsystem": an.subsystem,
+                "kind": an.kind,
+                "host": host,
+                "column": name,
+                "start_s": s0,
+                "end_s": s1,
+            }
+        )
+    return truth_rows
 
-    t0 = dt.datetime.fromisoformat(start) if isinstance(start, str) else start
-    offs_ms = t * 1000.0
-    if jitter_ms > 0:
-        offs_ms = offs_ms + rng.uniform(-jitter_ms, jitter_ms, size=n)
-    keep = np.ones(n, dtype=bool)
-    for g0, g1 in gaps:
-        keep &= ~((t >= g0) & (t < g1))
-    ts = pl.Series(TIMESTAMP, (np.datetime64(t0, "ms") + np.round(offs_ms).astype("timedelta64[ms]"))[keep])
-    frame = pl.DataFrame([ts.cast(TIMESTAMP_DTYPE)] + [pl.Series(k, v[keep]) for k, v in columns.items()])
 
-    rid = run_id or f"synth_seed{seed}"
-    meta = RunMeta(
-        run_id=rid,
-        hosts=tuple(hosts),
-        workload="SYNTH__Training__synthetic",
-        model="SYNTH",
-        task="Training",
-        dataset="synthetic",
-        phase="train",
-        mode="nonllm",
-        platform="synthetic",
-        start_time=t0.isoformat(),
-        interval_ms=interval_ms,
-        extra={"seed": seed, "step_period_s": period, "n_channels_per_host": len(table)},
-    )
+def _truth(truth_rows: list[dict[str, object]], t0: dt.datetime) -> pl.DataFrame:
+    """The planted anomalies' rows with their wall-clock start and end."""
     truth_schema = {
         "anomaly": pl.Int64,
         "subsystem": pl.String,
@@ -454,11 +477,82 @@ def make_run(
         "start_s": pl.Float64,
         "end_s": pl.Float64,
     }
-    truth = pl.DataFrame(truth_rows, schema=truth_schema).with_columns(
+    return pl.DataFrame(truth_rows, schema=truth_schema).with_columns(
         start=pl.lit(t0).cast(TIMESTAMP_DTYPE) + pl.duration(milliseconds=pl.col("start_s") * 1000),
         end=pl.lit(t0).cast(TIMESTAMP_DTYPE) + pl.duration(milliseconds=pl.col("end_s") * 1000),
     )
-    return SyntheticRun(Run(meta, frame), truth)
+
+
+def _public_file(frame, platform, stem, prefix, model, task, dataset):  # noqa: ANN001, ANN202
+    """One run as a member of the platform's zip (``(name, tab-separated bytes)``, with
+    all-missing and all-zero columns as in the data; the CPU zip's inference folder misspelt)
+    and its meta row."""
+    cols = [c for c in frame.columns if c != TIMESTAMP]
+    empty, zero = cols[5:8], cols[-4:-1]  # all-missing and all-zero columns, as in the data
+    frame = frame.with_columns(
+        *[pl.lit(None, pl.Float64).alias(c) for c in empty], *[pl.lit(0.0).alias(c) for c in zero]
+    )
+    split = "infer" if prefix == "infer" else "train"
+    misspelt = platform == "cpu" and split == "infer"
+    folder = f"{split}_seperated" if misspelt else f"{split}_separated"
+    meta_row = {
+        "source_file": f"./{split}_separated/{stem}.txt",
+        "n_rows": frame.height,
+        "n_cols": frame.width,
+        "phase": _PHASE[prefix],
+        "mode": "llm" if prefix == "data" else "nonllm",
+        "model": model,
+        "task": task,
+        "dataset": dataset,
+        "model_task": f"{model}for{task}",
+        "workload": f"{model}__{task}__{dataset}",
+    }
+    return (f"{folder}/{stem}.txt", _tsv_bytes(frame)), meta_row
+
+
+def _add_bad_inputs(members: dict, meta_rows: dict, summary: dict) -> dict[str, object]:
+    """A file whose header has no timestamp column, a member to be damaged, and a meta row
+    naming a file that is not there (returned); ``summary["bad"]`` says which."""
+    good = members["gpu"][0][1]
+    no_time = b"\n".join(line.split(b"\t", 1)[-1] for line in good.split(b"\n"))
+    broken = "train_VGG16forImageClassification_broken_2025-04-19T08-00-00_htc-g003.txt"
+    damaged = "train_Resnet50forImageClassification_damaged_2025-04-19T09-00-00_nserver07.txt"
+    missing = "train_VGG16forImageClassification_missing_2025-04-19T10-00-00_htc-g003.txt"
+    members["gpu"].append((f"train_separated/{broken}", no_time))
+    members["cpu"].append((f"train_separated/{damaged}", members["cpu"][0][1]))
+    named_only = {**meta_rows["gpu"][0], "source_file": f"./train_separated/{missing}"}
+    summary["bad"] = [
+        f"Reveal_GPU.zip:train_separated/{broken}: header without timestamp column",
+        f"Reveal_CPU.zip:train_separated/{damaged}: damaged member (its CRC fails)",
+        f"meta_gpu.csv names train_separated/{missing}: no such file",
+    ]
+    return named_only
+
+
+def _write_zips(out: Path, members: dict, meta_rows: dict, named_only: dict | None) -> None:
+    """The two zips (stored, not deflated, when a member is to be damaged) and the meta
+    tables; the GPU table disagrees with its files (every third file left out, and
+    ``named_only`` added); with bad inputs, 64 bytes of the damaged member zeroed."""
+    import zipfile
+
+    bad_inputs = named_only is not None
+    for platform, zname in (("gpu", "Reveal_GPU.zip"), ("cpu", "Reveal_CPU.zip")):
+        # stored, not deflated, when a member's bytes are to be damaged
+        how = zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED
+        with zipfile.ZipFile(out / zname, "w", how) as z:
+            z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
+            for name, data in members[platform]:
+                z.writestr(name, data)
+        rows = meta_rows[platform]
+        if platform == "gpu":  # the GPU table disagrees with its files: every third file left out
+            rows = [m for i, m in enumerate(rows) if i % 3 != 2] + ([named_only] if bad_inputs else [])
+        pl.DataFrame(rows).write_csv(out / f"meta_{platform}.csv")
+    if bad_inputs:  # zero 64 bytes inside the damaged member: its CRC no longer matches
+        raw = bytearray((out / "Reveal_CPU.zip").read_bytes())
+        name = members["cpu"][-1][0].encode()
+        at = raw.find(name) + len(name) + 4096  # inside the member's data, after its local header
+        raw[at : at + 64] = b"\x00" * 64
+        (out / "Reveal_CPU.zip").write_bytes(bytes(raw))
 
 
 def _robust_sd(x: np.ndarray) -> float:
@@ -531,8 +625,6 @@ def write_public_proxy(
     >>> any("_seperated/" in n for n in zipfile.ZipFile(d / "Reveal_CPU.zip").namelist())
     True
     """
-    import zipfile
-
     if scale < 1 or runs_per_workload < 1 or seconds <= 0:
         raise ValueError("scale and runs_per_workload must be >= 1 and seconds > 0")
     out = Path(out)
@@ -572,66 +664,16 @@ def write_public_proxy(
                     start=start + dt.timedelta(milliseconds=400),
                     profile_seed=profile,
                 )
-                frame = sr.run.frame
-                cols = [c for c in frame.columns if c != TIMESTAMP]
-                empty, zero = cols[5:8], cols[-4:-1]  # all-missing and all-zero columns, as in the data
-                frame = frame.with_columns(
-                    *[pl.lit(None, pl.Float64).alias(c) for c in empty], *[pl.lit(0.0).alias(c) for c in zero]
-                )
                 stem = f"{prefix}_{model}for{task}_{dataset}_{start:%Y-%m-%dT%H-%M-%S}_{run_hosts[0]}"
-                split = "infer" if prefix == "infer" else "train"
-                misspelt = platform == "cpu" and split == "infer"
-                folder = f"{split}_seperated" if misspelt else f"{split}_separated"
-                members[platform].append((f"{folder}/{stem}.txt", _tsv_bytes(frame)))
-                meta_rows[platform].append(
-                    {
-                        "source_file": f"./{split}_separated/{stem}.txt",
-                        "n_rows": frame.height,
-                        "n_cols": frame.width,
-                        "phase": _PHASE[prefix],
-                        "mode": "llm" if prefix == "data" else "nonllm",
-                        "model": model,
-                        "task": task,
-                        "dataset": dataset,
-                        "model_task": f"{model}for{task}",
-                        "workload": f"{model}__{task}__{dataset}",
-                    }
-                )
+                member, meta_row = _public_file(sr.run.frame, platform, stem, prefix, model, task, dataset)
+                members[platform].append(member)
+                meta_rows[platform].append(meta_row)
                 if len(sr.truth):
                     truth_parts.append(sr.truth.with_columns(pl.lit(stem).alias("file")))
                 summary["runs"] = n + 1
                 summary["two_host_files"] = int(summary["two_host_files"]) + two
-    if bad_inputs:
-        good = members["gpu"][0][1]
-        no_time = b"\n".join(line.split(b"\t", 1)[-1] for line in good.split(b"\n"))
-        broken = "train_VGG16forImageClassification_broken_2025-04-19T08-00-00_htc-g003.txt"
-        damaged = "train_Resnet50forImageClassification_damaged_2025-04-19T09-00-00_nserver07.txt"
-        missing = "train_VGG16forImageClassification_missing_2025-04-19T10-00-00_htc-g003.txt"
-        members["gpu"].append((f"train_separated/{broken}", no_time))
-        members["cpu"].append((f"train_separated/{damaged}", members["cpu"][0][1]))
-        named_only = {**meta_rows["gpu"][0], "source_file": f"./train_separated/{missing}"}
-        summary["bad"] = [
-            f"Reveal_GPU.zip:train_separated/{broken}: header without timestamp column",
-            f"Reveal_CPU.zip:train_separated/{damaged}: damaged member (its CRC fails)",
-            f"meta_gpu.csv names train_separated/{missing}: no such file",
-        ]
-    for platform, zname in (("gpu", "Reveal_GPU.zip"), ("cpu", "Reveal_CPU.zip")):
-        # stored, not deflated, when a member's bytes are to be damaged
-        how = zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED
-        with zipfile.ZipFile(out / zname, "w", how) as z:
-            z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
-            for name, data in members[platform]:
-                z.writestr(name, data)
-        rows = meta_rows[platform]
-        if platform == "gpu":  # the GPU table disagrees with its files: every third file left out
-            rows = [m for i, m in enumerate(rows) if i % 3 != 2] + ([named_only] if bad_inputs else [])
-        pl.DataFrame(rows).write_csv(out / f"meta_{platform}.csv")
-    if bad_inputs:  # zero 64 bytes inside the damaged member: its CRC no longer matches
-        raw = bytearray((out / "Reveal_CPU.zip").read_bytes())
-        name = members["cpu"][-1][0].encode()
-        at = raw.find(name) + len(name) + 4096  # inside the member's data, after its local header
-        raw[at : at + 64] = b"\x00" * 64
-        (out / "Reveal_CPU.zip").write_bytes(bytes(raw))
+    named_only = _add_bad_inputs(members, meta_rows, summary) if bad_inputs else None
+    _write_zips(out, members, meta_rows, named_only)
     truth = pl.concat(truth_parts) if truth_parts else pl.DataFrame()
     truth.drop("start", "end", strict=False).write_csv(out / "truth.csv")
     summary["bytes"] = sum((out / z).stat().st_size for z in ("Reveal_GPU.zip", "Reveal_CPU.zip"))

@@ -190,124 +190,53 @@ def attribute(
         if zdet is None:
             raise ValueError("attribute needs center/scale or a fitted 'zscore' detector")
         center, scale = zdet.center_, zdet.scale_
-    metric = pairs["metric"].to_list()
-    feature = pairs["feature"].to_list()
-    subsystem = np.asarray(pairs["subsystem"].to_list(), dtype=object)
-    pair_host = np.asarray(
-        pairs["host"].to_list() if "host" in pairs.columns else [host] * pairs.height, dtype=object
-    )
-    sub_index = {s: np.flatnonzero(subsystem == s) for s in SUBSYSTEMS}
-    hosts = [h for h in dict.fromkeys(pair_host.tolist()) if h is not None]
-    host_index = {h: np.flatnonzero(pair_host == h) for h in hosts}
-
+    p = _PairIndex(pairs, host)
     anom = np.flatnonzero(result.agreement > 0)
     names = [n for n in result.methods if n in detectors]
-    wid = windows["window_id"].to_list()
-    wstart = windows["start"].to_list()
-    wend = windows["end"].to_list()
-    ev_rows: list[dict[str, object]] = []
-    win_rows: list[dict[str, object]] = []
     if anom.size == 0:
         return Attribution(pl.DataFrame(schema=EVIDENCE_SCHEMA), pl.DataFrame(schema=WINDOW_SCHEMA))
 
     Xa = X[anom]
     imputed = detectors[names[0]]._impute(Xa) if names else Xa
     z_all = safe_divide(imputed - center, scale)
-    # per detector: explanation shares of the windows it flags
-    shares: dict[str, np.ndarray] = {}
-    contribs: dict[str, np.ndarray] = {}
-    for n in names:
-        flagged = result.labels[n][anom] == 1
-        sh = np.zeros_like(Xa)
-        co = np.zeros_like(Xa)
-        if flagged.any():
-            co[flagged] = detectors[n].explain(Xa[flagged])
-            sh[flagged] = _shares(co[flagged], agg_k)
-        shares[n], contribs[n] = sh, co
-
-    dev_shares = dev_metric = None
-    if rule == "deviation":
-        codes = {m: i for i, m in enumerate(dict.fromkeys(metric))}
-        pair_metric = np.array([codes[m] for m in metric], dtype=np.int64)
-        absz = np.where(np.isfinite(z_all), np.abs(z_all), 0.0)
-        dev_shares = _shares(np.minimum(absz, DEVIATION_CAP), agg_k)
-        dev_metric = metric_deviation(absz, pair_metric, len(codes))  # windows × metrics
-        if subsystem_by == "metrics":
-            metric_sub = np.empty(len(codes), dtype=object)
-            metric_sub[pair_metric] = subsystem
-            metric_shares = _shares(np.minimum(dev_metric, DEVIATION_CAP), agg_k)
-            metric_sub_index = {s: np.flatnonzero(metric_sub == s) for s in SUBSYSTEMS}
+    shares, contribs = _detector_shares(detectors, names, result, anom, Xa, agg_k)
+    dev = _Deviation(z_all, p, agg_k, subsystem_by == "metrics") if rule == "deviation" else None
+    wins = windows.select("window_id", "start", "end").rows()
+    ev_rows: list[dict[str, object]] = []
+    win_rows: list[dict[str, object]] = []
     for r, i in enumerate(anom):
         methods = [n for n in names if result.labels[n][i] == 1]
-        if dev_shares is not None:
-            pair_score = dev_shares[r]
+        pair_score = dev.shares[r] if dev is not None else np.mean([shares[n][r] for n in methods], axis=0)
+        if dev is not None and dev.metric_shares is not None:
+            sub_scores = {s: float(dev.metric_shares[r][ix].sum()) for s, ix in dev.metric_sub_index.items()}
         else:
-            pair_score = np.mean([shares[n][r] for n in methods], axis=0)
-        if subsystem_by == "metrics":
-            sub_scores = {s: float(metric_shares[r][idx].sum()) for s, idx in metric_sub_index.items()}
-        else:
-            sub_scores = {s: float(pair_score[idx].sum()) for s, idx in sub_index.items()}
-        top_sub = max(sub_scores, key=sub_scores.get)  # type: ignore[arg-type]
-        top_val = sub_scores[top_sub]
-        joint = [
-            s
-            for s, v in sorted(sub_scores.items(), key=lambda kv: -kv[1])
-            if top_val > 0 and v >= joint_fraction * top_val
-        ]
+            sub_scores = {s: float(pair_score[idx].sum()) for s, idx in p.sub_index.items()}
         if host is not None:
             w_host = host
-        elif host_index:
-            w_host = max(host_index, key=lambda h: float(pair_score[host_index[h]].sum()))
+        elif p.host_index:
+            w_host = max(p.host_index, key=lambda h: float(pair_score[p.host_index[h]].sum()))
         else:
             w_host = None
-        win_rows.append(
-            {
-                "window_id": wid[i],
-                "start": wstart[i],
-                "end": wend[i],
-                "host": w_host,
-                "methods": "+".join(methods),
-                "agreement": int(result.agreement[i]),
-                "combined": float(result.combined[i]),
-                "subsystems": "+".join(joint),
-                "top_subsystem": top_sub if top_val > 0 else None,
-                "top_share": top_val,
-                **{f"share_{s}": v for s, v in sub_scores.items()},
-            }
-        )
-        # evidence: the top_k pairs of each flagging detector (deduplicated)
-        evidence_of: dict[int, list[str]] = {}
-        if dev_metric is not None:
-            # the top_k metrics by metric_deviation, each with its strongest feature
-            for m in np.argsort(-dev_metric[r], kind="stable")[:top_k]:
-                if dev_metric[r, m] > 0:
-                    cols = np.flatnonzero(pair_metric == m)
-                    evidence_of.setdefault(int(cols[np.argmax(absz[r, cols])]), [])
-        for n in methods:
-            c = contribs[n][r]
-            order = np.argsort(-np.where(np.isfinite(c), c, -np.inf), kind="stable")[:top_k]
-            for j in order:
-                if c[j] > 0:
-                    evidence_of.setdefault(int(j), []).append(n)
-        if dev_metric is not None:  # metrics in the rule's order, then the pair's share
-            ranked = sorted(evidence_of, key=lambda j: (-dev_metric[r, pair_metric[j]], -pair_score[j]))
+        common = {"window_id": wins[i][0], "start": wins[i][1], "end": wins[i][2]}
+        win_rows.append(_window_row(common, w_host, methods, result, i, sub_scores, joint_fraction))
+        evidence_of = _evidence_pairs(r, methods, contribs, dev, top_k)
+        if dev is not None:  # metrics in the rule's order, then the pair's share
+            ranked = sorted(evidence_of, key=lambda j: (-dev.metric[r, dev.pair_metric[j]], -pair_score[j]))
         else:
             ranked = sorted(evidence_of, key=lambda j: -pair_score[j])
         for rank, j in enumerate(ranked, start=1):
             value, base, z = float(imputed[r, j]), float(center[j]), float(z_all[r, j])
             ev_rows.append(
                 {
-                    "window_id": wid[i],
-                    "start": wstart[i],
-                    "end": wend[i],
-                    "host": pair_host[j] if pair_host[j] is not None else w_host,
+                    **common,
+                    "host": p.host[j] if p.host[j] is not None else w_host,
                     "methods": "+".join(methods),
                     "agreement": int(result.agreement[i]),
-                    "subsystem": subsystem[j],
-                    "metric": metric[j],
-                    "feature": feature[j],
+                    "subsystem": p.subsystem[j],
+                    "metric": p.metric[j],
+                    "feature": p.feature[j],
                     "score": float(pair_score[j]),
-                    "claim": claim(metric[j], feature[j], value, base, z),
+                    "claim": claim(p.metric[j], p.feature[j], value, base, z),
                     "evidence_of": "+".join(evidence_of[j]) or "deviation",
                     "rank": rank,
                     "value": value,
@@ -319,3 +248,93 @@ def attribute(
     return Attribution(
         pl.DataFrame(ev_rows, schema=EVIDENCE_SCHEMA), pl.DataFrame(win_rows, schema=WINDOW_SCHEMA)
     )
+
+
+class _PairIndex:
+    """The columns of the feature matrix: each pair's metric, feature, subsystem and host,
+    and the pairs of each subsystem and of each host."""
+
+    def __init__(self, pairs: pl.DataFrame, host: str | None) -> None:
+        self.metric = pairs["metric"].to_list()
+        self.feature = pairs["feature"].to_list()
+        self.subsystem = np.asarray(pairs["subsystem"].to_list(), dtype=object)
+        self.host = np.asarray(
+            pairs["host"].to_list() if "host" in pairs.columns else [host] * pairs.height, dtype=object
+        )
+        self.sub_index = {s: np.flatnonzero(self.subsystem == s) for s in SUBSYSTEMS}
+        hosts = [h for h in dict.fromkeys(self.host.tolist()) if h is not None]
+        self.host_index = {h: np.flatnonzero(self.host == h) for h in hosts}
+
+
+def _detector_shares(detectors, names, result, anom, Xa, agg_k):  # noqa: ANN001, ANN202
+    """Per detector, its contributions (``explain``) and their shares over the anomalous
+    windows it flags (zero rows elsewhere): ``(shares, contributions)``."""
+    shares: dict[str, np.ndarray] = {}
+    contribs: dict[str, np.ndarray] = {}
+    for n in names:
+        flagged = result.labels[n][anom] == 1
+        sh = np.zeros_like(Xa)
+        co = np.zeros_like(Xa)
+        if flagged.any():
+            co[flagged] = detectors[n].explain(Xa[flagged])
+            sh[flagged] = _shares(co[flagged], agg_k)
+        shares[n], contribs[n] = sh, co
+    return shares, contribs
+
+
+class _Deviation:
+    """The ``deviation`` rule's quantities over the anomalous windows: each pair's capped
+    ``|z|`` share, each metric's deviation (:func:`metric_deviation`), and with
+    ``by_metrics`` each metric's share and the metrics of each subsystem."""
+
+    def __init__(self, z_all: np.ndarray, p: _PairIndex, agg_k: int, by_metrics: bool) -> None:
+        codes = {m: i for i, m in enumerate(dict.fromkeys(p.metric))}
+        self.pair_metric = np.array([codes[m] for m in p.metric], dtype=np.int64)
+        self.absz = np.where(np.isfinite(z_all), np.abs(z_all), 0.0)
+        self.shares = _shares(np.minimum(self.absz, DEVIATION_CAP), agg_k)
+        self.metric = metric_deviation(self.absz, self.pair_metric, len(codes))  # windows × metrics
+        self.metric_shares = self.metric_sub_index = None
+        if by_metrics:
+            metric_sub = np.empty(len(codes), dtype=object)
+            metric_sub[self.pair_metric] = p.subsystem
+            self.metric_shares = _shares(np.minimum(self.metric, DEVIATION_CAP), agg_k)
+            self.metric_sub_index = {s: np.flatnonzero(metric_sub == s) for s in SUBSYSTEMS}
+
+
+def _window_row(common, w_host, methods, result, i, sub_scores, joint_fraction):  # noqa: ANN001, ANN202
+    """One row of the windows table: the flagging detectors, the subsystems within
+    ``joint_fraction`` of the top one, and every subsystem's share."""
+    top_sub = max(sub_scores, key=sub_scores.get)  # type: ignore[arg-type]
+    top_val = sub_scores[top_sub]
+    ranked = sorted(sub_scores.items(), key=lambda kv: -kv[1])
+    joint = [s for s, v in ranked if top_val > 0 and v >= joint_fraction * top_val]
+    return {
+        **common,
+        "host": w_host,
+        "methods": "+".join(methods),
+        "agreement": int(result.agreement[i]),
+        "combined": float(result.combined[i]),
+        "subsystems": "+".join(joint),
+        "top_subsystem": top_sub if top_val > 0 else None,
+        "top_share": top_val,
+        **{f"share_{s}": v for s, v in sub_scores.items()},
+    }
+
+
+def _evidence_pairs(r, methods, contribs, dev, top_k):  # noqa: ANN001, ANN202
+    """The evidence pairs of anomalous window ``r`` (pair column → the detectors that put it
+    in their ``top_k``): with the deviation rule first the ``top_k`` metrics by deviation,
+    each with its strongest feature; then each flagging detector's ``top_k`` pairs."""
+    evidence_of: dict[int, list[str]] = {}
+    if dev is not None:
+        for m in np.argsort(-dev.metric[r], kind="stable")[:top_k]:
+            if dev.metric[r, m] > 0:
+                cols = np.flatnonzero(dev.pair_metric == m)
+                evidence_of.setdefault(int(cols[np.argmax(dev.absz[r, cols])]), [])
+    for n in methods:
+        c = contribs[n][r]
+        order = np.argsort(-np.where(np.isfinite(c), c, -np.inf), kind="stable")[:top_k]
+        for j in order:
+            if c[j] > 0:
+                evidence_of.setdefault(int(j), []).append(n)
+    return evidence_of

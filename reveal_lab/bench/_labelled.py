@@ -294,6 +294,39 @@ def bench_server(
     ``out_dir`` and each detector's to ``out_dir/detectors/<name>/``. Returns timings."""
     t0 = time.perf_counter()
     interval = _SAMPLING_S.get(server.family, 60.0)
+    Xtr, Xcal = _train_windows(server, cfg, featurize, interval)
+    t_feat_train = time.perf_counter() - t0
+    Xte, te = _test_windows(server, cfg, featurize, interval)
+    t_feat = time.perf_counter() - t0
+
+    t1 = time.perf_counter()
+    dets = _fit_detectors(Xtr, cfg)
+    t_fit = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    scores, decisions = _decisions(dets, Xte, Xcal, cfg)
+    t_score = time.perf_counter() - t1
+    t1 = time.perf_counter()
+    _attribute_and_write(server, out_dir, cfg, dets, Xte, te.pair_metric, scores, decisions)
+    t_attr = time.perf_counter() - t1
+    return {
+        "server": server.name,
+        "n_train_windows": int(Xtr.shape[0]),
+        "n_features": int(Xte.shape[1]),
+        "seconds": {
+            "features": t_feat,
+            "features_train": t_feat_train,
+            "fit": t_fit,
+            "score": t_score,
+            "attribution": t_attr,
+            "total": time.perf_counter() - t0,
+        },
+    }
+
+
+def _train_windows(server, cfg, featurize, interval):  # noqa: ANN001, ANN202
+    """The training half's window features ``(fit windows, calibration windows or None)``:
+    with POT thresholds its last ``calibration`` share, after a gap of one window, is held
+    out; at most ``max_train_windows`` fit windows, evenly spaced."""
     W = cfg.window_rows
     if server.train.shape[0] < W + 2:
         raise ValueError(f"{server.name}: {server.train.shape[0]} training rows; need more than {W + 1}")
@@ -319,8 +352,13 @@ def bench_server(
     if cfg.max_train_windows and Xtr.shape[0] > cfg.max_train_windows:
         idx = np.linspace(0, Xtr.shape[0] - 1, cfg.max_train_windows).round().astype(int)
         Xtr = Xtr[idx]
-    t_feat_train = time.perf_counter() - t0
+    return Xtr, Xcal
 
+
+def _test_windows(server, cfg, featurize, interval):  # noqa: ANN001, ANN202
+    """``(features, featurized)`` of one full window ending at every test row: the test rows
+    preceded by the last ``W - 1`` training rows."""
+    W = cfg.window_rows
     # test rows preceded by the last W-1 training rows: a full window ends at every test row
     pad = server.train[-(W - 1) :] if W > 1 else server.train[:0]
     te = featurize(
@@ -339,12 +377,13 @@ def bench_server(
             f"{server.name}: expected one full window ending at each of the {n_test} test rows, "
             f"got {row_of_window.size}"
         )
-    t_feat = time.perf_counter() - t0
+    return Xte, te
 
-    t1 = time.perf_counter()
-    dets = _fit_detectors(Xtr, cfg)
-    t_fit = time.perf_counter() - t1
-    t1 = time.perf_counter()
+
+def _decisions(dets, Xte, Xcal, cfg):  # noqa: ANN001, ANN202
+    """``(scores, 0/1 decisions)`` of the test windows per detector and for the combined score
+    (the mean of each detector's score in units of its threshold); thresholds in sample, or
+    POT on the calibration windows."""
     norm_test, norm_train, scores = {}, {}, {}
     for k, d in dets.items():
         scores[k] = d.decision_function(Xte)
@@ -367,10 +406,14 @@ def bench_server(
     decisions = {k: (scores[k] > thresholds[k]).astype(np.int8) for k in dets}
     decisions[COMBINED] = (comb_test > comb_thr).astype(np.int8)
     scores[COMBINED] = comb_test
-    t_score = time.perf_counter() - t1
+    return scores, decisions
 
-    # attribution: explain only the windows of flagged runs
-    t1 = time.perf_counter()
+
+def _attribute_and_write(server, out_dir, cfg, dets, Xte, pm, scores, decisions):  # noqa: ANN001, ANN202
+    """Rank the metrics of every flagged run of test rows by the attribution rule, and write
+    the combined outputs to ``out_dir`` and each detector's to ``out_dir/detectors/<name>/``;
+    only the windows of flagged runs are explained."""
+    n_test = server.test.shape[0]
     n_metrics = server.n_metrics
     med = np.median(server.train, axis=0)
     dev_med, dev_scale = robust_scale(server.train, cfg.deviation_floor)
@@ -386,7 +429,6 @@ def bench_server(
         for k, d in dets.items():
             if explained:
                 contrib[k] = d.explain(Xte[rows_needed])
-    pm = te.pair_metric
     if cfg.attribution == "window_z":
         from reveal_lab.attribution import metric_deviation
 
@@ -420,20 +462,6 @@ def bench_server(
             rankings.append((a, b, _ranking(shares, dev)))
         target = out_dir if method == COMBINED else out_dir / "detectors" / method
         _write_outputs(target, server.name, scores[method], dec, rankings)
-    t_attr = time.perf_counter() - t1
-    return {
-        "server": server.name,
-        "n_train_windows": int(Xtr.shape[0]),
-        "n_features": int(Xte.shape[1]),
-        "seconds": {
-            "features": t_feat,
-            "features_train": t_feat_train,
-            "fit": t_fit,
-            "score": t_score,
-            "attribution": t_attr,
-            "total": time.perf_counter() - t0,
-        },
-    }
 
 
 def pca_reconstruction_baseline(server: LabelledServer, out_dir: Path, cfg: LabelledConfig) -> dict:

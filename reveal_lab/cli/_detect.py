@@ -85,42 +85,18 @@ def _jobs(runs: list) -> list[dict]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import dataclasses
     from pathlib import Path
 
-    from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.io import StagedFolder, load_run
     from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
     from reveal_lab.report import write_report
 
-    preset = get_preset(args.preset)
+    preset = _preset_from_args(args)
     policy = policy_from_args(args)
-    win = preset.window
-    changes = {}
-    for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):
-        v = getattr(args, arg)
-        if v is not None:
-            d = parse_duration(v)
-            if d <= 0:
-                raise ValueError(f"--{arg} must be positive, got {v!r}")
-            changes[fieldname] = d
-    if changes:
-        preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
-    w = preset.window
-    if w.stride_s > w.window_s:
-        raise ValueError(
-            f"--stride {w.stride_s:g}s is longer than --window {w.window_s:g}s: the samples between "
-            "windows would never be scored; give a stride no longer than the window"
-        )
     out_dir = Path(args.out)
     if out_dir.exists() and not out_dir.is_dir():
         raise ValueError(f"--out {out_dir} is a file; give a folder for the report (made if missing)")
-    selected = None
-    if args.select:
-        lines = Path(args.select).read_text().splitlines()
-        selected = [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
-        if not selected:
-            raise ValueError(f"{args.select}: no metric keys in the file")
+    selected = _selected_keys(args.select)
 
     def load(path: str):  # noqa: ANN202
         opts = {"view": args.view} if args.view and Path(path).is_dir() else {}
@@ -173,51 +149,11 @@ def _run(args: argparse.Namespace) -> int:
             det.summary["warnings"] = list(det.warnings)
         if det.config["trim"].get("run"):
             print(f"{run.run_id}: {det.config['trim']['run']['left_out']}")
-        s = det.summary
-        subs = ", ".join(
-            f"{k} {v['windows']}"
-            for k, v in sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])
-        )
-        print(
-            f"{run.run_id}: {s['windows']} windows ({det.fit_mode} thresholds, "
-            + (
-                f"{det.config['pruning']['n_selected']} pruned metrics), "
-                if det.config["pruning"]["applied"]
-                else "all metrics), "
-            )
-            + (
-                "no anomaly"
-                if s["no_anomaly"]
-                else f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"
-            )
-        )
+        print(_run_line(run.run_id, det))
         dets.append(det)
         frames_by_run[run.run_id] = run.frame
         episodes.append(_episodes_near(path, run.run_id))
-    crosshost = None
-    if args.cross_host:
-        from reveal_lab.crosshost import baseline_deviation, deviation
-
-        if repeated:
-            print(
-                f"cross-host: hosts {sorted(repeated)} appear in several runs; each host's first run is used"
-            )
-        if len(frames_by_host) < 3:
-            print(
-                f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates"
-            )
-        else:
-            # baseline runs of the same hosts (one job: a run_group, or one file): each host is
-            # also judged against itself in them, so a host's usual role is not flagged
-            jobs = [j for j in _jobs(baseline or []) if set(j) == set(frames_by_host)]
-            if len(jobs) >= 2:
-                crosshost = baseline_deviation(frames_by_host, jobs, align="elapsed")
-                against = f" against {len(jobs)} baseline runs of the same hosts"
-            else:
-                crosshost = deviation(frames_by_host, align="elapsed")
-                against = " (the cluster median only: give 2+ --baseline runs of the same hosts)"
-            n = int(crosshost["persistent"].sum())
-            print(f"cross-host: {len(frames_by_host)} hosts{against}, {n} persistent deviation(s)")
+    crosshost = _cross_host(frames_by_host, repeated, baseline) if args.cross_host else None
     import polars as pl
 
     known = [e for e in episodes if e is not None and e.height]
@@ -230,6 +166,83 @@ def _run(args: argparse.Namespace) -> int:
     )
     print(f"report: {stage.commit()} ({', '.join(paths)})")
     return 0
+
+
+def _preset_from_args(args: argparse.Namespace):  # noqa: ANN202 - a Preset
+    """``--preset`` with ``--window``/``--stride``/``--interval`` applied; a stride longer than
+    the window is refused."""
+    import dataclasses
+
+    from reveal_lab.config import get_preset, parse_duration
+
+    preset = get_preset(args.preset)
+    win = preset.window
+    changes = {}
+    for arg, fieldname in (("window", "window_s"), ("stride", "stride_s"), ("interval", "interval_s")):
+        v = getattr(args, arg)
+        if v is not None:
+            d = parse_duration(v)
+            if d <= 0:
+                raise ValueError(f"--{arg} must be positive, got {v!r}")
+            changes[fieldname] = d
+    if changes:
+        preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
+    w = preset.window
+    if w.stride_s > w.window_s:
+        raise ValueError(
+            f"--stride {w.stride_s:g}s is longer than --window {w.window_s:g}s: the samples between "
+            "windows would never be scored; give a stride no longer than the window"
+        )
+    return preset
+
+
+def _selected_keys(select: str | None) -> list[str] | None:
+    """The metric keys of ``--select FILE`` (one a line, ``#`` comments), or ``None``."""
+    from pathlib import Path
+
+    if not select:
+        return None
+    lines = Path(select).read_text().splitlines()
+    selected = [s.strip() for s in lines if s.strip() and not s.lstrip().startswith("#")]
+    if not selected:
+        raise ValueError(f"{select}: no metric keys in the file")
+    return selected
+
+
+def _run_line(run_id: str, det) -> str:  # noqa: ANN001 - a Detection
+    """One line per run: windows, thresholds, metric space, and the anomalous share by subsystem."""
+    s = det.summary
+    per = sorted(s["per_subsystem"].items(), key=lambda kv: -kv[1]["windows"])
+    subs = ", ".join(f"{k} {v['windows']}" for k, v in per)
+    pruned = det.config["pruning"]
+    space = f"{pruned['n_selected']} pruned metrics), " if pruned["applied"] else "all metrics), "
+    share = f"{s['anomalous']} anomalous ({100 * s['anomalous_share']:.1f} %): {subs}"
+    verdict = "no anomaly" if s["no_anomaly"] else share
+    return f"{run_id}: {s['windows']} windows ({det.fit_mode} thresholds, " + space + verdict
+
+
+def _cross_host(frames_by_host: dict, repeated: set[str], baseline: list | None):  # noqa: ANN202
+    """Cross-host deviation of the runs' hosts (3 or more): against baseline runs of the same
+    hosts when there are 2+, else the cluster median; ``None`` with fewer hosts."""
+    from reveal_lab.crosshost import baseline_deviation, deviation
+
+    if repeated:
+        print(f"cross-host: hosts {sorted(repeated)} appear in several runs; each host's first run is used")
+    if len(frames_by_host) < 3:
+        print(f"cross-host: {len(frames_by_host)} host(s); at least 3 are needed to tell which one deviates")
+        return None
+    # baseline runs of the same hosts (one job: a run_group, or one file): each host is
+    # also judged against itself in them, so a host's usual role is not flagged
+    jobs = [j for j in _jobs(baseline or []) if set(j) == set(frames_by_host)]
+    if len(jobs) >= 2:
+        crosshost = baseline_deviation(frames_by_host, jobs, align="elapsed")
+        against = f" against {len(jobs)} baseline runs of the same hosts"
+    else:
+        crosshost = deviation(frames_by_host, align="elapsed")
+        against = " (the cluster median only: give 2+ --baseline runs of the same hosts)"
+    n = int(crosshost["persistent"].sum())
+    print(f"cross-host: {len(frames_by_host)} hosts{against}, {n} persistent deviation(s)")
+    return crosshost
 
 
 def _episodes_near(path: str, run_id: str):  # noqa: ANN202 - a polars frame or None

@@ -55,7 +55,7 @@ def int_in(lo: int, hi: int, *, what: str = "a whole number") -> Callable[[str],
 
     def parse(s: str) -> int:
         try:
-            v = int(s.strip().replace("_", ""))
+            v = int(s.strip())  # Python's own digits: "1_000" is one, "1__0" is not
         except (ValueError, AttributeError):
             raise argparse.ArgumentTypeError(f"expected {text}, got {s!r}") from None
         if not lo <= v <= hi:

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from reveal_lab.cli._ranges import int_in
 from reveal_lab.config import parse_duration
 
 __all__ = [
@@ -40,21 +41,10 @@ def duration(text: str) -> float:
 
 #: the largest count a whole-number flag takes (windows in a row, samples, repeats)
 MAX_COUNT = 1_000_000
-_COUNT_TEXT = f"a whole number from 1 to {MAX_COUNT:,}"
 
 
-def positive_int(text: str) -> int:
-    """A whole number from 1 to :data:`MAX_COUNT`."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {_COUNT_TEXT}, got {text!r}") from None
-    if not 1 <= v <= MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"expected {_COUNT_TEXT}, got {text[:40]!r}")
-    return v
-
-
-positive_int.range_text = f"1–{MAX_COUNT:,}"  # type: ignore[attr-defined]
+#: a whole number from 1 to :data:`MAX_COUNT` (windows in a row, samples, repeats)
+positive_int = int_in(1, MAX_COUNT)
 
 
 def share(text: str) -> float:

@@ -202,6 +202,10 @@ def burst(  # noqa: ANN201, PLR0913
     slice the ops ``poff[t]:poff[t+1]`` compute (:func:`apply_ops`); ``pbi``/``pbf``
     hold that probe's int and float slices, missing on the ticks it skips.
     ``cfd``...``cbuf``: the counter groups read on every tick (:func:`read_counters`).
+
+    One long compiled function: numba takes plain arrays, so every piece of the batch's state
+    is a parameter (a third of its lines); the reads are already the compiled helpers above,
+    and what is left is the one tick loop.
     """
     nt = fds.shape[0]
     half = interval_ns // 2

@@ -52,12 +52,7 @@ def run_loop(
     seq = 0
     due = [0] * len(plan)  # next deadline index at which each probe is sampled
     blank = [False] * len(plan)  # its row slice already holds missing values
-    # probes sampled every d > 1 ticks that own batched tables: (plan index, divisor, table indices)
-    slow_batched = [
-        (j, d, batch_of[j])
-        for j, (_, _, _, d) in enumerate(plan)
-        if batch_of and d > 1 and batch_of[j] is not None
-    ]
+    slow_batched = _slow_batched(plan, batch_of)
     bu = hot
     python_set = bu.python_set if bu is not None else set()
     if stats is not None:
@@ -70,11 +65,7 @@ def run_loop(
             batch, batch_of, direct, bu = upgrade.take()
             upgrade = None
             python_set = bu.python_set if bu is not None else set()
-            slow_batched = [
-                (j, d, batch_of[j])
-                for j, (_, _, _, d) in enumerate(plan)
-                if batch_of and d > 1 and batch_of[j] is not None
-            ]
+            slow_batched = _slow_batched(plan, batch_of)
         deadline = mono0 + k * interval_ns
         partial = False  # the compiled loop did all of this tick but its Python probes
         if bu is not None and preset is None and bu.batch is batch:
@@ -107,46 +98,9 @@ def run_loop(
             self_probe.lag_us = (t_mono - deadline) // 1000  # type: ignore[attr-defined]
             self_probe.missed = missed  # type: ignore[attr-defined]
         batch_ok = False  # the direct probes' values are in the row already
-        if partial:
-            pass
-        elif batch is not None:
-            for j, _, idx in slow_batched:
-                batch.active[idx] = k >= due[j]
-            try:
-                batch_ok = batch.run()
-            except Exception as exc:  # noqa: BLE001 - fall back to per-probe reads for good
-                log.warning(
-                    "batched proc reads failed (%s: %s); probes read on their own", type(exc).__name__, exc
-                )
-                batch.detach()
-                batch = None
-        for j, (p, vi, vf, d) in enumerate(plan):
-            if partial and j not in python_set:
-                continue  # the compiled part of the tick filled (or blanked) its slice
-            if d > 1:
-                if k < due[j]:
-                    if not blank[j]:
-                        vi[:] = MISSING_INT
-                        vf[:] = np.nan
-                        blank[j] = True
-                    continue
-                due[j] = (k // d + 1) * d
-                blank[j] = False
-            if batch_ok and direct[j]:  # type: ignore[index]
-                continue
-            try:
-                p.sample(vi, vf)
-            except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only
-                p.errors = getattr(p, "errors", 0) + 1  # type: ignore[attr-defined]
-                if p.errors == 1:  # type: ignore[attr-defined]
-                    log.warning(
-                        "probe %s failed to sample (%s: %s); its values are missing",
-                        p.name,
-                        type(exc).__name__,
-                        exc,
-                    )
-                vi[:] = MISSING_INT
-                vf[:] = np.nan
+        if not partial and batch is not None:
+            batch, batch_ok = _run_batch(batch, slow_batched, k, due)
+        _sample_plan(plan, k, due, blank, python_set if partial else None, direct if batch_ok else None)
         try:
             writer.append(seq, t_wall, t_mono, row_i, row_f)
             if upgrade is not None:
@@ -158,15 +112,78 @@ def run_loop(
             log.error("%s", exc)
             return "disk-full", str(exc), missed
         seq += 1
-        # next deadline: the first one at least half an interval after this sample
-        k += 1
-        floor_ns = t_mono + interval_ns // 2
-        late_ns = mono() - interval_ns // 2
-        while (d := mono0 + k * interval_ns) < floor_ns or d < late_ns:
-            k += 1
-            missed += 1
+        k, missed = _next_deadline(k, missed, mono0, interval_ns, t_mono, mono())
         if n_ticks is not None and k >= n_ticks:
             if k > n_ticks:
                 missed -= k - n_ticks  # deadlines past the end were never due
             break
     return "complete", None, missed
+
+
+def _slow_batched(plan: list, batch_of: list | None) -> list[tuple[int, int, Any]]:
+    """Probes sampled every ``d > 1`` ticks that own batched tables: ``(plan index, divisor,
+    table indices)``."""
+    if not batch_of:
+        return []
+    return [(j, d, batch_of[j]) for j, (_, _, _, d) in enumerate(plan) if d > 1 and batch_of[j] is not None]
+
+
+def _run_batch(batch: Any, slow_batched: list, k: int, due: list[int]) -> tuple[Any, bool]:
+    """One batched read of the direct probes' tables (the slow ones only when due):
+    ``(batch, whether their values are in the row)``; on failure the batch is detached
+    and ``None`` is returned, and the probes read on their own from then on."""
+    for j, _, idx in slow_batched:
+        batch.active[idx] = k >= due[j]
+    try:
+        return batch, batch.run()
+    except Exception as exc:  # noqa: BLE001 - fall back to per-probe reads for good
+        log.warning("batched proc reads failed (%s: %s); probes read on their own", type(exc).__name__, exc)
+        batch.detach()
+        return None, False
+
+
+def _sample_plan(  # noqa: PLR0913
+    plan: list, k: int, due: list[int], blank: list[bool], only: set | None, direct: list[bool] | None
+) -> None:
+    """Sample each probe of ``plan`` due at tick ``k`` into its row slice (a probe not due
+    reads as missing); ``only``: the plan indices this tick still runs (the compiled loop did
+    the rest); ``direct``: probes whose values the batched read put in the row already. A
+    probe that fails costs its own values only."""
+    for j, (p, vi, vf, d) in enumerate(plan):
+        if only is not None and j not in only:
+            continue  # the compiled part of the tick filled (or blanked) its slice
+        if d > 1:
+            if k < due[j]:
+                if not blank[j]:
+                    vi[:] = MISSING_INT
+                    vf[:] = np.nan
+                    blank[j] = True
+                continue
+            due[j] = (k // d + 1) * d
+            blank[j] = False
+        if direct is not None and direct[j]:
+            continue
+        try:
+            p.sample(vi, vf)
+        except Exception as exc:  # noqa: BLE001 - one probe's failure costs its values only
+            p.errors = getattr(p, "errors", 0) + 1  # type: ignore[attr-defined]
+            if p.errors == 1:  # type: ignore[attr-defined]
+                why = f"{type(exc).__name__}: {exc}"
+                log.warning("probe %s failed to sample (%s); its values are missing", p.name, why)
+            vi[:] = MISSING_INT
+            vf[:] = np.nan
+
+
+def _next_deadline(  # noqa: PLR0913
+    k: int, missed: int, mono0: int, interval_ns: int, t_mono: int, now: int
+) -> tuple[int, int]:
+    """``(k, missed)`` of the next deadline: the first at least half an interval after this
+    sample (taken at ``t_mono``) and not already half an interval past ``now``; the
+    deadlines skipped are counted as missed."""
+    k += 1
+    floor_ns = t_mono + interval_ns // 2
+    late_ns = now - interval_ns // 2
+    while (d := mono0 + k * interval_ns) < floor_ns or d < late_ns:
+        k += 1
+        missed += 1
+    return k, missed

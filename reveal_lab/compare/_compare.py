@@ -399,9 +399,7 @@ def compare_runs(
 
     if "trim" in changes:
         changes["trim"] = trim_arguments(changes["trim"])[0]
-    policy = (policy or POLICIES["default"]).with_(**changes)
-    if policy.min_agreement is None:  # a share of windows any detector flags, on both sides alike
-        policy = policy.with_(min_agreement=1)
+    policy = (policy or POLICIES["default"]).with_(**changes).for_shares()
     trim = policy.trim != "none"
 
     if reference not in ("a", "self"):
@@ -433,41 +431,17 @@ def compare_runs(
         r = load(s)
         return tuple(r.meta.hosts) or tuple(frame_hosts(r.frame))
 
-    parts, failures = [], []
-    for side, specs in (("a", sa), ("b", sb)):
-        for s in specs:
-            baseline = None
-            if reference == "a":
-                refs = [r for r in sa if r.path != s.path and r.group != s.group and hosts(r) == hosts(s)]
-                if not refs:
-                    failures.append(f"{s.path}: no other A run of host(s) {hosts(s)} to fit on")
-                    continue
-                baseline = [load(r) for r in refs]
-            try:
-                det = detect_run(load(s), baseline=baseline, preset=pre, policy=policy)
-            except (TelemetryError, ValueError) as exc:
-                failures.append(f"{s.path}: {exc}")
-                continue
-            parts.append(run_shares(det, s.group).with_columns(side=pl.lit(side)))
-            log.info("%s [%s]: %d windows", Path(s.path).name, side, det.windows.height)
+    def detect(run: Run, base: list[Run] | None):  # noqa: ANN202 - a Detection
+        return detect_run(run, baseline=base, preset=pre, policy=policy)
+
+    parts, failures = _score_sides(sa, sb, reference, load, hosts, detect)
     warnings = _workload_warnings([load(s) for s in sa], [load(s) for s in sb])
     shares = pl.concat(parts) if parts else pl.DataFrame()
     ga = list(dict.fromkeys(s.group for s in sa if shares.height and s.group in set(shares["group"])))
     gb = list(dict.fromkeys(s.group for s in sb if shares.height and s.group in set(shares["group"])))
     if not ga or not gb:
         raise TelemetryError(f"no run could be scored on one side: {failures[:3]}")
-    keys, m = _per_run(shares, ga + gb)
-    ma, mb = m[: len(ga)], m[len(ga) :]
-    tables = []
-    if keys:
-        res = bootstrap_compare(ma, mb, n_boot=n_boot, seed=seed, level=level)
-        tables.append(_table(keys, res, len(ga), len(gb)))
-    thr_a = _group_throughput(sa, ga)
-    thr_b = _group_throughput(sb, gb)
-    if thr_a is not None and thr_b is not None:
-        res = bootstrap_compare(thr_a[:, None], thr_b[:, None], n_boot=n_boot, seed=seed + 1, level=level)
-        tables.append(_table([("throughput", "samples_per_s")], res, len(thr_a), len(thr_b)))
-    table = pl.concat(tables) if tables else _table([], {}, 0, 0)
+    table = _bootstrap_table(shares, sa, sb, ga, gb, {"n_boot": n_boot, "seed": seed, "level": level})
     table, note = _without_one_run_intervals(table, len(ga), len(gb), a_label, b_label)
     warnings += [note] if note else []
     runs = pl.DataFrame(
@@ -496,6 +470,48 @@ def compare_runs(
     for w in warnings:
         log.warning("%s", w)
     return Comparison(table, shares, runs, config, failures, warnings)
+
+
+def _score_sides(sa, sb, reference, load, hosts, detect):  # noqa: ANN001, ANN202
+    """Detect on every run of both sides (with ``reference="a"`` each fitted on the other A
+    runs of its hosts, never its own group); ``(share frames, failures)``."""
+    parts, failures = [], []
+    for side, specs in (("a", sa), ("b", sb)):
+        for s in specs:
+            baseline = None
+            if reference == "a":
+                refs = [r for r in sa if r.path != s.path and r.group != s.group and hosts(r) == hosts(s)]
+                if not refs:
+                    failures.append(f"{s.path}: no other A run of host(s) {hosts(s)} to fit on")
+                    continue
+                baseline = [load(r) for r in refs]
+            try:
+                det = detect(load(s), baseline)
+            except (TelemetryError, ValueError) as exc:
+                failures.append(f"{s.path}: {exc}")
+                continue
+            parts.append(run_shares(det, s.group).with_columns(side=pl.lit(side)))
+            log.info("%s [%s]: %d windows", Path(s.path).name, side, det.windows.height)
+    return parts, failures
+
+
+def _bootstrap_table(shares, sa, sb, ga, gb, boot):  # noqa: ANN001, ANN202
+    """B against A by bootstrap over runs (groups ``ga``, ``gb``): every share key, and the
+    throughput when both sides have it; ``boot``: ``n_boot``, ``seed``, ``level``."""
+    keys, m = _per_run(shares, ga + gb)
+    ma, mb = m[: len(ga)], m[len(ga) :]
+    tables = []
+    if keys:
+        res = bootstrap_compare(ma, mb, n_boot=boot["n_boot"], seed=boot["seed"], level=boot["level"])
+        tables.append(_table(keys, res, len(ga), len(gb)))
+    thr_a = _group_throughput(sa, ga)
+    thr_b = _group_throughput(sb, gb)
+    if thr_a is not None and thr_b is not None:
+        res = bootstrap_compare(
+            thr_a[:, None], thr_b[:, None], n_boot=boot["n_boot"], seed=boot["seed"] + 1, level=boot["level"]
+        )
+        tables.append(_table([("throughput", "samples_per_s")], res, len(thr_a), len(thr_b)))
+    return pl.concat(tables) if tables else _table([], {}, 0, 0)
 
 
 def _workload_of(run: Run) -> str | None:

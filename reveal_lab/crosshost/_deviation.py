@@ -128,8 +128,57 @@ def deviation(
     t_ref = min(int(f[TIMESTAMP].dt.epoch("ms").min()) for f in frames.values()) if align == "time" else None
     win = window_s if window_s is not None else 1e9
     buckets = {h: _bucket_means(f, win, align, t_ref) for h, f in frames.items()}
-    keys: dict[str, str] = {}  # key -> an example column (for words and kind)
-    column_of: dict[tuple[str, str], str] = {}  # (key, host) -> that host's column
+    keys, column_of = _keys(frames)
+    key_list = list(keys)
+    V = _value_cube(buckets, key_list, hosts)
+    st = _robust_z(V, noise_floor, rel_floor, k)
+    rows = []
+    for i, key in enumerate(key_list):
+        col = keys[key]
+        info = classify(col)
+        static = info.kind == "static"
+        for j, h in enumerate(hosts):
+            nvalid = int(st["valid"][:, i, j].sum())
+            if nvalid == 0:
+                continue
+            x, c = float(st["host_val"][i, j]), float(st["cl_med"][i])
+            if static:
+                differs = bool(np.isfinite(x) and np.isfinite(c) and abs(x - c) > 1e-9 * max(1.0, abs(c)))
+                share = float(np.mean(np.abs(np.nan_to_num(st["diff"][:, i, j])) > 1e-9 * max(1.0, abs(c))))
+                persistent = differs and len(hosts) >= 3 and share >= persist
+            else:
+                share = float(st["dev_share"][i, j])
+                persistent = len(hosts) >= 3 and share >= persist
+            z = float(st["zmed"][i, j])
+            rows.append(
+                {
+                    "key": key,
+                    "host": h,
+                    "subsystem": info.subsystem,
+                    "kind": info.kind,
+                    "metric": column_of.get((key, h), col),
+                    "value": x,
+                    "cluster_median": c,
+                    "z": z,
+                    "deviating_share": share,
+                    "n_windows": nvalid,
+                    "persistent": persistent,
+                    "claim": _claim(col, h, x, c, z, share, static, persistent),
+                }
+            )
+    out = pl.DataFrame(rows, schema=DEVIATION_SCHEMA)
+    return out.sort(
+        [pl.col("persistent"), pl.col("z").abs(), pl.col("key"), pl.col("host")],
+        descending=[True, True, False, False],
+        nulls_last=True,
+    )
+
+
+def _keys(frames: Mapping[str, pl.DataFrame]) -> tuple[dict[str, str], dict[tuple[str, str], str]]:
+    """The host-free metric keys (each with an example column, for words and kind) and each
+    (key, host)'s column; the collector's own telemetry (kind ``instrument``) left out."""
+    keys: dict[str, str] = {}
+    column_of: dict[tuple[str, str], str] = {}
     for h, f in frames.items():
         for c in metric_columns(f):
             if classify(c).kind == "instrument":  # the collector's own lag, not the host's state
@@ -137,10 +186,14 @@ def deviation(
             kk = metric_key(c)
             keys.setdefault(kk, c)
             column_of[(kk, h)] = c
-    key_list = list(keys)
+    return keys, column_of
+
+
+def _value_cube(buckets: Mapping[str, pl.DataFrame], key_list: list[str], hosts: list[str]) -> np.ndarray:
+    """Each host's window means as one ``windows × keys × hosts`` array (NaN where a host
+    lacks a window or a metric)."""
     all_b = np.unique(np.concatenate([b["_b"].to_numpy() for b in buckets.values()]))
-    nb, nk, nh = all_b.size, len(key_list), len(hosts)
-    V = np.full((nb, nk, nh), np.nan)
+    V = np.full((all_b.size, len(key_list), len(hosts)), np.nan)
     for j, h in enumerate(hosts):
         b = buckets[h]
         rows = np.searchsorted(all_b, b["_b"].to_numpy())
@@ -148,6 +201,13 @@ def deviation(
         cols = [key_list.index(c) for c in present]
         if present:
             V[rows[:, None], np.array(cols)[None, :], j] = b.select(present).to_numpy().astype(np.float64)
+    return V
+
+
+def _robust_z(V: np.ndarray, noise_floor: float, rel_floor: float, k: float) -> dict[str, np.ndarray]:
+    """Robust z of every host against the cluster median per window and key (see
+    :func:`deviation`), with each host's share of windows beyond ``k``, its median z and
+    value, and the cluster's median value."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: metrics a host lacks
         med = np.nanmedian(V, axis=2)  # nb × nk
@@ -177,46 +237,14 @@ def deviation(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         zmed = np.nanmedian(np.where(valid, Z, np.nan), axis=0)  # nk × nh
-    rows = []
-    for i, key in enumerate(key_list):
-        col = keys[key]
-        info = classify(col)
-        static = info.kind == "static"
-        for j, h in enumerate(hosts):
-            nvalid = int(valid[:, i, j].sum())
-            if nvalid == 0:
-                continue
-            x, c = float(host_val[i, j]), float(cl_med[i])
-            if static:
-                differs = bool(np.isfinite(x) and np.isfinite(c) and abs(x - c) > 1e-9 * max(1.0, abs(c)))
-                share = float(np.mean(np.abs(np.nan_to_num(diff[:, i, j])) > 1e-9 * max(1.0, abs(c))))
-                persistent = differs and len(hosts) >= 3 and share >= persist
-            else:
-                share = float(dev_share[i, j])
-                persistent = len(hosts) >= 3 and share >= persist
-            z = float(zmed[i, j])
-            rows.append(
-                {
-                    "key": key,
-                    "host": h,
-                    "subsystem": info.subsystem,
-                    "kind": info.kind,
-                    "metric": column_of.get((key, h), col),
-                    "value": x,
-                    "cluster_median": c,
-                    "z": z,
-                    "deviating_share": share,
-                    "n_windows": nvalid,
-                    "persistent": persistent,
-                    "claim": _claim(col, h, x, c, z, share, static, persistent),
-                }
-            )
-    out = pl.DataFrame(rows, schema=DEVIATION_SCHEMA)
-    return out.sort(
-        [pl.col("persistent"), pl.col("z").abs(), pl.col("key"), pl.col("host")],
-        descending=[True, True, False, False],
-        nulls_last=True,
-    )
+    return {
+        "valid": valid,
+        "diff": diff,
+        "dev_share": dev_share,
+        "zmed": zmed,
+        "host_val": host_val,
+        "cl_med": cl_med,
+    }
 
 
 def _claim(

@@ -112,78 +112,82 @@ def derive_plan(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | N
     return _plan(frame, link_speed_mbps)[0]
 
 
-def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
-    cols = metric_columns(frame)
-    parsed = {c: parse_metric_name(c) for c in cols}
-    existing = set(cols)
-    rows: list[dict[str, str]] = []
-    diff_exprs: list[pl.Expr] = []
-    exprs: list[pl.Expr] = []
-    drop: list[str] = []
+def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):  # noqa: ANN202
+    """``(plan table, difference expressions, derived expressions, columns replaced)`` for
+    ``frame``: the steps of :class:`_Planner`, every host in turn."""
+    p = _Planner(frame)
+    for h in p.hosts:
+        p.perf_ratios(h)
+        p.cpu_utilization(h)
+        p.memory_utilization(h)
+        p.network_utilization(h, link_speed_mbps)
+    plan = pl.DataFrame(
+        p.rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String, "formula": pl.String}
+    )
+    return plan, p.diff_exprs, p.exprs, p.drop
 
-    # 1. cumulative counters → per-interval differences (the dataset's _diff convention)
-    diffed: dict[str, str] = {}  # original → per-interval column
-    schema = frame.schema
-    for c in cols:
-        m = parsed[c]
-        if m is None or schema[c] != pl.Float64:
-            continue
-        if is_cumulative(c, frame.get_column(c).to_numpy()):
-            out = m.as_diff().format()
-            if out in existing:
+
+class _Planner:
+    """The derived columns of one frame, planned step by step: (1) cumulative counters
+    become per-interval differences (the dataset's ``_diff`` convention) on construction;
+    then per host (2) perf ratios, (3) CPU utilization from ``/proc/stat`` times, (4) memory
+    utilization from MemTotal / MemAvailable, (5) network utilization from bytes per
+    interval and the link speed. A column the frame already has is never planned again."""
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        cols = metric_columns(frame)
+        self.parsed = {c: parse_metric_name(c) for c in cols}
+        self.existing = set(cols)
+        self.rows: list[dict[str, str]] = []
+        self.diff_exprs: list[pl.Expr] = []
+        self.exprs: list[pl.Expr] = []
+        self.drop: list[str] = []
+        self.diffed: dict[str, str] = {}  # original → per-interval column
+        schema = frame.schema
+        for c in cols:
+            m = self.parsed[c]
+            if m is None or schema[c] != pl.Float64:
                 continue
-            diffed[c] = out
-            diff_exprs.append(pl.col(c).diff().alias(out))
-            drop.append(c)
-            rows.append(
-                {
-                    "column": out,
-                    "kind": "diff",
-                    "inputs": c,
-                    "formula": "first difference of a cumulative counter (replaces it)",
-                }
-            )
+            if is_cumulative(c, frame.get_column(c).to_numpy()):
+                out = m.as_diff().format()
+                if out in self.existing:
+                    continue
+                self.diffed[c] = out
+                self.diff_exprs.append(pl.col(c).diff().alias(out))
+                self.drop.append(c)
+                self._add(out, "diff", c, "first difference of a cumulative counter (replaces it)")
+        # per-interval columns by (source, field lower, instance, host)
+        self.index: dict[tuple[str, str, str | None, str], str] = {}
+        for c in cols:
+            m = self.parsed[c]
+            if m is not None:
+                self.index.setdefault((m.source, m.field.lower(), m.instance, m.host), self.diffed.get(c, c))
+        self.hosts = sorted({m.host for m in self.parsed.values() if m is not None})
 
-    def per_interval(m: MetricName, col: str) -> str:
-        return diffed.get(col, col)
+    def _add(self, column: str, kind: str, inputs: str, formula: str) -> None:
+        self.rows.append({"column": column, "kind": kind, "inputs": inputs, "formula": formula})
 
-    # index per-interval columns by (source, field lower, instance, host)
-    index: dict[tuple[str, str, str | None, str], str] = {}
-    for c in cols:
-        m = parsed[c]
-        if m is None:
-            continue
-        index.setdefault((m.source, m.field.lower(), m.instance, m.host), per_interval(m, c))
-
-    hosts = sorted({m.host for m in parsed.values() if m is not None})
-
-    def find(source: str, pattern: str, host: str, instance: str | None = None) -> str | None:
+    def find(self, source: str, pattern: str, host: str, instance: str | None = None) -> str | None:
         rx = re.compile(pattern, re.IGNORECASE)
-        for (src, field, inst, h), col in index.items():
+        for (src, field, inst, h), col in self.index.items():
             if src == source and h == host and inst == instance and rx.search(field):
                 return col
         return None
 
-    def ratio(num: str, den: str) -> pl.Expr:
-        d = pl.col(den)
-        return pl.when(d > 0).then(pl.col(num) / d).otherwise(None)
-
-    for h in hosts:
-        # 2. perf ratios (package-wide perf counts have no instance)
+    def perf_ratios(self, h: str) -> None:
+        """(2) package-wide perf counts have no instance; null where the denominator is 0."""
         for r in _PERF_RATIOS:
-            num, den = find("Perf", r.num, h), find("Perf", r.den, h)
+            num, den = self.find("Perf", r.num, h), self.find("Perf", r.den, h)
             out = _fmt(DERIVED_SOURCE, r.name, h, None, r.unit)
-            if num and den and out not in existing:
-                exprs.append(ratio(num, den).alias(out))
-                rows.append(
-                    {
-                        "column": out,
-                        "kind": "ratio",
-                        "inputs": f"{num}, {den}",
-                        "formula": f"{r.name} = {num} / {den} (per interval; null where {den} is 0)",
-                    }
-                )
-        # 3. CPU utilization from /proc/stat times (per instance)
+            if num and den and out not in self.existing:
+                d = pl.col(den)
+                self.exprs.append(pl.when(d > 0).then(pl.col(num) / d).otherwise(None).alias(out))
+                formula = f"{r.name} = {num} / {den} (per interval; null where {den} is 0)"
+                self._add(out, "ratio", f"{num}, {den}", formula)
+
+    def cpu_utilization(self, h: str) -> None:
+        """(3) per instance, from the per-interval ``/proc/stat`` times."""
+        index, parsed = self.index, self.parsed
         instances = sorted(
             {inst for (src, f, inst, hh) in index if src == "CPU" and hh == h and f in _CPU_ALL},
             key=lambda s: (s != "-", s or ""),
@@ -194,65 +198,55 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
                 continue
             # levels (jiffies since boot that were not differenced) cannot be used
             if any(
-                parsed.get(c) is not None and not parsed[c].diff and c not in diffed
+                parsed.get(c) is not None and not parsed[c].diff and c not in self.diffed
                 for c in parts.values()
                 if c in parsed
             ):
                 continue
             out = _fmt(DERIVED_SOURCE, "CPUUtilization", h, inst, "%")
-            if out in existing:
+            if out in self.existing:
                 continue
             total = pl.sum_horizontal([pl.col(c) for c in parts.values()])
             idle = pl.sum_horizontal([pl.col(parts[f]) for f in _CPU_IDLE if f in parts])
-            exprs.append(pl.when(total > 0).then(100.0 * (1.0 - idle / total)).otherwise(None).alias(out))
-            rows.append(
-                {
-                    "column": out,
-                    "kind": "utilization",
-                    "inputs": ", ".join(parts.values()),
-                    "formula": "100 * (1 - (idle + iowait) / total CPU time) per interval",
-                }
+            util = pl.when(total > 0).then(100.0 * (1.0 - idle / total)).otherwise(None)
+            self.exprs.append(util.alias(out))
+            self._add(
+                out,
+                "utilization",
+                ", ".join(parts.values()),
+                "100 * (1 - (idle + iowait) / total CPU time) per interval",
             )
-        # 4. memory utilization from MemTotal / MemAvailable levels
-        tot = next(
+
+    def _level(self, field: str, h: str) -> str | None:
+        return next(
             (
-                index[k]
-                for k in index
+                self.index[k]
+                for k in self.index
                 if k[0] in ("Memory", "Meminfo")
-                and k[1] == "memtotal"
+                and k[1] == field
                 and k[3] == h
-                and not parsed_is_diff(index[k], parsed)
+                and not parsed_is_diff(self.index[k], self.parsed)
             ),
             None,
         )
-        ava = next(
-            (
-                index[k]
-                for k in index
-                if k[0] in ("Memory", "Meminfo")
-                and k[1] == "memavailable"
-                and k[3] == h
-                and not parsed_is_diff(index[k], parsed)
-            ),
-            None,
-        )
+
+    def memory_utilization(self, h: str) -> None:
+        """(4) from the MemTotal and MemAvailable levels."""
+        tot, ava = self._level("memtotal", h), self._level("memavailable", h)
         mem_out = _fmt("Memory", "MemoryUtilization", h, None, "%")
-        if tot and ava and mem_out not in existing:
-            exprs.append(
+        if tot and ava and mem_out not in self.existing:
+            self.exprs.append(
                 pl.when(pl.col(tot) > 0)
                 .then(100.0 * (pl.col(tot) - pl.col(ava)) / pl.col(tot))
                 .otherwise(None)
                 .alias(mem_out)
             )
-            rows.append(
-                {
-                    "column": mem_out,
-                    "kind": "utilization",
-                    "inputs": f"{tot}, {ava}",
-                    "formula": "100 * (MemTotal - MemAvailable) / MemTotal",
-                }
-            )
-        # 5. network utilization from bytes per interval and link speed
+            self._add(mem_out, "utilization", f"{tot}, {ava}", "100 * (MemTotal - MemAvailable) / MemTotal")
+
+    def network_utilization(self, h: str, link_speed_mbps: Mapping[str, float] | None) -> None:
+        """(5) per interface, from rx + tx bytes per interval and the link speed (its
+        ``speed`` column, else ``link_speed_mbps``); none without a speed."""
+        index = self.index
         ifaces = sorted(
             {
                 inst
@@ -263,33 +257,27 @@ def _plan(frame: pl.DataFrame, link_speed_mbps: Mapping[str, float] | None):
         for iface in ifaces:
             rx = index.get(("NetworkInterStat", "rx_bytes", iface, h))
             tx = index.get(("NetworkInterStat", "tx_bytes", iface, h))
-            if not (rx and tx) or not (parsed_is_diff(rx, parsed) or rx in diffed.values()):
+            if not (rx and tx) or not (parsed_is_diff(rx, self.parsed) or rx in self.diffed.values()):
                 continue
-            speed_col = find("NetworkInterStat", r"^speed$", h, iface)
+            speed_col = self.find("NetworkInterStat", r"^speed$", h, iface)
             speed: pl.Expr | None = None
             if speed_col is not None:
                 speed = pl.col(speed_col)
             elif link_speed_mbps and link_speed_mbps.get(iface):
                 speed = pl.lit(float(link_speed_mbps[iface]))
             out = _fmt("NetworkInterStat", "NetworkUtilization", h, iface, "%", diff=True)
-            if speed is None or out in existing:
+            if speed is None or out in self.existing:
                 continue
             dt_s = pl.col(TIMESTAMP).diff().dt.total_milliseconds().cast(pl.Float64) / 1000.0
             bits = 8.0 * (pl.col(rx) + pl.col(tx))
             cap = speed * 1e6 * dt_s
-            exprs.append(pl.when(cap > 0).then(100.0 * bits / cap).otherwise(None).alias(out))
-            rows.append(
-                {
-                    "column": out,
-                    "kind": "utilization",
-                    "inputs": f"{rx}, {tx}, {speed_col or f'link speed {link_speed_mbps[iface]} Mb/s'}",
-                    "formula": "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)",
-                }
+            self.exprs.append(pl.when(cap > 0).then(100.0 * bits / cap).otherwise(None).alias(out))
+            self._add(
+                out,
+                "utilization",
+                f"{rx}, {tx}, {speed_col or f'link speed {link_speed_mbps[iface]} Mb/s'}",
+                "100 * 8 (rx + tx bytes) / (link Mb/s * 1e6 * interval s)",
             )
-    plan = pl.DataFrame(
-        rows, schema={"column": pl.String, "kind": pl.String, "inputs": pl.String, "formula": pl.String}
-    )
-    return plan, diff_exprs, exprs, drop
 
 
 def parsed_is_diff(col: str, parsed: Mapping[str, MetricName | None]) -> bool:

@@ -260,21 +260,96 @@ def evaluate_dataset(
     (:func:`reveal_lab.evaluation.persistent`), on fault and fault-free runs alike.
     """
     from reveal_lab.config import Preset, data_dir, get_preset
-    from reveal_lab.io import load_run
-    from reveal_lab.lab import check_labels, read_labels, read_meta
-    from reveal_lab.pipeline import (
-        POLICIES,
-        Pruning,
-        detect_run,
-        fit_pruning,
-        load_pruning,
-        trim_arguments,
-        trim_run,
-    )
+    from reveal_lab.pipeline import POLICIES, trim_arguments
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
     root = Path(root) if root is not None else data_dir()
+    meta, labels, label_notes = _read_lab(root)
+    pre = preset if isinstance(preset, Preset) else get_preset(preset)
+    if "trim" in changes:
+        changes["trim"] = trim_arguments(changes["trim"])[0]
+    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
+    policy = (policy or POLICIES["default"]).with_(**changes, thresholds=thr_mode)
+    n_base = {"calibrated": 2, "baseline": 1}.get(mode, 0)
+    resolved = policy.resolve(baseline_runs=n_base, source="lab", preset=pre)
+    loader = _RunLoader(root, meta, policy.trim)
+    pruning, prune_info = _evaluation_space(policy.prune, mode, pre, loader, meta)
+    t0 = time.perf_counter()
+    todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
+    parts, failures = _score_runs(todo, meta, mode, loader, pre, policy, pruning)
+    failures = [*label_notes, *failures]
+    if not parts:
+        raise TelemetryError(f"no run of {root} could be scored: {failures[:3]}")
+    windows = persistent(pl.concat(parts, how="diagonal_relaxed"), persist)
+    labs, run_labs = _scored_labels(labels, windows, runs, mode)
+    episodes = score_episodes(windows, labs, run_min_share=run_min_share).with_columns(
+        method=pl.lit("windows")
+    )
+    crosshost_fa = None
+    if crosshost and run_labs.height:
+        episodes, crosshost_fa = _with_crosshost(episodes, meta, loader, run_labs, runs, mode, failures)
+    table = summarize(episodes, windows, labs, grace_s=grace_s)
+    if "sentinel" in windows.columns and bool(windows["sentinel"].fill_null(False).any()):
+        # the same windows by the detectors' agreement alone (the paper's rule)
+        w0 = persistent(windows.with_columns(flagged=pl.col("agreement") >= resolved.min_agreement), persist)
+        ep0 = score_episodes(w0, labs, run_min_share=run_min_share)
+        row = summarize(ep0, w0, labs, grace_s=grace_s).filter(pl.col("fault_type") == "overall")
+        table = pl.concat([table, row.with_columns(fault_type=pl.lit(OVERALL_DETECTORS_ONLY))])
+    config = _config(root, mode, pre, policy, resolved, windows, crosshost, crosshost_fa, loader, prune_info,
+                     scoring={"grace_s": grace_s, "run_min_share": run_min_share, "persist": persist})
+    config["seconds"] = round(time.perf_counter() - t0, 1)
+    ev = Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)
+    if "repeat" in windows.columns and windows["repeat"].drop_nulls().len():
+        ev.false_alarms_by_repeat = false_alarms(windows, by="repeat")
+    ev.pruning = pruning
+    ev.crosshost_false_alarms = crosshost_fa
+    return ev
+
+
+def _config(  # noqa: ANN202
+    root, mode, pre, policy, resolved, windows, crosshost, crosshost_fa, loader, prune_info, *, scoring  # noqa: ANN001
+):
+    """The evaluation's ``config``: what was scored and how (``scoring``: grace, run share and
+    persist; the caller adds the time taken)."""
+    return {
+        "data": str(root),
+        "mode": mode,
+        "preset": pre.name,
+        "z_clip": resolved.z_clip,
+        "min_agreement": resolved.min_agreement,
+        "window_s": pre.window.window_s,
+        "stride_s": pre.window.stride_s,
+        **scoring,
+        "trim": policy.trim,
+        "min_run": resolved.min_run if mode == "alone" else None,
+        "trimmed_s_per_run": loader.trimmed_s_per_run(),
+        "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
+        "crosshost": crosshost,
+        "crosshost_false_alarms": (
+            f"{crosshost_fa['fault_free_flagged']}/{crosshost_fa['fault_free_hosts']} fault-free hosts"
+            if crosshost_fa
+            else None
+        ),
+        "sentinel_samples": policy.sentinel_samples if mode != "self" else None,
+        "sentinel_windows": (
+            int(windows["sentinel"].fill_null(False).sum()) if "sentinel" in windows.columns else 0
+        ),
+        **(
+            {"false_alarm_rate": resolved.false_alarm_rate, "calibration": resolved.calibration}
+            if mode == "calibrated"
+            else {}
+        ),
+        "policy": resolved.to_dict(),
+        "runs_scored": windows.select("run", "host").unique().height,
+    }
+
+
+def _read_lab(root: Path) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
+    """``meta_lab.csv`` (checked for the lab columns, ``repeat`` as whole numbers) and the
+    checked ``labels.csv`` of ``root``, with the labels' notes."""
+    from reveal_lab.lab import check_labels, read_labels, read_meta
+
     meta = read_meta(root / "meta_lab.csv")
     labels, label_notes = check_labels(read_labels(root / "labels.csv"), meta, path=root / "labels.csv")
     for note in label_notes:
@@ -284,36 +359,49 @@ def evaluate_dataset(
             raise TelemetryError(f"meta lacks the lab column {col!r}", path=str(root / "meta_lab.csv"))
     if "repeat" in meta.columns:  # a whole number per run, or null
         meta = meta.with_columns(pl.col("repeat").cast(pl.Int64, strict=False))
-    pre = preset if isinstance(preset, Preset) else get_preset(preset)
-    cache: dict[str, Any] = {}
-    if "trim" in changes:
-        changes["trim"] = trim_arguments(changes["trim"])[0]
-    thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
-    policy = (policy or POLICIES["default"]).with_(**changes, thresholds=thr_mode)
-    n_base = {"calibrated": 2, "baseline": 1}.get(mode, 0)
-    resolved = policy.resolve(baseline_runs=n_base, source="lab", preset=pre)
-    min_agreement, prune, trim_mode = resolved.min_agreement, policy.prune, policy.trim
-    trim = trim_mode != "none"
-    spans = {}
-    if trim_mode in ("auto", "span") and {"workload_start", "workload_end"} <= set(meta.columns):
-        for r in meta.iter_rows(named=True):
-            if r["workload_start"] and r["workload_end"]:
-                spans[r["source_file"]] = (_parse(r["workload_start"]), _parse(r["workload_end"]))
-    trimmed_s: list[float] = []
+    return meta, labels, list(label_notes)
 
-    def load(source_file: str):  # noqa: ANN202
-        if source_file not in cache:
-            path = root / source_file.removeprefix("./")
+
+class _RunLoader:
+    """Each host file of ``meta_lab.csv`` loaded once, trimmed by ``trim_mode`` on loading
+    (:func:`reveal_lab.pipeline.trim_run`: a lab run's recorded workload span, the steady
+    state without start-up or teardown), for the run and its baseline runs alike."""
+
+    def __init__(self, root: Path, meta: pl.DataFrame, trim_mode: str) -> None:
+        self.root, self.trim_mode = root, trim_mode
+        self.trim = trim_mode != "none"
+        self.spans: dict[str, tuple[datetime, datetime]] = {}
+        if trim_mode in ("auto", "span") and {"workload_start", "workload_end"} <= set(meta.columns):
+            for r in meta.iter_rows(named=True):
+                if r["workload_start"] and r["workload_end"]:
+                    self.spans[r["source_file"]] = (_parse(r["workload_start"]), _parse(r["workload_end"]))
+        self.trimmed_s: list[float] = []
+        self._runs: dict[str, Any] = {}
+
+    def __call__(self, source_file: str):  # noqa: ANN204 - a Run
+        from reveal_lab.io import load_run
+        from reveal_lab.pipeline import trim_run
+
+        if source_file not in self._runs:
+            path = self.root / source_file.removeprefix("./")
             if not path.exists():
                 raise TelemetryError("run file listed in meta_lab.csv is missing", path=str(path))
             run = load_run(path)
-            if trim:  # the workload's steady state: no start-up (imports) or teardown
-                run, tr = trim_run(run, span=spans.get(source_file), mode=trim_mode)
-                trimmed_s.append(tr.cut_start_s + tr.cut_end_s)
-            cache[source_file] = run
-        return cache[source_file]
+            if self.trim:
+                run, tr = trim_run(run, span=self.spans.get(source_file), mode=self.trim_mode)
+                self.trimmed_s.append(tr.cut_start_s + tr.cut_end_s)
+            self._runs[source_file] = run
+        return self._runs[source_file]
 
-    base_rows = meta.filter(pl.col("fault") == "none")
+    def trimmed_s_per_run(self) -> float:
+        return round(sum(self.trimmed_s) / len(self.trimmed_s), 1) if self.trimmed_s else 0.0
+
+
+def _evaluation_space(prune: Any, mode: str, pre: Preset, load: _RunLoader, meta: pl.DataFrame):  # noqa: ANN202
+    """``(pruning, prune_info)``: the pruned metric space the evaluation detects in (a saved
+    one, or fitted once on every fault-free run of the dataset, trimmed; a run alone: its own)."""
+    from reveal_lab.pipeline import Pruning, fit_pruning, load_pruning
+
     prune_info: dict[str, Any] = {"applied": False}
     pruning = None
     if isinstance(prune, Pruning):
@@ -321,20 +409,26 @@ def evaluate_dataset(
     elif isinstance(prune, str | Path):
         pruning = load_pruning(prune)
     elif prune and mode != "alone":  # alone: each run's own space, as detect RUN
-        base_runs = [load(s) for s in base_rows["source_file"].to_list()]
+        base_runs = [load(s) for s in meta.filter(pl.col("fault") == "none")["source_file"].to_list()]
         pruning = fit_pruning(base_runs, pre.prune.threshold, trim=False)
-        pruning.params["trim"] = trim  # the runs were trimmed on loading
+        pruning.params["trim"] = load.trim  # the runs were trimmed on loading
     if pruning is not None:
         prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
         prune_info.pop("fitted_on", None)
     if mode == "alone":
         prune_info = {"applied": bool(prune), "source": "fitted on each run itself"} if prune is True else prune_info
-    todo = meta if runs is None else meta.filter(pl.col("run").is_in(list(runs)))
+    return pruning, prune_info
+
+
+def _score_runs(todo, meta, mode, load, pre, policy, pruning):  # noqa: ANN001, ANN202
+    """Detect on each host file of ``todo`` (its baseline: the workload's other fault-free
+    runs in the baseline and calibrated modes); ``(window frames, failures)``."""
+    from reveal_lab.pipeline import detect_run
+
     parts: list[pl.DataFrame] = []
-    failures: list[str] = list(label_notes)
-    t0 = time.perf_counter()
+    failures: list[str] = []
+    prune = policy.prune
     for row in todo.iter_rows(named=True):
-        is_base = row["fault"] == "none"
         baseline = None
         if mode in ("baseline", "calibrated"):
             refs = fault_free_refs(meta, row)["source_file"].to_list()
@@ -359,19 +453,22 @@ def evaluate_dataset(
         except (TelemetryError, ValueError) as exc:
             failures.append(f"{row['source_file']}: {exc}")
             continue
-        w = detection_windows(det, row["run"], row["host"], baseline=is_base).with_columns(
+        w = detection_windows(det, row["run"], row["host"], baseline=row["fault"] == "none").with_columns(
             workload=pl.lit(row["workload"]),
             fault=pl.lit(row["fault"]),
             repeat=pl.lit(row.get("repeat"), dtype=pl.Int64),
         )
         parts.append(w)
         log.info("%s %s: %d/%d windows flagged", row["run"], row["host"], int(w["flagged"].sum()), w.height)
-    if not parts:
-        raise TelemetryError(f"no run of {root} could be scored: {failures[:3]}")
-    windows = persistent(pl.concat(parts, how="diagonal_relaxed"), persist)
+    return parts, failures
+
+
+def _scored_labels(labels, windows, runs, mode):  # noqa: ANN001, ANN202
+    """``(labels of the scored run-hosts, whole-run labels)``; the paper's self fit cannot see
+    a whole-run difference, so those are left out of its labels."""
     labs = labels if runs is None else labels.filter(pl.col("run").is_in(list(runs)))
     run_labs = labs.filter(pl.col("scope") == "run")
-    if mode == "self":  # a whole-run difference is invisible when fitting on the run itself
+    if mode == "self":
         labs = labs.filter(pl.col("scope") != "run")
     scored = set(zip(windows["run"].to_list(), windows["host"].to_list(), strict=True))
     labs = labs.filter(
@@ -379,74 +476,28 @@ def evaluate_dataset(
             lambda r: (r["run"], r["host"]) in scored, return_dtype=pl.Boolean
         )
     )
-    episodes = score_episodes(windows, labs, run_min_share=run_min_share).with_columns(
-        method=pl.lit("windows")
-    )
-    crosshost_fa = None
-    if crosshost and run_labs.height:
-        def frame_of(r: dict) -> pl.DataFrame:  # trimmed, the host's own core and cgroup as own/self
-            return own_core_view(load(r["source_file"]).frame, r["host"], r.get("core", ""))
+    return labs, run_labs
 
-        try:
-            devs, skipped = crosshost_deviations(meta, frame_of, runs=runs)
-        except (TelemetryError, ValueError) as exc:
-            failures.append(f"cross-host deviation: {exc}")
-        else:
-            failures += [f"cross-host deviation: {m}" for m in skipped]
-            extra = crosshost_episodes(devs, run_labs)
-            crosshost_fa = crosshost_false_alarms(devs, run_labs)
-            if mode != "self":  # windows scored these labels already: a separate row, not in `overall`
-                extra = extra.with_columns(
-                    fault_type=pl.col("fault_type") + " [cross-host]", in_overall=pl.lit(False)
-                )
-            episodes = pl.concat([episodes, extra], how="diagonal_relaxed")
-    table = summarize(episodes, windows, labs, grace_s=grace_s)
-    sentinel_on = "sentinel" in windows.columns and bool(windows["sentinel"].fill_null(False).any())
-    if sentinel_on:  # the same windows by the detectors' agreement alone (the paper's rule)
-        w0 = persistent(windows.with_columns(flagged=pl.col("agreement") >= min_agreement), persist)
-        ep0 = score_episodes(w0, labs, run_min_share=run_min_share)
-        row = summarize(ep0, w0, labs, grace_s=grace_s).filter(pl.col("fault_type") == "overall")
-        table = pl.concat([table, row.with_columns(fault_type=pl.lit(OVERALL_DETECTORS_ONLY))])
-    config = {
-        "data": str(root),
-        "mode": mode,
-        "preset": pre.name,
-        "z_clip": resolved.z_clip,
-        "min_agreement": min_agreement,
-        "window_s": pre.window.window_s,
-        "stride_s": pre.window.stride_s,
-        "grace_s": grace_s,
-        "run_min_share": run_min_share,
-        "persist": persist,
-        "trim": trim_mode,
-        "min_run": resolved.min_run if mode == "alone" else None,
-        "trimmed_s_per_run": round(sum(trimmed_s) / len(trimmed_s), 1) if trimmed_s else 0.0,
-        "pruned_metrics": prune_info.get("n_selected") if prune_info["applied"] else "all",
-        "crosshost": crosshost,
-        "crosshost_false_alarms": (
-            f"{crosshost_fa['fault_free_flagged']}/{crosshost_fa['fault_free_hosts']} fault-free hosts"
-            if crosshost_fa
-            else None
-        ),
-        "sentinel_samples": policy.sentinel_samples if mode != "self" else None,
-        "sentinel_windows": (
-            int(windows["sentinel"].fill_null(False).sum()) if "sentinel" in windows.columns else 0
-        ),
-        **(
-            {"false_alarm_rate": resolved.false_alarm_rate, "calibration": resolved.calibration}
-            if mode == "calibrated"
-            else {}
-        ),
-        "policy": resolved.to_dict(),
-        "runs_scored": windows.select("run", "host").unique().height,
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
-    ev = Evaluation(mode, windows, episodes, table, false_alarms(windows, by="workload"), config, failures)
-    if "repeat" in windows.columns and windows["repeat"].drop_nulls().len():
-        ev.false_alarms_by_repeat = false_alarms(windows, by="repeat")
-    ev.pruning = pruning
-    ev.crosshost_false_alarms = crosshost_fa
-    return ev
+
+def _with_crosshost(episodes, meta, load, run_labs, runs, mode, failures):  # noqa: ANN001, ANN202
+    """The whole-run labels scored by cross-host deviation against the job's other
+    fault-free runs, added to ``episodes``; ``(episodes, cross-host false alarms or None)``.
+    Problems are appended to ``failures``."""
+
+    def frame_of(r: dict) -> pl.DataFrame:  # trimmed, the host's own core and cgroup as own/self
+        return own_core_view(load(r["source_file"]).frame, r["host"], r.get("core", ""))
+
+    try:
+        devs, skipped = crosshost_deviations(meta, frame_of, runs=runs)
+    except (TelemetryError, ValueError) as exc:
+        failures.append(f"cross-host deviation: {exc}")
+        return episodes, None
+    failures += [f"cross-host deviation: {m}" for m in skipped]
+    extra = crosshost_episodes(devs, run_labs)
+    crosshost_fa = crosshost_false_alarms(devs, run_labs)
+    if mode != "self":  # windows scored these labels already: a separate row, not in `overall`
+        extra = extra.with_columns(fault_type=pl.col("fault_type") + " [cross-host]", in_overall=pl.lit(False))
+    return pl.concat([episodes, extra], how="diagonal_relaxed"), crosshost_fa
 
 
 #: the columns of ``pruned_vs_all.csv``

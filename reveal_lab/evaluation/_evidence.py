@@ -160,85 +160,95 @@ def episode_evidence(
     first_start = labels.group_by("run").agg(pl.col("start").min().alias("first"))
     firsts = dict(zip(first_start["run"].to_list(), first_start["first"].to_list(), strict=True))
     for lab in labels.iter_rows(named=True):
-        a, b = _stamp(lab["start"]), _stamp(lab["end"])
         base_row = {
             "run": lab["run"],
             "host": lab["host"],
-            "start": a,
+            "start": _stamp(lab["start"]),
             "fault_type": lab["fault_type"],
             "magnitude": lab.get("magnitude"),
             "expected_subsystem": lab.get("expected_subsystem"),
         }
         for row in meta.filter(pl.col("run") == lab["run"]).sort("host").iter_rows(named=True):
-            f = frame(row)  # the fault run, cut to its workload span like the fault-free ones
-            cols = metric_columns(f)
-            ep = _values(_between(f, a, b), cols)
-            if ep.shape[0] == 0:
-                continue
-            length = ep.shape[0]
-            interval = max((b - a).total_seconds() / max(length - 1, 1), 1e-3)
-            step = max(int(round(step_s / interval)), 1)
-            refs = fault_free_refs(meta, row)
-            envs = [span_envelope(_values(frame(r), cols), length, step) for r in refs.iter_rows(named=True)]
-            envs = [e for e in envs if np.isfinite(e[0]).any()]
-            if not envs:
-                continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                lo = np.nanmin(np.vstack([e[0] for e in envs]), axis=0)
-                hi = np.nanmax(np.vstack([e[1] for e in envs]), axis=0)
-                med = np.nanmedian(np.vstack([e[2] for e in envs]), axis=0)
-                m = np.nanmean(ep, axis=0)
-            ex = _beyond(m, lo, hi, med)
-            calm_ex = None
-            first = firsts.get(lab["run"])
-            if first is not None:
-                before = f.filter(pl.col(TIMESTAMP) < _stamp(first))
-                if row.get("workload_start"):
-                    before = before.filter(pl.col(TIMESTAMP) >= _stamp(row["workload_start"]))
-                if before.height >= length:
-                    calm_ex = _beyond(np.nanmean(_values(before.tail(length), cols), axis=0), lo, hi, med)
-            # evidence of the episode: beyond the fault-free range, and not already beyond it in
-            # the run's own calm span (that is this run, not the fault)
-            specific = (ex > 0) & ~(calm_ex > 0) if calm_ex is not None else ex > 0
-            n_beyond = int(specific.sum())
-            calm = None if calm_ex is None else int(np.nansum(calm_ex > 0))
-            order = [i for i in np.argsort(-np.nan_to_num(ex, nan=-1.0)) if specific[i]][:top]
-            common = {**base_row, "evidence_host": row["host"], "n_beyond": n_beyond, "calm_beyond": calm}
-            if not order:
-                out.append({**common, "rank": None, "metric": None})
-            for k, i in enumerate(order, 1):
-                out.append(
-                    {
-                        **common,
-                        "rank": k,
-                        "metric": cols[i],
-                        "subsystem": classify(cols[i]).subsystem,
-                        "episode_mean": float(m[i]),
-                        "faultfree_min": float(lo[i]),
-                        "faultfree_max": float(hi[i]),
-                        "exceedance": float(ex[i]),
-                    }
-                )
-    schema = {
-        "run": pl.String,
-        "host": pl.String,
-        "start": pl.Datetime("ms"),
-        "fault_type": pl.String,
-        "magnitude": pl.Float64,
-        "expected_subsystem": pl.String,
-        "evidence_host": pl.String,
-        "rank": pl.Int64,
-        "metric": pl.String,
-        "subsystem": pl.String,
-        "episode_mean": pl.Float64,
-        "faultfree_min": pl.Float64,
-        "faultfree_max": pl.Float64,
-        "exceedance": pl.Float64,
-        "n_beyond": pl.Int64,
-        "calm_beyond": pl.Int64,
-    }
-    return pl.DataFrame(out, schema=schema, strict=False).select(EVIDENCE_COLUMNS)
+            out += _host_evidence(lab, base_row, row, frame, meta, firsts.get(lab["run"]), top, step_s)
+    return pl.DataFrame(out, schema=_EVIDENCE_SCHEMA, strict=False).select(EVIDENCE_COLUMNS)
+
+
+#: the columns of :func:`episode_evidence` before :data:`EVIDENCE_COLUMNS` orders them
+_EVIDENCE_SCHEMA = {
+    "run": pl.String,
+    "host": pl.String,
+    "start": pl.Datetime("ms"),
+    "fault_type": pl.String,
+    "magnitude": pl.Float64,
+    "expected_subsystem": pl.String,
+    "evidence_host": pl.String,
+    "rank": pl.Int64,
+    "metric": pl.String,
+    "subsystem": pl.String,
+    "episode_mean": pl.Float64,
+    "faultfree_min": pl.Float64,
+    "faultfree_max": pl.Float64,
+    "exceedance": pl.Float64,
+    "n_beyond": pl.Int64,
+    "calm_beyond": pl.Int64,
+}
+
+
+def _host_evidence(lab, base_row, row, frame, meta, first, top, step_s):  # noqa: ANN001, ANN202
+    """The evidence rows of label ``lab`` on the host of meta row ``row``: its ``top`` metrics
+    beyond the fault-free range and not already beyond it in the run's calm span (``first``:
+    the run's first label start), or one row with no metric; none when the host has no
+    samples in the episode or no fault-free run."""
+    a, b = _stamp(lab["start"]), _stamp(lab["end"])
+    f = frame(row)  # the fault run, cut to its workload span like the fault-free ones
+    cols = metric_columns(f)
+    ep = _values(_between(f, a, b), cols)
+    if ep.shape[0] == 0:
+        return []
+    length = ep.shape[0]
+    interval = max((b - a).total_seconds() / max(length - 1, 1), 1e-3)
+    step = max(int(round(step_s / interval)), 1)
+    refs = fault_free_refs(meta, row)
+    envs = [span_envelope(_values(frame(r), cols), length, step) for r in refs.iter_rows(named=True)]
+    envs = [e for e in envs if np.isfinite(e[0]).any()]
+    if not envs:
+        return []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo = np.nanmin(np.vstack([e[0] for e in envs]), axis=0)
+        hi = np.nanmax(np.vstack([e[1] for e in envs]), axis=0)
+        med = np.nanmedian(np.vstack([e[2] for e in envs]), axis=0)
+        m = np.nanmean(ep, axis=0)
+    ex = _beyond(m, lo, hi, med)
+    calm_ex = None
+    if first is not None:
+        before = f.filter(pl.col(TIMESTAMP) < _stamp(first))
+        if row.get("workload_start"):
+            before = before.filter(pl.col(TIMESTAMP) >= _stamp(row["workload_start"]))
+        if before.height >= length:
+            calm_ex = _beyond(np.nanmean(_values(before.tail(length), cols), axis=0), lo, hi, med)
+    # evidence of the episode: beyond the fault-free range, and not already beyond it in
+    # the run's own calm span (that is this run, not the fault)
+    specific = (ex > 0) & ~(calm_ex > 0) if calm_ex is not None else ex > 0
+    n_beyond = int(specific.sum())
+    calm = None if calm_ex is None else int(np.nansum(calm_ex > 0))
+    order = [i for i in np.argsort(-np.nan_to_num(ex, nan=-1.0)) if specific[i]][:top]
+    common = {**base_row, "evidence_host": row["host"], "n_beyond": n_beyond, "calm_beyond": calm}
+    if not order:
+        return [{**common, "rank": None, "metric": None}]
+    return [
+        {
+            **common,
+            "rank": k,
+            "metric": cols[i],
+            "subsystem": classify(cols[i]).subsystem,
+            "episode_mean": float(m[i]),
+            "faultfree_min": float(lo[i]),
+            "faultfree_max": float(hi[i]),
+            "exceedance": float(ex[i]),
+        }
+        for k, i in enumerate(order, 1)
+    ]
 
 
 def evidence_summary(evidence: pl.DataFrame, episodes: pl.DataFrame | None = None) -> dict:

@@ -61,143 +61,95 @@ def reconcile(ds: Any, *, check_cols: bool = False, check_rows: bool = False) ->
     for plat in platforms:
         files = idx.filter(pl.col("platform") == plat)
         meta = ds.meta_tables.get(plat)
-        n_dis = 0
+        row = {"platform": plat, "meta_file": None, "meta_rows": 0, "files": files.height}
         if meta is None:
-            per.append(
-                {
-                    "platform": plat,
-                    "meta_file": None,
-                    "meta_rows": 0,
-                    "files": files.height,
-                    "matched": 0,
-                    "missing": 0,
-                    "extra": 0,
-                    "disagreements": 0,
-                }
-            )
+            per.append({**row, "matched": 0, "missing": 0, "extra": 0, "disagreements": 0})
             continue
         ids = set(files.get_column("run_id").to_list())
         meta_ids = set(meta.get_column("run_id").to_list())
         for r in meta.filter(~pl.col("run_id").is_in(list(ids))).iter_rows(named=True):
-            missing.append(
-                {
-                    "platform": plat,
-                    "run_id": r["run_id"],
-                    "source_file": r["source_file"],
-                    "meta_line": r["meta_line"],
-                }
-            )
+            missing.append({"platform": plat, **{k: r[k] for k in ("run_id", "source_file", "meta_line")}})
         for r in files.filter(~pl.col("run_id").is_in(list(meta_ids))).iter_rows(named=True):
             extra.append({"platform": plat, "run_id": r["run_id"], "member": ds._label(r)})
         joined = files.join(meta, on="run_id", how="inner", suffix="_meta")
         for r in joined.iter_rows(named=True):
-            name = parse_run_filename(r["run_id"])
-            file_vals: dict[str, Any] = {}
-            if name is not None:
-                file_vals = {
-                    "model": name.model,
-                    "task": name.task,
-                    "dataset": name.dataset,
-                    "workload": name.workload,
-                }
-            for f, v in file_vals.items():
-                mv = r.get(f"{f}_meta")
-                if mv is not None and str(mv) != str(v):
-                    dis.append(
-                        {
-                            "platform": plat,
-                            "run_id": r["run_id"],
-                            "field": f,
-                            "meta": str(mv),
-                            "file": str(v),
-                        }
-                    )
-            if r.get("split_meta") and r["split"] and r["split_meta"] != r["split"]:
-                dis.append(
-                    {
-                        "platform": plat,
-                        "run_id": r["run_id"],
-                        "field": "split",
-                        "meta": r["split_meta"],
-                        "file": r["split"],
-                    }
-                )
-            if check_cols and r.get("n_cols_meta") is not None:
-                try:
-                    n = len(ds.header(r["run_id"]))
-                except Exception:  # noqa: BLE001 - an unreadable header is listed by describe_dataset
-                    continue
-                if r["n_cols_meta"] not in (n, n - 1):
-                    dis.append(
-                        {
-                            "platform": plat,
-                            "run_id": r["run_id"],
-                            "field": "n_cols",
-                            "meta": str(r["n_cols_meta"]),
-                            "file": str(n),
-                        }
-                    )
-            if check_rows and r.get("n_rows_meta") is not None:
-                try:
-                    n = ds._count_rows(r["run_id"])
-                except Exception:  # noqa: BLE001 - a broken file: describe_dataset lists why
-                    continue
-                if r["n_rows_meta"] not in (n, n + 1):
-                    dis.append(
-                        {
-                            "platform": plat,
-                            "run_id": r["run_id"],
-                            "field": "n_rows",
-                            "meta": str(r["n_rows_meta"]),
-                            "file": str(n),
-                        }
-                    )
-        n_dis = len({d["run_id"] for d in dis if d["platform"] == plat})
+            dis += [
+                {"platform": plat, "run_id": r["run_id"], "field": f, "meta": m, "file": v}
+                for f, m, v in _disagreements(ds, r, check_cols, check_rows)
+            ]
         per.append(
             {
-                "platform": plat,
+                **row,
                 "meta_file": ds.meta_files.get(plat),
                 "meta_rows": meta.height,
-                "files": files.height,
                 "matched": joined.height,
                 "missing": sum(1 for m in missing if m["platform"] == plat),
                 "extra": sum(1 for e in extra if e["platform"] == plat),
-                "disagreements": n_dis,
+                "disagreements": len({d["run_id"] for d in dis if d["platform"] == plat}),
             }
         )
     return Reconciliation(
-        pl.DataFrame(
-            missing,
-            schema={
-                "platform": pl.String,
-                "run_id": pl.String,
-                "source_file": pl.String,
-                "meta_line": pl.Int64,
-            },
-        ),
+        pl.DataFrame(missing, schema=_MISSING_SCHEMA),
         pl.DataFrame(extra, schema={"platform": pl.String, "run_id": pl.String, "member": pl.String}),
-        pl.DataFrame(
-            dis,
-            schema={
-                "platform": pl.String,
-                "run_id": pl.String,
-                "field": pl.String,
-                "meta": pl.String,
-                "file": pl.String,
-            },
-        ),
-        pl.DataFrame(
-            per,
-            schema={
-                "platform": pl.String,
-                "meta_file": pl.String,
-                "meta_rows": pl.Int64,
-                "files": pl.Int64,
-                "matched": pl.Int64,
-                "missing": pl.Int64,
-                "extra": pl.Int64,
-                "disagreements": pl.Int64,
-            },
-        ),
+        pl.DataFrame(dis, schema=_DISAGREEMENT_SCHEMA),
+        pl.DataFrame(per, schema=_PER_PLATFORM_SCHEMA),
         checked,
     )
+
+
+_MISSING_SCHEMA = {
+    "platform": pl.String,
+    "run_id": pl.String,
+    "source_file": pl.String,
+    "meta_line": pl.Int64,
+}
+_DISAGREEMENT_SCHEMA = {
+    "platform": pl.String,
+    "run_id": pl.String,
+    "field": pl.String,
+    "meta": pl.String,
+    "file": pl.String,
+}
+_PER_PLATFORM_SCHEMA = {
+    "platform": pl.String,
+    "meta_file": pl.String,
+    "meta_rows": pl.Int64,
+    "files": pl.Int64,
+    "matched": pl.Int64,
+    "missing": pl.Int64,
+    "extra": pl.Int64,
+    "disagreements": pl.Int64,
+}
+
+
+def _disagreements(
+    ds: Any, r: dict[str, Any], check_cols: bool, check_rows: bool
+) -> list[tuple[str, str, str]]:
+    """``(field, meta's value, the file's value)`` where a meta row ``r`` (joined with its
+    file, meta columns suffixed ``_meta``) disagrees with the file: the name's model, task,
+    dataset and workload, the split, and (when asked) ``n_cols`` and ``n_rows``."""
+    out: list[tuple[str, str, str]] = []
+    name = parse_run_filename(r["run_id"])
+    if name is not None:
+        for f in ("model", "task", "dataset", "workload"):
+            v = getattr(name, f)
+            mv = r.get(f"{f}_meta")
+            if mv is not None and str(mv) != str(v):
+                out.append((f, str(mv), str(v)))
+    if r.get("split_meta") and r["split"] and r["split_meta"] != r["split"]:
+        out.append(("split", r["split_meta"], r["split"]))
+    if check_cols and r.get("n_cols_meta") is not None:
+        try:
+            n = len(ds.header(r["run_id"]))
+        except Exception:  # noqa: BLE001 - an unreadable header is listed by describe_dataset
+            return out
+        if r["n_cols_meta"] not in (n, n - 1):
+            out.append(("n_cols", str(r["n_cols_meta"]), str(n)))
+    if check_rows and r.get("n_rows_meta") is not None:
+        try:
+            n = ds._count_rows(r["run_id"])
+        except Exception:  # noqa: BLE001 - a broken file: describe_dataset lists why
+            return out
+        if r["n_rows_meta"] not in (n, n + 1):
+            out.append(("n_rows", str(r["n_rows_meta"]), str(n)))
+    return out

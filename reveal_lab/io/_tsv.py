@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -134,6 +135,21 @@ def read_public_tsv(
     def warn(msg: str) -> None:
         notes.append(f"{label}: {msg}")
 
+    lines, ended_with_newline = _lines(data, label)
+    names = _header_names(lines[0], label, warn)
+    body = _checked_body(lines[1:], len(names), ended_with_newline, strict, label, warn)
+    frame = _check_time(_read_values(body, names, label), label, repair_time, warn)
+    run_meta = _fill_meta(meta, label, frame, warn)
+    _report_columns(frame, run_meta, warn)
+
+    for msg in notes:
+        warnings.warn(msg, TelemetryWarning, stacklevel=2)
+    return Run(run_meta, frame, notes)
+
+
+def _lines(data: bytes, label: str) -> tuple[list[bytes], bool]:
+    """The file's lines (CRLF and a byte-order mark removed, trailing empty lines dropped)
+    and whether it ended with a newline."""
     if not data.strip():
         raise TelemetryError(
             "the file is empty; expected a tab-separated header line and data rows", path=label
@@ -145,11 +161,14 @@ def read_public_tsv(
     lines = data.split(b"\n")
     while lines and not lines[-1]:
         lines.pop()
-    ended_with_newline = data.endswith(b"\n")
+    return lines, data.endswith(b"\n")
 
-    # --- header -------------------------------------------------------------------------
+
+def _header_names(line: bytes, label: str, warn: Callable[[str], None]) -> list[str]:
+    """The column names of the header line: the timestamp first (its header is empty in the
+    dataset), then the metrics; no name twice."""
     try:
-        header = lines[0].decode("utf-8").split("\t")
+        header = line.decode("utf-8").split("\t")
     except UnicodeDecodeError as exc:
         raise TelemetryError(
             f"the header is not UTF-8 text ({exc.reason} at byte {exc.start})", path=label, line=1
@@ -186,43 +205,52 @@ def read_public_tsv(
                 column=n,
             )
         seen[n] = i
-    n_fields = len(names)
-    body = lines[1:]
+    return names
+
+
+def _checked_body(  # noqa: PLR0913
+    body: list[bytes],
+    n_fields: int,
+    ended_with_newline: bool,
+    strict: bool,
+    label: str,
+    warn: Callable[[str], None],
+) -> list[bytes]:
+    """The data lines, each with the header's field count (polars would pad short rows with
+    nulls silently); a truncated last line is left out with a warning unless ``strict``."""
     if not body:
         raise TelemetryError("the file has a header but no data rows", path=label, line=2)
-
-    # --- field counts (polars would pad short rows with nulls silently) ------------------
     counts = [ln.count(b"\t") + 1 for ln in body]
     bad = [i for i, c in enumerate(counts) if c != n_fields]
-    if bad:
-        last = len(body) - 1
-        i = bad[0]
-        truncated = (
-            bad == [last] and counts[last] < n_fields and (not ended_with_newline or len(body[last]) > 0)
+    if not bad:
+        return body
+    last = len(body) - 1
+    i = bad[0]
+    truncated = bad == [last] and counts[last] < n_fields and (not ended_with_newline or len(body[last]) > 0)
+    if truncated and not strict:
+        warn(
+            f"line {last + 2} has {counts[last]} of {n_fields} fields (truncated file?); "
+            "that partial row is not loaded"
         )
-        if truncated and not strict:
-            warn(
-                f"line {last + 2} has {counts[last]} of {n_fields} fields (truncated file?); "
-                "that partial row is not loaded"
-            )
-            body = body[:-1]
-            if not body:
-                raise TelemetryError(
-                    "the file has a header and only a truncated data row", path=label, line=2
-                )
-        else:
-            more = "more" if counts[i] > n_fields else "fewer"
-            hint = " (a blank line?)" if not body[i] else (" (truncated file?)" if i == last else "")
-            raise TelemetryError(
-                f"{counts[i]} fields, {more} than the {n_fields} of the header on line 1"
-                f"{hint}; expected one tab-separated value per column",
-                path=label,
-                line=i + 2,
-            )
+        body = body[:-1]
+        if not body:
+            raise TelemetryError("the file has a header and only a truncated data row", path=label, line=2)
+        return body
+    more = "more" if counts[i] > n_fields else "fewer"
+    hint = " (a blank line?)" if not body[i] else (" (truncated file?)" if i == last else "")
+    raise TelemetryError(
+        f"{counts[i]} fields, {more} than the {n_fields} of the header on line 1"
+        f"{hint}; expected one tab-separated value per column",
+        path=label,
+        line=i + 2,
+    )
 
-    # --- values ----------------------------------------------------------------------------
+
+def _read_values(body: list[bytes], names: list[str], label: str) -> pl.DataFrame:
+    """The data lines as a frame: parsed timestamps and ``Float64`` metrics (NaN spelled in a
+    way ``NULL_VALUES`` does not list is a missing value too)."""
     buf = b"\n".join(body) + b"\n"
-    internal = [f"c{i}" for i in range(n_fields)]
+    internal = [f"c{i}" for i in range(len(names))]
     schema = {c: (pl.String if i == 0 else pl.Float64) for i, c in enumerate(internal)}
     try:
         raw = pl.read_csv(
@@ -239,21 +267,14 @@ def read_public_tsv(
     if raw.height != len(body):  # pragma: no cover - guarded by the field-count check
         raise TelemetryError(f"read {raw.height} rows from {len(body)} data lines", path=label)
     raw.columns = names
-    ts = _parse_timestamps(raw.get_column(TIMESTAMP), label)
-    frame = raw.with_columns(ts)
+    frame = raw.with_columns(_parse_timestamps(raw.get_column(TIMESTAMP), label))
     metrics = metric_columns(frame)
-    if metrics:  # NaN spelled in a way NULL_VALUES does not list is a missing value too
+    if metrics:
         has_nan = frame.select(pl.col(metrics).is_nan().any()).row(0)
         nan_cols = [c for c, v in zip(metrics, has_nan, strict=True) if v]
         if nan_cols:
             frame = frame.with_columns(pl.col(nan_cols).fill_nan(None))
-    frame = _check_time(frame, label, repair_time, warn)
-    run_meta = _fill_meta(meta, label, frame, warn)
-    _report_columns(frame, run_meta, warn)
-
-    for msg in notes:
-        warnings.warn(msg, TelemetryWarning, stacklevel=2)
-    return Run(run_meta, frame, notes)
+    return frame
 
 
 def _raise_non_numeric(buf: bytes, internal: list[str], names: list[str], label: str, exc: Exception) -> None:

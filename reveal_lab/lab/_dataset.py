@@ -70,10 +70,6 @@ def build_dataset(
     Columns that are entirely missing in a run are dropped when ``drop_all_nan`` (the
     count is kept in the meta column ``n_dropped_nan_columns``).
     """
-    import polars as pl
-
-    from reveal_lab.io import read_collector_run
-
     raw_root, out = Path(raw_root), Path(out)
     manifests = sorted(raw_root.glob("*.run.json"))
     if runs is not None:
@@ -94,112 +90,135 @@ def build_dataset(
             log.warning("%s left out: collector exit status %s", man["stem"], bad)
             skipped.append(man["stem"])
             continue
-        plan = man["plan"]
-        spec = workload_spec(plan["model"])
-        stem, phase, model_name = man["stem"], plan["phase"], man["model_name"]
-        sub = out / split_dir(phase)
-        sub.mkdir(parents=True, exist_ok=True)
-        for hn, h in man["hosts"].items():
-            run = read_collector_run(raw_root / h["collector_dir"], view="dataset")
-            frame = run.frame
-            dropped = 0
-            if drop_all_nan:
-                keep = [
-                    c
-                    for c in frame.columns
-                    if c == "timestamp"
-                    or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height
-                ]
-                dropped = frame.width - len(keep)
-                frame = frame.select(keep)
-            fn = file_name(stem, hn)
-            summ = h.get("workload") or {}
-            quota = h.get("cpu_quota")  # while the workload ran (older manifests: when it ended)
-            for lab in man["labels"]:
-                if lab["fault_type"] == "config_cpu_quota" and lab["host"] == hn:
-                    quota = lab["magnitude"]
-            rmeta = RunMeta(
-                run_id=f"{stem}_{hn}",
-                hosts=(hn,),
-                workload=f"{model_name}__{spec.task}__{spec.dataset}",
-                model=model_name,
-                task=spec.task,
-                dataset=spec.dataset,
-                phase=phase,
-                mode="nonllm",
-                platform="lab",
-                source_path=f"./{split_dir(phase)}/{fn}",
-                start_time=run.meta.start_time,
-                interval_ms=run.meta.interval_ms,
-                extra={
-                    "run_group": stem,
-                    "fault": man["fault"],
-                    "world_size": len(man["hosts"]),
-                    "cpu_quota": quota,
-                    "case": plan.get("case", ""),
-                    "dropped_all_missing_columns": dropped,
-                    "collector": {
-                        k: run.meta.extra.get(k)
-                        for k in ("probes_used", "probes_skipped")
-                        if k in run.meta.extra
-                    },
-                },
-            )
-            write_run(Run(rmeta, frame), sub / fn)
-            meta_rows.append(
-                {
-                    "source_file": f"./{split_dir(phase)}/{fn}",
-                    "n_rows": frame.height,
-                    "n_cols": frame.width - 1,
-                    "phase": phase,
-                    "mode": "nonllm",
-                    "model": model_name,
-                    "task": spec.task,
-                    "dataset": spec.dataset,
-                    "model_task": f"{model_name}for{spec.task}",
-                    "workload": f"{model_name}__{spec.task}__{spec.dataset}",
-                    "run": stem,
-                    "host": hn,
-                    "core": h.get("core", ""),
-                    "run_group": stem,
-                    "world_size": len(man["hosts"]),
-                    "fault": man["fault"],
-                    "repeat": plan["repeat"],
-                    "seed": plan["seed"] * 10 + plan["repeat"],
-                    "start": str(frame["timestamp"][0]) if frame.height else "",
-                    "end": str(frame["timestamp"][-1]) if frame.height else "",
-                    "steps": summ.get("steps", ""),
-                    "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
-                    **_workload_span(raw_root, stem, man),
-                    "cpu_quota": "" if quota is None else quota,
-                    "threads": h.get("threads", 1),
-                    "case": plan.get("case", ""),
-                    "n_dropped_nan_columns": dropped,
-                }
-            )
-            for w in run.warnings[:3]:
-                log.info("%s: reader warning: %s", fn, w)
-        for lab, hn in ((lab, hn) for lab in man["labels"] for hn in label_hosts(man, lab)):
-            label_rows.append(
-                {
-                    "run": stem,
-                    "host": hn,
-                    "fault_type": lab["fault_type"],
-                    "start": ms_to_stamp(lab["start_ms"]),
-                    "end": ms_to_stamp(lab["end_ms"]),
-                    "expected_subsystem": lab["expected_subsystem"],
-                    "magnitude": lab["magnitude"],
-                    "unit": lab["unit"],
-                    "scope": lab["scope"],
-                    "source_file": f"./{split_dir(phase)}/{file_name(stem, hn)}",
-                }
-            )
+        meta_rows += _host_rows(raw_root, out, man, drop_all_nan)
+        label_rows += _label_rows(man)
     write_csv(out / "meta_lab.csv", meta_rows, [*META_COLUMNS, *EXTRA_META_COLUMNS])
     write_csv(out / "labels.csv", label_rows, LABEL_COLUMNS)
     if (raw_root / "recording.json").exists():
         shutil.copy2(raw_root / "recording.json", out / "recording.json")
     (out / "README.md").write_text(provenance_readme(raw_root, out))
     return meta_rows, label_rows
+
+
+def drop_missing_columns(frame):  # noqa: ANN001, ANN201 - a polars frame
+    """``(frame, how many)`` with the columns that are missing (null or NaN) in every row
+    removed; the timestamp is kept."""
+    import polars as pl
+
+    keep = [
+        c
+        for c in frame.columns
+        if c == "timestamp" or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height
+    ]
+    return frame.select(keep), frame.width - len(keep)
+
+
+def _host_rows(raw_root: Path, out: Path, man: dict, drop_all_nan: bool) -> list[dict]:
+    """Each host's file of one recorded run written in the dataset layout; its meta rows."""
+    from reveal_lab.io import read_collector_run
+
+    plan = man["plan"]
+    spec = workload_spec(plan["model"])
+    stem, phase, model_name = man["stem"], plan["phase"], man["model_name"]
+    sub = out / split_dir(phase)
+    sub.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    for hn, h in man["hosts"].items():
+        run = read_collector_run(raw_root / h["collector_dir"], view="dataset")
+        frame = run.frame
+        dropped = 0
+        if drop_all_nan:
+            frame, dropped = drop_missing_columns(frame)
+        fn = file_name(stem, hn)
+        summ = h.get("workload") or {}
+        quota = h.get("cpu_quota")  # while the workload ran (older manifests: when it ended)
+        for lab in man["labels"]:
+            if lab["fault_type"] == "config_cpu_quota" and lab["host"] == hn:
+                quota = lab["magnitude"]
+        rmeta = RunMeta(
+            run_id=f"{stem}_{hn}",
+            hosts=(hn,),
+            workload=f"{model_name}__{spec.task}__{spec.dataset}",
+            model=model_name,
+            task=spec.task,
+            dataset=spec.dataset,
+            phase=phase,
+            mode="nonllm",
+            platform="lab",
+            source_path=f"./{split_dir(phase)}/{fn}",
+            start_time=run.meta.start_time,
+            interval_ms=run.meta.interval_ms,
+            extra={
+                "run_group": stem,
+                "fault": man["fault"],
+                "world_size": len(man["hosts"]),
+                "cpu_quota": quota,
+                "case": plan.get("case", ""),
+                "dropped_all_missing_columns": dropped,
+                "collector": {
+                    k: run.meta.extra.get(k)
+                    for k in ("probes_used", "probes_skipped")
+                    if k in run.meta.extra
+                },
+            },
+        )
+        write_run(Run(rmeta, frame), sub / fn)
+        rows.append(
+            {
+                "source_file": f"./{split_dir(phase)}/{fn}",
+                "n_rows": frame.height,
+                "n_cols": frame.width - 1,
+                "phase": phase,
+                "mode": "nonllm",
+                "model": model_name,
+                "task": spec.task,
+                "dataset": spec.dataset,
+                "model_task": f"{model_name}for{spec.task}",
+                "workload": f"{model_name}__{spec.task}__{spec.dataset}",
+                "run": stem,
+                "host": hn,
+                "core": h.get("core", ""),
+                "run_group": stem,
+                "world_size": len(man["hosts"]),
+                "fault": man["fault"],
+                "repeat": plan["repeat"],
+                "seed": plan["seed"] * 10 + plan["repeat"],
+                "start": str(frame["timestamp"][0]) if frame.height else "",
+                "end": str(frame["timestamp"][-1]) if frame.height else "",
+                "steps": summ.get("steps", ""),
+                "samples_per_s": round(summ["samples_per_s"], 2) if "samples_per_s" in summ else "",
+                **_workload_span(raw_root, stem, man),
+                "cpu_quota": "" if quota is None else quota,
+                "threads": h.get("threads", 1),
+                "case": plan.get("case", ""),
+                "n_dropped_nan_columns": dropped,
+            }
+        )
+        for w in run.warnings[:3]:
+            log.info("%s: reader warning: %s", fn, w)
+    return rows
+
+
+def _label_rows(man: dict) -> list[dict]:
+    """The labels of one recorded run, one row per labelled host."""
+    stem, phase = man["stem"], man["plan"]["phase"]
+    label_rows: list[dict] = []
+    for lab, hn in ((lab, hn) for lab in man["labels"] for hn in label_hosts(man, lab)):
+        label_rows.append(
+            {
+                "run": stem,
+                "host": hn,
+                "fault_type": lab["fault_type"],
+                "start": ms_to_stamp(lab["start_ms"]),
+                "end": ms_to_stamp(lab["end_ms"]),
+                "expected_subsystem": lab["expected_subsystem"],
+                "magnitude": lab["magnitude"],
+                "unit": lab["unit"],
+                "scope": lab["scope"],
+                "source_file": f"./{split_dir(phase)}/{file_name(stem, hn)}",
+            }
+        )
+    return label_rows
 
 
 def _workload_span(raw_root: Path, stem: str, man: dict) -> dict[str, str]:

@@ -379,12 +379,7 @@ def build_host_set(raw: str | Path, out: str | Path, *, command: str = "") -> tu
     """The lab layout of the recordings in ``raw`` (see the module doc) into ``out``;
     ``(meta_rows, label_rows)``. Raises :class:`~reveal_lab.lab.LabError` when the Parquet
     files would exceed :data:`HOST_SET_MAX_BYTES` or a collector failed."""
-    import polars as pl
-
-    from reveal_lab.io import read_collector_run
-    from reveal_lab.lab._dataset import write_run as _write_run
     from reveal_lab.lab._provenance import machine_provenance
-    from reveal_lab.telemetry import Run, RunMeta
 
     raw, out = Path(raw), Path(out)
     manifests = sorted(raw.glob("*.run.json"))
@@ -394,84 +389,10 @@ def build_host_set(raw: str | Path, out: str | Path, *, command: str = "") -> tu
     sub.mkdir(parents=True, exist_ok=True)
     meta_rows, label_rows, lines = [], [], []
     for mpath in manifests:
-        man = json.loads(mpath.read_text())
-        if man.get("collector_rc") not in (0, None):
-            raise LabError(f"{mpath}: the collector exited with {man['collector_rc']}; record it again")
-        run = read_collector_run(raw / man["collector_dir"], view="dataset")
-        frame = run.frame
-        keep = [
-            c
-            for c in frame.columns
-            if c == "timestamp" or frame.select(pl.col(c).fill_nan(None).null_count()).item() < frame.height
-        ]
-        dropped = frame.width - len(keep)
-        frame = frame.select(keep)
-        stem, hn = man["stem"], man["host"]
-        fn = f"{stem}_{hn}.parquet"
-        source = f"./recordings/{fn}"
-        rmeta = RunMeta(
-            run_id=f"{stem}_{hn}",
-            hosts=(hn,),
-            workload="Jobs__Host__vm",
-            model="Jobs",
-            task="Host",
-            dataset="vm",
-            phase="host",
-            mode="host",
-            platform="collector",
-            source_path=source,
-            start_time=run.meta.start_time,
-            interval_ms=run.meta.interval_ms,
-            extra={"fault": man["fault"], "world_size": 1, "dropped_all_missing_columns": dropped},
-        )
-        _write_run(Run(rmeta, frame), sub / fn)
-        meta_rows.append(
-            {
-                "source_file": source,
-                "n_rows": frame.height,
-                "n_cols": frame.width - 1,
-                "phase": "host",
-                "mode": "host",
-                "model": "Jobs",
-                "task": "Host",
-                "dataset": "vm",
-                "model_task": "JobsforHost",
-                "workload": "Jobs__Host__vm",
-                "run": stem,
-                "host": hn,
-                "run_group": stem,
-                "world_size": 1,
-                "fault": man["fault"],
-                "repeat": man["plan"]["index"],
-                "seed": "",
-                "start": str(frame["timestamp"][0]) if frame.height else "",
-                "end": str(frame["timestamp"][-1]) if frame.height else "",
-                "n_dropped_nan_columns": dropped,
-            }
-        )
-        for lab in man["labels"]:
-            kind = HOST_JOBS[lab["kind"]]
-            label_rows.append(
-                {
-                    "run": stem,
-                    "host": hn,
-                    "fault_type": lab["kind"],
-                    "start": ms_to_stamp(lab["start_ms"]),
-                    "end": ms_to_stamp(lab["end_ms"]),
-                    "expected_subsystem": kind.subsystem,
-                    "magnitude": kind.magnitude,
-                    "unit": kind.unit,
-                    "scope": "episode",
-                    "source_file": source,
-                }
-            )
-        jobs = ", ".join(
-            f"{j['kind']} at {j['start_s']:g} s for {j['length_s']:g} s" for j in man["plan"]["jobs"]
-        )
-        lines.append(
-            f"| {stem} | {frame.height / 10:.0f} | {jobs or 'none'} | {' '.join(man['loadavg_before'])} "
-            f"| {' '.join(man['loadavg_after'])} |"
-        )
+        meta_row, labels, line = _host_recording(raw, mpath, sub)
+        meta_rows.append(meta_row)
+        label_rows += labels
+        lines.append(line)
     size = sum(p.stat().st_size for p in sub.glob("*.parquet"))
     if size > HOST_SET_MAX_BYTES:
         raise LabError(f"{sub}: {size / 2**20:.1f} MiB of Parquet, more than {HOST_SET_MAX_BYTES / 2**20:.0f} MiB")
@@ -508,3 +429,85 @@ def build_host_set(raw: str | Path, out: str | Path, *, command: str = "") -> tu
     ]
     (out / "README.md").write_text("\n".join(readme))
     return meta_rows, label_rows
+
+
+def _host_recording(raw: Path, mpath: Path, sub: Path) -> tuple[dict, list[dict], str]:
+    """One recording of ``raw`` (its manifest ``mpath``) written to ``sub`` in the public
+    grammar, columns missing throughout dropped: ``(meta row, label rows, README line)``."""
+    from reveal_lab.io import read_collector_run
+    from reveal_lab.lab._dataset import drop_missing_columns, write_run
+    from reveal_lab.telemetry import Run, RunMeta
+
+    man = json.loads(mpath.read_text())
+    if man.get("collector_rc") not in (0, None):
+        raise LabError(f"{mpath}: the collector exited with {man['collector_rc']}; record it again")
+    run = read_collector_run(raw / man["collector_dir"], view="dataset")
+    frame, dropped = drop_missing_columns(run.frame)
+    stem, hn = man["stem"], man["host"]
+    fn = f"{stem}_{hn}.parquet"
+    source = f"./recordings/{fn}"
+    rmeta = RunMeta(
+        run_id=f"{stem}_{hn}",
+        hosts=(hn,),
+        workload="Jobs__Host__vm",
+        model="Jobs",
+        task="Host",
+        dataset="vm",
+        phase="host",
+        mode="host",
+        platform="collector",
+        source_path=source,
+        start_time=run.meta.start_time,
+        interval_ms=run.meta.interval_ms,
+        extra={"fault": man["fault"], "world_size": 1, "dropped_all_missing_columns": dropped},
+    )
+    write_run(Run(rmeta, frame), sub / fn)
+    meta_row = (
+        {
+            "source_file": source,
+            "n_rows": frame.height,
+            "n_cols": frame.width - 1,
+            "phase": "host",
+            "mode": "host",
+            "model": "Jobs",
+            "task": "Host",
+            "dataset": "vm",
+            "model_task": "JobsforHost",
+            "workload": "Jobs__Host__vm",
+            "run": stem,
+            "host": hn,
+            "run_group": stem,
+            "world_size": 1,
+            "fault": man["fault"],
+            "repeat": man["plan"]["index"],
+            "seed": "",
+            "start": str(frame["timestamp"][0]) if frame.height else "",
+            "end": str(frame["timestamp"][-1]) if frame.height else "",
+            "n_dropped_nan_columns": dropped,
+        }
+    )
+    labels = []
+    for lab in man["labels"]:
+        kind = HOST_JOBS[lab["kind"]]
+        labels.append(
+            {
+                "run": stem,
+                "host": hn,
+                "fault_type": lab["kind"],
+                "start": ms_to_stamp(lab["start_ms"]),
+                "end": ms_to_stamp(lab["end_ms"]),
+                "expected_subsystem": kind.subsystem,
+                "magnitude": kind.magnitude,
+                "unit": kind.unit,
+                "scope": "episode",
+                "source_file": source,
+            }
+        )
+    jobs = ", ".join(
+        f"{j['kind']} at {j['start_s']:g} s for {j['length_s']:g} s" for j in man["plan"]["jobs"]
+    )
+    line = (
+        f"| {stem} | {frame.height / 10:.0f} | {jobs or 'none'} | {' '.join(man['loadavg_before'])} "
+        f"| {' '.join(man['loadavg_after'])} |"
+    )
+    return meta_row, labels, line

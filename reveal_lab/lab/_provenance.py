@@ -45,6 +45,20 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
     m = s0.get("machine", {})
     size = sum(p.stat().st_size for p in out.rglob("*.parquet"))
     lines = [
+        *_contents(meta, labels, size),
+        *_run_tables(meta, labels),
+        *_how_recorded(s0, meta),
+        *_machine(m, sessions),
+        *_rerecording(sessions),
+        *_session_notes(raw, sessions),
+    ]
+    story = _story(out)
+    return "\n".join(lines) + "\n" + ("\n" + story if story else "")
+
+
+def _contents(meta: pl.DataFrame, labels: pl.DataFrame, size: int) -> list[str]:
+    """The README's title, what the dataset holds and its files."""
+    return [
         "# reveal-lab lab dataset: real ML workloads under injected faults",
         "",
         "Telemetry recorded by `reveal-lab collect` (one collector per lab host, 100 ms) while PyTorch",
@@ -77,6 +91,12 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "Channels that were missing for a whole run (e.g. counters the kernel does not provide here) were",
         "dropped from that run's file; `n_dropped_nan_columns` says how many. Nothing else was removed.",
         "",
+    ]
+
+
+def _run_tables(meta: pl.DataFrame, labels: pl.DataFrame) -> list[str]:
+    """The host runs per workload, phase, world size and fault; the fault episodes per kind."""
+    lines = [
         "### Runs",
         "",
         "| workload | phase | world size | fault | host runs |",
@@ -102,7 +122,12 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
             .iter_rows(named=True)
         ):
             lines.append(f"| {r['fault_type']} | {r['expected_subsystem']} | {r['magnitude']} | {r['n']} |")
-    lines += [
+    return lines
+
+
+def _how_recorded(s0: dict, meta: pl.DataFrame) -> list[str]:
+    """Hosts, collectors, workloads, faults, schedule and what was not emulated."""
+    return [
         "",
         "## How it was recorded",
         "",
@@ -140,6 +165,12 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "hardware this machine lacks (one NUMA node, no RDMA NIC); the loaders, cross-host deviation and "
         "`reveal-lab compare` take runs from such hosts unchanged.",
         "",
+    ]
+
+
+def _machine(m: dict, sessions: list[dict]) -> list[str]:
+    """The machine, the software and what else ran, with the slots' load table."""
+    return [
         "## Machine and software",
         "",
         f"* CPU: {m.get('cpu_model', '?')}, {m.get('cpu_count', '?')} cores (a VM); memory "
@@ -154,6 +185,12 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         "* **What else was running**: " + _background(sessions),
         "",
         *_slot_table(sessions),
+    ]
+
+
+def _rerecording(sessions: list[dict]) -> list[str]:
+    """How to record it again, and the recording sessions."""
+    return [
         "## Re-recording",
         "",
         "As root on a Linux host with `ip`, `nsenter` and `iptables` (`scripts/bootstrap.sh` installs the "
@@ -178,6 +215,11 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
         )
         + ".",
     ]
+
+
+def _session_notes(raw: Path, sessions: list[dict]) -> list[str]:
+    """The page-cache settling, re-recorded slots, mixed sessions, warm-ups and runs left out."""
+    lines: list[str] = []
     settled = [(s, s["settle"]) for s in sessions if s.get("settle")]
     if settled:
         lines += [
@@ -236,8 +278,7 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
     if errors:
         lines += ["", f"{len(errors)} slot(s) failed while recording and are not in the dataset:"]
         lines += [f"* slot {e['slot']}: {e['error'][:300]}" for e in errors]
-    story = _story(out)
-    return "\n".join(lines) + "\n" + ("\n" + story if story else "")
+    return lines
 
 
 def _mixed_sessions(sessions: list[dict]) -> list[tuple[str, list[tuple[str, int]]]]:

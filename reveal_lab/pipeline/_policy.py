@@ -39,6 +39,8 @@ __all__ = [
     "ResolvedPolicy",
     "POLICIES",
     "get_policy",
+    "AGREEING_DETECTORS",
+    "ANY_DETECTOR",
     "THRESHOLD_MODES",
     "CALIBRATION_RULES",
     "TRIM_RULES",
@@ -63,6 +65,11 @@ CALIBRATION_RULES = ("trimmed", "pooled", "median")
 #: where a run comes from, as :meth:`DetectionPolicy.resolve` reads it: a lab run (with a
 #: recorded workload span), a public-dataset run, a host recording (collector folder)
 SOURCES = ("lab", "public", "host")
+
+
+#: ``min_agreement`` left ``auto``: with calibrated thresholds two detectors must agree (one
+#: detector's false alarms are kept out); with the other threshold modes any one detector
+AGREEING_DETECTORS, ANY_DETECTOR = 2, 1
 
 
 def threshold_mode(thresholds: str, n_baseline: int) -> str:
@@ -220,6 +227,26 @@ class DetectionPolicy:
                 raise ValueError(f"DetectionPolicy has no field {k!r}; fields: {', '.join(names)}")
         return dataclasses.replace(self, **changes)
 
+    def for_shares(self) -> DetectionPolicy:
+        """This policy with an ``auto`` ``min_agreement`` made :data:`ANY_DETECTOR`: for a
+        share of windows compared on two sides alike (``compare``), where a fault one detector
+        sees must still move the share. An explicit ``min_agreement`` is kept.
+
+        >>> get_policy("default").for_shares().min_agreement, get_policy("default", min_agreement=3).for_shares().min_agreement
+        (1, 3)
+        """
+        return self if self.min_agreement is not None else self.with_(min_agreement=ANY_DETECTOR)
+
+    def agreeing(self) -> DetectionPolicy:
+        """This policy with an ``auto`` ``min_agreement`` made :data:`AGREEING_DETECTORS` in
+        every threshold mode, not only the calibrated one: for studies that compare modes
+        under one rule (the lemon-host study). An explicit ``min_agreement`` is kept.
+
+        >>> get_policy("default").agreeing().min_agreement
+        2
+        """
+        return self if self.min_agreement is not None else self.with_(min_agreement=AGREEING_DETECTORS)
+
     def resolve(self, *, baseline_runs: int, source: str = "lab", preset: Preset | None = None) -> ResolvedPolicy:
         """The concrete decision for a run with ``baseline_runs`` baseline runs from ``source``
         (one of :data:`SOURCES`), windows and detectors of ``preset`` (default ``paper``), with
@@ -260,7 +287,7 @@ class DetectionPolicy:
         n_det = len(default_detectors(preset.detect))
         agree = self.min_agreement
         if agree is None:
-            agree = 2 if mode == "calibrated" else 1
+            agree = AGREEING_DETECTORS if mode == "calibrated" else ANY_DETECTOR
             why["min_agreement"] = (
                 "auto: 2 with calibrated thresholds (two agreeing detectors keep one detector's "
                 "false alarms out)"

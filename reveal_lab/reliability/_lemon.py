@@ -250,6 +250,7 @@ def lab_lemon_hosts(
 
     from reveal_lab.evaluation import evaluate_dataset
     from reveal_lab.lab import read_meta
+    from reveal_lab.pipeline import POLICIES
 
     root = Path(root)
     meta = read_meta(root / "meta_lab.csv")
@@ -262,7 +263,8 @@ def lab_lemon_hosts(
         empty = pl.DataFrame(schema={"run": pl.String, "host": pl.String, "flagged": pl.Boolean})
         return empty, lemon_hosts(empty)
     # two detectors must agree in every mode, as the calibrated evaluation
-    ev = evaluate_dataset(root, mode=mode, preset=preset, runs=runs, crosshost=False, min_agreement=2)
+    policy = POLICIES["default"].agreeing()
+    ev = evaluate_dataset(root, mode=mode, preset=preset, policy=policy, runs=runs, crosshost=False)
     faults = ev.windows.group_by("run", "host").agg(pl.col("fault").first())
     flags = flag_hosts(host_run_table(ev.windows), **kw).join(faults, on=["run", "host"], how="left")
     return flags, lemon_hosts(flags)

@@ -91,6 +91,19 @@ def _detector_table(s: dict[str, Any], thresholds: dict[str, dict[str, float]]) 
 def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFrame | None]]:
     """(heading, paragraph, table) per section of one run."""
     s = det.summary
+    out: list[tuple[str, str, pl.DataFrame | None]] = [(f"Run {det.run_id}", _intro(det), None)]
+    out += _result_sections(det, max_rows)
+    out.append(("Detectors", "", _detector_table(s, det.thresholds)))
+    out += _policy_section(det) + _per_host_section(s) + _sentinel_section(det, max_rows)
+    if det.warnings:
+        out.append(("Notes", "\n".join(f"- {w}" for w in det.warnings[:50]), None))
+    return out
+
+
+def _intro(det: Detection) -> str:
+    """The run's first paragraph: what was scored and left out, the fit, the decision rule and
+    the metric space."""
+    s = det.summary
     hosts = ", ".join(s["hosts"])
     fit = {
         "self": "fit on the run itself (the paper's setting: each detector flags about the top "
@@ -139,7 +152,13 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             else " Metric space: every metric."
         )
     )
-    out: list[tuple[str, str, pl.DataFrame | None]] = [(f"Run {det.run_id}", intro, None)]
+    return intro
+
+
+def _result_sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """The verdict; with anomalies, the Table-4-style windows and the per-subsystem breakdown."""
+    s = det.summary
+    out: list[tuple[str, str, pl.DataFrame | None]] = []
     if s["no_anomaly"]:
         out.append(
             (
@@ -171,7 +190,12 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
                 _subsystem_table(s),
             )
         )
-    out.append(("Detectors", "", _detector_table(s, det.thresholds)))
+    return out
+
+
+def _policy_section(det: Detection) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """The resolved detection policy, when the detection recorded one."""
+    out: list[tuple[str, str, pl.DataFrame | None]] = []
     policy = det.config.get("policy")
     if policy:
         out.append(
@@ -183,6 +207,12 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
                 _policy_table(policy),
             )
         )
+    return out
+
+
+def _per_host_section(s: Mapping[str, Any]) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """Windows, anomalies and top subsystems per host, for runs of several hosts."""
+    out: list[tuple[str, str, pl.DataFrame | None]] = []
     if s.get("per_host"):
         rows = [
             {
@@ -196,6 +226,13 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
             for h, v in s["per_host"].items()
         ]
         out.append(("Per host", "", pl.DataFrame(rows)))
+    return out
+
+
+def _sentinel_section(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """The counters the sentinel rule watched that moved (a run alone: its quiet counters;
+    with baseline runs: counters silent in every baseline sample)."""
+    out: list[tuple[str, str, pl.DataFrame | None]] = []
     sent = det.sentinels
     if sent is not None and sent.height:
         if det.config.get("sentinel_rule") == "lone":
@@ -233,8 +270,6 @@ def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFram
                 ),
             )
         )
-    if det.warnings:
-        out.append(("Notes", "\n".join(f"- {w}" for w in det.warnings[:50]), None))
     return out
 
 
@@ -377,33 +412,10 @@ def write_report(
             raise ValueError(f"episodes: missing columns {sorted(missing)} (expected run, host, start, end)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    frames = [d.anomalies() for d in dets]
-    csv = (
-        pl.concat(frames, how="vertical")
-        if frames
-        else pl.DataFrame(schema={c: EVIDENCE_SCHEMA[c] for c in ANOMALIES_COLUMNS})
-    )
-    csv = csv.select(ANOMALIES_COLUMNS)
     paths = {name: out / name for name in REPORT_FILES}
-    csv.write_csv(paths["anomalies.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6)
-
-    summaries = [
-        {**(d.summary or d.make_summary()), "scored_span": d.config.get("trim", {}).get("run")} for d in dets
-    ]
-    total_w = sum(s["windows"] for s in summaries)
-    total_a = sum(s["anomalous"] for s in summaries)
-    summary = {
-        "runs": summaries,
-        "n_runs": len(dets),
-        "windows": total_w,
-        "anomalous": total_a,
-        "anomalous_share": total_a / total_w if total_w else 0.0,
-        "no_anomaly": total_a == 0,
-        "sentinel_windows": sum(s.get("sentinel_windows", 0) for s in summaries),
-        "evidence_rows": csv.height,
-        "files": list(REPORT_FILES),
-    }
-
+    csv = _write_anomalies(dets, paths["anomalies.csv"])
+    summary = _summary(dets, csv)
+    total_w, total_a = summary["windows"], summary["anomalous"]
     title = "reveal-lab anomaly report"
     headline = (
         "No anomaly found in any run."
@@ -414,24 +426,7 @@ def write_report(
     md = [f"# {title}", "", *[f"- {rid}: {text}" for rid, text in left if text], "", headline, ""]
     page_runs = []
     for d in dets:
-        sections = []
-        for i, (head, para, table) in enumerate(_sections(d, max_rows)):
-            md += [f"{'##' if i == 0 else '###'} {head}", ""]
-            if para:
-                md += [para, ""]
-            if table is not None and table.height:
-                md += [_md_table(table), ""]
-            shown = _table4_html(table) if table is not None and "claim" in table.columns else table
-            sections.append(
-                {
-                    "level": 2 if i == 0 else 3,
-                    "heading": head,
-                    "lines": [ln.removeprefix("- ") for ln in para.replace("**", "").splitlines()] if para else [],
-                    "bullets": para.startswith("- "),
-                    "none": "No anomaly" in para,
-                    "table": table_cells(shown, 3) if shown is not None and shown.height else None,
-                }
-            )
+        sections = _run_sections(d, max_rows, md)
         figs = _figures(d, _frame_of(runs, d.run_id), episodes, max_metrics) if figures else []
         page_runs.append({"sections": sections, "figures": figs})
     md += [
@@ -440,45 +435,8 @@ def write_report(
         "the pair's share of the window's attribution, averaged over the detectors that flag the window.",
         "",
     ]
-    sents = [d.sentinels.with_columns(run=pl.lit(d.run_id)) for d in dets if d.sentinels is not None]
-    if sents:
-        allsent = pl.concat(sents, how="vertical")
-        summary["sentinel_counters"] = allsent.height
-    if sents and allsent.height:  # like crosshost.csv: only when there is something to list
-        paths["sentinels.csv"] = out / "sentinels.csv"
-        allsent.select("run", *[c for c in allsent.columns if c != "run"]).write_csv(
-            paths["sentinels.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6
-        )
-    xh = [d.crosshost for d in dets if d.crosshost is not None]
-    if crosshost is not None:
-        xh.append(crosshost)
-    cross = None
-    if xh:
-        allx = pl.concat(xh, how="diagonal_relaxed")
-        paths["crosshost.csv"] = out / "crosshost.csv"
-        allx.write_csv(paths["crosshost.csv"], float_precision=6)
-        # against the job's fault-free runs too (crosshost.baseline_deviation): excess and its bar
-        vs_base = "excess" in allx.columns and allx["excess"].is_not_null().any()
-        cols = ["host", "subsystem", "kind", "key", "z", *(["excess", "threshold"] if vs_base else [])]
-        flagged = allx.filter(pl.col("persistent")).select(*cols, "deviating_share", "claim")
-        where = (
-            "from the cluster median and from the host's own fault-free runs (|excess| over the "
-            "threshold those runs set)"
-            if vs_base
-            else "from the cluster median"
-        )
-        head = "Cross-host deviation"
-        para = (
-            f"{flagged.height} persistent deviation(s) of a host {where} "
-            "(static metrics compared as values). All comparisons are in `crosshost.csv`."
-            if flagged.height
-            else f"No host deviates persistently {where}."
-        )
-        md += [f"## {head}", "", para, ""]
-        if flagged.height:
-            md += [_md_table(flagged.head(max_rows)), ""]
-        cross = {"heading": head, "text": para, "table": table_cells(flagged.head(max_rows), 3) if flagged.height else None}
-        summary["crosshost_persistent"] = flagged.height
+    _write_sentinels(dets, out, paths, summary)
+    cross = _crosshost_section(dets, crosshost, out, paths, summary, md, max_rows)
     write_json(paths["summary.json"], summary, indent=2)
     paths["report.md"].write_text("\n".join(md))
     paths["report.html"].write_text(
@@ -494,3 +452,111 @@ def write_report(
         )
     )
     return paths
+
+
+def _write_anomalies(dets: list[Detection], path: Path) -> pl.DataFrame:
+    """Every detection's evidence rows as ``anomalies.csv`` (exactly :data:`ANOMALIES_COLUMNS`)."""
+    frames = [d.anomalies() for d in dets]
+    csv = (
+        pl.concat(frames, how="vertical")
+        if frames
+        else pl.DataFrame(schema={c: EVIDENCE_SCHEMA[c] for c in ANOMALIES_COLUMNS})
+    )
+    csv = csv.select(ANOMALIES_COLUMNS)
+    csv.write_csv(path, datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6)
+    return csv
+
+
+def _summary(dets: list[Detection], csv: pl.DataFrame) -> dict[str, Any]:
+    """``summary.json``: each run's summary with its scored span, and the totals."""
+    summaries = [
+        {**(d.summary or d.make_summary()), "scored_span": d.config.get("trim", {}).get("run")} for d in dets
+    ]
+    total_w = sum(s["windows"] for s in summaries)
+    total_a = sum(s["anomalous"] for s in summaries)
+    return {
+        "runs": summaries,
+        "n_runs": len(dets),
+        "windows": total_w,
+        "anomalous": total_a,
+        "anomalous_share": total_a / total_w if total_w else 0.0,
+        "no_anomaly": total_a == 0,
+        "sentinel_windows": sum(s.get("sentinel_windows", 0) for s in summaries),
+        "evidence_rows": csv.height,
+        "files": list(REPORT_FILES),
+    }
+
+
+def _run_sections(d: Detection, max_rows: int, md: list[str]) -> list[dict[str, Any]]:
+    """One run's sections for the page; their Markdown is appended to ``md``."""
+    sections = []
+    for i, (head, para, table) in enumerate(_sections(d, max_rows)):
+        md += [f"{'##' if i == 0 else '###'} {head}", ""]
+        if para:
+            md += [para, ""]
+        if table is not None and table.height:
+            md += [_md_table(table), ""]
+        shown = _table4_html(table) if table is not None and "claim" in table.columns else table
+        sections.append(
+            {
+                "level": 2 if i == 0 else 3,
+                "heading": head,
+                "lines": [ln.removeprefix("- ") for ln in para.replace("**", "").splitlines()] if para else [],
+                "bullets": para.startswith("- "),
+                "none": "No anomaly" in para,
+                "table": table_cells(shown, 3) if shown is not None and shown.height else None,
+            }
+        )
+    return sections
+
+
+def _write_sentinels(
+    dets: list[Detection], out: Path, paths: dict[str, Path], summary: dict[str, Any]
+) -> None:
+    """``sentinels.csv`` (only when a counter is listed) and the count in ``summary``."""
+    sents = [d.sentinels.with_columns(run=pl.lit(d.run_id)) for d in dets if d.sentinels is not None]
+    if not sents:
+        return
+    allsent = pl.concat(sents, how="vertical")
+    summary["sentinel_counters"] = allsent.height
+    if allsent.height:  # like crosshost.csv: only when there is something to list
+        paths["sentinels.csv"] = out / "sentinels.csv"
+        allsent.select("run", *[c for c in allsent.columns if c != "run"]).write_csv(
+            paths["sentinels.csv"], datetime_format="%Y-%m-%d %H:%M:%S%.3f", float_precision=6
+        )
+
+
+def _crosshost_section(dets, crosshost, out, paths, summary, md, max_rows):  # noqa: ANN001, ANN202
+    """``crosshost.csv`` and the section listing the persistent deviations (appended to
+    ``md``, its count to ``summary``); the page's section, or ``None`` without deviations."""
+    xh = [d.crosshost for d in dets if d.crosshost is not None]
+    if crosshost is not None:
+        xh.append(crosshost)
+    if not xh:
+        return None
+    allx = pl.concat(xh, how="diagonal_relaxed")
+    paths["crosshost.csv"] = out / "crosshost.csv"
+    allx.write_csv(paths["crosshost.csv"], float_precision=6)
+    # against the job's fault-free runs too (crosshost.baseline_deviation): excess and its bar
+    vs_base = "excess" in allx.columns and allx["excess"].is_not_null().any()
+    cols = ["host", "subsystem", "kind", "key", "z", *(["excess", "threshold"] if vs_base else [])]
+    flagged = allx.filter(pl.col("persistent")).select(*cols, "deviating_share", "claim")
+    where = (
+        "from the cluster median and from the host's own fault-free runs (|excess| over the "
+        "threshold those runs set)"
+        if vs_base
+        else "from the cluster median"
+    )
+    head = "Cross-host deviation"
+    para = (
+        f"{flagged.height} persistent deviation(s) of a host {where} "
+        "(static metrics compared as values). All comparisons are in `crosshost.csv`."
+        if flagged.height
+        else f"No host deviates persistently {where}."
+    )
+    md += [f"## {head}", "", para, ""]
+    if flagged.height:
+        md += [_md_table(flagged.head(max_rows)), ""]
+    summary["crosshost_persistent"] = flagged.height
+    table = table_cells(flagged.head(max_rows), 3) if flagged.height else None
+    return {"heading": head, "text": para, "table": table}

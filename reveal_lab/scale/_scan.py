@@ -130,6 +130,57 @@ class ScanResult:
         return out
 
 
+def _bounded(client, ref_list, job, window, outcomes, progress):  # noqa: ANN001, ANN202
+    """Run ``execute(ref, *job)`` for every run on ``client`` with at most ``window`` tasks in
+    flight (a new one submitted as each finishes), into ``outcomes``; a task that died (its
+    worker killed, e.g. over its memory limit) is a failed outcome. The largest number in
+    flight."""
+    from distributed import as_completed
+
+    task, kwargs, loader = job
+    peak = 0
+    pending = iter(ref_list)
+    by_key: dict[str, RunRef] = {}
+
+    def submit_next() -> Any | None:
+        ref = next(pending, None)
+        if ref is None:
+            return None
+        fut = client.submit(
+            execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}"
+        )
+        by_key[fut.key] = ref
+        return fut
+
+    first = [f for f in (submit_next() for _ in range(window)) if f is not None]
+    bar = _progress(len(ref_list), progress, "scan")
+    ac = as_completed(first)
+    for fut in ac:
+        peak = max(peak, len(by_key))
+        ref = by_key.pop(fut.key)
+        if fut.status == "finished":
+            outcome = fut.result()
+        else:  # the task itself died (worker killed, e.g. over its memory limit)
+            exc = fut.exception()
+            outcome = RunOutcome(
+                ref.run_id,
+                False,
+                error=f"{type(exc).__name__}: {exc}",
+                archive=ref.archive,
+                member=ref.member,
+            )
+        outcomes[ref.run_id] = outcome
+        fut.release()
+        bar.update(1)
+        if not outcome.ok:
+            bar.write(f"run {ref.run_id} failed: {outcome.error}")
+        nxt = submit_next()
+        if nxt is not None:
+            ac.add(nxt)
+    bar.close()
+    return peak
+
+
 def _progress(total: int, enabled: bool, desc: str) -> Any:
     from tqdm.auto import tqdm
 
@@ -197,8 +248,6 @@ def scan(
             )
         return result
 
-    from distributed import as_completed
-
     with dask_client(scheduler, n_workers=n_workers, memory_limit=memory_limit, quiet=True) as client:
         info = client.scheduler_info()
         workers = info.get("workers", {})
@@ -207,46 +256,7 @@ def scan(
         note = dashboard_note(client)
         say(note)
         window = max(1, max_in_flight or 2 * threads)
-        peak = 0
-        pending = iter(ref_list)
-        by_key: dict[str, RunRef] = {}
-
-        def submit_next() -> Any | None:
-            ref = next(pending, None)
-            if ref is None:
-                return None
-            fut = client.submit(
-                execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}"
-            )
-            by_key[fut.key] = ref
-            return fut
-
-        first = [f for f in (submit_next() for _ in range(window)) if f is not None]
-        bar = _progress(len(ref_list), progress, "scan")
-        ac = as_completed(first)
-        for fut in ac:
-            peak = max(peak, len(by_key))
-            ref = by_key.pop(fut.key)
-            if fut.status == "finished":
-                outcome = fut.result()
-            else:  # the task itself died (worker killed, e.g. over its memory limit)
-                exc = fut.exception()
-                outcome = RunOutcome(
-                    ref.run_id,
-                    False,
-                    error=f"{type(exc).__name__}: {exc}",
-                    archive=ref.archive,
-                    member=ref.member,
-                )
-            outcomes[ref.run_id] = outcome
-            fut.release()
-            bar.update(1)
-            if not outcome.ok:
-                bar.write(f"run {ref.run_id} failed: {outcome.error}")
-            nxt = submit_next()
-            if nxt is not None:
-                ac.add(nxt)
-        bar.close()
+        peak = _bounded(client, ref_list, (task, kwargs, loader), window, outcomes, progress)
         result = ScanResult(
             [outcomes[r.run_id] for r in ref_list],
             time.perf_counter() - t0,

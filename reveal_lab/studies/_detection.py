@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.attribution import EVIDENCE_SCHEMA as _ATTRIBUTION_EVIDENCE
 from reveal_lab.config import get_preset
 from reveal_lab.telemetry import TIMESTAMP, Run
 
@@ -39,20 +40,12 @@ __all__ = [
     "traces_around",
 ]
 
+#: the studies' evidence: the run and its workload, then the attribution's evidence columns
+#: up to ``claim`` (:data:`reveal_lab.attribution.EVIDENCE_SCHEMA`)
 EVIDENCE_SCHEMA = {
     "run_id": pl.String,
     "workload": pl.String,
-    "window_id": pl.Int64,
-    "start": pl.Datetime("ms"),
-    "end": pl.Datetime("ms"),
-    "host": pl.String,
-    "methods": pl.String,
-    "agreement": pl.Int64,
-    "subsystem": pl.String,
-    "metric": pl.String,
-    "feature": pl.String,
-    "score": pl.Float64,
-    "claim": pl.String,
+    **dict(list(_ATTRIBUTION_EVIDENCE.items())[: list(_ATTRIBUTION_EVIDENCE).index("claim") + 1]),
 }
 
 
@@ -379,7 +372,7 @@ def detection_summary(windows: pl.DataFrame, evidence: pl.DataFrame) -> pl.DataF
     ).sort("workload")
 
 
-def top_windows(evidence: pl.DataFrame, n: int = 2, *, min_agreement: int = 1) -> pl.DataFrame:
+def top_windows(evidence: pl.DataFrame, n: int = 2, *, agreement_at_least: int = 1) -> pl.DataFrame:
     """The ``n`` most anomalous windows (highest evidence score, distinct runs first)
     with their top metrics: ``run_id, host, window_id, start, end, score, metrics``."""
     if evidence.height == 0:
@@ -394,7 +387,7 @@ def top_windows(evidence: pl.DataFrame, n: int = 2, *, min_agreement: int = 1) -
                 "metrics": pl.List(pl.String),
             }
         )
-    ev = evidence.filter(pl.col("agreement").fill_null(1) >= min_agreement)
+    ev = evidence.filter(pl.col("agreement").fill_null(1) >= agreement_at_least)
     if ev.height == 0:
         ev = evidence
     w = (

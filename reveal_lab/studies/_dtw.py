@@ -344,112 +344,94 @@ def dtw_reproducibility(
     for w, by_metric in prep.items():
         for m, runs in by_metric.items():
             others = [w2 for w2 in prep if w2 != w and m in medians[w2]]
-            n = len(runs)
-            within: list[float] = []
-            between: list[list[float]] = []
-            for i, r in enumerate(runs):
-                rest = runs[:i] + runs[i + 1 :]
-                d_own = dtw_distance(r, median_trace(rest, length), window) if rest else float("nan")
-                d_oth = [dtw_distance(r, medians[w2][m], window) for w2 in others]
-                within.append(d_own)
-                between.append(d_oth)
-                dist_rows.append(
-                    {"workload": w, "metric": m, "run": i, "reference": "own", "distance": d_own}
-                )
-                dist_rows.extend(
-                    {"workload": w, "metric": m, "run": i, "reference": w2, "distance": d}
-                    for w2, d in zip(others, d_oth, strict=True)
-                )
-            wi = np.asarray(within)
-            if not others:
-                stat, p, reason, n_pairs, bw = (
-                    float("nan"),
-                    float("nan"),
-                    "no other workload",
-                    0,
-                    np.full(n, np.nan),
-                )
-                used = pairing
-            else:
-                B = np.asarray(between, dtype=float).reshape(n, len(others))  # runs x others
-                used = pairing if pairing != "auto" else ("run" if n >= min_pairs else "run_x_workload")
-                if used == "run":
-                    x, y = wi, B.mean(axis=1)
-                else:
-                    x, y = np.repeat(wi, B.shape[1]), B.ravel()
-                stat, p, reason = signed_rank_test(x, y, min_pairs=min_pairs)
-                n_pairs = int(np.isfinite(x - y).sum())
-                bw = B.mean(axis=1)
-            bw_run = (
-                np.asarray(between, dtype=float).reshape(n, len(others)).mean(axis=1)
-                if others
-                else np.full(n, np.nan)
-            )
-            p1, eff, _r1 = one_sided_test(wi, bw_run)
-            for i in range(n):
-                units.append({"metric": m, "workload": w, "run": i, "within": wi[i], "between": bw_run[i]})
-            pair_rows.append(
-                {
-                    "workload": w,
-                    "metric": m,
-                    "n_runs": n,
-                    "n_pairs": n_pairs,
-                    "median_within": float(np.nanmedian(wi)) if np.isfinite(wi).any() else float("nan"),
-                    "median_between": float(np.nanmedian(bw)) if np.isfinite(bw).any() else float("nan"),
-                    "statistic": stat,
-                    "pvalue": p,
-                    "significant": bool(np.isfinite(p) and p < alpha),
-                    "pairing": used,
-                    "closer_within": bool(
-                        np.isfinite(wi).any()
-                        and np.isfinite(bw).any()
-                        and np.nanmedian(wi) < np.nanmedian(bw)
-                    ),
-                    "reason": reason,
-                    "p_one_sided": p1,
-                    "significant_one_sided": bool(np.isfinite(p1) and p1 < alpha),
-                    "effect_size": eff,
-                }
-            )
-    pairs_schema = {
-        "workload": pl.String,
-        "metric": pl.String,
-        "n_runs": pl.Int64,
-        "n_pairs": pl.Int64,
-        "median_within": pl.Float64,
-        "median_between": pl.Float64,
-        "statistic": pl.Float64,
-        "pvalue": pl.Float64,
-        "significant": pl.Boolean,
-        "closer_within": pl.Boolean,
-        "reason": pl.String,
-        "pairing": pl.String,
-        "p_one_sided": pl.Float64,
-        "significant_one_sided": pl.Boolean,
-        "effect_size": pl.Float64,
-    }
-    dist_schema = {
-        "workload": pl.String,
-        "metric": pl.String,
-        "run": pl.Int64,
-        "reference": pl.String,
-        "distance": pl.Float64,
-    }
-    by_metric = []
-    u = pl.DataFrame(
-        units,
-        schema={
-            "metric": pl.String,
-            "workload": pl.String,
-            "run": pl.Int64,
-            "within": pl.Float64,
-            "between": pl.Float64,
-        },
+            within, between = _distances(w, m, runs, others, medians, length, window, dist_rows)
+            row = _pair_test(within, between, len(others), (pairing, min_pairs, alpha))
+            pair_rows.append({"workload": w, "metric": m, "n_runs": len(runs), **row})
+            units += [
+                {"metric": m, "workload": w, "run": i, "within": x, "between": y}
+                for i, (x, y) in enumerate(zip(within, _mean_between(between, len(runs), others), strict=True))
+            ]
+    return DTWStudy(
+        pl.DataFrame(pair_rows, schema=_PAIRS_SCHEMA),
+        pl.DataFrame(dist_rows, schema=_DIST_SCHEMA),
+        alpha,
+        _by_metric(units, min_pairs, alpha),
     )
+
+
+def _distances(w, m, runs, others, medians, length, window, dist_rows):  # noqa: ANN001, ANN202
+    """Each run's DTW distance to the median of its workload's other runs (``within``) and
+    to the other workloads' medians (``between``: a list per run); every distance is also
+    appended to ``dist_rows``."""
+    within: list[float] = []
+    between: list[list[float]] = []
+    for i, r in enumerate(runs):
+        rest = runs[:i] + runs[i + 1 :]
+        d_own = dtw_distance(r, median_trace(rest, length), window) if rest else float("nan")
+        d_oth = [dtw_distance(r, medians[w2][m], window) for w2 in others]
+        within.append(d_own)
+        between.append(d_oth)
+        dist_rows.append({"workload": w, "metric": m, "run": i, "reference": "own", "distance": d_own})
+        dist_rows.extend(
+            {"workload": w, "metric": m, "run": i, "reference": w2, "distance": d}
+            for w2, d in zip(others, d_oth, strict=True)
+        )
+    return np.asarray(within), between
+
+
+def _mean_between(between: list[list[float]], n: int, others: list[str]) -> np.ndarray:
+    """Each run's mean distance to the other workloads' medians (NaN without another workload)."""
+    if not others:
+        return np.full(n, np.nan)
+    return np.asarray(between, dtype=float).reshape(n, len(others)).mean(axis=1)
+
+
+def _pair_test(wi: np.ndarray, between: list, n_others: int, test: tuple) -> dict[str, object]:
+    """The paired test of one workload–metric pair (within against between, paired by run
+    or by run × other workload), and the one-sided test by run; ``test``: ``(pairing,
+    min_pairs, alpha)``."""
+    pairing, min_pairs, alpha = test
+    n = wi.size
+    if not n_others:
+        stat, p, reason, n_pairs, bw = float("nan"), float("nan"), "no other workload", 0, np.full(n, np.nan)
+        used = pairing
+    else:
+        B = np.asarray(between, dtype=float).reshape(n, n_others)  # runs x others
+        used = pairing if pairing != "auto" else ("run" if n >= min_pairs else "run_x_workload")
+        if used == "run":
+            x, y = wi, B.mean(axis=1)
+        else:
+            x, y = np.repeat(wi, B.shape[1]), B.ravel()
+        stat, p, reason = signed_rank_test(x, y, min_pairs=min_pairs)
+        n_pairs = int(np.isfinite(x - y).sum())
+        bw = B.mean(axis=1)
+    p1, eff, _r1 = one_sided_test(wi, bw)
+    return {
+        "n_pairs": n_pairs,
+        "median_within": float(np.nanmedian(wi)) if np.isfinite(wi).any() else float("nan"),
+        "median_between": float(np.nanmedian(bw)) if np.isfinite(bw).any() else float("nan"),
+        "statistic": stat,
+        "pvalue": p,
+        "significant": bool(np.isfinite(p) and p < alpha),
+        "pairing": used,
+        "closer_within": bool(
+            np.isfinite(wi).any() and np.isfinite(bw).any() and np.nanmedian(wi) < np.nanmedian(bw)
+        ),
+        "reason": reason,
+        "p_one_sided": p1,
+        "significant_one_sided": bool(np.isfinite(p1) and p1 < alpha),
+        "effect_size": eff,
+    }
+
+
+def _by_metric(units: list[dict[str, object]], min_pairs: int, alpha: float) -> pl.DataFrame:
+    """The one-sided test per metric over every workload's runs (within against between)."""
+    u = pl.DataFrame(units, schema=_UNITS_SCHEMA)
+    rows = []
     for (m,), g in u.group_by(["metric"], maintain_order=True):
         p1, eff, reason = one_sided_test(g["within"].to_numpy(), g["between"].to_numpy(), min_pairs=min_pairs)
         ok = g.filter(pl.col("within").is_finite() & pl.col("between").is_finite())
-        by_metric.append(
+        rows.append(
             {
                 "metric": m,
                 "n_runs": ok.height,
@@ -462,23 +444,51 @@ def dtw_reproducibility(
                 "reason": reason,
             }
         )
-    bm = pl.DataFrame(
-        by_metric,
-        schema={
-            "metric": pl.String,
-            "n_runs": pl.Int64,
-            "n_workloads": pl.Int64,
-            "median_within": pl.Float64,
-            "median_between": pl.Float64,
-            "p_one_sided": pl.Float64,
-            "significant_one_sided": pl.Boolean,
-            "effect_size": pl.Float64,
-            "reason": pl.String,
-        },
-    )
-    return DTWStudy(
-        pl.DataFrame(pair_rows, schema=pairs_schema), pl.DataFrame(dist_rows, schema=dist_schema), alpha, bm
-    )
+    return pl.DataFrame(rows, schema=_BY_METRIC_SCHEMA)
+
+
+_PAIRS_SCHEMA = {
+    "workload": pl.String,
+    "metric": pl.String,
+    "n_runs": pl.Int64,
+    "n_pairs": pl.Int64,
+    "median_within": pl.Float64,
+    "median_between": pl.Float64,
+    "statistic": pl.Float64,
+    "pvalue": pl.Float64,
+    "significant": pl.Boolean,
+    "closer_within": pl.Boolean,
+    "reason": pl.String,
+    "pairing": pl.String,
+    "p_one_sided": pl.Float64,
+    "significant_one_sided": pl.Boolean,
+    "effect_size": pl.Float64,
+}
+_DIST_SCHEMA = {
+    "workload": pl.String,
+    "metric": pl.String,
+    "run": pl.Int64,
+    "reference": pl.String,
+    "distance": pl.Float64,
+}
+_UNITS_SCHEMA = {
+    "metric": pl.String,
+    "workload": pl.String,
+    "run": pl.Int64,
+    "within": pl.Float64,
+    "between": pl.Float64,
+}
+_BY_METRIC_SCHEMA = {
+    "metric": pl.String,
+    "n_runs": pl.Int64,
+    "n_workloads": pl.Int64,
+    "median_within": pl.Float64,
+    "median_between": pl.Float64,
+    "p_one_sided": pl.Float64,
+    "significant_one_sided": pl.Boolean,
+    "effect_size": pl.Float64,
+    "reason": pl.String,
+}
 
 
 def trace_keys(

@@ -110,7 +110,8 @@ def detect_windows(
 
     if "trim" in changes:
         changes["trim"] = trim_arguments(changes["trim"])[0]
-    changes.setdefault("min_run", 1)  # Table 2's comparison: every window over a threshold
+    # Table 2 compares the detectors' own decisions: every window over a threshold, as the paper
+    changes.setdefault("min_run", POLICIES["paper"].min_run)
     if not sentinel:
         changes.update(sentinel_samples=None, lone_sentinel=False)
     policy = (policy or POLICIES["default"]).with_(**changes, prune=pruning if pruning is not None else False)

@@ -10,17 +10,19 @@ __all__ = ["paper_table4", "evidence_by_subsystem", "flag_timelines", "labelled_
 TABLE4_COLUMNS = ("run_id", "host", "window", "timestamp", "methods", "subsystem", "metric_feature", "claim")
 
 
-def paper_table4(evidence: pl.DataFrame, *, max_rows: int = 20, min_agreement: int = 1) -> pl.DataFrame:
+def paper_table4(evidence: pl.DataFrame, *, max_rows: int = 20, agreement_at_least: int = 1) -> pl.DataFrame:
     """The paper's Table 4: one row per anomalous window (strongest first, at most
     ``max_rows``), its window id and start time, the detectors that flag it, the
     subsystem and metric–feature of its top evidence, and the evidence-based claim.
 
-    ``evidence``: :func:`run_detection`'s evidence (a window's top pair: its highest ``score``).
+    ``evidence``: :func:`run_detection`'s evidence (a window's top pair: its highest ``score``);
+    ``agreement_at_least``: show only windows that many detectors flag (a filter of the table,
+    not the detection rule, which the policy holds).
     """
     schema = {c: pl.String for c in TABLE4_COLUMNS} | {"window": pl.Int64}
     if evidence.height == 0:
         return pl.DataFrame(schema=schema)
-    ev = evidence.filter(pl.col("agreement").fill_null(1) >= min_agreement)
+    ev = evidence.filter(pl.col("agreement").fill_null(1) >= agreement_at_least)
     keys = [c for c in ("run_id", "host", "window_id") if c in ev.columns]
     top = (
         ev.sort("score", descending=True, nulls_last=True)

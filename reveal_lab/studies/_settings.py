@@ -41,8 +41,11 @@ def setting_arguments(
     ...
     ValueError: unknown setting 'ours'; expected one of ('paper', 'default')
     """
+    from reveal_lab.pipeline import POLICIES
+
     if name == "paper":
-        args: dict[str, object] = {"thresholds": "self", "min_agreement": 1, "min_run": 1}
+        paper = POLICIES["paper"]
+        args: dict[str, object] = {k: getattr(paper, k) for k in ("thresholds", "min_agreement", "min_run")}
         sentinel = False
     elif name == "default":
         agree = int(min_agreement) if min_agreement else None

@@ -154,3 +154,48 @@ def test_keywords_replace_fields_of_the_policy():
 def test_run_source(tmp_path):
     run = _run(5)
     assert run_source(run) == "public"
+
+
+def test_for_shares_and_agreeing_fill_only_an_auto_agreement():
+    from reveal_lab.pipeline._policy import AGREEING_DETECTORS, ANY_DETECTOR
+
+    auto = get_policy("default")
+    assert auto.min_agreement is None
+    assert auto.for_shares().min_agreement == ANY_DETECTOR == 1
+    assert auto.agreeing().min_agreement == AGREEING_DETECTORS == 2
+    fixed = get_policy("default", min_agreement=3)
+    assert fixed.for_shares() is fixed and fixed.agreeing() is fixed
+    # resolve's auto choice uses the same two numbers
+    assert auto.resolve(baseline_runs=2).min_agreement == AGREEING_DETECTORS
+    assert auto.resolve(baseline_runs=0).min_agreement == ANY_DETECTOR
+
+
+def test_no_agreement_or_run_default_outside_the_policy_module():
+    """Every default of ``min_agreement``/``min_run`` is the policy's: no function outside
+    pipeline/_policy.py declares a number for them, and no call passes a literal one."""
+    import ast
+    from pathlib import Path
+
+    import reveal_lab
+
+    root = Path(reveal_lab.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        if path.name == "_policy.py" and path.parent.name == "pipeline":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = node.args
+                pos = a.posonlyargs + a.args
+                pairs = list(zip(pos[len(pos) - len(a.defaults) :], a.defaults, strict=True))
+                pairs += [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
+                for arg, default in pairs:
+                    if arg.arg in ("min_agreement", "min_run") and isinstance(default, ast.Constant):
+                        if isinstance(default.value, int) and not isinstance(default.value, bool):
+                            found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}({arg.arg}=...)")
+            if isinstance(node, ast.Call):
+                for kw in node.keywords:
+                    if kw.arg in ("min_agreement", "min_run") and isinstance(kw.value, ast.Constant):
+                        if isinstance(kw.value.value, int) and not isinstance(kw.value.value, bool):
+                            found.append(f"{path.relative_to(root)}:{node.lineno} call with {kw.arg}=...")
+    assert found == []

@@ -39,7 +39,7 @@ def test_table4_one_row_per_window_with_its_strongest_pair():
     assert t["metric_feature"].to_list() == ["Busy% · var", "Bzy_MHz · acf1", "sectors_read · max"]
     assert t["timestamp"].to_list() == ["10:32:05", "10:32:06", "10:38:14"]
     assert t["methods"].to_list() == ["zscore", "iforest+mahalanobis", "mahalanobis"]
-    assert paper_table4(_evidence(), min_agreement=2)["window"].to_list() == [38]
+    assert paper_table4(_evidence(), agreement_at_least=2)["window"].to_list() == [38]
 
 
 def test_evidence_shares():
