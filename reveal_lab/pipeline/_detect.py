@@ -23,7 +23,7 @@ from reveal_lab.pipeline._baseline_check import BaselineMismatch, check_metric_o
 from reveal_lab.pipeline._method import Pruning, fit_pruning, load_pruning, trim_arguments, trim_run
 from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._result import Detection
-from reveal_lab.pipeline._score import score_host
+from reveal_lab.pipeline._score import ScoreSettings, score_host
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
     lone_sentinel_windows,
@@ -246,7 +246,9 @@ def _score_hosts(
     win_frames, evid, wattr = [], [], []
     for host, part in parts.items():
         try:
-            w, att, thr, excl, n, er = score_host(part, host, preset, base_feats, selected, derive, timings, policy)
+            w, att, thr, excl, n, er = score_host(
+                part, host, preset, base_feats, selected, derive, timings, ScoreSettings.of(policy)
+            )
         except TelemetryError as exc:
             if len(parts) == 1:
                 raise

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
 
-__all__ = ["score_host", "sustained_result"]
+__all__ = ["score_host", "sustained_result", "ScoreSettings"]
 
 
 def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
@@ -31,6 +32,28 @@ def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     labels = {m: sustained(v == 1, min_run).astype(v.dtype) for m, v in result.labels.items()}
     agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
     return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """The fields of a :class:`ResolvedPolicy` that scoring one host reads, and nothing else:
+    the score cache's key, so that two policies that score alike (other names, reasons,
+    agreement counts, trimming notes or sentinel rules, applied after scoring) share entries."""
+
+    thresholds: str
+    false_alarm_rate: float | None
+    calibration: str | None
+    z_clip: float | None
+    force_baseline: bool
+    min_run: int
+
+    @classmethod
+    def of(cls, policy: ResolvedPolicy) -> ScoreSettings:
+        """The scoring fields of ``policy``."""
+        return cls(
+            policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
+            policy.force_baseline, policy.min_run,
+        )
 
 
 @memoize("score", ignore=("timings",))
@@ -42,8 +65,9 @@ def score_host(
     selected: Any,
     derive: bool,
     timings: dict[str, float],
-    policy: ResolvedPolicy,
+    policy: ScoreSettings,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
+    """One host of ``run`` scored under ``policy``'s scoring fields (:meth:`ScoreSettings.of`)."""
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
     notes = [f"{host}: {n}" for n in notes]

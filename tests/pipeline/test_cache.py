@@ -92,3 +92,37 @@ def test_off_without_a_folder(tmp_path):
     assert calls == [1, 1]
     with pytest.raises(TypeError):
         content_key(object())
+
+
+def _score_hits_misses() -> tuple[int, int]:
+    s = cache_stats()
+    return s.get("score_hits", 0), s.get("score_misses", 0)
+
+
+def test_policies_that_score_alike_share_scores(tmp_path):
+    """A policy that differs only after scoring (its name, min_agreement) reads the scores
+    back and gives what computing them gives; a field scoring reads (the false-alarm rate,
+    the clip) computes afresh."""
+    from reveal_lab.pipeline import get_policy
+
+    runs = _runs()
+
+    def detect(policy):
+        det = detect_run(runs[0], baseline=runs[1:], preset=get_preset("smoke"), policy=policy,
+                         prune=False, trim=False)
+        return det.windows, det.evidence
+
+    base = get_policy("default")
+    alike = dataclasses.replace(base.with_(min_agreement=1), name="renamed")
+    with using_cache(tmp_path):
+        detect(base)
+        h0, m0 = _score_hits_misses()
+        shared = detect(alike)
+        h1, m1 = _score_hits_misses()
+        assert (h1 > h0, m1) == (True, m0)  # read back, nothing computed
+        detect(base.with_(false_alarm_rate=0.05))
+        detect(base.with_(z_clip=5.0))
+        h2, m2 = _score_hits_misses()
+        assert (h2, m2 - m1) == (h1, 2)  # each changed scoring field computed afresh
+    for a, b in zip(detect(alike), shared, strict=True):  # uncached
+        assert_frame_equal(a, b)
