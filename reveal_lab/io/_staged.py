@@ -67,8 +67,10 @@ class StagedFolder:
         self.path = parent / f".{self._abs.name}.partial-{os.getpid()}"
         if self.path.exists():
             shutil.rmtree(self.path)
-        self.path.mkdir()
+        # the clean-up is registered before the folder exists: a signal that arrives (as
+        # SystemExit) right after mkdir still finds it, and removes the folder
         self._cleanup = weakref.finalize(self, _rmtree, str(self.path))
+        self.path.mkdir()
 
     def _is_ours(self, name: str) -> bool:
         return self.ours is not None and any(fnmatch.fnmatch(name, p) for p in self.ours)

@@ -192,3 +192,24 @@ def test_sigterm_during_reproduce_leaves_an_index_that_says_what_did_not_run(tmp
     page = (out / "index.html").read_text()
     assert "not run" in page  # the interrupted notebook and the one after it say so
     assert b"Traceback" not in err
+
+
+def test_a_signal_right_after_the_partial_folder_is_made_leaves_nothing(tmp_path, monkeypatch):
+    """SIGTERM arrives as SystemExit between two bytecodes; the one right after the hidden
+    folder's mkdir must still find its clean-up (it failed once, under load, in the test above)."""
+    import gc
+
+    from reveal_lab.io import StagedFolder
+
+    real_mkdir = Path.mkdir
+
+    def mkdir_then_signal(self, *args, **kwargs):
+        real_mkdir(self, *args, **kwargs)
+        if ".partial-" in self.name:
+            raise SystemExit(128 + signal.SIGTERM)
+
+    monkeypatch.setattr(Path, "mkdir", mkdir_then_signal)
+    with pytest.raises(SystemExit):
+        StagedFolder(tmp_path / "out", ours=["*.csv"])
+    gc.collect()
+    assert [p.name for p in tmp_path.iterdir()] == []
