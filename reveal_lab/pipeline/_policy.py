@@ -104,7 +104,7 @@ def default_min_run(mode: str, preset: Preset) -> int:
 
     A run alone has no reference for what its own bursts look like, and one sample's spike
     lies in several windows in a row; counting only longer runs keeps sustained deviations
-    (what it changes on the lab's fault-free runs: ``benchmarks/lone_runs.py``,
+    (what it changes on the lab's fault-free runs: ``scripts/studies/lone_runs.py``,
     ``docs/RESULTS.md``).
     With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
     setting every window over a threshold counts.
@@ -165,7 +165,7 @@ class DetectionPolicy:
         every baseline sample is non-zero in this many of its samples (the sentinel rule,
         :func:`~reveal_lab.pipeline.sentinel_windows`; 5 = 0.5 s of a 3 s window at 100 ms);
         ``None``: off, the detectors' agreement alone (the paper's rule). On the lab
-        recording, where it was chosen (``benchmarks/sentinel_counters.py``): 3 fires 18 of
+        recording, where it was chosen (``scripts/studies/sentinel_counters.py``): 3 fires 18 of
         3,953 fault-free windows, 5 to 10 none; 5 finds all 9 packet-loss episodes, 8 finds 6.
     lone_sentinel : a run alone (robust thresholds): a window is anomalous also when a
         counter 0 in at least half of the run's samples moves in 90 % of the window's samples,

@@ -237,7 +237,7 @@ def test_a_lone_cpu_contention_run_is_flagged_over_its_fault_and_fault_free_runs
     """Issue #17 item 3 on recorded runs (labA, detected alone with the defaults: no baseline,
     ``min_run=4``), over both recorded CPU-contention runs: at least one is flagged over most
     of its episode windows with CPU on top, and the fault-free repeats of that workload stay
-    calm. Measured (``benchmarks/lone_runs.py``) on v3: MLP inference 1.0 of its episode
+    calm. Measured (``scripts/studies/lone_runs.py``) on v3: MLP inference 1.0 of its episode
     windows, CNN training 0.97 (CPU both); the 30 fault-free labA runs median 0.023, mean
     0.041 (``min_run=1``: 0.23 / 0.26). On v2 CNN training was found (0.78) and MLP inference
     not (0), so which run is found is not stable between recordings; that one is, is what this
