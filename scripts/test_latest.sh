@@ -9,7 +9,7 @@ out=out/test-latest
 mkdir -p "$out"
 VENV=.venv-latest LOCK=none scripts/bootstrap.sh all,workloads
 .venv-latest/bin/python -m pip freeze --all --exclude-editable 2>/dev/null | grep -v '^#' | sort -f > "$out/freeze.txt"
-diff <(grep -v '^#' requirements/lock.txt) "$out/freeze.txt" > "$out/drift.txt" || true
+diff <(grep -v '^#' requirements/lock.txt | sort -f) "$out/freeze.txt" > "$out/drift.txt" || true
 set +e
 REVEAL_LAB_LATEST=1 .venv-latest/bin/python -m pytest -q -p no:cacheprovider > "$out/pytest.txt" 2>&1
 rc=$?
