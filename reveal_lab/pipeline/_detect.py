@@ -20,7 +20,7 @@ import polars as pl
 from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.pipeline._baseline_check import BaselineMismatch, check_metric_overlap
-from reveal_lab.pipeline._method import Pruning, fit_pruning, load_pruning, trim_arguments, trim_run
+from reveal_lab.pipeline._method import Pruning, load_pruning, trim_arguments, trim_run
 from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._result import Detection
 from reveal_lab.pipeline._score import ScoreSettings, score_host
@@ -33,7 +33,7 @@ from reveal_lab.pipeline._sentinel import (
     sentinel_windows,
     silent_counters,
 )
-from reveal_lab.pipeline._view import baseline_features
+from reveal_lab.pipeline._view import baseline_features, fitted_space
 from reveal_lab.telemetry import SUBSYSTEMS, Run, TelemetryError, metric_columns, metric_key
 
 __all__ = ["detect_run", "detect_many"]
@@ -70,7 +70,8 @@ def detect_run(
         constant and seen by one detector at most. A run alone (``robust`` thresholds) with
         ``lone_sentinel``: a counter 0 in at least half of the run's own samples that moves in
         90 % of a window's samples, :func:`past_a_spike` windows in a row
-        (:func:`lone_sentinel_windows`); ``config["sentinel_rule"]`` says which form decided.
+        (:func:`lone_sentinel_windows`), and the window is attributed to that counter's
+        subsystem; ``config["sentinel_rule"]`` says which form decided.
     changes : policy fields to replace (:meth:`DetectionPolicy.with_`), e.g. ``min_run=1``;
         ``trim`` also takes ``True`` (``auto``) and ``False`` (``none``).
     blas_threads : BLAS threads for the detectors' linear algebra (default
@@ -208,7 +209,7 @@ def _metric_space(
     elif isinstance(prune, str | os.PathLike):
         pr, src = load_pruning(prune), str(prune)
     else:
-        pr = fit_pruning(list(baseline) if baseline else [run], preset.prune.threshold, trim=False)
+        pr = fitted_space(list(baseline) if baseline else [run], preset.prune.threshold)
         src = "fitted on the baseline runs" if baseline else "fitted on the run itself"
     info = {"applied": True, "source": src, "n_selected": len(pr.selected), **pr.params}
     info.pop("fitted_on", None)
@@ -313,7 +314,7 @@ def _sentinel_rule(
             *[pl.lit(None, dtype=d).alias(c) for c, d in SENTINEL_WINDOW_SCHEMA.items()]
         )
     windows = _with_sentinel_decision(
-        windows.with_columns(pl.col("sentinel").fill_null(False)), policy.min_agreement
+        windows.with_columns(pl.col("sentinel").fill_null(False)), policy.min_agreement, lone=rule == "lone"
     )
     return windows, sentinels
 
@@ -368,10 +369,14 @@ def _config(
     }
 
 
-def _with_sentinel_decision(windows: pl.DataFrame, min_agreement: int) -> pl.DataFrame:
+def _with_sentinel_decision(windows: pl.DataFrame, min_agreement: int, *, lone: bool = False) -> pl.DataFrame:
     """``anomalous`` (agreement reaches ``min_agreement`` or the sentinel rule fires); a window
-    the sentinel rule flags alone is attributed to its counter's subsystem (share 1)."""
-    alone = pl.col("sentinel") & (pl.col("agreement") < min_agreement)
+    the sentinel rule flags alone is attributed to its counter's subsystem (share 1). Under the
+    rule's form for a run alone (``lone``) every window it fires on is: its counter, quiet in
+    most of the run and busy through the window, is more specific than the detectors' pairs,
+    which on the host recordings name the page cache for a disk write and for a network send
+    (``docs/host_recordings.md``)."""
+    alone = pl.col("sentinel") if lone else pl.col("sentinel") & (pl.col("agreement") < min_agreement)
     sub = pl.col("sentinel_subsystem")
     return windows.with_columns(
         anomalous=(pl.col("agreement") >= min_agreement) | pl.col("sentinel"),

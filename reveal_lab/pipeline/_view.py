@@ -13,7 +13,9 @@ from reveal_lab.config import Preset
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns, metric_key
 
-__all__ = ["select_metrics", "detection_view", "features_of", "baseline_features", "baseline_matrix"]
+__all__ = [
+    "select_metrics", "detection_view", "features_of", "baseline_features", "baseline_matrix", "fitted_space",
+]
 
 
 def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> list[str]:
@@ -68,6 +70,16 @@ def detection_view(
             notes.append(f"detection view: {len(cols)} selected metrics kept, {dropped} left out")
         frame = frame.select(TIMESTAMP, *cols)
     return frame, notes
+
+
+@memoize("pruning")
+def fitted_space(runs: list[Run], threshold: float) -> Any:
+    """The pruned space fitted on ``runs`` as they are (untrimmed: the baseline runs, or
+    the run itself; :func:`reveal_lab.pipeline.fit_pruning`); cached by the runs' contents,
+    so runs scored against the same baseline runs fit it once."""
+    from reveal_lab.pipeline._method import fit_pruning
+
+    return fit_pruning(runs, threshold, trim=False)
 
 
 def features_of(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeatures

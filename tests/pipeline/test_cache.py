@@ -126,3 +126,27 @@ def test_policies_that_score_alike_share_scores(tmp_path):
         assert (h2, m2 - m1) == (h1, 2)  # each changed scoring field computed afresh
     for a, b in zip(detect(alike), shared, strict=True):  # uncached
         assert_frame_equal(a, b)
+
+
+def test_space_fitted_on_baseline_runs_is_shared_and_fresh_on_change(tmp_path):
+    """The pruned space fitted on baseline runs: runs scored against the same baseline runs
+    fit it once and read back the same space; another baseline run fits afresh."""
+    from reveal_lab.pipeline._method import fit_pruning
+    from reveal_lab.pipeline._view import fitted_space
+
+    runs = _runs()
+
+    def detect(run, baseline):
+        return detect_run(run, baseline=baseline, preset=get_preset("smoke"), prune=True, trim=False)
+
+    with using_cache(tmp_path):
+        first = detect(runs[0], runs[1:])
+        m0 = cache_stats().get("pruning_misses", 0)
+        again = fitted_space(runs[1:], get_preset("smoke").prune.threshold)
+        assert cache_stats().get("pruning_misses", 0) == m0  # read back
+        changed = Run(runs[2].meta, runs[2].frame.with_columns(pl.col(runs[2].frame.columns[1]) * 2.0), [])
+        fitted_space([runs[1], changed], get_preset("smoke").prune.threshold)
+        assert cache_stats().get("pruning_misses", 0) == m0 + 1
+    plain = fit_pruning(runs[1:], get_preset("smoke").prune.threshold, trim=False)
+    assert (again.selected, again.params) == (plain.selected, plain.params)
+    assert first.config["pruning"]["n_selected"] == len(plain.selected)
