@@ -190,7 +190,7 @@ def add_policy_arguments(
         choices=POLICY_NAMES,
         default="default",
         help="the detection policy the other decision flags start from: default (reveal-lab's) or "
-        "paper (the paper's method exactly: fit on the run itself, the top 1%% per detector, any "
+        "paper (the paper's method: fit on the run itself, the top 1%% per detector, any "
         "detector, no clip, no sentinel rule)",
     )
     wanted = list(by_field) if fields is None else list(fields)

@@ -5,8 +5,8 @@ A :class:`DetectionPolicy` holds the choices as asked, ``"auto"`` or ``None`` wh
 choice depends on what the run comes with; :meth:`DetectionPolicy.resolve` turns them into
 concrete values for a run with ``baseline_runs`` baseline runs and says why
 (:class:`ResolvedPolicy`, printed in ``summary.json`` and the report). Two named policies
-(:data:`POLICIES`): ``paper``, the paper's method exactly, and ``default``, reveal-lab's
-defaults. Window, feature and detector hyper-parameters are not decisions: they stay in
+(:data:`POLICIES`): ``paper``, the paper's method (but for the detectors' outlier fence,
+``docs/METHOD.md``), and ``default``, reveal-lab's defaults. Window, feature and detector hyper-parameters are not decisions: they stay in
 :mod:`reveal_lab.config` presets.
 
 >>> p = get_policy("default")
@@ -377,8 +377,8 @@ class ResolvedPolicy:
         return out
 
 
-#: the named policies: ``paper`` is the paper's method exactly (fit on the run itself, the
-#: top share per detector flagged, any detector, no clip, no sentinel rule, a lab run by its
+#: the named policies: ``paper`` is the paper's method (all but the detectors' outlier fence,
+#: docs/METHOD.md: fit on the run itself, the top share per detector flagged, any detector, no clip, no sentinel rule, a lab run by its
 #: recorded span, the pruned space); ``default`` is reveal-lab's (the fields' defaults)
 POLICIES: dict[str, DetectionPolicy] = {
     "paper": DetectionPolicy(
