@@ -6,8 +6,8 @@ choice depends on what the run comes with; :meth:`DetectionPolicy.resolve` turns
 concrete values for a run with ``baseline_runs`` baseline runs and says why
 (:class:`ResolvedPolicy`, printed in ``summary.json`` and the report). Two named policies
 (:data:`POLICIES`): ``paper``, the paper's method (but for the detectors' outlier fence,
-``docs/METHOD.md``), and ``default``, reveal-lab's defaults. Window, feature and detector hyper-parameters are not decisions: they stay in
-:mod:`reveal_lab.config` presets.
+``docs/METHOD.md``), and ``default``, reveal-lab's defaults. Window, feature and detector
+hyper-parameters are not decisions: they stay in :mod:`reveal_lab.config` presets.
 
 >>> p = get_policy("default")
 >>> r = p.resolve(baseline_runs=0, source="lab")
@@ -378,8 +378,9 @@ class ResolvedPolicy:
 
 
 #: the named policies: ``paper`` is the paper's method (all but the detectors' outlier fence,
-#: docs/METHOD.md: fit on the run itself, the top share per detector flagged, any detector, no clip, no sentinel rule, a lab run by its
-#: recorded span, the pruned space); ``default`` is reveal-lab's (the fields' defaults)
+#: docs/METHOD.md: fit on the run itself, the top share per detector flagged, any detector, no
+#: clip, no sentinel rule, a lab run by its recorded span, the pruned space); ``default`` is
+#: reveal-lab's (the fields' defaults)
 POLICIES: dict[str, DetectionPolicy] = {
     "paper": DetectionPolicy(
         name="paper",
