@@ -1,4 +1,4 @@
-"""An on-disk cache of per-run work (a host's detection view, window features and scores).
+"""An on-disk cache of per-run work (a host's detection view, window features, fits, pruned space and scores).
 
 A reproduction derives, windows and scores the same runs in several notebooks, and a
 run's baseline features once for every other run of its workload. :func:`memoize`
