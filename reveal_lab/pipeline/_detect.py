@@ -31,9 +31,8 @@ from reveal_lab.pipeline._sentinel import (
     sentinel_counters,
     sentinel_evidence,
     sentinel_windows,
-    silent_counters,
 )
-from reveal_lab.pipeline._view import baseline_features, fitted_space
+from reveal_lab.pipeline._view import baseline_features, baseline_silent, fitted_space
 from reveal_lab.telemetry import SUBSYSTEMS, Run, TelemetryError, metric_columns, metric_key
 
 __all__ = ["detect_run", "detect_many"]
@@ -291,7 +290,7 @@ def _sentinel_rule(
         t = time.perf_counter()
         # per-interval counts: a collector's cumulative counters become their differences
         # (``_diff``) as in the detectors' view; lab and public frames hold them already
-        silent = silent_counters([per_interval_counts(b, derive) for b in baseline])
+        silent = baseline_silent(list(baseline), derive)
         counts = {h: per_interval_counts(p, derive) for h, p in parts.items()}
         sentinels = sentinel_counters(counts, silent)
         if rule == "baseline":

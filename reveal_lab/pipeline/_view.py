@@ -15,6 +15,7 @@ from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns,
 
 __all__ = [
     "select_metrics", "detection_view", "features_of", "baseline_features", "baseline_matrix", "fitted_space",
+    "baseline_silent",
 ]
 
 
@@ -80,6 +81,16 @@ def fitted_space(runs: list[Run], threshold: float) -> Any:
     from reveal_lab.pipeline._method import fit_pruning
 
     return fit_pruning(runs, threshold, trim=False)
+
+
+@memoize("silent")
+def baseline_silent(baseline: list[Run], derive: bool) -> set[str]:
+    """The counters silent in every sample of the baseline runs (the sentinel rule's
+    :func:`reveal_lab.pipeline.silent_counters` of their per-interval counts); cached by the
+    runs' contents, so a run detected again in another study reads them back."""
+    from reveal_lab.pipeline._sentinel import per_interval_counts, silent_counters
+
+    return silent_counters([per_interval_counts(b, derive) for b in baseline])
 
 
 def features_of(frame: pl.DataFrame, preset: Preset):  # noqa: ANN202 - WindowFeatures

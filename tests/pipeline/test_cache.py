@@ -182,3 +182,32 @@ def test_self_fit_shared_between_threshold_rules_and_fresh_on_change(tmp_path):
     for p, c in zip(plain, cached, strict=True):
         for a, b in zip(p, c, strict=True):
             assert_frame_equal(a, b)
+
+
+def test_baseline_silent_counters_read_back_and_fresh_on_change(tmp_path):
+    """The sentinel rule's silent counters of baseline runs: read back equal to computing them;
+    a baseline run whose silent counter moves gives a fresh, smaller set."""
+    import datetime as dt
+
+    from reveal_lab.pipeline._sentinel import per_interval_counts, silent_counters
+    from reveal_lab.pipeline._view import baseline_silent
+    from reveal_lab.telemetry import RunMeta
+
+    t = [dt.datetime(2026, 1, 1, 0, 0, s) for s in range(4)]
+
+    def run(i, ofo):
+        f = pl.DataFrame({"timestamp": t, "Nstat_diff:TcpExtTCPOFOQueue.h1[count]": ofo,
+                          "Nstat_diff:TcpInSegs.h1[count]": [5.0, 1.0, 7.0, 2.0]})
+        return Run(RunMeta(run_id=f"b{i}", hosts=("h1",)), f, [])
+
+    base = [run(0, [0.0] * 4), run(1, [0.0] * 4)]
+    plain = silent_counters([per_interval_counts(b, True) for b in base])
+    with using_cache(tmp_path):
+        first = baseline_silent(base, True)
+        m0 = cache_stats().get("silent_misses", 0)
+        back = baseline_silent(base, True)
+        assert cache_stats().get("silent_misses", 0) == m0
+        moved = baseline_silent([base[0], run(1, [0.0, 3.0, 0.0, 0.0])], True)
+        assert cache_stats().get("silent_misses", 0) == m0 + 1
+    assert first == back == plain == {"Nstat_diff:TcpExtTCPOFOQueue"}
+    assert moved == set()
