@@ -114,6 +114,18 @@ def _frame_digest(frame: pl.DataFrame) -> bytes:
     return h.digest()
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _plain(mapping: dict) -> bool:
+    """Every key and value a scalar or a tuple of scalars: its ``repr`` is its whole contents."""
+    for item in mapping.items():
+        for v in item:
+            if not (isinstance(v, _SCALARS) or (isinstance(v, tuple) and all(isinstance(x, _SCALARS) for x in v))):
+                return False
+    return True
+
+
 def _feed(h: Any, value: Any) -> None:
     """Feed ``value``'s contents into the hash ``h`` (type-tagged, recursively)."""
     if isinstance(value, pl.DataFrame):
@@ -124,6 +136,8 @@ def _feed(h: Any, value: Any) -> None:
     elif isinstance(value, np.ndarray):
         h.update(b"A" + str((value.dtype.str, value.shape)).encode())
         h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, dict) and _plain(value):  # e.g. a baseline's {(key, feature): column}
+        h.update(b"d" + repr(list(value.items())).encode())
     elif isinstance(value, dict):
         h.update(b"D%d" % len(value))
         for k in sorted(value, key=repr):

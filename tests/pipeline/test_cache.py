@@ -211,3 +211,20 @@ def test_baseline_silent_counters_read_back_and_fresh_on_change(tmp_path):
         assert cache_stats().get("silent_misses", 0) == m0 + 1
     assert first == back == plain == {"Nstat_diff:TcpExtTCPOFOQueue"}
     assert moved == set()
+
+
+def test_keys_of_mappings_follow_every_entry():
+    """A mapping of plain entries (a baseline's {(metric, feature): column}) and one holding
+    arrays: changing any one entry, or a value deep in an array, gives a new key."""
+    import numpy as np
+
+    cols = {(f"m{i}", f"f{j}"): 10 * i + j for i in range(50) for j in range(5)}
+    moved = dict(cols)
+    moved[("m49", "f4")] = -1
+    renamed = {(k[0], k[1] + "x") if k == ("m0", "f0") else k: v for k, v in cols.items()}
+    assert len({content_key(cols), content_key(moved), content_key(renamed)}) == 3
+    assert content_key(cols) == content_key(dict(cols))
+    big = np.zeros(5000)
+    big2 = big.copy()
+    big2[2500] = 1.0  # hidden in the middle of numpy's abbreviated repr
+    assert content_key({"x": big}) != content_key({"x": big2})
