@@ -121,7 +121,8 @@ def _plain(mapping: dict) -> bool:
     """Every key and value a scalar or a tuple of scalars: its ``repr`` is its whole contents."""
     for item in mapping.items():
         for v in item:
-            if not (isinstance(v, _SCALARS) or (isinstance(v, tuple) and all(isinstance(x, _SCALARS) for x in v))):
+            parts = v if isinstance(v, tuple) else (v,)
+            if not all(isinstance(x, _SCALARS) for x in parts):
                 return False
     return True
 
