@@ -15,7 +15,7 @@ from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns,
 
 __all__ = [
     "select_metrics", "detection_view", "features_of", "baseline_features", "baseline_matrix", "fitted_space",
-    "baseline_silent",
+    "baseline_silent", "single_host_columns",
 ]
 
 
@@ -28,6 +28,17 @@ def select_metrics(columns: Iterable[str], selected: Iterable[str] | Any) -> lis
     """
     sel = set(getattr(selected, "selected", selected))
     return [c for c in columns if c != TIMESTAMP and (c in sel or metric_key(c) in sel)]
+
+
+@memoize("catalogue")
+def single_host_columns(frame: pl.DataFrame) -> tuple[list[str], pl.DataFrame]:
+    """The columns :func:`reveal_lab.derive.detection_view` keeps of ``frame`` and its
+    catalogue of why the others are left out; cached by the frame's contents, so the views of
+    one run (its own, as a baseline run, in another pruned space) judge its columns once."""
+    from reveal_lab.derive import detection_view as single_host_view
+
+    view, cat = single_host_view(frame)
+    return view.columns, cat
 
 
 @memoize("view")
@@ -43,13 +54,13 @@ def detection_view(
     the reasons go to the returned notes), restricted to ``selected`` metrics (column
     names or host-free keys, or a pruning result with ``.selected``)."""
     from reveal_lab.derive import add_derived
-    from reveal_lab.derive import detection_view as single_host_view
 
     notes: list[str] = []
     if derive:
         frame = add_derived(frame)
     full = frame
-    frame, cat = single_host_view(frame)
+    kept, cat = single_host_columns(frame)
+    frame = frame.select(kept)
     if keep_constant:  # baseline runs: "never moved in the baseline" is information
         const = cat.filter(pl.col("reason") == "constant over the run")["column"].to_list()
         frame = full.select(*frame.columns, *const)

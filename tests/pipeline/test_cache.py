@@ -228,3 +228,23 @@ def test_keys_of_mappings_follow_every_entry():
     big2 = big.copy()
     big2[2500] = 1.0  # hidden in the middle of numpy's abbreviated repr
     assert content_key({"x": big}) != content_key({"x": big2})
+
+
+def test_views_of_one_frame_judge_its_columns_once(tmp_path):
+    """A run's views (its own, as a baseline run, in another space) read one catalogue back and
+    equal the views computed without the cache; another frame is judged afresh."""
+    from reveal_lab.pipeline._view import detection_view
+
+    frame = _runs()[0].frame
+    cols = [c for c in frame.columns if c != "timestamp"]
+    calls = [(None, False), (None, True), (cols[:10], False)]
+    plain = [detection_view.uncached(frame, sel, keep_constant=kc) for sel, kc in calls]
+    with using_cache(tmp_path):
+        m0 = cache_stats().get("catalogue_misses", 0)
+        cached = [detection_view(frame, sel, keep_constant=kc) for sel, kc in calls]
+        assert cache_stats().get("catalogue_misses", 0) - m0 == 1
+        detection_view(_runs()[1].frame)
+        assert cache_stats().get("catalogue_misses", 0) - m0 == 2
+    for (fa, na), (fb, nb) in zip(plain, cached, strict=True):
+        assert_frame_equal(fa, fb)
+        assert na == nb
