@@ -10,7 +10,6 @@ import datetime as dt
 import numpy as np
 import polars as pl
 
-from reveal_lab.pipeline import detect_run
 from reveal_lab.pipeline._sentinel import lone_sentinel_windows, quiet_counters
 from reveal_lab.telemetry import Run, RunMeta
 
