@@ -169,7 +169,8 @@ class DetectionPolicy:
         3,953 fault-free windows, 5 to 10 none; 5 finds all 9 packet-loss episodes, 8 finds 6.
     lone_sentinel : a run alone (robust thresholds): a window is anomalous also when a
         counter 0 in at least half of the run's samples moves in 90 % of the window's samples,
-        :func:`past_a_spike` windows in a row.
+        :func:`past_a_spike` windows in a row (per-CPU interrupt counters excepted; the window
+        is named after the rarest counter that fires, and takes its subsystem).
     force_baseline : use a baseline that shares few of the run's metrics or never moves
         (refused otherwise).
     """

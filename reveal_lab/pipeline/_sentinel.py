@@ -8,7 +8,7 @@ packet-loss episode shows in the lossy host's ``TcpExtTCPOFOQueue`` and its send
 ``TcpExtTCPFastRetrans``, both 0 in every fault-free run. :func:`sentinel_counters` lists them
 for ``detect``'s report and ``sentinels.csv``; :func:`sentinel_windows` is the sentinel rule
 (a window where one is non-zero in the detection policy's ``sentinel_samples`` of its samples is
-anomalous; ``benchmarks/sentinel_counters.py`` measures it, ``docs/RESULTS.md`` has the
+anomalous; ``scripts/studies/sentinel_counters.py`` measures it, ``docs/RESULTS.md`` has the
 figures). The collector's own counters (its missed ticks: kind ``instrument``) are never
 sentinels.
 
@@ -16,7 +16,7 @@ A run alone has no baseline to say which counters are silent. :func:`lone_sentin
 the rule's form for it: a counter 0 in at least half of the run's own samples (its calm majority
 is exactly 0, so its robust scale is 0 and the detectors' standard deviation is set by the
 bursts themselves) that moves in at least 90 % of a window's samples, in 4 or more windows in a
-row: the lab's storage bursts, which the detectors miss (``benchmarks/lone_runs.py``). Per-CPU
+row: the lab's storage bursts, which the detectors miss (``scripts/studies/lone_runs.py``). Per-CPU
 interrupt counters are left out of it (:data:`LONE_GENERIC_SOURCES`), and a window where several
 fire is named after the rarest of them, the one quiet in the largest share of the run: on the
 host recordings (``docs/host_recordings.md``) function-call IPIs tick for seconds at a time with
