@@ -39,6 +39,7 @@ EXPECTED: dict[str, str] = {
     "study_cache": "notebook 03's detection with and without the per-run cache",
     "public_scale": "`reproduce --data` on the public-layout proxy at several scales",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
+    "host_recordings": "host recordings of this VM detected alone (`detect RUN`'s defaults, and `watch` live)",
 }
 
 #: the detection studies of ``scripts/studies/`` (results in ``docs/studies/``), with what each measures
@@ -110,6 +111,24 @@ LABELLED_COLS = [
     ("detected_segment_share", "segments detected"),
     ("best_f1_pa", "F1 PA (inflated)"),
 ]
+
+
+def host_recordings_table(data: dict) -> list[str]:
+    """One row per rule of ``benchmarks/host_recordings.py``: recall, fault-free windows flagged,
+    subsystem top-1, and which goals it meets."""
+    names = ("defaults", "min_run_1", "min_run_6", "min_run_8", "live")
+    rules = [k for k in names if isinstance(data.get(k), dict)]
+    if not rules:
+        raise ValueError("no rule's result (defaults, min_run_N, live)")
+    out = ["| rule | recall | fault-free windows flagged | top-1 | goals met |", "|---|---:|---:|---:|---|"]
+    for k in rules:
+        r = data[k]
+        met = ", ".join(g for g, ok in r["goals_met"].items() if ok) or "none"
+        out.append(
+            f"| {k} | {_fmt(r['episode_recall'])} | {_fmt(r['fault_free_flagged'])} of {r['fault_free_windows']} "
+            f"| {_fmt(r['top1_accuracy'])} | {met} |"
+        )
+    return out
 
 
 def labelled_table(data: dict) -> list[str]:
@@ -262,6 +281,7 @@ def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
     ]
     status: list[str] = []
     labelled: list[str] = []
+    hosts: list[str] = []
     machines: dict[str, str] = {}
     for name in list(EXPECTED) + sorted(n for n in found if n not in EXPECTED):
         path, what = found.get(name), EXPECTED.get(name, "")
@@ -273,6 +293,9 @@ def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
             data = _read(path)
             if name.startswith("labelled_"):
                 labelled += [f"**{name}**", "", *labelled_table(data), ""]
+                line = f"ok, {path.name}"
+            elif name == "host_recordings":
+                hosts += [f"**{name}** ({data.get('date', '?')})", "", *host_recordings_table(data), ""]
                 line = f"ok, {path.name}"
             else:
                 speed += speed_rows(name, data)
@@ -305,6 +328,15 @@ def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
             "comparison with published numbers only).",
             "",
             *labelled,
+        ]
+    if hosts:
+        parts += [
+            "## Host recordings detected alone",
+            "",
+            "Not timings: `benchmarks/host_recordings.py` on `data/host` (goals: recall >= 0.9, "
+            "fault-free windows flagged <= 0.02, subsystem top-1 >= 0.8; docs/host_recordings.md).",
+            "",
+            *hosts,
         ]
     if studies:
         parts += [
