@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.attribution import Attribution, attribute
-from reveal_lab.config import DetectConfig, Preset
+from reveal_lab.config import Preset
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
@@ -54,14 +54,6 @@ class ScoreSettings:
             policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
             policy.force_baseline, policy.min_run,
         )
-
-
-@memoize("fit")
-def fitted_on_itself(X: np.ndarray, detect: DetectConfig, clip: float | None) -> DetectorEnsemble:
-    """The default detectors (``detect``'s settings, ``clip``) fitted on a run's own windows
-    ``X``; cached by ``X``'s bytes, so the settings that fit a run on itself and differ only in
-    their thresholds (the paper's top share, the robust rule for a run alone) fit it once."""
-    return DetectorEnsemble(default_detectors(detect, clip=clip)).fit(X)
 
 
 @memoize("score", ignore=("timings",))
@@ -122,7 +114,7 @@ def score_host(
                 f"run {run.run_id!r} host {host!r}: {wf.n_windows} window(s); fitting on the "
                 "run itself needs at least 2 (give --baseline runs or a longer run)"
             )
-        ens = fitted_on_itself(wf.X, preset.detect, policy.z_clip)
+        ens.fit(wf.X)
         result = ens.result_
         if policy.thresholds == "robust":  # against the run's calm majority, not a fixed top share
             n_det = len(result.methods)

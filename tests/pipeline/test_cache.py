@@ -152,38 +152,6 @@ def test_space_fitted_on_baseline_runs_is_shared_and_fresh_on_change(tmp_path):
     assert first.config["pruning"]["n_selected"] == len(plain.selected)
 
 
-def test_self_fit_shared_between_threshold_rules_and_fresh_on_change(tmp_path):
-    """A run fitted on itself: the paper's thresholds and the robust rule read one fit back
-    (detections equal to computing them); other windows or another clip fit afresh."""
-    import numpy as np
-
-    from reveal_lab.pipeline import get_policy
-    from reveal_lab.pipeline._score import fitted_on_itself
-
-    run = _runs()[0]
-
-    def detect(thresholds):
-        policy = get_policy("default", thresholds=thresholds, min_run=1)
-        det = detect_run(run, preset=get_preset("smoke"), policy=policy, prune=False, trim=False)
-        return det.windows, det.evidence
-
-    plain = [detect(t) for t in ("self", "robust")]
-    with using_cache(tmp_path):
-        m0, h0 = cache_stats().get("fit_misses", 0), cache_stats().get("fit_hits", 0)
-        cached = [detect(t) for t in ("self", "robust")]
-        assert (cache_stats().get("fit_misses", 0) - m0, cache_stats().get("fit_hits", 0) - h0) == (1, 1)
-        rng = np.random.default_rng(0)
-        X = rng.normal(size=(40, 6))
-        detect_cfg = get_preset("smoke").detect
-        fitted_on_itself(X, detect_cfg, None)
-        fitted_on_itself(X + 1.0, detect_cfg, None)
-        fitted_on_itself(X, detect_cfg, 3.0)
-        assert cache_stats().get("fit_misses", 0) - m0 == 4
-    for p, c in zip(plain, cached, strict=True):
-        for a, b in zip(p, c, strict=True):
-            assert_frame_equal(a, b)
-
-
 def test_baseline_silent_counters_read_back_and_fresh_on_change(tmp_path):
     """The sentinel rule's silent counters of baseline runs: read back equal to computing them;
     a baseline run whose silent counter moves gives a fresh, smaller set."""
