@@ -5,7 +5,9 @@ dataset's index without loading any (the same selection as
 :func:`reveal_lab.studies.iter_study_runs`), :func:`map_runs` loads each run where it
 runs (here, or on a Dask worker from its :class:`~reveal_lab.scale.RunRef`), applies a
 module-level function that returns a small per-run piece, and gives the pieces back in
-the order of the references. A process holds one run's frame at a time.
+the order of the references. A process holds one run's frame at a time. The map and
+:func:`reveal_lab.scale.scan` run through one engine, :func:`each_run`: a per-run function
+over references, here or on a Dask client with a bounded window of runs in flight.
 
 A run that cannot be loaded or fails in the function is *skipped*, not fatal: the
 result lists it with its file and the error (:attr:`RunMap.skipped`), and
@@ -26,7 +28,7 @@ import atexit
 import contextlib
 import functools
 import sys
-import traceback
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +36,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.scale._tasks import RunRef, _open_dataset, load_ref
+from reveal_lab.scale._tasks import RunDone, RunRef, _open_dataset, attempt, load_ref
 
 __all__ = [
     "SKIPPED_SCHEMA",
@@ -51,6 +53,8 @@ __all__ = [
     "LazyRun",
     "lazy_runs",
     "close_clients",
+    "each_run",
+    "RunsDone",
 ]
 
 SYNTH = "synth"
@@ -150,18 +154,13 @@ def _where(ref: RunRef) -> str:
 
 def _apply(
     ref: RunRef, fn: Callable[..., Any], args: tuple, max_seconds: float | None, fault_free: bool
-) -> tuple[bool, Any]:
-    """Load one run and apply ``fn``: ``(True, piece)`` or ``(False, error text)``.
-    Runs on a Dask worker as it runs here."""
-    try:
-        run = load_study_run(ref, max_seconds)
-        if fault_free and str((run.meta.extra or {}).get("fault") or "none") not in ("", "none"):
-            return True, _Excluded()
-        return True, fn(run, *args)
-    except Exception as exc:  # noqa: BLE001 - reported with the run's file, the map goes on
-        last = traceback.extract_tb(exc.__traceback__)[-1:]
-        at = f" (at {last[0].filename}:{last[0].lineno})" if last else ""
-        return False, f"{type(exc).__name__}: {exc}{at}"
+) -> Any:
+    """A study's per-run function: load one run and apply ``fn`` (an :class:`_Excluded` for a
+    labelled fault under ``fault_free``); an error is kept with the run by the engine."""
+    run = load_study_run(ref, max_seconds)
+    if fault_free and str((run.meta.extra or {}).get("fault") or "none") not in ("", "none"):
+        return _Excluded()
+    return fn(run, *args)
 
 
 _CLIENTS: dict[tuple[int, str], Any] = {}
@@ -204,6 +203,111 @@ def engine_label(workers: int = 0, scheduler: str = "") -> str:
     return f"Dask, {workers} local workers" if workers else "in process"
 
 
+@dataclass
+class RunsDone:
+    """What :func:`each_run` gives back: one :class:`RunDone` per reference, in reference
+    order, and the most runs that were submitted and not yet collected at any moment."""
+
+    done: list[RunDone]
+    peak_in_flight: int = 0
+
+    @property
+    def failed(self) -> list[RunDone]:
+        return [d for d in self.done if not d.ok]
+
+
+def _dead(ref: RunRef, exc: BaseException) -> RunDone:
+    """The record of a run whose task died on Dask (its worker killed, e.g. over its memory limit)."""
+    return RunDone(ref, False, error=f"{type(exc).__name__}: {exc}")
+
+
+def each_run(
+    fn: Callable[..., Any],
+    refs: Sequence[RunRef],
+    *args: Any,
+    per_run: Sequence[tuple] | None = None,
+    client: Any = None,
+    window: int | None = None,
+    progress: bool = True,
+    desc: str = "runs",
+    say_failures: bool = False,
+) -> RunsDone:
+    """The one engine of the per-run work: ``fn(ref, *per_run[i], *args)`` for every
+    reference, each under :func:`~reveal_lab.scale._tasks.attempt`, so a run that fails is
+    kept with its error and the others go on.
+
+    ``client``: ``None`` runs them one after the other in this process; a Dask client runs
+    them on its workers with at most ``window`` tasks in flight (default two per worker
+    thread), a new one submitted as each is collected, so no more than ``window`` runs'
+    results are outstanding. ``fn`` is a module-level function (Dask sends it by reference)
+    that loads its run from the reference and returns a small result. A progress bar over
+    runs (``desc``) is drawn on stderr when ``progress``; ``say_failures`` writes a line for
+    each failed run as it comes. Results come back in the order of ``refs`` on every engine.
+    """
+    from tqdm.auto import tqdm
+
+    refs = list(refs)
+    extra = list(per_run) if per_run is not None else [()] * len(refs)
+    if len(extra) != len(refs):
+        raise ValueError(f"per_run has {len(extra)} entries for {len(refs)} runs")
+    done: list[RunDone | None] = [None] * len(refs)
+    bar = tqdm(
+        total=len(refs), disable=not progress, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True
+    )
+
+    def collect(i: int, d: RunDone) -> None:
+        done[i] = d
+        bar.update(1)
+        if say_failures and not d.ok:
+            bar.write(f"run {d.ref.run_id} failed: {d.error}")
+
+    peak = 1 if refs else 0
+    if client is None:
+        for i, ref in enumerate(refs):
+            collect(i, attempt(fn, ref, (*extra[i], *args)))
+    else:
+        peak = _on_dask(client, fn, refs, extra, args, window, collect)
+    bar.close()
+    return RunsDone([d for d in done if d is not None], peak)
+
+
+def _on_dask(client, fn, refs, extra, args, window, collect) -> int:  # noqa: ANN001
+    """:func:`each_run` on ``client``'s workers, a bounded window of tasks in flight; the
+    most that were in flight at once."""
+    from distributed import as_completed
+
+    limit = max(1, window) if window else max(2, 2 * sum(client.nthreads().values()))
+    pending = iter(range(len(refs)))
+    pos: dict[str, int] = {}
+    batch = uuid.uuid4().hex[:8]
+
+    def submit() -> Any | None:
+        i = next(pending, None)
+        if i is None:
+            return None
+        ref = refs[i]
+        key = f"run-{ref.run_id}-{batch}-{i}"
+        f = client.submit(attempt, fn, ref, (*extra[i], *args), pure=False, key=key)
+        pos[f.key] = i
+        return f
+
+    peak = 0
+    ac = as_completed([f for f in (submit() for _ in range(limit)) if f is not None])
+    for f in ac:
+        peak = max(peak, len(pos))
+        i = pos.pop(f.key)
+        try:
+            d = f.result()
+        except Exception as exc:  # noqa: BLE001 - the task died (its worker lost), the others go on
+            d = _dead(refs[i], exc)
+        f.release()
+        collect(i, d)
+        nxt = submit()
+        if nxt is not None:
+            ac.add(nxt)
+    return peak
+
+
 def map_runs(
     fn: Callable[..., Any],
     refs: Sequence[RunRef],
@@ -216,10 +320,11 @@ def map_runs(
     desc: str | None = None,
     per_run: Sequence[tuple] | None = None,
 ) -> RunMap:
-    """``fn(run, *args)`` for every run of ``refs``: here one after the other (default), or
-    on Dask (``workers``: a local cluster of that many processes; ``scheduler``:
-    ``tcp://HOST:PORT``), with at most two runs per worker in flight. ``fn`` must be a
-    module-level function (Dask sends it by reference) returning a small piece.
+    """``fn(run, *args)`` for every run of ``refs`` through the one engine
+    (:func:`each_run`): here one after the other (default), or on Dask (``workers``: a local
+    cluster of that many processes; ``scheduler``: ``tcp://HOST:PORT``), with at most two
+    runs per worker in flight. ``fn`` must be a module-level function (Dask sends it by
+    reference) returning a small piece.
 
     Pieces come back in the order of ``refs``, the same on every engine; runs that
     fail are listed in :attr:`RunMap.skipped` (run id, file, error) and the map goes on.
@@ -227,61 +332,24 @@ def map_runs(
     and before ``args``.
     A progress bar over runs is drawn on stderr when ``progress``.
     """
-    from tqdm.auto import tqdm
-
     refs = list(refs)
     extra = list(per_run) if per_run is not None else [()] * len(refs)
-    if len(extra) != len(refs):
-        raise ValueError(f"per_run has {len(extra)} entries for {len(refs)} runs")
-    bar = tqdm(
-        total=len(refs),
-        disable=not progress,
+    res = each_run(
+        _apply,
+        refs,
+        per_run=[(fn, (*e, *args), max_seconds, fault_free) for e in extra],
+        client=_client(workers, scheduler) if workers or scheduler else None,
+        progress=progress,
         desc=desc or getattr(fn, "__name__", "runs"),
-        unit="run",
-        file=sys.stderr,
-        dynamic_ncols=True,
     )
-    outcomes: list[tuple[bool, Any]] = [(False, "not run")] * len(refs)
-    if not workers and not scheduler:
-        for i, ref in enumerate(refs):
-            outcomes[i] = _apply(ref, fn, (*extra[i], *args), max_seconds, fault_free)
-            bar.update(1)
-    else:
-        from distributed import as_completed
-
-        client = _client(workers, scheduler)
-        limit = max(2, 2 * sum(client.nthreads().values()))
-        pending = iter(range(len(refs)))
-        pos: dict[str, int] = {}
-
-        def submit() -> Any | None:
-            i = next(pending, None)
-            if i is None:
-                return None
-            f = client.submit(_apply, refs[i], fn, (*extra[i], *args), max_seconds, fault_free, pure=False)
-            pos[f.key] = i
-            return f
-
-        ac = as_completed([f for f in (submit() for _ in range(limit)) if f is not None])
-        for f in ac:
-            i = pos.pop(f.key)
-            try:
-                outcomes[i] = f.result()
-            except Exception as exc:  # noqa: BLE001 - a worker lost (e.g. over its memory limit)
-                outcomes[i] = (False, f"{type(exc).__name__}: {exc}")
-            f.release()
-            bar.update(1)
-            nxt = submit()
-            if nxt is not None:
-                ac.add(nxt)
-    bar.close()
     pieces, ids, skipped = [], [], []
-    for ref, (ok, value) in zip(refs, outcomes, strict=True):
-        if not ok:
-            skipped.append({"run_id": ref.run_id, "file": _where(ref), "error": str(value)})
-        elif not isinstance(value, _Excluded):
-            pieces.append(value)
-            ids.append(ref.run_id)
+    for d in res.done:
+        if not d.ok:
+            error = f"{d.error} (at {d.at})" if d.at else str(d.error)
+            skipped.append({"run_id": d.ref.run_id, "file": _where(d.ref), "error": error})
+        elif not isinstance(d.value, _Excluded):
+            pieces.append(d.value)
+            ids.append(d.ref.run_id)
     return RunMap(pieces, ids, pl.DataFrame(skipped, schema=SKIPPED_SCHEMA))
 
 

@@ -1,16 +1,18 @@
 """Per-run work over a whole dataset, on Dask (or in this process, for comparison).
 
-The client builds a list of :class:`RunRef` from the dataset index and keeps at most
-``max_in_flight`` of them submitted at a time (``as_completed`` with a window), so
-neither the scheduler nor the client ever holds more than a window of results, and
-each worker holds one run at a time (one thread per worker process).
+The client builds a list of :class:`RunRef` from the dataset index and runs the per-run
+function :func:`~reveal_lab.scale._tasks.run_task` over it through the engine the studies'
+:func:`~reveal_lab.scale.map_runs` goes through (:func:`~reveal_lab.scale._engine.each_run`):
+on Dask it keeps at most ``max_in_flight`` runs submitted at a time, so neither the
+scheduler nor the client ever holds more than a window of results, and each worker holds
+one run at a time (one thread per worker process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,8 +22,18 @@ from typing import Any
 import polars as pl
 
 from reveal_lab.scale._cluster import dashboard_note, dask_client
+from reveal_lab.scale._engine import each_run
 from reveal_lab.scale._studies import run_studies
-from reveal_lab.scale._tasks import INPROCESS, RunOutcome, RunRef, RunResult, detect_task, execute, run_refs
+from reveal_lab.scale._tasks import (
+    INPROCESS,
+    RunOutcome,
+    RunRef,
+    RunResult,
+    detect_task,
+    outcome_of,
+    run_task,
+    run_refs,
+)
 
 __all__ = ["ScanResult", "scan", "run_refs", "INPROCESS"]
 
@@ -130,63 +142,6 @@ class ScanResult:
         return out
 
 
-def _bounded(client, ref_list, job, window, outcomes, progress):  # noqa: ANN001, ANN202
-    """Run ``execute(ref, *job)`` for every run on ``client`` with at most ``window`` tasks in
-    flight (a new one submitted as each finishes), into ``outcomes``; a task that died (its
-    worker killed, e.g. over its memory limit) is a failed outcome. The largest number in
-    flight."""
-    from distributed import as_completed
-
-    task, kwargs, loader = job
-    peak = 0
-    pending = iter(ref_list)
-    by_key: dict[str, RunRef] = {}
-
-    def submit_next() -> Any | None:
-        ref = next(pending, None)
-        if ref is None:
-            return None
-        fut = client.submit(
-            execute, ref, task, kwargs, loader, pure=False, key=f"run-{ref.run_id}-{len(by_key)}"
-        )
-        by_key[fut.key] = ref
-        return fut
-
-    first = [f for f in (submit_next() for _ in range(window)) if f is not None]
-    bar = _progress(len(ref_list), progress, "scan")
-    ac = as_completed(first)
-    for fut in ac:
-        peak = max(peak, len(by_key))
-        ref = by_key.pop(fut.key)
-        if fut.status == "finished":
-            outcome = fut.result()
-        else:  # the task itself died (worker killed, e.g. over its memory limit)
-            exc = fut.exception()
-            outcome = RunOutcome(
-                ref.run_id,
-                False,
-                error=f"{type(exc).__name__}: {exc}",
-                archive=ref.archive,
-                member=ref.member,
-            )
-        outcomes[ref.run_id] = outcome
-        fut.release()
-        bar.update(1)
-        if not outcome.ok:
-            bar.write(f"run {ref.run_id} failed: {outcome.error}")
-        nxt = submit_next()
-        if nxt is not None:
-            ac.add(nxt)
-    bar.close()
-    return peak
-
-
-def _progress(total: int, enabled: bool, desc: str) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True)
-
-
 def scan(
     data: Any,
     *,
@@ -232,41 +187,43 @@ def scan(
     if refs is None and data is None:
         raise ValueError("scan needs a dataset (data=) or run references (refs=)")
     ref_list = list(refs) if refs is not None else run_refs(data, filters, run_ids)
-    kwargs = dict(task_kwargs or {})
+    job = (task, dict(task_kwargs or {}), loader)
     t0 = time.perf_counter()
-    outcomes: dict[str, RunOutcome] = {}
-    if scheduler == INPROCESS:
-        bar = _progress(len(ref_list), progress, "scan (in-process)")
-        for ref in ref_list:
-            outcomes[ref.run_id] = execute(ref, task, kwargs, loader)
-            bar.update(1)
-        bar.close()
-        result = ScanResult([outcomes[r.run_id] for r in ref_list], time.perf_counter() - t0, 1, INPROCESS)
-        if studies:
-            result.studies = run_studies(
-                data, studies, scheduler=INPROCESS, refs=ref_list, **dict(studies_kwargs or {})
-            )
-        return result
-
-    with dask_client(scheduler, n_workers=n_workers, memory_limit=memory_limit, quiet=True) as client:
-        info = client.scheduler_info()
-        workers = info.get("workers", {})
-        threads = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
-        say(f"Dask: {len(workers)} worker(s), {threads} thread(s); {len(ref_list)} run(s)")
-        note = dashboard_note(client)
-        say(note)
-        window = max(1, max_in_flight or 2 * threads)
-        peak = _bounded(client, ref_list, (task, kwargs, loader), window, outcomes, progress)
+    here = scheduler == INPROCESS
+    session = (
+        contextlib.nullcontext(None)
+        if here
+        else dask_client(scheduler, n_workers=n_workers, memory_limit=memory_limit, quiet=True)
+    )
+    with session as client:
+        n, note = 1, None
+        if client is not None:
+            workers = client.scheduler_info().get("workers", {})
+            threads = sum(int(w.get("nthreads", 1)) for w in workers.values()) or 1
+            say(f"Dask: {len(workers)} worker(s), {threads} thread(s); {len(ref_list)} run(s)")
+            n, note = len(workers), dashboard_note(client)
+            say(note)
+        done = each_run(
+            run_task,
+            ref_list,
+            *job,
+            client=client,
+            window=max_in_flight,
+            progress=progress,
+            desc="scan (in-process)" if here else "scan",
+            say_failures=True,
+        )
         result = ScanResult(
-            [outcomes[r.run_id] for r in ref_list],
+            [outcome_of(d) for d in done.done],
             time.perf_counter() - t0,
-            len(workers),
-            "dask",
-            peak_in_flight=peak,
+            n,
+            INPROCESS if here else "dask",
+            peak_in_flight=done.peak_in_flight,
             dashboard=note,
         )
         if studies:
             result.studies = run_studies(
-                data, studies, scheduler=client, refs=ref_list, **dict(studies_kwargs or {})
+                data, studies, scheduler=INPROCESS if here else client, refs=ref_list,
+                **dict(studies_kwargs or {}),
             )
     return result

@@ -26,6 +26,10 @@ __all__ = [
     "RunRef",
     "RunOutcome",
     "RunResult",
+    "RunDone",
+    "attempt",
+    "run_task",
+    "outcome_of",
     "detect_task",
     "execute",
     "load_ref",
@@ -67,6 +71,9 @@ class RunOutcome:
     archive: str | None = None
     member: str | None = None
 
+
+#: ``loader(ref) -> Run``: how a worker loads the run a reference points at
+Loader = Callable[[RunRef], Any]
 
 #: ``scheduler=INPROCESS`` runs the same per-run function serially in this process
 INPROCESS = "inprocess"
@@ -124,49 +131,88 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+@dataclass
+class RunDone:
+    """One run through the engine (:func:`reveal_lab.scale._engine.each_run`): the value of
+    its per-run function, or the error that stopped it, and what it took where it ran."""
+
+    ref: RunRef
+    ok: bool
+    value: Any = None
+    #: ``Type: message`` of the exception (or of the task's death on Dask)
+    error: str | None = None
+    #: ``file:line`` of the error's innermost frame
+    at: str | None = None
+    traceback: str | None = None
+    seconds: float = 0.0
+    worker: str | None = None
+    peak_rss_mb: float | None = None
+
+
+def attempt(fn: Callable[..., Any], ref: RunRef, args: tuple = ()) -> RunDone:
+    """``fn(ref, *args)`` as one guarded run: any exception becomes a failed :class:`RunDone`
+    with the run, the error and its traceback. The engine runs exactly this, in this process
+    or on a Dask worker."""
+    t0 = time.perf_counter()
+    where = f"{os.uname().nodename}:{os.getpid()}"
+    try:
+        value = fn(ref, *args)
+    except Exception as exc:  # noqa: BLE001 - kept with its run, the others go on
+        last = traceback.extract_tb(exc.__traceback__)[-1:]
+        return RunDone(
+            ref,
+            False,
+            error=f"{type(exc).__name__}: {exc}",
+            at=f"{last[0].filename}:{last[0].lineno}" if last else None,
+            traceback=traceback.format_exc(),
+            seconds=time.perf_counter() - t0,
+            worker=where,
+            peak_rss_mb=_peak_rss_mb(),
+        )
+    seconds = time.perf_counter() - t0
+    return RunDone(ref, True, value, seconds=seconds, worker=where, peak_rss_mb=_peak_rss_mb())
+
+
+def run_task(
+    ref: RunRef, task: Callable[..., RunResult], task_kwargs: dict[str, Any] | None, loader: Loader | None
+) -> RunResult:
+    """Scan's per-run function: load ``ref`` (with ``loader``, default :func:`load_ref`) and
+    apply ``task``; the evidence rows carry the run id."""
+    res = task((loader or load_ref)(ref), **(task_kwargs or {}))
+    ev = res.evidence
+    if ev is not None and "run_id" not in ev.columns:
+        ev = ev.select(pl.lit(ref.run_id).alias("run_id"), pl.all())
+    return RunResult(res.summary, ev)
+
+
+def outcome_of(done: RunDone) -> RunOutcome:
+    """A scan's :class:`RunOutcome` of one run of :func:`run_task` through the engine."""
+    res = done.value if done.ok else None
+    return RunOutcome(
+        done.ref.run_id,
+        done.ok,
+        summary=res.summary if res is not None else {},
+        evidence=res.evidence if res is not None else None,
+        error=done.error,
+        traceback=done.traceback,
+        seconds=done.seconds,
+        worker=done.worker,
+        peak_rss_mb=done.peak_rss_mb,
+        archive=done.ref.archive,
+        member=done.ref.member,
+    )
+
+
 def execute(
     ref: RunRef,
     task: Callable[..., RunResult],
     task_kwargs: dict[str, Any] | None = None,
     loader: Callable[[RunRef], Any] | None = None,
 ) -> RunOutcome:
-    """Load ``ref`` (with ``loader``, default :func:`load_ref`) and apply ``task``; any
-    exception becomes a failed :class:`RunOutcome`.
-
-    This is the function submitted to Dask (and called directly by the in-process
-    backend), so both paths run exactly the same code.
-    """
-    t0 = time.perf_counter()
-    where = f"{os.uname().nodename}:{os.getpid()}"
-    try:
-        run = (loader or load_ref)(ref)
-        res = task(run, **(task_kwargs or {}))
-        ev = res.evidence
-        if ev is not None and "run_id" not in ev.columns:
-            ev = ev.select(pl.lit(ref.run_id).alias("run_id"), pl.all())
-        return RunOutcome(
-            ref.run_id,
-            True,
-            summary=res.summary,
-            evidence=ev,
-            seconds=time.perf_counter() - t0,
-            worker=where,
-            peak_rss_mb=_peak_rss_mb(),
-            archive=ref.archive,
-            member=ref.member,
-        )
-    except Exception as exc:  # noqa: BLE001 - reported per run, the scan goes on
-        return RunOutcome(
-            ref.run_id,
-            False,
-            error=f"{type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-            seconds=time.perf_counter() - t0,
-            worker=where,
-            peak_rss_mb=_peak_rss_mb(),
-            archive=ref.archive,
-            member=ref.member,
-        )
+    """One run of scan's per-run work here: :func:`run_task` under the engine's guard
+    (:func:`attempt`), so any exception becomes a failed :class:`RunOutcome`. ``scan`` runs
+    the same two functions per run, in this process or on a Dask worker."""
+    return outcome_of(attempt(run_task, ref, (task, task_kwargs, loader)))
 
 
 def summarize_detection(run: Any, det: Any) -> RunResult:
