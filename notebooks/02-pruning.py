@@ -35,7 +35,7 @@ max_seconds = 0.0
 thresholds = "0.3,0.4,0.5,0.6,0.7,0.8,0.9,0.95"
 threshold = 0.5  # the threshold of the diagnostic space (the paper: 0.5)
 method = "complete"  # complete linkage, or connected components
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
@@ -52,38 +52,52 @@ from reveal_lab.telemetry import TelemetryWarning
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 # per run and host: the correlation matrix and variances of its metrics, as recorded and as the
-# pruned space is fitted (trimmed, derived metrics added); summed per workload
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform)
-mapped = scale.map_runs(studies.pruning_piece, refs, max_seconds=max_seconds, workers=workers,
-                        scheduler=scheduler, desc="02 pruning")
-scale.record_skipped(out_dir, "02-pruning", mapped.skipped)
-result, space = studies.reduce_pruning(mapped.pieces, threshold, method=method)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
-      f"{mapped.skipped.height} skipped")
-curve = pruning.pruning_curve({}, [float(t) for t in studies.parse_list(thresholds)], method=method,
-                              spaces=result.spaces)
+# pruned space is fitted (trimmed, derived metrics added); summed per workload. Each platform of the
+# data apart (its own channels), a map + reduce each
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs)
+parts, skipped = {}, []
+for section, refs in sections.items():
+    mapped = scale.map_runs(studies.pruning_piece, refs, max_seconds=max_seconds, workers=workers,
+                            scheduler=scheduler, desc=f"02 pruning ({section})")
+    skipped.append(mapped.skipped)
+    parts[section] = studies.reduce_pruning(mapped.pieces, threshold, method=method)
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs),
+                            "every selected run; the pruned space is fitted on the fault-free ones"),
+          f"({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+scale.record_skipped(out_dir, "02-pruning", pl.concat(skipped))
+curves = {s: pruning.pruning_curve({}, [float(t) for t in studies.parse_list(thresholds)], method=method,
+                                   spaces=result.spaces) for s, (result, _) in parts.items()}
+curve = studies.by_platform(curves)
 studies.save_table(curve, out_dir, "fig4_pruning_curve")
 curve.filter(pl.col("workload") == "all") if "all" in curve["workload"] else curve
 
 # %%
-fig = plots.plot_pruning_curve(curve)
-plots.save_figure(fig, out_dir, "fig4_pruning_curve")
-fig
+for section, c in curves.items():
+    fig = plots.plot_pruning_curve(c)
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "fig4_pruning_curve", section, sections))
+    display(fig)  # noqa: F821 - IPython's
 
 # %%
-kept = (result.clusters.filter(pl.col("is_representative"))
+kept = studies.by_platform({
+    s: (result.clusters.filter(pl.col("is_representative"))
         .group_by("key", "subsystem").agg(pl.col("workload").n_unique().alias("n_workloads"))
         .sort("subsystem", "n_workloads", "key", descending=[False, True, False]))
+    for s, (result, _) in parts.items()})
 studies.save_table(kept, out_dir, "pruning_selected")
-studies.save_table(studies.correlation_groups(result.spaces), out_dir, "pruning_correlation_groups")
-f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space"
+studies.save_table(studies.by_platform({s: studies.correlation_groups(result.spaces) for s, (result, _) in
+                                        parts.items()}), out_dir, "pruning_correlation_groups")
+{s: f"threshold {threshold}: {len(result.union)} metrics in the diagnostic space" for s, (result, _) in
+ parts.items()}
 
 # %% [markdown]
 # The diagnostic space every later study scores (03-09): pruned at `threshold` on the
 # fault-free runs only, each trimmed to its workload span and with its derived metrics,
-# saved as `pruning.json` in the output folder with its parameters.
+# saved as `pruning.json` in the output folder with its parameters (one per platform,
+# `pruning--PLATFORM.json`, when the data has several: each platform's studies score in its own).
 
 # %%
-pipeline.save_pruning(space, Path(out_dir) / "pruning.json")
-f"pruning.json: {len(space.selected)} metrics, fitted on {len(space.params['fitted_on'])} fault-free runs"
+for section, (_, space) in parts.items():
+    pipeline.save_pruning(space, Path(out_dir) / studies.section_file("pruning.json", section, sections))
+    print(f"{studies.section_file('pruning.json', section, sections)}: {len(space.selected)} metrics, "
+          f"fitted on {len(space.params['fitted_on'])} fault-free runs")

@@ -24,7 +24,8 @@
 # paper's method (each run fitted on itself, the top 1 % per detector flagged, any detector,
 # no clip, no sentinel rule), and `default`, reveal-lab's (fitted on the workload's other
 # fault-free runs with calibrated thresholds where there are two or more). Every table has a
-# `policy` column saying which setting made each row; the figures show the first setting.
+# `policy` column saying which setting made each row; the figures show the first setting. Each
+# platform of the data is detected apart (rows: `platform`; figures: `NAME--PLATFORM`).
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -41,7 +42,7 @@ policies = "paper,default"  # detection settings (studies.SETTINGS), comma-separ
 min_agreement = 0  # detectors that must agree under the default setting; 0: its own (2 calibrated, else 1)
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
@@ -57,26 +58,44 @@ from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform)
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-space = scale.study_space(refs, out_dir, prune=pruning, **engine)
 settings = studies.parse_list(policies)
-# per run: detected where it is loaded, with its workload's other fault-free runs as its baseline
-detections, mapped = scale.detect_runs(
-    refs, {p: {"trim": trim, **studies.setting_arguments(p, min_agreement=min_agreement)} for p in settings},
-    preset=preset, window_s=window_s, stride_s=stride_s, pruning=space, **engine)
-scale.record_skipped(out_dir, "03-detection", mapped.skipped)
-windows, evidence = detections[settings[0]]
-{p: f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), {w.height} windows, "
-    f"{int(w['anomalous'].sum())} anomalous" for p, (w, _) in detections.items()}
+# each platform of the data apart, in its own pruned space (one platform: every run together); per run:
+# detected where it is loaded, with its workload's other fault-free runs as its baseline
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs)
+parts, skipped = {}, []
+for section, refs in sections.items():
+    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
+    detections, mapped = scale.detect_runs(
+        refs, {p: {"trim": trim, **studies.setting_arguments(p, min_agreement=min_agreement)} for p in settings},
+        preset=preset, window_s=window_s, stride_s=stride_s, pruning=space, **engine)
+    skipped.append(mapped.skipped)
+    parts[section] = (detections, {f["run_id"]: f["fault"] for f in mapped.pieces})
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run; the baseline of a "
+                            "run: its workload's other fault-free runs on the same hosts"),
+          f"({scale.engine_label(workers, scheduler)})")
+    for p, (w, _) in detections.items():
+        print(f"  {p}: {w.height} windows, {int(w['anomalous'].sum())} anomalous")
+scale.record_skipped(out_dir, "03-detection", pl.concat(skipped))
+
+
+def per_section(table) -> pl.DataFrame:  # noqa: ANN001 - table(detections, faults) of one section
+    return studies.by_platform({s: table(d, f) for s, (d, f) in parts.items()})
+
+
+def save_figures(name: str, draw) -> object:  # noqa: ANN001 - draw(windows of the first setting)
+    for section, (d, _) in parts.items():
+        fig = draw(d[settings[0]][0])
+        plots.save_figure(fig, out_dir, studies.section_figure(out_dir, name, section, sections))
+        display(fig)  # noqa: F821 - IPython's
+
 
 # %%
-counts = studies.policy_table({p: studies.detector_window_counts(w) for p, (w, _) in detections.items()})
+counts = per_section(lambda d, _: studies.policy_table({p: studies.detector_window_counts(w)
+                                                        for p, (w, _) in d.items()}))
 studies.save_table(counts, out_dir, "fig2_detector_windows")
-fig = plots.plot_detector_windows(studies.detector_window_counts(windows))
-plots.save_figure(fig, out_dir, "fig2_detector_windows")
-fig
+save_figures("fig2_detector_windows", lambda w: plots.plot_detector_windows(studies.detector_window_counts(w)))
 
 # %% [markdown]
 # Fig. 2 as in the paper: per run and host, the windows each detector flags along the run,
@@ -84,22 +103,24 @@ fig
 
 # %%
 labels_csv = Path(str(studies.resolve_data(data))) / "labels.csv"
-timelines = studies.flag_timelines(windows)
-episodes = studies.labelled_episodes(read_labels(labels_csv) if labels_csv.exists() else pl.DataFrame(),
-                                     timelines["run"].unique().to_list())
-fig = plots.plot_flag_timelines(timelines, episodes)
-plots.save_figure(fig, out_dir, "fig2_flag_timelines")
-fig
+labels = read_labels(labels_csv) if labels_csv.exists() else pl.DataFrame()
+
+
+def flag_figure(windows: pl.DataFrame) -> object:
+    timelines = studies.flag_timelines(windows)
+    return plots.plot_flag_timelines(timelines, studies.labelled_episodes(labels, timelines["run"].unique().to_list()))
+
+
+save_figures("fig2_flag_timelines", flag_figure)
 
 # %%
-causes = studies.policy_table({p: studies.causes_per_window(w) for p, (w, _) in detections.items()})
+causes = per_section(lambda d, _: studies.policy_table({p: studies.causes_per_window(w) for p, (w, _) in d.items()}))
 studies.save_table(causes, out_dir, "fig3_causes_per_window")
-fig = plots.plot_causes_per_window(studies.causes_per_window(windows))
-plots.save_figure(fig, out_dir, "fig3_causes_per_window")
-fig
+save_figures("fig3_causes_per_window", lambda w: plots.plot_causes_per_window(studies.causes_per_window(w)))
 
 # %%
-table4 = studies.policy_table({p: studies.detection_summary(w, e) for p, (w, e) in detections.items()})
+table4 = per_section(lambda d, _: studies.policy_table({p: studies.detection_summary(w, e)
+                                                        for p, (w, e) in d.items()}))
 studies.save_table(table4, out_dir, "table4_detection_summary")
 table4
 
@@ -110,12 +131,13 @@ table4
 # anomalous windows (the seconds §5.6 and §6 quote).
 
 # %%
-by_subsystem = studies.policy_table({p: studies.evidence_by_subsystem(e) for p, (_, e) in detections.items()})
+by_subsystem = per_section(lambda d, _: studies.policy_table({p: studies.evidence_by_subsystem(e)
+                                                              for p, (_, e) in d.items()}))
 studies.save_table(by_subsystem, out_dir, "evidence_by_subsystem")
-report4 = studies.policy_table({p: studies.paper_table4(e, max_rows=20, agreement_at_least=min_agreement)
-                                for p, (_, e) in detections.items()})
+report4 = per_section(lambda d, _: studies.policy_table({
+    p: studies.paper_table4(e, max_rows=20, agreement_at_least=min_agreement) for p, (_, e) in d.items()}))
 studies.save_table(report4, out_dir, "table4_anomaly_report")
-faults = {f["run_id"]: f["fault"] for f in mapped.pieces}
-seconds = studies.policy_table({p: studies.anomalous_time(w, e, faults) for p, (w, e) in detections.items()})
+seconds = per_section(lambda d, faults: studies.policy_table({p: studies.anomalous_time(w, e, faults)
+                                                              for p, (w, e) in d.items()}))
 studies.save_table(seconds, out_dir, "anomalous_time")
 report4

@@ -24,7 +24,8 @@
 # setting also touches) and by length (share of the reference's anomalous time covered).
 # Each run is detected alone in each detection setting (`policies`: `paper`, the paper's
 # method; `default`, reveal-lab's for a run alone); the tables have a `policy` column and
-# Fig. 6 shows the first setting.
+# Fig. 6 shows the first setting. Each platform of the data is studied apart (rows: `platform`;
+# figures: `NAME--PLATFORM`).
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -41,12 +42,14 @@ min_agreement = 0  # detectors that must agree under the default setting; 0: its
 timeline_runs = 4  # runs shown in Fig. 6
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
+
+import polars as pl
 
 from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
@@ -54,27 +57,35 @@ from reveal_lab.telemetry import TelemetryWarning
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 grans = [tuple(float(x) for x in g.split("/")) for g in studies.parse_list(granularities)]
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform)
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-space = scale.study_space(refs, out_dir, prune=pruning, **engine)
 settings = studies.parse_list(policies)
-# per run: its merged anomalous intervals at every granularity and setting, detected alone
-mapped = scale.map_runs(studies.granularity_piece, refs, grans, settings, preset, space, trim, min_agreement,
-                        desc="04 granularity", **engine)
-scale.record_skipped(out_dir, "04-window-granularity", mapped.skipped)
-intervals = studies.reduce_granularity(mapped.pieces, settings)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
-      f"{mapped.skipped.height} skipped")
-comparison = {p: studies.granularity_comparison(iv) for p, iv in intervals.items()}
-studies.save_table(studies.policy_table(comparison), out_dir, "granularity_per_run")
+# each platform of the data apart, in its own pruned space (one platform: every run together); per run:
+# its merged anomalous intervals at every granularity and setting, detected alone
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs)
+parts, skipped = {}, []
+for section, refs in sections.items():
+    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
+    mapped = scale.map_runs(studies.granularity_piece, refs, grans, settings, preset, space, trim, min_agreement,
+                            desc=f"04 granularity ({section})", **engine)
+    skipped.append(mapped.skipped)
+    parts[section] = studies.reduce_granularity(mapped.pieces, settings)
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run, each detected alone"),
+          f"({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+scale.record_skipped(out_dir, "04-window-granularity", pl.concat(skipped))
+comparison = {s: {p: studies.granularity_comparison(iv) for p, iv in intervals.items()}
+              for s, intervals in parts.items()}
+studies.save_table(studies.by_platform({s: studies.policy_table(c) for s, c in comparison.items()}), out_dir,
+                   "granularity_per_run")
 
 # %%
-table2 = studies.policy_table({p: studies.granularity_table(c) for p, c in comparison.items()})
+table2 = studies.by_platform({s: studies.policy_table({p: studies.granularity_table(c) for p, c in cs.items()})
+                              for s, cs in comparison.items()})
 studies.save_table(table2, out_dir, "table2_window_granularity")
 table2
 
 # %%
-fig = plots.plot_granularity_timelines(intervals[settings[0]], max_runs=timeline_runs)
-plots.save_figure(fig, out_dir, "fig6_granularity_timelines")
-fig
+for section, intervals in parts.items():
+    fig = plots.plot_granularity_timelines(intervals[settings[0]], max_runs=timeline_runs)
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "fig6_granularity_timelines", section, sections))
+    display(fig)  # noqa: F821 - IPython's

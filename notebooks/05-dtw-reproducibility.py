@@ -24,7 +24,8 @@
 # optional Sakoe–Chiba radius `band`) of each run to its workload's median trace (leave-one-out)
 # and to every other workload's median trace, and test the pairs with a two-sided Wilcoxon
 # signed-rank test. The paper reports 99.75 % of workload–metric pairs with p < 0.05.
-# See `reveal_lab.studies._dtw` for the exact pairing.
+# See `reveal_lab.studies._dtw` for the exact pairing. Each platform of the data is studied apart
+# (rows: `platform`; figures: `NAME--PLATFORM`).
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -42,33 +43,44 @@ length = 256  # resampled trace length
 band = 0  # Sakoe-Chiba radius in samples of the resampled traces; 0: unconstrained
 pairing = "auto"  # run, run_x_workload, or auto (run where a workload has 6+ runs); see the module
 alpha = 0.05
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
 # %%
 import warnings
 
+import polars as pl
+
 from reveal_lab import plots, scale, studies
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-# per run: each metric's trace z-normalized and resampled to `length`; the test runs on those
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform, fault_free=fault_free)
-mapped = scale.map_runs(studies.dtw_piece, refs, by_phase, length, max_seconds=max_seconds,
-                        fault_free=fault_free, workers=workers, scheduler=scheduler, desc="05 DTW traces")
-scale.record_skipped(out_dir, "05-dtw-reproducibility", mapped.skipped)
-traces = studies.reduce_dtw(mapped.pieces, metrics=studies.parse_list(metrics),
-                            max_metrics=max_metrics or None)
-result = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha, pairing=pairing,
-                                     prepared=True)
-print(f"{len(mapped.run_ids)} runs ({scale.engine_label(workers, scheduler)}), "
-      f"{mapped.skipped.height} skipped")
-studies.save_table(result.pairs, out_dir, "dtw_pairs")
-studies.save_table(result.by_metric, out_dir, "dtw_by_metric")
-summary = result.summary()
+# per run: each metric's trace z-normalized and resampled to `length`; the test runs on those.
+# Each platform of the data apart (one platform: every run together), a map + reduce each
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs, fault_free=fault_free)
+parts, skipped = {}, []
+rule = ("fault-free runs; " if fault_free else "") + {
+    "auto": "tested per run where a workload has 6+ runs, per (run, other workload) pair elsewhere",
+    "run": "tested per run: a workload-metric pair needs 6+ runs",
+    "run_x_workload": "tested per (run, other workload) pair"}.get(pairing, pairing)
+for section, refs in sections.items():
+    mapped = scale.map_runs(studies.dtw_piece, refs, by_phase, length, max_seconds=max_seconds,
+                            fault_free=fault_free, workers=workers, scheduler=scheduler,
+                            desc=f"05 DTW traces ({section})")
+    skipped.append(mapped.skipped)
+    traces = studies.reduce_dtw(mapped.pieces, metrics=studies.parse_list(metrics),
+                                max_metrics=max_metrics or None)
+    parts[section] = studies.dtw_reproducibility(traces, length=length, window=band or None, alpha=alpha,
+                                                 pairing=pairing, prepared=True)
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs), rule),
+          f"({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
+scale.record_skipped(out_dir, "05-dtw-reproducibility", pl.concat(skipped))
+studies.save_table(studies.by_platform({s: r.pairs for s, r in parts.items()}), out_dir, "dtw_pairs")
+studies.save_table(studies.by_platform({s: r.by_metric for s, r in parts.items()}), out_dir, "dtw_by_metric")
+summary = studies.by_platform({s: r.summary() for s, r in parts.items()})
 studies.save_table(summary, out_dir, "dtw_summary")
 summary
 
@@ -88,6 +100,7 @@ summary
 # zeros, used to come back as `inf` from dtaidistance's default pruning).
 
 # %%
-fig = plots.plot_dtw_distances(result.distances, result.pairs, alpha=alpha)
-plots.save_figure(fig, out_dir, "dtw_distances")
-fig
+for section, result in parts.items():
+    fig = plots.plot_dtw_distances(result.distances, result.pairs, alpha=alpha)
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "dtw_distances", section, sections))
+    display(fig)  # noqa: F821 - IPython's

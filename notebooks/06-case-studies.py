@@ -23,6 +23,7 @@
 # with the cluster median (`reveal_lab.crosshost.deviation`, static metrics such as
 # HugePages included). On the bundled lab dataset the lab's own case studies follow:
 # packet-loss retransmissions vs CPU/IRQ pressure, a storage burst, and a CPU-quota host.
+# Each platform of the data is studied apart (rows: `platform`; figures: `NAME--PLATFORM`).
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -39,7 +40,7 @@ lab_cases = True  # run the lab dataset's case studies when the data has meta_la
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 policy = "paper"  # detection setting of Fig. 7/8 (studies.SETTINGS): paper, the paper's method; default, ours
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
@@ -54,36 +55,43 @@ from reveal_lab.telemetry import TelemetryError, TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform)
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-space = scale.study_space(refs, out_dir, prune=pruning, **engine)
-detections, mapped = scale.detect_runs(refs, {policy: {"trim": trim, **studies.setting_arguments(policy)}},
-                                       preset=preset, pruning=space, **engine)
-scale.record_skipped(out_dir, "06-case-studies", mapped.skipped)
-windows, evidence = detections[policy]
-runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
-by_id = {r.meta.run_id: r for r in runs}
-top = studies.top_windows(evidence, 2, agreement_at_least=min_agreement)
-top
+# each platform of the data apart, in its own pruned space (one platform: every run together)
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs)
+parts, skipped = {}, []
+for section, refs in sections.items():
+    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
+    detections, mapped = scale.detect_runs(refs, {policy: {"trim": trim, **studies.setting_arguments(policy)}},
+                                           preset=preset, pruning=space, **engine)
+    skipped.append(mapped.skipped)
+    runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
+    parts[section] = (runs, studies.top_windows(detections[policy][1], 2, agreement_at_least=min_agreement))
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run, detected as in 03"),
+          f"({scale.engine_label(workers, scheduler)})")
+scale.record_skipped(out_dir, "06-case-studies", pl.concat(skipped))
+studies.by_platform({s: top for s, (_, top) in parts.items()})
 
 # %%
-for i, name in enumerate(["fig7_raw_traces", "fig8_raw_traces"]):
-    if i < top.height:
-        w = top.row(i, named=True)
-        tr = studies.traces_around(by_id[w["run_id"]], w["start"], w["end"], w["metrics"], pad_s=pad_s)
-        fig = plots.plot_raw_traces(tr, title=f"{w['run_id']} @ {w['host']}, window {w['window_id']}")
-    else:
-        fig = plots.plot_message("fewer than two anomalous windows in these runs")
-    plots.save_figure(fig, out_dir, name)
-fig
+for section, (runs, top) in parts.items():
+    by_id = {r.meta.run_id: r for r in runs}
+    for i, name in enumerate(["fig7_raw_traces", "fig8_raw_traces"]):
+        if i < top.height:
+            w = top.row(i, named=True)
+            tr = studies.traces_around(by_id[w["run_id"]], w["start"], w["end"], w["metrics"], pad_s=pad_s)
+            fig = plots.plot_raw_traces(tr, title=f"{w['run_id']} @ {w['host']}, window {w['window_id']}")
+        else:
+            fig = plots.plot_message("fewer than two anomalous windows in these runs")
+        plots.save_figure(fig, out_dir, studies.section_figure(out_dir, name, section, sections))
+        display(fig)  # noqa: F821 - IPython's
 
 # %%
-dev = studies.crosshost_subsystem(runs, "memory")
-studies.save_table(dev, out_dir, "fig9_crosshost_memory")
-fig = plots.plot_crosshost_deviation(dev, x="host", y="z", group="key")
-plots.save_figure(fig, out_dir, "fig9_crosshost_memory")
-fig
+devs = {s: studies.crosshost_subsystem(runs, "memory") for s, (runs, _) in parts.items()}
+studies.save_table(studies.by_platform(devs), out_dir, "fig9_crosshost_memory")
+for section, dev in devs.items():
+    fig = plots.plot_crosshost_deviation(dev, x="host", y="z", group="key")
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "fig9_crosshost_memory", section, sections))
+    display(fig)  # noqa: F821 - IPython's
 
 # %% [markdown]
 # ## The lab dataset's case studies

@@ -20,7 +20,8 @@
 #
 # Window features (`reveal_lab.features.window_features`) of every run, on the
 # metric–feature pairs all runs share, projected to 2-D; coloured by workload and by
-# whether the detectors flagged the window.
+# whether the detectors flagged the window. Each platform of the data is projected apart
+# (figures: `NAME--PLATFORM`).
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -36,7 +37,7 @@ seed = 0
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
 trim = True  # score the workload's span only (recorded span of lab runs; active span otherwise)
-platform = "all"  # gpu, cpu: one platform's runs; all: every run
+platform = "each"  # each: every platform apart (one platform: as all); gpu, cpu: one platform's runs; all: every run
 workers = 0  # per-run work on a local Dask cluster of this many processes; 0: in this process
 scheduler = ""  # per-run work on this Dask scheduler (tcp://HOST:PORT) instead
 
@@ -51,30 +52,38 @@ from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
-refs = scale.study_refs(data, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
-                        max_runs=max_runs, platform=platform)
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-space = scale.study_space(refs, out_dir, prune=pruning, **engine)
-detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}},
-                                       preset=preset, pruning=space, **engine)
-windows, _ = detections["flags"]
-anom = windows.filter("anomalous").select("run_id", "window_id")
-flagged = {(r, int(w)): True for r, w in anom.iter_rows()}
-# per run: the features of (at most max_windows_per_run) windows; the pairs every run has are projected
-features = scale.map_runs(studies.window_feature_piece, refs, get_preset(preset).window, max_windows_per_run,
-                          desc="07 features", **engine)
-scale.record_skipped(out_dir, "07-projections", pl.concat([mapped.skipped, features.skipped]).unique())
-X, rows = studies.reduce_window_features(features.pieces, flagged)
-X.shape
+# each platform of the data apart, in its own pruned space and feature pairs (one platform: every run together)
+sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
+                              max_runs=max_runs)
+parts, skipped = {}, []
+for section, refs in sections.items():
+    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
+    detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}},
+                                           preset=preset, pruning=space, **engine)
+    windows, _ = detections["flags"]
+    anom = windows.filter("anomalous").select("run_id", "window_id")
+    flagged = {(r, int(w)): True for r, w in anom.iter_rows()}
+    # per run: the features of (at most max_windows_per_run) windows; the pairs every run has are projected
+    features = scale.map_runs(studies.window_feature_piece, refs, get_preset(preset).window,
+                              max_windows_per_run, desc=f"07 features ({section})", **engine)
+    skipped.append(pl.concat([mapped.skipped, features.skipped]).unique())
+    parts[section] = studies.reduce_window_features(features.pieces, flagged)
+    print(studies.runs_used(section, len(features.run_ids), len(refs), "every selected run, detected as in 03"),
+          f"({scale.engine_label(workers, scheduler)})")
+scale.record_skipped(out_dir, "07-projections", pl.concat(skipped))
+{s: X.shape for s, (X, _) in parts.items()}
 
 # %%
-emb = studies.project(X, "umap", seed=seed)
-fig = plots.plot_projection(emb, rows, title="UMAP")
-plots.save_figure(fig, out_dir, "projection_umap")
-fig
+for section, (X, rows) in parts.items():
+    emb = studies.project(X, "umap", seed=seed)
+    fig = plots.plot_projection(emb, rows, title="UMAP" if len(sections) == 1 else f"UMAP, {section.upper()} hosts")
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "projection_umap", section, sections))
+    display(fig)  # noqa: F821 - IPython's
 
 # %%
-emb = studies.project(X, "tsne", seed=seed)
-fig = plots.plot_projection(emb, rows, title="t-SNE")
-plots.save_figure(fig, out_dir, "projection_tsne")
-fig
+for section, (X, rows) in parts.items():
+    emb = studies.project(X, "tsne", seed=seed)
+    fig = plots.plot_projection(emb, rows, title="t-SNE" if len(sections) == 1 else f"t-SNE, {section.upper()} hosts")
+    plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "projection_tsne", section, sections))
+    display(fig)  # noqa: F821 - IPython's

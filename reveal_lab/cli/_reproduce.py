@@ -43,9 +43,12 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--platform",
-        choices=("gpu", "cpu", "all"),
+        choices=("each", "gpu", "cpu", "all"),
         default=None,
-        help="the runs the studies use: one platform's hosts, or all (the notebooks' parameter 'platform')",
+        help="the runs the studies use (the notebooks' parameter 'platform'): each: every platform of the "
+        "data studied apart, its rows under a 'platform' column and its figures as NAME--PLATFORM, the "
+        "outputs of 'all' when the data has one platform (default); gpu, cpu: one platform's hosts; "
+        "all: every run together",
     )
     p.add_argument(
         "--workers",

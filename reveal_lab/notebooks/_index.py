@@ -11,7 +11,7 @@ import polars as pl
 
 from reveal_lab.render import render, table_cells
 
-__all__ = ["NotebookResult", "write_index"]
+__all__ = ["NotebookResult", "figure_files", "write_index"]
 
 
 @dataclass
@@ -39,6 +39,22 @@ def _table(out: Path, name: str, status: str, max_rows: int) -> dict[str, object
     except Exception as exc:  # noqa: BLE001 - the page should still render
         return {"name": name, "cells": None, "error": f"could not read {csv.name}: {exc}"}
     return {"name": name, "cells": table_cells(df, max_rows=max_rows, max_len=80), "error": None}
+
+
+def figure_files(out: Path, name: str, ext: str) -> list[Path]:
+    """The files of figure ``name`` in ``out/figures``: ``name.EXT``, or, for a study written
+    in platform sections, its sections' ``name--PLATFORM.EXT``
+    (:func:`reveal_lab.studies.section_figure`)."""
+    from reveal_lab.studies import SECTION_SEP
+
+    whole = out / "figures" / f"{name}.{ext}"
+    parts = sorted((out / "figures").glob(f"{name}{SECTION_SEP}*.{ext}")) if not whole.exists() else []
+    return parts or [whole]
+
+
+def _figure(out: Path, name: str) -> dict[str, object]:
+    return {"name": name, "png": (out / "figures" / f"{name}.png").exists(),
+            "pdf": (out / "figures" / f"{name}.pdf").exists()}
 
 
 #: the claims' columns the page shows, in order (every column of the CSV but the rule)
@@ -118,14 +134,7 @@ def write_index(
                 "link": r.executed.relative_to(out).as_posix() if r.executed and r.executed.exists() else None,
                 "error": r.error,
                 "skipped": skipped.get(Path(r.notebook).stem, []),
-                "figures": [
-                    {
-                        "name": f,
-                        "png": (out / "figures" / f"{f}.png").exists(),
-                        "pdf": (out / "figures" / f"{f}.pdf").exists(),
-                    }
-                    for f in r.figures
-                ],
+                "figures": [_figure(out, part.stem) for f in r.figures for part in figure_files(out, f, "png")],
                 "tables": [_table(out, t, r.status, max_rows) for t in r.tables],
             }
         )

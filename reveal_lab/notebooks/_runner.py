@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from reveal_lab.notebooks._index import NotebookResult, write_index
+from reveal_lab.notebooks._index import NotebookResult, figure_files, write_index
 from reveal_lab.notebooks._kernel import ensure_kernel
 from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifest
 from reveal_lab.notebooks._overrides import notebook_overrides, read_status, resume_from, write_status
@@ -48,8 +48,9 @@ class ClaimsFailed(RuntimeError):
 
 
 def expected_outputs(entry: NotebookEntry, out: Path) -> list[Path]:
-    """The files the manifest says ``entry`` writes into ``out``."""
-    files = [out / "figures" / f"{f}.{ext}" for f in entry.figures for ext in ("png", "pdf")]
+    """The files the manifest says ``entry`` writes into ``out`` (a figure: its one file or
+    its platform sections' files)."""
+    files = [p for f in entry.figures for ext in ("png", "pdf") for p in figure_files(out, f, ext)]
     files += [out / "tables" / f"{t}.{ext}" for t in entry.tables for ext in ("csv", "md")]
     return files
 

@@ -30,6 +30,7 @@ from reveal_lab.scale._engine import (
     study_refs,
     study_space,
 )
+from reveal_lab.scale._platforms import PLATFORMS, section_refs, study_platforms
 from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
 from reveal_lab.scale._tasks import (
     RunOutcome,
@@ -52,6 +53,9 @@ __all__ = [
     "map_runs",
     "read_skipped",
     "record_skipped",
+    "PLATFORMS",
+    "study_platforms",
+    "section_refs",
     "study_refs",
     "study_space",
     "ClusterPlan",

@@ -129,6 +129,13 @@ from reveal_lab.studies._pieces import (
 from reveal_lab.studies._output import save_table, study_dirs, to_markdown
 from reveal_lab.studies._overhead import OVERHEAD_RESULTS, collector_bytes_table, collector_overhead_table
 from reveal_lab.studies._paper_tables import evidence_by_subsystem, flag_timelines, labelled_episodes, paper_table4
+from reveal_lab.studies._platforms import (
+    SECTION_SEP,
+    by_platform,
+    runs_used,
+    section_figure,
+    section_file,
+)
 from reveal_lab.studies._projections import (
     project,
     reduce_window_features,
@@ -243,6 +250,11 @@ __all__ = [
     "total_length",
     "union_length",
     "save_table",
+    "SECTION_SEP",
+    "by_platform",
+    "runs_used",
+    "section_figure",
+    "section_file",
     "study_dirs",
     "to_markdown",
     "project",

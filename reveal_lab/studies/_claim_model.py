@@ -4,7 +4,7 @@ paper, and the rule that gives a status (:func:`claim_status`)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -17,6 +17,8 @@ __all__ = [
     "CLAIM_KINDS",
     "CLAIM_STATUSES",
     "RULES",
+    "RUN_TABLES",
+    "SECTION_ORDER",
     "SETTING_COLUMNS",
     "Claim",
     "ClaimContext",
@@ -47,6 +49,11 @@ CLAIM_STATUSES: tuple[str, ...] = ("reproduced", "differs", "cannot be checked h
 REPRODUCED, DIFFERS, CANNOT = CLAIM_STATUSES
 CLAIM_KINDS: tuple[str, ...] = ("finding", "setting")
 RULES = ("close", "range", "at_least", "at_most", "above", "below", "factor", "qualitative")
+#: tables whose rows are runs: a claim about the whole dataset reads every platform's rows
+RUN_TABLES: tuple[str, ...] = ("dataset_runs",)
+#: the platform a claim about the whole dataset reads in a study's per-platform tables: the
+#: paper's HPC (GPU) cluster first, then its local (CPU) cluster
+SECTION_ORDER: tuple[str, ...] = ("gpu", "cpu")
 #: the relative tolerance this catalogue gives the paper's "approximately", "~", "roughly"
 APPROX = 0.10
 
@@ -66,22 +73,54 @@ class Reading:
 
 @dataclass(frozen=True)
 class ClaimContext:
-    """What a claim's reader sees: the output folder, the dataset folder, the setting."""
+    """What a claim's reader sees: the output folder, the dataset folder, the setting, and the
+    platform the paper's number is about (``None``: its whole dataset)."""
 
     out: Path
     data: str = ""
     policy: str = "default"
+    platform: str | None = None
 
     def table(self, name: str) -> pl.DataFrame | None:
         """``out/tables/<name>.csv`` (``None`` when not written); a table with a
-        ``policy`` column gives this setting's rows only."""
+        ``policy`` column gives this setting's rows only; a table of several platforms
+        (a study written in platform sections) gives one platform's rows
+        (:meth:`section`), except that a table of runs (:data:`RUN_TABLES`) is whole for
+        a claim about the whole dataset."""
         p = self.out / "tables" / f"{name}.csv"
         if not p.exists():
             return None
         df = pl.read_csv(p, infer_schema_length=10_000)
         if "policy" in df.columns:
             df = df.filter(pl.col("policy") == self.policy)
+        if "platform" in df.columns and not (self.platform is None and name in RUN_TABLES):
+            section = self.section(df["platform"].drop_nulls().cast(pl.String).to_list())
+            if section is not None:
+                df = df.filter(pl.col("platform") == section)
         return df
+
+    def section(self, platforms: Sequence[str]) -> str | None:
+        """Of an output's several platforms, the one this claim reads: its own platform
+        where the output has it, else the first of :data:`SECTION_ORDER` (the paper's HPC
+        cluster first); ``None`` when there is one platform (nothing to choose). The choice
+        is kept in :attr:`sections_read`.
+
+        >>> ClaimContext(Path("."), platform="cpu").section(["gpu", "cpu"])
+        'cpu'
+        >>> ClaimContext(Path(".")).section(["cpu", "gpu"]), ClaimContext(Path(".")).section(["lab"])
+        ('gpu', None)
+        """
+        have = sorted(set(platforms), key=lambda p: (SECTION_ORDER.index(p) if p in SECTION_ORDER else 99, p))
+        if len(have) < 2:
+            return None
+        out = self.platform if self.platform in have else have[0]
+        self.sections_read.add(out)
+        return out
+
+    @cached_property
+    def sections_read(self) -> set[str]:
+        """The platforms whose rows this claim read in outputs of several platforms."""
+        return set()
 
     @property
     def root(self) -> Path | None:
@@ -134,6 +173,9 @@ class Claim:
     detection: bool = False
     #: how the paper's value is shown when the paper gives no number (qualitative)
     paper_words: str = ""
+    #: the platform the paper's number is about (``gpu``: its HPC cluster; ``cpu``: its local
+    #: cluster); ``None``: its whole dataset
+    platform: str | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:

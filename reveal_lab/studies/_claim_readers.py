@@ -172,9 +172,15 @@ def _metric_types(ctx: ClaimContext) -> Reading:
 
 
 def _pruning_json(ctx: ClaimContext) -> dict | None:
+    """``out/pruning.json``; in an output of platform sections, the claim's platform's
+    ``pruning--PLATFORM.json`` (:meth:`ClaimContext.section`)."""
     p = ctx.out / "pruning.json"
     if not p.exists():
-        return None
+        by_platform = {f.stem.split("--", 1)[1]: f for f in ctx.out.glob("pruning--*.json")}
+        section = ctx.section(list(by_platform))
+        if section is None:
+            return None
+        p = by_platform[section]
     return json.loads(p.read_text())
 
 

@@ -30,6 +30,7 @@ paper's and have their own table (``reliability_vs_paper.csv``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -330,7 +331,7 @@ CLAIMS: tuple[Claim, ...] = (
        "CPU-side signals (Bzy MHz, IRQ) dominate, contributing over 50% of the "
        "features selected in anomalous windows", 0.5, "share", "above", 0.0,
        _scoped(_GPU, _needs_policy("evidence_by_subsystem", _evidence_share("cpu"))), detection=True,
-       note="the paper's statement is about its HPC (GPU) cluster"),
+       note="the paper's statement is about its HPC (GPU) cluster", platform="gpu"),
     _C("deepseek_bzy_seconds", "§5.6",
        "DeepSeek fine-tuning runs report average over 540 seconds of anomalous Bzy MHz",
        540.0, "s", "above", 0.0, _absent("GPU runs", _GPU), detection=True),
@@ -342,7 +343,7 @@ CLAIMS: tuple[Claim, ...] = (
     _C("local_memory_io", "§5.6",
        "On the local cluster, anomalies concentrate in the memory and I/O subsystems",
        None, "share", "qualitative", 0.0, _needs_policy("evidence_by_subsystem", _memory_io_concentrate),
-       detection=True),
+       detection=True, platform="cpu"),
     _C("local_writeback_episodes", "§5.6",
        "For image-classification runs (e.g., VGG16/19, ResNet50), we repeatedly "
        "observe multi–tens-of-seconds episodes of memory writeback and dirty-page buildup", 20.0, "s",
@@ -351,18 +352,19 @@ CLAIMS: tuple[Claim, ...] = (
                                                             "writeback or dirty pages",
                                                             longest=True, workload="ImageClassification",
                                                             stat="max")),
-       detection=True,
+       detection=True, platform="cpu",
        note="'multi-tens-of-seconds' read as at least 20 s in one stretch, in the longest case"),
     _C("local_retrans_100s", "§5.6",
        "TCP retransmissions and receive drops, with their cumulative stall time "
        "exceeding 100 seconds per run", 100.0, "s", "above", 0.0,
        _needs_policy("anomalous_time", _family_seconds("Retrans|rx_drop",
                                                        "a retransmission or receive-drop counter")),
-       detection=True),
+       detection=True, platform="cpu"),
     _C("local_pmu_counters", "§5.6", "the local cluster reveals anomalies in low-level performance counters "
        "(e.g., Ls_dispatch, dc_accesses)", None, "", "qualitative", 0.0,
        _absent("PMU counters", lambda ctx: "needs AMD PMU counters (ls_dispatch, ls_dc_accesses), which DATA "
-               "does not have" if not _has_family(ctx, "dispatch|dc_access") else None), detection=True),
+               "does not have" if not _has_family(ctx, "dispatch|dc_access") else None), detection=True,
+       platform="cpu"),
     _C("four_subsystems", "§5.6",
        "attributes them to low-level signals across CPU, memory, network, and storage",
        None, "subsystems", "qualitative", 0.0, _needs_policy("evidence_by_subsystem", _all_subsystems),
@@ -525,10 +527,15 @@ def paper_vs_reproduced(
             if first is not None and not c.detection:
                 r = first
             else:
+                ctx = ClaimContext(out, data, setting, c.platform)
                 try:
-                    r = c.read(ClaimContext(out, data, setting))
+                    r = c.read(ctx)
                 except Exception as exc:  # noqa: BLE001 - one bad table must not hide the other claims
                     r = Reading(None, f"could not read ours: {type(exc).__name__}: {exc}")
+                if ctx.sections_read:
+                    r = dataclasses.replace(r, note="; ".join(
+                        [*([r.note] if r.note else []),
+                         f"read on the {', '.join(sorted(ctx.sections_read)).upper()} hosts' rows"]))
             first = first or r
             status = claim_status(c.rule, c.paper, r.value, c.tol, r.holds)
             row[ours_col] = None if r.value is None else float(f"{r.value:.6g}")
