@@ -70,11 +70,18 @@ def is_cumulative(name: str, values: np.ndarray) -> bool:
     move, e.g. idle time on a saturated machine, counts). Per-interval counts (the
     public dataset's ``Perf:`` columns) go up and down, so they are left alone.
     """
-    m = parse_metric_name(name)
+    return _counter_like(parse_metric_name(name)) and _never_decreases(values)
+
+
+def _counter_like(m: MetricName | None) -> bool:
+    """The name part of :func:`is_cumulative`: a counter source, a count-like unit, no level."""
     if m is None or m.diff or m.source not in CUMULATIVE_SOURCES or m.unit not in _CUMULATIVE_UNITS:
         return False
-    if _LEVEL_FIELD.search(m.field):
-        return False
+    return not _LEVEL_FIELD.search(m.field)
+
+
+def _never_decreases(values: np.ndarray) -> bool:
+    """The data part of :func:`is_cumulative`: 3 or more values, none below the one before."""
     v = values[~np.isnan(values)]
     if v.size < 3:
         return False
@@ -148,7 +155,8 @@ class _Planner:
             m = self.parsed[c]
             if m is None or schema[c] != pl.Float64:
                 continue
-            if is_cumulative(c, frame.get_column(c).to_numpy()):
+            # is_cumulative's test, the name first: only counters' values are read
+            if _counter_like(m) and _never_decreases(frame.get_column(c).to_numpy()):
                 out = m.as_diff().format()
                 if out in self.existing:
                     continue
@@ -403,23 +411,19 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
     cols = metric_columns(frame)
     cat = catalogue if catalogue is not None else make_catalogue(cols)
     cat = cat.filter(pl.col("column").is_in(cols))
-    missing = [c for c in cols if c not in set(cat["column"])]
+    known = set(cat["column"])
+    missing = [c for c in cols if c not in known]
     if missing:
         cat = pl.concat([cat, make_catalogue(missing)])
     reasons: dict[str, str | None] = {}
-    if cols:
-        stats = frame.select(
-            *[pl.col(c).cast(pl.Float64).fill_nan(None).count().alias(f"n{i}") for i, c in enumerate(cols)],
-            *[pl.col(c).cast(pl.Float64).fill_nan(None).min().alias(f"lo{i}") for i, c in enumerate(cols)],
-            *[pl.col(c).cast(pl.Float64).fill_nan(None).max().alias(f"hi{i}") for i, c in enumerate(cols)],
-        ).row(0, named=True)
+    count, lo, hi = _column_ranges(frame, cols)
     kinds = dict(zip(cat["column"], cat["kind"], strict=True))
     for i, c in enumerate(cols):
         if kinds.get(c) in UNSCORED_KINDS:
             reasons[c] = f"{kinds[c]} metric"
-        elif stats[f"n{i}"] == 0:
+        elif count[i] == 0:
             reasons[c] = "all values missing"
-        elif stats[f"lo{i}"] == stats[f"hi{i}"]:
+        elif lo[i] == hi[i]:
             reasons[c] = "constant over the run"
         else:
             reasons[c] = None
@@ -428,3 +432,13 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
     ).with_columns(used=pl.col("reason").is_null())
     keep = [c for c in cols if reasons[c] is None]
     return frame.select(TIMESTAMP, *keep), cat
+
+
+def _column_ranges(frame: pl.DataFrame, cols: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per column of ``cols`` (as floats, NaN as missing): values present, least and largest
+    (NaN where none is), from one matrix rather than three expressions per column."""
+    if not cols:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    a = frame.select(cols).cast(pl.Float64).to_numpy()  # null -> NaN
+    present = ~np.isnan(a)
+    return present.sum(axis=0), np.fmin.reduce(a, axis=0), np.fmax.reduce(a, axis=0)
