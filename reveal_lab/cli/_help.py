@@ -30,6 +30,7 @@ DETECT_HELP: dict[str, str] = {
     "--thresholds": "auto (default), calibrated, baseline, robust, self (the paper's)",
     "--calibration": "trimmed (default), pooled, median: how calibrated thresholds pool",
     "--z-clip": "cap on a feature's |z| if calibrated (10)",
+    "--outlier-fence": "cap quantile thresholds at median + 100 MADs (on; paper: off)",
     "--sentinel-samples": "sentinel rule's samples (5; none: off)",
     "--min-run": "windows in a row for a flag (4 alone, else 1)",
     "--min-agreement": "detectors that must agree (2 if calibrated, else 1)",
@@ -44,7 +45,7 @@ DETECT_METAVARS: dict[str, str] = {"--thresholds": "MODE", "--calibration": "RUL
 #: ``detect``'s flags shown under "advanced"
 DETECT_ADVANCED: tuple[str, ...] = (
     "--force", "--interval", "--preset", "--select", "--no-prune", "--pruning", "--trim",
-    "--thresholds", "--calibration", "--z-clip", "--sentinel-samples", "--min-run",
+    "--thresholds", "--calibration", "--z-clip", "--outlier-fence", "--sentinel-samples", "--min-run",
     "--min-agreement", "--false-alarm-rate", "--view",
 )
 

@@ -66,6 +66,13 @@ Z_CLIP_HELP = (
     f"Z-score mean and the Mahalanobis projection (default {Z_CLIP_DEFAULT:g}; a counter silent in the "
     "baseline is not clipped); none: unbounded, as the paper"
 )
+OUTLIER_FENCE_HELP = (
+    "cap each detector's threshold fitted as a quantile (self and baseline thresholds) at the outlier "
+    "fence, median + 100 robust spreads of its fit scores, when at most 10 %% of the fit windows lie "
+    "beyond it: a few extreme windows cannot lift the threshold above themselves (default: on; off in "
+    "the paper policy, which flags each detector's top 1 %% of a run fitted on itself); "
+    "--no-outlier-fence: the quantile itself"
+)
 SENTINEL_HELP = (
     "with baseline runs, a window is anomalous also when a counter that is 0 in every baseline sample "
     f"is non-zero in N or more of its samples (default {SENTINEL_DEFAULT}); a run alone: when a counter 0 "
@@ -160,6 +167,11 @@ KNOBS: tuple[Knob, ...] = (
     ),
     Knob("z_clip", ("--z-clip",), {"type": z_clip, "metavar": "UNITS|none", "help": Z_CLIP_HELP}),
     Knob(
+        "outlier_fence",
+        ("--outlier-fence",),
+        {"action": argparse.BooleanOptionalAction, "help": OUTLIER_FENCE_HELP},
+    ),
+    Knob(
         "sentinel_samples",
         ("--sentinel-samples",),
         {"type": sentinel_samples, "metavar": "N|none", "help": SENTINEL_HELP},
@@ -191,7 +203,7 @@ def add_policy_arguments(
         default="default",
         help="the detection policy the other decision flags start from: default (reveal-lab's) or "
         "paper (the paper's method: fit on the run itself, the top 1%% per detector, any "
-        "detector, no clip, no sentinel rule)",
+        "detector, no clip, no sentinel rule, no outlier fence)",
     )
     wanted = list(by_field) if fields is None else list(fields)
     for name in wanted:

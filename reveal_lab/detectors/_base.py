@@ -144,13 +144,20 @@ class BaseDetector(BaseEstimator, ABC):
 
     def _fit_threshold(self, scores: np.ndarray) -> float:
         """The ``_quantile()`` quantile of the fit scores, capped by the outlier fence
-        (:func:`outlier_fence`) when at most :data:`OUTLIER_MAX_SHARE` of the fit windows
+        (:func:`outlier_fence`) when the detector's ``outlier_fence`` parameter is True (a
+        detector without one: True) and at most :data:`OUTLIER_MAX_SHARE` of the fit windows
         lie beyond it: a few extreme windows (a 1e25 spike spread over the three windows
-        that hold it) cannot lift the threshold above themselves.
-        ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped."""
+        that hold it) cannot lift the threshold above themselves. With ``outlier_fence=False``
+        the threshold is the quantile itself, so a fit on the run flags its top share.
+        ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped (else 0)."""
         thr = float(np.quantile(scores, self._quantile()))
-        fence = outlier_fence(scores)
         self.n_beyond_fence_ = 0
+        fenced = getattr(self, "outlier_fence", True)
+        if not isinstance(fenced, bool | np.bool_):
+            raise ValueError(f"outlier_fence must be True or False, got {fenced!r}")
+        if not fenced:
+            return thr
+        fence = outlier_fence(scores)
         if fence < thr:
             beyond = int((scores > fence).sum())
             # a few windows (outliers), not a regime: a bimodal run keeps its quantile

@@ -18,32 +18,41 @@ from reveal_lab.detectors._zscore import ZScoreDetector
 __all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors"]
 
 
-def default_detectors(config: DetectConfig | None = None, *, clip: float | None = None) -> list[BaseDetector]:
+def default_detectors(
+    config: DetectConfig | None = None, *, clip: float | None = None, outlier_fence: bool = True
+) -> list[BaseDetector]:
     """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`,
     and PCA reconstruction error when ``config.pcarecon`` is True. ``clip``: a standardized
     feature counts at most this many units in the Z-score mean and the Mahalanobis
     projection (the detection policy's ``z_clip`` with calibrated thresholds; ``None``:
-    unbounded).
+    unbounded). ``outlier_fence``: each detector's threshold is capped at the outlier fence
+    (the detection policy's ``outlier_fence``; ``False``: the quantile itself, as the paper).
 
     >>> [d.clip for d in default_detectors()[:2]], [d.clip for d in default_detectors(clip=10.0)[:2]]
     ([None, None], [10.0, 10.0])
+    >>> [d.outlier_fence for d in default_detectors(outlier_fence=False)]
+    [False, False, False]
     """
     c = config or DetectConfig()
     dets: list[BaseDetector] = [
-        ZScoreDetector(quantile=c.zscore_quantile, clip=clip),
+        ZScoreDetector(quantile=c.zscore_quantile, clip=clip, outlier_fence=outlier_fence),
         PCAMahalanobisDetector(
             variance=c.pca_variance,
             quantile=c.mahalanobis_quantile,
             precision=c.pca_precision,
             clip=clip,
+            outlier_fence=outlier_fence,
         ),
         IsolationForestDetector(
-            contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed
+            contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed,
+            outlier_fence=outlier_fence,
         ),
     ]
     if c.pcarecon:
         dets.append(
-            PCAReconstructionDetector(variance=c.pca_variance, quantile=c.pcarecon_quantile)
+            PCAReconstructionDetector(
+                variance=c.pca_variance, quantile=c.pcarecon_quantile, outlier_fence=outlier_fence
+            )
         )
     return dets
 

@@ -37,7 +37,8 @@ class IsolationForestDetector(BaseDetector):
 
     The score is the forest's anomaly score ``s(x) = 2^(-E[h(x)]/c(ψ))`` (``-score_samples``;
     higher: isolated sooner, more anomalous); the threshold is its ``1 - contamination``
-    quantile on the fit data (paper: 1 % contamination).
+    quantile on the fit data (paper: 1 % contamination), capped at the outlier fence unless
+    ``outlier_fence=False`` (:class:`~reveal_lab.detectors.ZScoreDetector`'s ``outlier_fence``).
 
     ``explain(X)`` is a DIFFI-style local importance computed from the fitted trees: in
     each tree, every split on the path that isolates ``x`` credits its feature with
@@ -65,12 +66,14 @@ class IsolationForestDetector(BaseDetector):
         max_samples: int | str = "auto",
         random_state: int | None = 0,
         n_jobs: int | None = None,
+        outlier_fence: bool = True,
     ) -> None:
         self.contamination = contamination
         self.n_estimators = n_estimators
         self.max_samples = max_samples
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.outlier_fence = outlier_fence
 
     def _quantile(self) -> float:
         if not 0 < self.contamination < 0.5:

@@ -50,6 +50,8 @@ class PCAMahalanobisDetector(BaseDetector):
     clip : standardized values are clipped to ``±clip`` before the projection, in the fit
         and when scoring (``None``, the default: unclipped, as the paper); see
         :class:`~reveal_lab.detectors.ZScoreDetector`'s ``clip`` for why.
+    outlier_fence : cap the threshold at the outlier fence (``True``, the default) or not;
+        see :class:`~reveal_lab.detectors.ZScoreDetector`'s ``outlier_fence``.
     precision : ``"float64"`` (default, exact). ``"mixed"`` forms the Gram/covariance
         matrix in single precision and decomposes it in double (Gram about 2× faster;
         on 1,800 × 6,818 synthetic features the scores move by ~1e-6 relative).
@@ -83,12 +85,14 @@ class PCAMahalanobisDetector(BaseDetector):
         max_components: int | None = None,
         precision: str = "float64",
         clip: float | None = None,
+        outlier_fence: bool = True,
     ) -> None:
         self.variance = variance
         self.quantile = quantile
         self.max_components = max_components
         self.precision = precision
         self.clip = clip
+        self.outlier_fence = outlier_fence
 
     def _quantile(self) -> float:
         return self.quantile

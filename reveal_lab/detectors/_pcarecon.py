@@ -37,6 +37,8 @@ class PCAReconstructionDetector(BaseDetector):
     scale_floor : a feature's scale is at least ``scale_floor`` times its range in the
         fit data (a metric almost constant in the fit data does not blow up on its first
         small move); features constant in the fit data are neutral.
+    outlier_fence : cap the threshold at the outlier fence (``True``, the default) or not;
+        see :class:`~reveal_lab.detectors.ZScoreDetector`'s ``outlier_fence``.
 
     Examples
     --------
@@ -57,11 +59,13 @@ class PCAReconstructionDetector(BaseDetector):
         quantile: float = 0.99,
         standardize: bool = True,
         scale_floor: float = 0.01,
+        outlier_fence: bool = True,
     ) -> None:
         self.variance = variance
         self.quantile = quantile
         self.standardize = standardize
         self.scale_floor = scale_floor
+        self.outlier_fence = outlier_fence
 
     def _quantile(self) -> float:
         return self.quantile

@@ -30,6 +30,11 @@ class ZScoreDetector(BaseDetector):
         a feature nearly constant in some baseline runs (the variance of the page cache
         within a window) reaches ``|z|`` of 10⁴-10⁸ in another fault-free run and sets a
         threshold no fault reaches; the detection policy's ``z_clip`` bounds it.
+    outlier_fence : cap the threshold at the outlier fence, median + 100·1.4826·MAD of the fit
+        scores, when at most 10 % of the fit windows lie beyond it
+        (:func:`~reveal_lab.detectors._base.outlier_fence`; ``True``, the default): a few
+        extreme windows cannot lift the threshold above themselves. ``False``: the quantile
+        itself, so a fit on the run flags its top share, as the paper.
 
     ``explain(X)`` returns ``|z|`` per feature (clipped as the score); its row mean is the
     score exactly.
@@ -54,11 +59,13 @@ class ZScoreDetector(BaseDetector):
         robust: bool = True,
         constant_floor: float = 0.01,
         clip: float | None = None,
+        outlier_fence: bool = True,
     ) -> None:
         self.quantile = quantile
         self.robust = robust
         self.constant_floor = constant_floor
         self.clip = clip
+        self.outlier_fence = outlier_fence
 
     def _quantile(self) -> float:
         return self.quantile

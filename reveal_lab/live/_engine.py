@@ -139,9 +139,13 @@ class Verdict:
         )
 
 
-def make_detectors(cfg: DetectConfig) -> list[Any]:
-    """The three detectors of the paper with ``cfg``'s settings (fresh, unfitted)."""
-    return default_detectors(cfg)
+def make_detectors(cfg: DetectConfig, outlier_fence: bool | None = None) -> list[Any]:
+    """The three detectors of the paper with ``cfg``'s settings (fresh, unfitted);
+    ``outlier_fence``: their thresholds capped at the outlier fence (a policy's
+    ``outlier_fence``; ``None``: the ``default`` policy's)."""
+    if outlier_fence is None:
+        outlier_fence = POLICIES["default"].outlier_fence
+    return default_detectors(cfg, outlier_fence=outlier_fence)
 
 
 class LiveDetector:
@@ -164,7 +168,8 @@ class LiveDetector:
     policy : which windows are anomalous (:class:`~reveal_lab.pipeline.DetectionPolicy`,
         default ``POLICIES["default"]``), resolved as thresholds fitted on a reference
         (``baseline``): ``min_agreement`` detectors must flag a window, ``sentinel_samples``
-        is the sentinel rule's with a baseline, ``prune`` the metric space.
+        is the sentinel rule's with a baseline, ``prune`` the metric space, ``outlier_fence``
+        whether the fitted thresholds are capped at the outlier fence.
     changes : policy fields to replace (``min_agreement=2``, ``prune=False``, ...).
     derive : apply the pipeline's derived metrics (``detection_view``).
     fast_forest : score and explain the Isolation Forest with the flattened forest.
@@ -274,7 +279,8 @@ class LiveDetector:
                 f"baseline of at least {self.window.window_s + 2 * self.window.stride_s:g} s)"
             )
         t = time.perf_counter()
-        fitted = FittedDetectors.fit(X, make_detectors(self.detect), fast_forest=self.fast_forest)
+        dets = make_detectors(self.detect, self.policy.outlier_fence)
+        fitted = FittedDetectors.fit(X, dets, fast_forest=self.fast_forest)
         self.fitted_detectors, self.ensemble, self.detectors = fitted, fitted.ensemble, fitted.detectors
         self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
         self._align_cols = None

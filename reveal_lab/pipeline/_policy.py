@@ -5,9 +5,10 @@ A :class:`DetectionPolicy` holds the choices as asked, ``"auto"`` or ``None`` wh
 choice depends on what the run comes with; :meth:`DetectionPolicy.resolve` turns them into
 concrete values for a run with ``baseline_runs`` baseline runs and says why
 (:class:`ResolvedPolicy`, printed in ``summary.json`` and the report). Two named policies
-(:data:`POLICIES`): ``paper``, the paper's method (but for the detectors' outlier fence,
-``docs/METHOD.md``), and ``default``, reveal-lab's defaults. Window, feature and detector
-hyper-parameters are not decisions: they stay in :mod:`reveal_lab.config` presets.
+(:data:`POLICIES`): ``paper``, the paper's method (fit on the run itself, the top 1 % per
+detector flagged, any detector, no clip, no sentinel rule, no outlier fence), and
+``default``, reveal-lab's defaults. Window, feature and detector hyper-parameters are not
+decisions: they stay in :mod:`reveal_lab.config` presets.
 
 >>> p = get_policy("default")
 >>> r = p.resolve(baseline_runs=0, source="lab")
@@ -17,6 +18,8 @@ hyper-parameters are not decisions: they stay in :mod:`reveal_lab.config` preset
 auto: a run alone (robust thresholds) counts a flag only past one sample's spike (4 windows in a row)
 >>> get_policy("paper").resolve(baseline_runs=0, source="lab").thresholds
 'self'
+>>> get_policy("paper").outlier_fence, p.outlier_fence
+(False, True)
 >>> p.with_(min_run=0)
 Traceback (most recent call last):
 ...
@@ -171,6 +174,13 @@ class DetectionPolicy:
         counter 0 in at least half of the run's samples moves in 90 % of the window's samples,
         :func:`past_a_spike` windows in a row (per-CPU interrupt counters excepted; the window
         is named after the rarest counter that fires, and takes its subsystem).
+    outlier_fence : each detector's threshold fitted as a quantile (``self`` and ``baseline``
+        thresholds) is capped at median + 100·1.4826·MAD of the fit scores when at most 10 %
+        of the fit windows lie beyond that fence (:func:`~reveal_lab.detectors._base.outlier_fence`):
+        a few extreme windows (one sample's 1e25 spike lies in three windows) cannot lift the
+        threshold above themselves and hide. ``False``: the quantile itself, as the paper, so a
+        fit on the run flags its top share per detector. ``calibrated`` and ``robust``
+        thresholds replace the fitted quantile, so the fence does not set them.
     force_baseline : use a baseline that shares few of the run's metrics or never moves
         (refused otherwise).
     """
@@ -186,6 +196,7 @@ class DetectionPolicy:
     z_clip: float | None = 10.0
     sentinel_samples: int | None = 5
     lone_sentinel: bool = True
+    outlier_fence: bool = True
     force_baseline: bool = False
 
     def __post_init__(self) -> None:
@@ -208,7 +219,7 @@ class DetectionPolicy:
                 "DetectionPolicy.prune must be True (fit), False (every metric), the path of a "
                 f"pruning.json or a Pruning, got {self.prune!r}"
             )
-        for flag in ("lone_sentinel", "force_baseline"):
+        for flag in ("lone_sentinel", "outlier_fence", "force_baseline"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"DetectionPolicy.{flag} must be True or False, got {getattr(self, flag)!r}")
 
@@ -315,6 +326,8 @@ class DetectionPolicy:
         clip = self.z_clip if mode == "calibrated" else None
         if self.z_clip is not None and clip is None:
             why["z_clip"] = f"clips calibrated thresholds only, not {mode}"
+        if self.outlier_fence and mode in ("calibrated", "robust"):
+            why["outlier_fence"] = f"caps quantile thresholds (self, baseline) only, not {mode}"
         fire = fit_on == "baseline" and self.sentinel_samples is not None
         lone = mode == "robust" and self.lone_sentinel
         rule = "baseline" if fire else "lone" if lone else None
@@ -338,6 +351,7 @@ class DetectionPolicy:
             sentinel_samples=self.sentinel_samples if fire else None,
             sentinel_rule=rule,
             sentinel_min_run=past_a_spike(preset) if lone else None,
+            outlier_fence=self.outlier_fence,
             force_baseline=self.force_baseline,
             reasons=why,
         )
@@ -364,6 +378,7 @@ class ResolvedPolicy:
     sentinel_samples: int | None
     sentinel_rule: str | None
     sentinel_min_run: int | None
+    outlier_fence: bool
     force_baseline: bool
     reasons: dict[str, str] = field(default_factory=dict)
 
@@ -378,10 +393,11 @@ class ResolvedPolicy:
         return out
 
 
-#: the named policies: ``paper`` is the paper's method (all but the detectors' outlier fence,
-#: docs/METHOD.md: fit on the run itself, the top share per detector flagged, any detector, no
-#: clip, no sentinel rule, a lab run by its recorded span, the pruned space); ``default`` is
-#: reveal-lab's (the fields' defaults)
+#: the named policies: ``paper`` is the paper's method (docs/METHOD.md): fit on the run itself,
+#: the top share per detector flagged (no outlier fence: the 0.99 quantile of each detector's
+#: fit scores is the threshold), any detector, no clip, no sentinel rule, a lab run by its
+#: recorded span, the pruned space; ``default`` is reveal-lab's (the fields' defaults), with the
+#: outlier fence on: a few extreme windows cannot lift a threshold above themselves
 POLICIES: dict[str, DetectionPolicy] = {
     "paper": DetectionPolicy(
         name="paper",
@@ -391,6 +407,7 @@ POLICIES: dict[str, DetectionPolicy] = {
         z_clip=None,
         sentinel_samples=None,
         lone_sentinel=False,
+        outlier_fence=False,
         trim="span",
         prune=True,
     ),

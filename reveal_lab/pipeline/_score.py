@@ -46,13 +46,14 @@ class ScoreSettings:
     z_clip: float | None
     force_baseline: bool
     min_run: int
+    outlier_fence: bool
 
     @classmethod
     def of(cls, policy: ResolvedPolicy) -> ScoreSettings:
         """The scoring fields of ``policy``."""
         return cls(
             policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
-            policy.force_baseline, policy.min_run,
+            policy.force_baseline, policy.min_run, policy.outlier_fence,
         )
 
 
@@ -89,7 +90,9 @@ def score_host(
         pairs = pairs.with_columns(key=pl.col("metric").map_elements(metric_key, return_dtype=pl.String))
     t = time.perf_counter()
     calibrated = policy.thresholds == "calibrated"
-    ens = DetectorEnsemble(default_detectors(preset.detect, clip=policy.z_clip))
+    ens = DetectorEnsemble(
+        default_detectors(preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence)
+    )
     if baseline:
         Xfit = baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:

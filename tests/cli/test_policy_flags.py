@@ -43,6 +43,8 @@ def test_no_flag_is_the_named_policy():
         (["--pruning", "p.json"], {"prune": "p.json"}),
         (["--z-clip", "none"], {"z_clip": None}),
         (["--z-clip", "4"], {"z_clip": 4.0}),
+        (["--outlier-fence"], {"outlier_fence": True}),
+        (["--no-outlier-fence"], {"outlier_fence": False}),
         (["--sentinel-samples", "none"], {"sentinel_samples": None, "lone_sentinel": False}),
         (["--sentinel-samples", "8"], {"sentinel_samples": 8}),
         (["--force"], {"force_baseline": True}),
@@ -66,5 +68,7 @@ def test_a_bad_value_names_the_flag(capsys):
 def test_watch_takes_the_policy_flags_it_uses():
     args = build_parser().parse_args(["watch", "dir", "--min-agreement", "2", "--no-prune"])
     assert policy_from_args(args) == POLICIES["default"].with_(min_agreement=2, prune=False)
+    args = build_parser().parse_args(["watch", "dir", "--policy", "paper", "--outlier-fence"])
+    assert policy_from_args(args) == POLICIES["paper"].with_(outlier_fence=True)
     with pytest.raises(SystemExit):  # one metric space: --no-prune or --pruning FILE
         build_parser().parse_args(["watch", "dir", "--no-prune", "--pruning", "p.json"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -15,6 +16,7 @@ from reveal_lab.detectors import (
     ZScoreDetector,
     default_detectors,
 )
+from reveal_lab.detectors._base import outlier_fence
 
 DETECTORS = [
     PCAMahalanobisDetector(precision="float32"),
@@ -25,6 +27,7 @@ DETECTORS = [
     ZScoreDetector(clip=10.0),
     PCAMahalanobisDetector(clip=10.0),
     IsolationForestDetector(n_estimators=25),
+    ZScoreDetector(outlier_fence=False),
 ]
 
 
@@ -407,3 +410,43 @@ def test_default_detectors_clip_the_zscore_and_mahalanobis_only():
     cfg = DetectConfig()
     assert [getattr(d, "clip", "-") for d in default_detectors(cfg)] == [None, None, "-"]
     assert [getattr(d, "clip", "-") for d in default_detectors(cfg, clip=7.0)] == [7.0, 7.0, "-"]
+
+
+@pytest.mark.parametrize("cls", [ZScoreDetector, PCAMahalanobisDetector], ids=lambda c: c.name)
+def test_outlier_fence_caps_the_quantile_only_when_on(cls):
+    """Six extreme fit windows of 300 (2 %, a spike spread over the windows that hold it):
+    with ``outlier_fence=False`` the threshold is the 0.99 quantile of the fit scores, which
+    lies among the extreme windows, and exactly the windows above it are flagged
+    (``n - 1 - floor(0.99·(n - 1))`` of ``n`` distinct scores with numpy's linear quantile:
+    3 of 300, the paper's top 1 %); with the fence on (the default) it is capped at
+    ``outlier_fence(scores)``, below the quantile, and all six are flagged.
+
+    Broken variants caught: the cap applied whatever the parameter (6 flagged, not 3), the
+    parameter ignored by a detector, ``n_beyond_fence_`` left set when off."""
+    X = _data(seed=4, n=300)
+    extreme = [40, 41, 42, 140, 141, 142]
+    X[extreme] += 1e6 * np.arange(1, 7)[:, None]
+    off = cls(outlier_fence=False).fit(X)
+    s = off.decision_scores_
+    n = s.size
+    q = np.quantile(s, 0.99)
+    assert off.threshold_ == q and off.n_beyond_fence_ == 0
+    assert np.unique(s).size == n
+    assert off.labels_.sum() == n - 1 - int(np.floor(0.99 * (n - 1))) == 3
+    assert set(np.flatnonzero(off.labels_)) == set(np.argsort(s)[-3:]) < set(extreme)
+    on = cls().fit(X)  # the default: the fence on
+    np.testing.assert_allclose(on.decision_scores_, s, rtol=1e-9)
+    assert on.threshold_ == pytest.approx(outlier_fence(on.decision_scores_), rel=1e-12)
+    assert on.threshold_ < q and on.n_beyond_fence_ >= 6
+    assert set(extreme) <= set(np.flatnonzero(on.labels_))
+    # an sklearn parameter: kept by get_params and clone
+    assert off.get_params()["outlier_fence"] is False and cls().get_params()["outlier_fence"] is True
+    assert clone(off).outlier_fence is False
+
+
+def test_outlier_fence_reaches_every_default_detector_and_refuses_a_non_bool():
+    for fence in (True, False):
+        dets = default_detectors(DetectConfig(pcarecon=True, iforest_estimators=20), outlier_fence=fence)
+        assert [d.outlier_fence for d in dets] == [fence] * 4
+    with pytest.raises(ValueError, match="outlier_fence must be True or False"):
+        ZScoreDetector(outlier_fence="no").fit(_data())

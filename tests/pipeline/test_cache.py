@@ -102,7 +102,7 @@ def _score_hits_misses() -> tuple[int, int]:
 def test_policies_that_score_alike_share_scores(tmp_path):
     """A policy that differs only after scoring (its name, min_agreement) reads the scores
     back and gives what computing them gives; a field scoring reads (the false-alarm rate,
-    the clip) computes afresh."""
+    the clip, the outlier fence) computes afresh."""
     from reveal_lab.pipeline import get_policy
 
     runs = _runs()
@@ -122,8 +122,9 @@ def test_policies_that_score_alike_share_scores(tmp_path):
         assert (h1 > h0, m1) == (True, m0)  # read back, nothing computed
         detect(base.with_(false_alarm_rate=0.05))
         detect(base.with_(z_clip=5.0))
+        detect(base.with_(outlier_fence=False))
         h2, m2 = _score_hits_misses()
-        assert (h2, m2 - m1) == (h1, 2)  # each changed scoring field computed afresh
+        assert (h2, m2 - m1) == (h1, 3)  # each changed scoring field computed afresh
     for a, b in zip(detect(alike), shared, strict=True):  # uncached
         assert_frame_equal(a, b)
 
@@ -216,3 +217,16 @@ def test_views_of_one_frame_judge_its_columns_once(tmp_path):
     for (fa, na), (fb, nb) in zip(plain, cached, strict=True):
         assert_frame_equal(fa, fb)
         assert na == nb
+
+
+def test_outlier_fence_is_part_of_the_score_key():
+    """The paper policy with and without the outlier fence: the scoring settings and their
+    cache keys differ, so a score cached under one setting is never read for the other."""
+    from reveal_lab.pipeline import get_policy
+    from reveal_lab.pipeline._score import ScoreSettings
+
+    off = ScoreSettings.of(get_policy("paper").resolve(baseline_runs=0, source="lab"))
+    on = ScoreSettings.of(get_policy("paper", outlier_fence=True).resolve(baseline_runs=0, source="lab"))
+    assert (off.outlier_fence, on.outlier_fence) == (False, True)
+    assert dataclasses.replace(off, outlier_fence=True) == on
+    assert content_key(off) != content_key(on)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from reveal_lab.config import get_preset
@@ -21,6 +24,7 @@ from reveal_lab.synth import Anomaly, make_run
 
 PAPER = get_preset("paper")
 FAST = get_preset("paper", detect=get_preset("smoke").detect)
+LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
 
 def test_default_resolves_a_run_alone():
@@ -56,10 +60,11 @@ def test_paper_policy_is_the_papers_method():
     p = POLICIES["paper"]
     assert (p.thresholds, p.min_agreement, p.min_run, p.z_clip) == ("self", 1, 1, None)
     assert (p.sentinel_samples, p.lone_sentinel, p.trim, p.prune) == (None, False, "span", True)
+    assert p.outlier_fence is False and POLICIES["default"].outlier_fence is True
     for n in (0, 1, 3):  # baseline runs given or not, the paper fits on the run itself
         r = p.resolve(baseline_runs=n, source="lab")
         assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("self", "run", 1, 1)
-        assert (r.sentinel_rule, r.z_clip, r.false_alarm_rate) == (None, None, None)
+        assert (r.sentinel_rule, r.z_clip, r.false_alarm_rate, r.outlier_fence) == (None, None, None, False)
     assert POLICIES["default"] == DetectionPolicy()
 
 
@@ -88,6 +93,8 @@ def test_min_run_auto_follows_the_windows():
         ("z_clip", -1.0),
         ("prune", 3),
         ("lone_sentinel", "yes"),
+        ("outlier_fence", None),
+        ("outlier_fence", 1),
         ("force_baseline", None),
         ("name", ""),
     ],
@@ -172,17 +179,28 @@ def test_for_shares_and_agreeing_fill_only_an_auto_agreement():
 
 def test_no_agreement_or_run_default_outside_the_policy_module():
     """Every default of ``min_agreement``/``min_run`` is the policy's: no function outside
-    pipeline/_policy.py declares a number for them, and no call passes a literal one."""
+    pipeline/_policy.py declares a number for them, and no call passes a literal one. The same
+    for ``outlier_fence`` (True or False), except in the detectors themselves, whose
+    scikit-learn parameter needs a default of its own."""
     import ast
     from pathlib import Path
 
     import reveal_lab
 
     root = Path(reveal_lab.__file__).parent
+
+    def literal(name: str, node: ast.AST, estimator: bool) -> bool:
+        if not isinstance(node, ast.Constant):
+            return False
+        if name in ("min_agreement", "min_run"):
+            return isinstance(node.value, int) and not isinstance(node.value, bool)
+        return name == "outlier_fence" and isinstance(node.value, bool) and not estimator
+
     found = []
     for path in root.rglob("*.py"):
         if path.name == "_policy.py" and path.parent.name == "pipeline":
             continue
+        estimator = path.parent.name == "detectors"
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 a = node.args
@@ -190,12 +208,42 @@ def test_no_agreement_or_run_default_outside_the_policy_module():
                 pairs = list(zip(pos[len(pos) - len(a.defaults) :], a.defaults, strict=True))
                 pairs += [(k, d) for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None]
                 for arg, default in pairs:
-                    if arg.arg in ("min_agreement", "min_run") and isinstance(default, ast.Constant):
-                        if isinstance(default.value, int) and not isinstance(default.value, bool):
-                            found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}({arg.arg}=...)")
+                    if literal(arg.arg, default, estimator):
+                        found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}({arg.arg}=...)")
             if isinstance(node, ast.Call):
                 for kw in node.keywords:
-                    if kw.arg in ("min_agreement", "min_run") and isinstance(kw.value, ast.Constant):
-                        if isinstance(kw.value.value, int) and not isinstance(kw.value.value, bool):
-                            found.append(f"{path.relative_to(root)}:{node.lineno} call with {kw.arg}=...")
+                    if kw.arg and literal(kw.arg, kw.value, estimator):
+                        found.append(f"{path.relative_to(root)}:{node.lineno} call with {kw.arg}=...")
     assert found == []
+
+
+@pytest.mark.skipif(not (LAB / "meta_lab.csv").is_file(), reason="data/lab not present")
+def test_paper_policy_flags_the_top_share_of_a_lab_run():
+    """A fault-free lab run (the first CNN inference run) scored with the paper policy, fitted
+    on itself: each detector's threshold is the 0.99 quantile of its scores and flags exactly
+    the windows above it, ``n - 1 - floor(0.99·(n - 1))`` of ``n`` (1 of 88: the top 1 %
+    as numpy's linear quantile rounds it). With the outlier fence on, the Z-score threshold of
+    this run is capped below that quantile and flags more.
+
+    Broken variants caught: the fence on in the paper policy (the Z-score flags 4), a
+    detector built without the policy's setting."""
+    from reveal_lab.io import load_run
+
+    meta = pl.read_csv(LAB / "meta_lab.csv", infer_schema_length=0).filter(
+        (pl.col("fault") == "none") & (pl.col("model") == "CNN") & (pl.col("phase") == "infer")
+    )
+    run = load_run(LAB / meta["source_file"][0].removeprefix("./"))
+    det = detect_run(run, preset=FAST, policy=get_policy("paper"))
+    assert det.fit_mode == "self" and det.config["policy"]["outlier_fence"] is False
+    w, (host,) = det.windows, det.thresholds
+    n = w.height
+    top = n - 1 - int(np.floor(0.99 * (n - 1)))
+    for m in det.methods:
+        scores = w[f"score_{m}"].to_numpy()
+        assert det.thresholds[host][m] == pytest.approx(np.quantile(scores, 0.99), rel=1e-12), m
+        assert int(w[f"label_{m}"].sum()) == int((scores > det.thresholds[host][m]).sum()) == top, m
+    assert not any("outlier fence" in x for x in det.warnings)
+    fenced = detect_run(run, preset=FAST, policy=get_policy("paper", outlier_fence=True))
+    assert fenced.thresholds[host]["zscore"] < det.thresholds[host]["zscore"]
+    assert int(fenced.windows["label_zscore"].sum()) > top
+    assert any("outlier fence" in x for x in fenced.warnings)
