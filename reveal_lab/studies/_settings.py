@@ -1,6 +1,7 @@
 """The two settings every detection claim is computed under: ``paper``, the paper's method
-as it states it (each run fitted on itself, the top 1 % per detector flagged, any detector,
-every window over a threshold, no clip, no sentinel rule, the §4.1 pruned space), and
+as it states it (each run fitted on itself, the top 1 % per detector flagged with no outlier
+fence, any detector, every window over a threshold, no clip, no sentinel rule, the §4.1 pruned
+space), and
 ``default``, reveal-lab's defaults (thresholds calibrated on the workload's other
 fault-free runs where there are two or more, the clip and the sentinel rule on).
 
@@ -33,7 +34,7 @@ def setting_arguments(
     counts any one detector.
 
     >>> setting_arguments("paper")
-    {'thresholds': 'self', 'min_agreement': 1, 'min_run': 1}
+    {'thresholds': 'self', 'min_agreement': 1, 'min_run': 1, 'outlier_fence': False}
     >>> setting_arguments("default", lone_run=True)
     {'thresholds': 'auto', 'min_agreement': None, 'min_run': None, 'sentinel': True}
     >>> setting_arguments("ours")
@@ -45,7 +46,8 @@ def setting_arguments(
 
     if name == "paper":
         paper = POLICIES["paper"]
-        args: dict[str, object] = {k: getattr(paper, k) for k in ("thresholds", "min_agreement", "min_run")}
+        keys = ("thresholds", "min_agreement", "min_run", "outlier_fence")
+        args: dict[str, object] = {k: getattr(paper, k) for k in keys}
         sentinel = False
     elif name == "default":
         agree = int(min_agreement) if min_agreement else None

@@ -266,7 +266,9 @@ def test_counts_line_per_setting(out):
 
 
 def test_settings_arguments():
-    assert setting_arguments("paper") == {"thresholds": "self", "min_agreement": 1, "min_run": 1}
+    assert setting_arguments("paper") == {
+        "thresholds": "self", "min_agreement": 1, "min_run": 1, "outlier_fence": False
+    }
     assert setting_arguments("default", min_agreement=2)["min_agreement"] == 2
     assert setting_arguments("default", min_agreement=0)["min_agreement"] is None  # the policy's own
     assert setting_arguments("paper", lone_run=True)["sentinel"] is False
