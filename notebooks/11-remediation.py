@@ -1,7 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
 #     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
 #   kernelspec:
 #     display_name: Python (reveal-lab)
 #     language: python
@@ -37,7 +44,7 @@ max_runs_per_side = 0  # 0: all runs of each side
 import polars as pl
 
 from reveal_lab import plots, studies
-from reveal_lab.compare import case_study_runs, combine_cases, compare_runs
+from reveal_lab.compare import case_study_runs, combine_cases, compare_cases
 
 root = studies.resolve_data(data)
 pairs = case_study_runs(
@@ -48,10 +55,8 @@ pairs = case_study_runs(
     fallback_after=[f"fault^={f}" for f in fallback_faults.split(";") if f],
     max_runs_per_side=max_runs_per_side,
 )
-comparisons = {
-    case: compare_runs(a, b, reference=reference, preset=preset, n_boot=n_boot, a_label=before, b_label=case)
-    for case, (a, b) in pairs.items()
-}
+# side A's runs are scored once for every case
+comparisons = compare_cases(pairs, reference=reference, preset=preset, n_boot=n_boot, a_label=before)
 table = combine_cases(comparisons)
 summary = table.filter(pl.col("level").is_in(["any", "subsystem", "throughput"]))
 studies.save_table(table, out_dir, "remediation_details")

@@ -43,6 +43,7 @@ __all__ = [
     "bootstrap_compare",
     "case_study_runs",
     "combine_cases",
+    "compare_cases",
     "compare_runs",
     "resolve_runs",
     "run_shares",
@@ -381,6 +382,7 @@ def compare_runs(
     level: float = 0.95,
     a_label: str = "A",
     b_label: str = "B",
+    memo: dict | None = None,
     **changes: Any,
 ) -> Comparison:
     """Compare run sets ``a`` and ``b`` (see the module doc); items as :func:`resolve_runs` takes.
@@ -393,6 +395,10 @@ def compare_runs(
     ``meta_lab.csv``; other files are used whole); its ``false_alarm_rate`` sets the
     cross-fitted thresholds of ``reference="a"`` (at least two other A runs of the host;
     one: in-sample thresholds).
+
+    ``memo``: a dict kept between calls (:func:`compare_cases`), holding the runs loaded and
+    the shares scored, keyed by the run, its baseline runs and every setting scoring reads:
+    a run another call scored alike is read from it, not scored again.
     """
     from reveal_lab.config import get_preset
     from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
@@ -418,12 +424,16 @@ def compare_runs(
             "with itself shows only the bootstrap's noise"
         )
     pre = get_preset(preset)
-    cache: dict[str, Run] = {}
+    memo = {} if memo is None else memo
+    settings = (reference, repr(pre), repr(policy))
 
     def load(s: RunSpec) -> Run:
-        if s.path not in cache:
-            cache[s.path] = _load(s, trim)
-        return cache[s.path]
+        if s.run is not None:  # a run handed in is named, not identified, by its path
+            return _load(s, trim)
+        key = ("run", s.path, s.span, trim)
+        if key not in memo:
+            memo[key] = _load(s, trim)
+        return memo[key]
 
     def hosts(s: RunSpec) -> tuple[str, ...]:
         from reveal_lab.telemetry import frame_hosts
@@ -434,7 +444,7 @@ def compare_runs(
     def detect(run: Run, base: list[Run] | None):  # noqa: ANN202 - a Detection
         return detect_run(run, baseline=base, preset=pre, policy=policy)
 
-    parts, failures = _score_sides(sa, sb, reference, load, hosts, detect)
+    parts, failures = _score_sides(sa, sb, reference, hosts, _memo_detect(detect, load, memo, settings))
     warnings = _workload_warnings([load(s) for s in sa], [load(s) for s in sb])
     shares = pl.concat(parts) if parts else pl.DataFrame()
     ga = list(dict.fromkeys(s.group for s in sa if shares.height and s.group in set(shares["group"])))
@@ -472,7 +482,7 @@ def compare_runs(
     return Comparison(table, shares, runs, config, failures, warnings)
 
 
-def _score_sides(sa, sb, reference, load, hosts, detect):  # noqa: ANN001, ANN202
+def _score_sides(sa, sb, reference, hosts, detect):  # noqa: ANN001, ANN202
     """Detect on every run of both sides (with ``reference="a"`` each fitted on the other A
     runs of its hosts, never its own group); ``(share frames, failures)``."""
     parts, failures = [], []
@@ -484,15 +494,39 @@ def _score_sides(sa, sb, reference, load, hosts, detect):  # noqa: ANN001, ANN20
                 if not refs:
                     failures.append(f"{s.path}: no other A run of host(s) {hosts(s)} to fit on")
                     continue
-                baseline = [load(r) for r in refs]
-            try:
-                det = detect(load(s), baseline)
-            except (TelemetryError, ValueError) as exc:
-                failures.append(f"{s.path}: {exc}")
+                baseline = refs
+            scored = detect(s, baseline)
+            if isinstance(scored, str):
+                failures.append(f"{s.path}: {scored}")
                 continue
-            parts.append(run_shares(det, s.group).with_columns(side=pl.lit(side)))
-            log.info("%s [%s]: %d windows", Path(s.path).name, side, det.windows.height)
+            shares, n_windows = scored
+            parts.append(shares.with_columns(side=pl.lit(side)))
+            log.info("%s [%s]: %d windows", Path(s.path).name, side, n_windows)
     return parts, failures
+
+
+def _memo_detect(detect, load, memo: dict, settings: tuple):  # noqa: ANN001, ANN202
+    """``detect`` as :func:`_score_sides` calls it, ``(spec, baseline specs or None)`` ->
+    ``(run_shares, windows)`` or the error's message, read from ``memo`` when the same run
+    was scored on the same baseline runs under the same ``settings`` (runs handed in as
+    :attr:`RunSpec.run` are scored every time: their path names them, it does not identify them)."""
+
+    def shares(s: RunSpec, refs: list[RunSpec] | None) -> tuple[pl.DataFrame, int] | str:
+        try:
+            det = detect(load(s), None if refs is None else [load(r) for r in refs])
+        except (TelemetryError, ValueError) as exc:
+            return str(exc)
+        return run_shares(det, s.group), det.windows.height
+
+    def scored(s: RunSpec, refs: list[RunSpec] | None) -> tuple[pl.DataFrame, int] | str:
+        if s.run is not None or any(r.run is not None for r in refs or ()):
+            return shares(s, refs)
+        key = ("shares", settings, s.path, s.span, s.group, refs and tuple((r.path, r.span) for r in refs))
+        if key not in memo:
+            memo[key] = shares(s, refs)
+        return memo[key]
+
+    return scored
 
 
 def _bootstrap_table(shares, sa, sb, ga, gb, boot):  # noqa: ANN001, ANN202
@@ -605,6 +639,22 @@ def case_study_runs(
         a = pick(fallback_before)
         pairs = [(x, pick(x)) for x in fallback_after]
     return {x: (_limit(a, max_runs_per_side), _limit(b, max_runs_per_side)) for x, b in pairs if a and b}
+
+
+def compare_cases(
+    pairs: Mapping[str, tuple[Sequence[str | RunSpec], Sequence[str | RunSpec]]],
+    *,
+    a_label: str = "A",
+    **kwargs: Any,
+) -> dict[str, Comparison]:
+    """:func:`compare_runs` of each case's ``(A, B)`` (as :func:`case_study_runs` gives them),
+    ``b_label`` the case; ``kwargs`` go to every call. The calls share one ``memo``, so a run
+    of several cases (side A's, fitted on the same other A runs) is loaded and scored once."""
+    memo: dict = {}
+    return {
+        case: compare_runs(a, b, a_label=a_label, b_label=case, memo=memo, **kwargs)
+        for case, (a, b) in pairs.items()
+    }
 
 
 def combine_cases(comparisons: Mapping[str, Comparison]) -> pl.DataFrame:

@@ -105,3 +105,29 @@ def test_compare_cli_says_what_is_wrong(capsys):
     assert "neither a file" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["compare", "a"])  # --vs is required
+
+
+@pytest.mark.slow
+def test_compare_cases_scores_shared_runs_once_with_equal_tables(tmp_path, monkeypatch):
+    import reveal_lab.compare._compare as cmp_mod
+    from reveal_lab.compare import compare_cases
+    from reveal_lab.io import write_parquet_run
+
+    def spec(i: int, anomaly: bool) -> RunSpec:
+        s = _spec(i, anomaly, 100.0 + i)
+        path = write_parquet_run(s.run, tmp_path / f"r{i}.parquet")
+        return RunSpec(str(path), s.group, s.throughput)
+
+    a = [spec(i, False) for i in range(3)]
+    cases = {"x": (a, [spec(10, True), spec(11, True)]), "y": (a, [spec(20, True), spec(21, False)])}
+    kw = {"n_boot": 200, "trim": "active"}
+    alone = {c: compare_runs(sa, sb, a_label="A", b_label=c, **kw) for c, (sa, sb) in cases.items()}
+    calls = []
+    real = cmp_mod.run_shares
+    monkeypatch.setattr(cmp_mod, "run_shares", lambda det, group: calls.append(group) or real(det, group))
+    shared = compare_cases(cases, a_label="A", **kw)
+    assert len(calls) == 3 + 2 + 2  # side A's three runs once, each case's B runs
+    for c in cases:
+        assert shared[c].table.equals(alone[c].table)
+        assert shared[c].shares.sort(pl.all()).equals(alone[c].shares.sort(pl.all()))  # rows in any order
+        assert shared[c].config == alone[c].config and shared[c].failures == alone[c].failures
