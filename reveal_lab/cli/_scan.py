@@ -76,7 +76,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument("--preset", default="paper", help="window and detector settings (paper, smoke)")
     # each run detected alone: the decisions of a run alone
     add_policy_arguments(
-        p, ("thresholds", "false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "sentinel_samples")
+        p,
+        ("thresholds", "false_alarm_rate", "min_agreement", "min_run", "trim", "prune", "sentinel_samples",
+         "outlier_fence"),
     )
     p.add_argument(
         "--out", metavar="DIR", help="write anomalies.csv, runs.csv, failures.json, scan.json here"

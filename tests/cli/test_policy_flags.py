@@ -72,3 +72,10 @@ def test_watch_takes_the_policy_flags_it_uses():
     assert policy_from_args(args) == POLICIES["paper"].with_(outlier_fence=True)
     with pytest.raises(SystemExit):  # one metric space: --no-prune or --pruning FILE
         build_parser().parse_args(["watch", "dir", "--no-prune", "--pruning", "p.json"])
+
+
+def test_scan_takes_the_outlier_fence():
+    args = build_parser().parse_args(["scan", "data", "--no-outlier-fence"])
+    assert policy_from_args(args).outlier_fence is False
+    args = build_parser().parse_args(["scan", "data", "--policy", "paper", "--outlier-fence"])
+    assert policy_from_args(args).outlier_fence is True
