@@ -10,7 +10,7 @@ and a forced fit carries the warning into the report.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import numpy as np
 import polars as pl
@@ -126,10 +126,12 @@ def check_baseline(
     return notes
 
 
-def outlier_notes(detectors: dict, *, where: str) -> list[str]:
+def outlier_notes(detectors: dict, *, where: str, replaced: Collection[str] = ()) -> list[str]:
     """What the detectors' outlier policy did, for the report: inputs clipped to
     ±``VALUE_CLIP`` and thresholds capped at the outlier fence (see
-    ``outlier_fence`` in the detectors' base)."""
+    ``outlier_fence`` in the detectors' base). ``replaced``: the detectors whose fitted
+    threshold was replaced afterwards (calibrated or robust thresholds): their fence did not
+    set the threshold in use, so no note says it did."""
     notes = []
     clipped = max((getattr(d, "n_clipped_", 0) for d in detectors.values()), default=0)
     if clipped:
@@ -139,7 +141,7 @@ def outlier_notes(detectors: dict, *, where: str) -> list[str]:
         )
     for name, d in detectors.items():
         n = getattr(d, "n_beyond_fence_", 0)
-        if n:
+        if n and name not in replaced:
             notes.append(
                 f"{where}: {name}: {n} fit window(s) score beyond the outlier fence (median + 100 robust "
                 f"spreads); the threshold was capped there ({d.threshold_:.4g}) so extreme windows "

@@ -90,6 +90,7 @@ def score_host(
         pairs = pairs.with_columns(key=pl.col("metric").map_elements(metric_key, return_dtype=pl.String))
     t = time.perf_counter()
     calibrated = policy.thresholds == "calibrated"
+    replaced: set[str] = set()  # detectors whose fitted threshold is replaced
     ens = DetectorEnsemble(
         default_detectors(preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence)
     )
@@ -109,6 +110,7 @@ def score_host(
                 clip=policy.z_clip,
             ).items():
                 ens.detectors_[m].threshold_ = thr
+                replaced.add(m)
             notes += left_out_notes(left, baseline, host)
         result = ens.score(wf.X)
     else:
@@ -125,11 +127,12 @@ def score_host(
                 ens.detectors_[m].threshold_ = robust_threshold(
                     result.scores[m], policy.false_alarm_rate, n_det
                 )
+                replaced.add(m)
             result = ens.score(wf.X)
     raw_agreement = result.agreement  # before the min_run rule (the report counts what it dropped)
     if policy.min_run > 1:
         result = sustained_result(result, policy.min_run)
-    notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}")
+    notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}", replaced=replaced)
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
     att = attribute(ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host)

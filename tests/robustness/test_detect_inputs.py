@@ -63,9 +63,14 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
         else:  # one sample lies in 3 windows: dropped by the 4-window rule, and counted as dropped
             assert det.config["min_run_windows"] == 4 and det.summary["short_runs_dropped"] >= 1
         assert all(np.isfinite(v) for v in det.thresholds[next(iter(det.thresholds))].values())
-        assert any("outlier fence" in w for w in det.warnings)
+        # a run alone takes robust thresholds: the fence did not set them, so no note says it did
+        assert not any("outlier fence" in w for w in det.warnings)
         if value > 1e30:
             assert any("clipped" in w for w in det.warnings)
+    det = detect_run(spiked, min_run=1, thresholds="self")  # quantile thresholds: the fence caps them
+    assert any("outlier fence" in w for w in det.warnings)
+    hit = det.windows.filter((pl.col("start") <= t) & (pl.col("end") > t))
+    assert (hit["agreement"] >= 1).any(), hit
 
 
 def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs):
