@@ -412,13 +412,21 @@ def traces_around(
     """Raw values of ``metrics`` from ``pad_s`` before ``start`` to ``pad_s`` after ``end``.
 
     Long frame: ``t_s`` (seconds from ``start``), ``metric``, ``value``, ``in_window``.
+    A metric the detection view derives (``Derived:...``, a counter's ``_diff``) is read
+    from the run with its derived metrics added (:func:`reveal_lab.derive.add_derived`).
     Unknown metric names raise ``ValueError`` naming them.
     """
-    missing = [m for m in metrics if m not in run.frame.columns]
+    frame = run.frame
+    if any(m not in frame.columns for m in metrics):
+        from reveal_lab.derive import add_derived
+
+        derived = add_derived(frame)  # replaces counters by their _diff: keep both names
+        frame = frame.with_columns(derived.select([c for c in derived.columns if c not in frame.columns]))
+    missing = [m for m in metrics if m not in frame.columns]
     if missing:
         raise ValueError(f"metrics not in run {run.meta.run_id}: {missing}")
     lo, hi = start - dt.timedelta(seconds=pad_s), end + dt.timedelta(seconds=pad_s)
-    part = run.frame.filter(pl.col(TIMESTAMP).is_between(lo, hi)).select(TIMESTAMP, *metrics)
+    part = frame.filter(pl.col(TIMESTAMP).is_between(lo, hi)).select(TIMESTAMP, *metrics)
     long = part.unpivot(index=TIMESTAMP, variable_name="metric", value_name="value")
     return long.select(
         ((pl.col(TIMESTAMP) - start).dt.total_milliseconds() / 1000.0).alias("t_s"),
