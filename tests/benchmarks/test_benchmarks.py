@@ -300,3 +300,18 @@ def test_summary_renders_the_crosshost_references_study(tmp_path: Path):
     assert "| 3 | 1/60 (0.0167) | 7/8: config_threads 7/8 |" in _summarize(results, studies)
     (studies / "crosshost_references.json").write_text(json.dumps({"kind": "study", "results": []}))
     assert "unreadable crosshost_references.json: no 'by_refs'" in _summarize(results, studies)
+
+
+def test_the_public_scale_figure_is_drawn_from_the_stored_result(tmp_path: Path):
+    """plot_public_scale.py reads the committed result (a stopped reproduction included) and
+    writes a PNG; a result file it cannot read is named, exit 2."""
+    out = tmp_path / "scale.png"
+    cmd = [sys.executable, str(BENCH / "plot_public_scale.py"), str(BENCH / "results" / "public_scale.json")]
+    p = subprocess.run([*cmd, "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    cmd = [sys.executable, str(BENCH / "plot_public_scale.py"), str(bad)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "bad.json" in p.stderr
