@@ -152,3 +152,21 @@ def test_no_function_over_120_lines_without_a_reason():
                 if n > 120 and "One long" not in (ast.get_docstring(node) or ""):
                     long.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({n} lines)")
     assert long == []
+
+
+def test_test_module_basenames_do_not_clash():
+    """pytest imports a test module outside a package by its basename: two ``test_x.py`` in
+    folders without ``__init__.py`` stop the collection of a fresh clone (one inside a package
+    is imported under the package's name and does not clash)."""
+    from collections import defaultdict
+
+    tests = Path(__file__).parent
+    by_name: dict[str, list[Path]] = defaultdict(list)
+    for f in tests.rglob("test_*.py"):
+        by_name[f.name].append(f.parent)
+    clashes = {
+        name: [str(d.relative_to(tests)) for d in dirs]
+        for name, dirs in by_name.items()
+        if sum(not (d / "__init__.py").exists() for d in dirs) > 1
+    }
+    assert not clashes, f"test modules with the same basename outside packages: {clashes}"
