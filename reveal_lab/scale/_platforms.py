@@ -10,11 +10,10 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.scale._engine import SYNTH, study_refs
 from reveal_lab.scale._tasks import RunRef, _open_dataset
 
 __all__ = ["PLATFORMS", "study_platforms", "section_refs"]
-
-SYNTH = "synth"
 
 #: the values of the studies' ``platform`` parameter: ``each`` platform in a section of its own
 #: (the default), one platform's runs, or ``all`` runs together
@@ -37,7 +36,7 @@ def study_platforms(
     >>> study_platforms("synth"), study_platforms("synth", "all")
     (['all'], ['all'])
     """
-    from reveal_lab.studies import parse_list, resolve_data
+    from reveal_lab.studies import parse_list, resolve_data, select_runs
 
     value = str(platform or "each").lower()
     if value not in PLATFORMS:
@@ -48,12 +47,8 @@ def study_platforms(
     if root == SYNTH:
         return ["all"]
     index = _open_dataset(str(Path(root).resolve())).index
-    wl = parse_list(workloads) if not isinstance(workloads, list) else workloads
-    if wl:
-        index = index.filter(pl.col("workload").is_in(list(wl)))
-    if phase:
-        index = index.filter(pl.col("phase") == phase)
-    found = set(index.get_column("platform").drop_nulls().to_list())
+    ids = select_runs(index, workloads=parse_list(workloads), phase=phase or None)  # as study_refs selects
+    found = set(index.filter(pl.col("run_id").is_in(ids)).get_column("platform").drop_nulls().to_list())
     order = [p for p in ("gpu", "cpu") if p in found] + sorted(found - {"gpu", "cpu"})
     return order if len(order) > 1 else ["all"]
 
@@ -64,7 +59,7 @@ def section_refs(
     """Each section of :func:`study_platforms` with its runs' references, in order:
     ``{section: study_refs(data, platform=section, **selection)}`` (``selection``: the
     other arguments of :func:`~reveal_lab.scale.study_refs`). No run is loaded."""
-    from reveal_lab.scale._engine import study_refs
-
-    sections = study_platforms(data, platform, workloads=selection.get("workloads"), phase=selection.get("phase"))
+    sections = study_platforms(
+        data, platform, workloads=selection.get("workloads"), phase=selection.get("phase")
+    )
     return {s: study_refs(data, platform=s, **selection) for s in sections}

@@ -13,6 +13,8 @@ import polars as pl
 
 from reveal_lab.studies._claim_model import ClaimContext, Reading
 from reveal_lab.studies._claim_tables import metric_family
+from reveal_lab.studies._platforms import SECTION_SEP
+
 
 def _missing(name: str) -> Reading:
     return Reading(None, f"tables/{name}.csv not in the output (its notebook failed or was not run)")
@@ -176,7 +178,8 @@ def _pruning_json(ctx: ClaimContext) -> dict | None:
     ``pruning--PLATFORM.json`` (:meth:`ClaimContext.section`)."""
     p = ctx.out / "pruning.json"
     if not p.exists():
-        by_platform = {f.stem.split("--", 1)[1]: f for f in ctx.out.glob("pruning--*.json")}
+        found = ctx.out.glob(f"pruning{SECTION_SEP}*.json")
+        by_platform = {f.stem.split(SECTION_SEP, 1)[1]: f for f in found}
         section = ctx.section(list(by_platform))
         if section is None:
             return None
