@@ -14,7 +14,8 @@ inputs), then reproduced once per engine (``inprocess``: the notebooks' own proc
 ``reveal-lab`` process and all its descendants every 0.25 s and keeps the largest sum.
 
 The result (``details.measured``) holds, per run: scale, runs, zip bytes, engine, exit status, wall seconds,
-peak tree RSS, each notebook's seconds (``OUT/notebooks/status.json``), and the runs the
+peak tree RSS, each notebook's seconds (``OUT/notebooks/status.json``) and the peak tree RSS
+while it ran (from the executed notebooks' papermill start and end times), and the runs the
 reproduction skipped; then the load average before and after, the machine, the commit,
 the ratios issue 29 asks for (K=max against K=min: RSS ≤ 1.1x and ≤ 3 GB, time ≤ 1.1 x K),
 and a projection of the real dataset (4,522 files) from the measured per-run cost:
@@ -57,8 +58,9 @@ def _tree_rss(pid: int) -> int:
 
 
 def run_measured(cmd: list[str], log: Path) -> dict:
-    """Run ``cmd``; its wall time, exit status and the peak RSS of its process tree."""
-    peak = [0]
+    """Run ``cmd``; its wall time, exit status, the peak RSS of its process tree and the
+    samples behind it (``samples``: ``(unix seconds, tree RSS bytes)`` every 0.25 s)."""
+    peak, samples = [0], []
     t0 = time.perf_counter()
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -66,7 +68,9 @@ def run_measured(cmd: list[str], log: Path) -> dict:
 
         def sample() -> None:
             while not done.is_set():
-                peak[0] = max(peak[0], _tree_rss(proc.pid))
+                rss = _tree_rss(proc.pid)
+                samples.append((time.time(), rss))
+                peak[0] = max(peak[0], rss)
                 done.wait(0.25)
 
         th = threading.Thread(target=sample, daemon=True)
@@ -75,7 +79,33 @@ def run_measured(cmd: list[str], log: Path) -> dict:
         done.set()
         th.join()
     wall = round(time.perf_counter() - t0, 2)
-    return {"exit": rc, "wall_s": wall, "peak_tree_rss_mb": round(peak[0] / 1e6, 1)}
+    return {"exit": rc, "wall_s": wall, "peak_tree_rss_mb": round(peak[0] / 1e6, 1), "samples": samples}
+
+
+def notebook_peaks(samples: list[tuple[float, int]], notebooks: Path) -> dict[str, float]:
+    """The peak tree RSS (MB) while each notebook ran, from the executed notebooks' papermill
+    ``start_time``/``end_time`` and the sampler's ``(unix seconds, bytes)``; ``between``:
+    the peak outside every notebook (the runner alone)."""
+    from datetime import datetime
+
+    spans = {}
+    for nb in sorted(notebooks.glob("*.ipynb")):
+        try:
+            meta = json.loads(nb.read_text())["metadata"]["papermill"]
+            start = datetime.fromisoformat(meta["start_time"]).timestamp()
+            end = datetime.fromisoformat(meta["end_time"]).timestamp() if meta.get("end_time") else float("inf")
+        except (KeyError, TypeError, ValueError, json.JSONDecodeError):
+            continue
+        spans[nb.stem] = (start, end)
+    peaks: dict[str, int] = {}  # only notebooks with a sample inside (an old output's times have none)
+    between = 0
+    for t, rss in samples:
+        inside = [name for name, (a, b) in spans.items() if a <= t <= b]
+        for name in inside:
+            peaks[name] = max(peaks.get(name, 0), rss)
+        if not inside:
+            between = max(between, rss)
+    return {**{k: round(v / 1e6, 1) for k, v in peaks.items()}, "between": round(between / 1e6, 1)}
 
 
 def _projection(rows: list[dict]) -> dict:
@@ -147,6 +177,7 @@ def measure_scale(k: int, args, work: Path) -> list[dict]:  # noqa: ANN001 - the
             cmd += ["--workers", engine]
         print(f"K={k} engine={engine}: {' '.join(cmd[1:])}", flush=True)
         m = run_measured(cmd, work / f"log-K{k}-{engine}.txt")
+        samples = m.pop("samples")
         status = {}
         status_file = out / "notebooks" / "status.json"
         if status_file.exists():
@@ -162,6 +193,7 @@ def measure_scale(k: int, args, work: Path) -> list[dict]:  # noqa: ANN001 - the
                 "engine": engine,
                 **m,
                 "notebook_seconds": status,
+                "notebook_peak_tree_rss_mb": notebook_peaks(samples, out / "notebooks"),
                 "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
             }
         )

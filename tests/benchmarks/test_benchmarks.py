@@ -315,3 +315,26 @@ def test_the_public_scale_figure_is_drawn_from_the_stored_result(tmp_path: Path)
     cmd = [sys.executable, str(BENCH / "plot_public_scale.py"), str(bad)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "bad.json" in p.stderr
+
+
+def test_public_scale_gives_each_notebook_the_peak_of_the_samples_taken_while_it_ran(tmp_path: Path, monkeypatch):
+    """notebook_peaks reads papermill's start and end times from the executed notebooks and
+    keeps, per notebook, the largest sample inside its span; samples outside every span are
+    the runner's own (``between``); a notebook without times is left out."""
+    monkeypatch.syspath_prepend(str(BENCH))
+    import importlib
+
+    ps = importlib.import_module("public_scale")
+
+    def nb(name: str, start: str, end: str | None) -> None:
+        meta = {"papermill": {"start_time": start, "end_time": end}}
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"metadata": meta, "cells": []}))
+
+    from datetime import datetime
+
+    nb("01-a", "2026-01-01T00:00:10+00:00", "2026-01-01T00:00:20+00:00")
+    nb("02-b", "2026-01-01T00:00:30+00:00", None)  # stopped: runs to the last sample
+    (tmp_path / "03-c.ipynb").write_text(json.dumps({"metadata": {}}))
+    t0 = datetime.fromisoformat("2026-01-01T00:00:00+00:00").timestamp()
+    samples = [(t0 + 5, 9e6), (t0 + 12, 3e6), (t0 + 19, 4e6), (t0 + 25, 7e6), (t0 + 31, 2e6), (t0 + 90, 5e6)]
+    assert ps.notebook_peaks(samples, tmp_path) == {"01-a": 4.0, "02-b": 5.0, "between": 9.0}
