@@ -58,10 +58,11 @@ sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
+    fold = studies.PruningFold()  # each run's piece summed into its workload's accumulators as it comes
     mapped = scale.map_runs(studies.pruning_piece, refs, max_seconds=max_seconds, workers=workers,
-                            scheduler=scheduler, desc=f"02 pruning ({section})")
+                            scheduler=scheduler, desc=f"02 pruning ({section})", fold=fold)
     skipped.append(mapped.skipped)
-    parts[section] = studies.reduce_pruning(mapped.pieces, threshold, method=method)
+    parts[section] = fold.result(threshold, method=method)
     print(studies.runs_used(section, len(mapped.run_ids), len(refs),
                             "every selected run; the pruned space is fitted on the fault-free ones"),
           f"({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")

@@ -231,6 +231,7 @@ def each_run(
     progress: bool = True,
     desc: str = "runs",
     say_failures: bool = False,
+    consume: Callable[[int, RunDone], None] | None = None,
 ) -> RunsDone:
     """The one engine of the per-run work: ``fn(ref, *per_run[i], *args)`` for every
     reference, each under :func:`~reveal_lab.scale._tasks.attempt`, so a run that fails is
@@ -243,6 +244,11 @@ def each_run(
     that loads its run from the reference and returns a small result. A progress bar over
     runs (``desc``) is drawn on stderr when ``progress``; ``say_failures`` writes a line for
     each failed run as it comes. Results come back in the order of ``refs`` on every engine.
+
+    ``consume(i, done)``: each run's record handed over in the order of ``refs`` as soon as
+    the runs before it are in (on Dask, results that come early wait for their turn, and the
+    window counts them), and kept without its value: a study folds each run's piece into
+    its accumulators and no piece outlives its turn.
     """
     from tqdm.auto import tqdm
 
@@ -255,25 +261,37 @@ def each_run(
         total=len(refs), disable=not progress, desc=desc, unit="run", file=sys.stderr, dynamic_ncols=True
     )
 
+    waiting: dict[int, RunDone] = {}  # collected, not yet consumed (only with consume)
+    turn = [0]
+
     def collect(i: int, d: RunDone) -> None:
-        done[i] = d
         bar.update(1)
         if say_failures and not d.ok:
             bar.write(f"run {d.ref.run_id} failed: {d.error}")
+        if consume is None:
+            done[i] = d
+            return
+        waiting[i] = d
+        while turn[0] in waiting:
+            d = waiting.pop(turn[0])
+            consume(turn[0], d)
+            d.value = None
+            done[turn[0]] = d
+            turn[0] += 1
 
     peak = 1 if refs else 0
     if client is None:
         for i, ref in enumerate(refs):
             collect(i, attempt(fn, ref, (*extra[i], *args)))
     else:
-        peak = _on_dask(client, fn, refs, extra, args, window, collect)
+        peak = _on_dask(client, fn, refs, extra, args, window, collect, backlog=lambda: len(waiting))
     bar.close()
     return RunsDone([d for d in done if d is not None], peak)
 
 
-def _on_dask(client, fn, refs, extra, args, window, collect) -> int:  # noqa: ANN001
-    """:func:`each_run` on ``client``'s workers, a bounded window of tasks in flight; the
-    most that were in flight at once."""
+def _on_dask(client, fn, refs, extra, args, window, collect, backlog=lambda: 0) -> int:  # noqa: ANN001
+    """:func:`each_run` on ``client``'s workers, at most a window of runs in flight or
+    collected and waiting for their turn (``backlog()``); the most that were in flight at once."""
     from distributed import as_completed
 
     limit = max(1, window) if window else max(2, 2 * sum(client.nthreads().values()))
@@ -302,8 +320,10 @@ def _on_dask(client, fn, refs, extra, args, window, collect) -> int:  # noqa: AN
             d = _dead(refs[i], exc)
         f.release()
         collect(i, d)
-        nxt = submit()
-        if nxt is not None:
+        while len(pos) + backlog() < limit:
+            nxt = submit()
+            if nxt is None:
+                break
             ac.add(nxt)
     return peak
 
@@ -319,6 +339,7 @@ def map_runs(
     progress: bool = True,
     desc: str | None = None,
     per_run: Sequence[tuple] | None = None,
+    fold: Callable[[Any], None] | None = None,
 ) -> RunMap:
     """``fn(run, *args)`` for every run of ``refs`` through the one engine
     (:func:`each_run`): here one after the other (default), or on Dask (``workers``: a local
@@ -329,27 +350,35 @@ def map_runs(
     Pieces come back in the order of ``refs``, the same on every engine; runs that
     fail are listed in :attr:`RunMap.skipped` (run id, file, error) and the map goes on.
     ``per_run``: arguments of each run (one tuple per reference), given after ``run``
-    and before ``args``.
+    and before ``args``. ``fold``: each piece is handed to it in the order of ``refs`` as it
+    comes and not kept (:attr:`RunMap.pieces` stays empty), so a study that sums its pieces
+    holds its accumulators and no more than a window of pieces.
     A progress bar over runs is drawn on stderr when ``progress``.
     """
     refs = list(refs)
     extra = list(per_run) if per_run is not None else [()] * len(refs)
-    res = each_run(
+    pieces, ids, skipped = [], [], []
+
+    def take(_: int, d: RunDone) -> None:
+        if not d.ok:
+            error = f"{d.error} (at {d.at})" if d.at else str(d.error)
+            skipped.append({"run_id": d.ref.run_id, "file": _where(d.ref), "error": error})
+        elif not isinstance(d.value, _Excluded):
+            if fold is None:
+                pieces.append(d.value)
+            else:
+                fold(d.value)
+            ids.append(d.ref.run_id)
+
+    each_run(
         _apply,
         refs,
         per_run=[(fn, (*e, *args), max_seconds, fault_free) for e in extra],
         client=_client(workers, scheduler) if workers or scheduler else None,
         progress=progress,
         desc=desc or getattr(fn, "__name__", "runs"),
+        consume=take,
     )
-    pieces, ids, skipped = [], [], []
-    for d in res.done:
-        if not d.ok:
-            error = f"{d.error} (at {d.at})" if d.at else str(d.error)
-            skipped.append({"run_id": d.ref.run_id, "file": _where(d.ref), "error": error})
-        elif not isinstance(d.value, _Excluded):
-            pieces.append(d.value)
-            ids.append(d.ref.run_id)
     return RunMap(pieces, ids, pl.DataFrame(skipped, schema=SKIPPED_SCHEMA))
 
 
@@ -367,10 +396,10 @@ def study_space(
     """The reproduction's pruned space as :func:`reveal_lab.studies.study_pruning` gives it
     (``prune``: ``False``/``""`` none; a path, or ``True`` for ``out_dir/pruning.json``: read
     when it exists), fitted here otherwise by the per-run map
-    (:func:`~reveal_lab.studies.pruning_piece`, :func:`~reveal_lab.studies.reduce_pruning`)
+    (:func:`~reveal_lab.studies.pruning_piece` folded into a :class:`~reveal_lab.studies.PruningFold`)
     on the runs of ``refs`` and saved there."""
     from reveal_lab.pipeline import load_pruning, save_pruning
-    from reveal_lab.studies import pruning_piece, reduce_pruning
+    from reveal_lab.studies import PruningFold, pruning_piece
 
     if prune is False or prune is None or prune == "":
         return None
@@ -381,11 +410,12 @@ def study_space(
             path = Path(out_dir) / path
     if path.exists():
         return load_pruning(path)
-    mapped = map_runs(
+    fold = PruningFold()
+    map_runs(
         pruning_piece, refs, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
-        progress=progress, desc="pruned space",
+        progress=progress, desc="pruned space", fold=fold,
     )
-    _, space = reduce_pruning(mapped.pieces, threshold)
+    _, space = fold.result(threshold)
     save_pruning(space, path)
     return space
 

@@ -114,6 +114,7 @@ from reveal_lab.studies._measure import (
     overhead_comparison,
 )
 from reveal_lab.studies._pieces import (
+    PruningFold,
     PruningPiece,
     baseline_ids,
     dtw_piece,
@@ -149,6 +150,7 @@ __all__ = [
     "dtw_piece",
     "granularity_piece",
     "overview_piece",
+    "PruningFold",
     "pruning_piece",
     "reduce_dtw",
     "reduce_granularity",

@@ -19,7 +19,7 @@ computed on the list of runs, with the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "reduce_overview",
     "PruningPiece",
     "pruning_piece",
+    "PruningFold",
     "reduce_pruning",
     "dtw_piece",
     "reduce_dtw",
@@ -93,14 +94,50 @@ def pruning_piece(run: Run, trim: bool | str = True, min_periods: int = 3) -> Pr
     )
 
 
-def _spaces(pieces: Sequence[PruningPiece], part: Callable[[PruningPiece], list[Any]]) -> dict[str, Any]:
-    from reveal_lab.pruning import SpaceAccumulator
+class PruningFold:
+    """The pruning study's reduce, one piece at a time (:func:`reveal_lab.scale.map_runs`'s
+    ``fold``): each workload's pieces summed into fixed-size accumulators as the runs come, so
+    the study holds one accumulator per workload and no run's piece after its turn. Fed in
+    run order, :meth:`result` gives the same numbers as :func:`reduce_pruning` on the list."""
 
-    acc: dict[str, SpaceAccumulator] = {}
-    for p in pieces:
-        for c in part(p):
-            acc.setdefault(p.workload, SpaceAccumulator()).add(c)
-    return {w: a.space() for w, a in acc.items()}
+    def __init__(self) -> None:
+        from reveal_lab.pruning import SpaceAccumulator
+
+        self._acc = SpaceAccumulator
+        self.raw: dict[str, Any] = {}
+        self.fit: dict[str, Any] = {}  # the fault-free runs' fit pieces
+        self.fit_any: dict[str, Any] | None = {}  # every run's, until a fault-free run comes
+        self.free_ids: list[str] = []
+        self.all_ids: list[str] = []
+
+    def _add(self, into: dict[str, Any], workload: str, parts: list[Any]) -> None:
+        for c in parts:
+            into.setdefault(workload, self._acc()).add(c)
+
+    def __call__(self, piece: PruningPiece) -> None:
+        self._add(self.raw, piece.workload, piece.raw)
+        self.all_ids.append(piece.run_id)
+        if piece.fault_free:
+            self._add(self.fit, piece.workload, piece.fit)
+            self.free_ids.append(piece.run_id)
+            self.fit_any = None  # the space is fitted on the fault-free runs: every run's sum is not needed
+        elif self.fit_any is not None:
+            self._add(self.fit_any, piece.workload, piece.fit)
+
+    def result(
+        self, threshold: float = 0.5, *, method: str = "complete", fit_method: str = "complete",
+        trim: bool | str = True,
+    ) -> tuple[Any, Any]:
+        """``(result, space)`` as :func:`reduce_pruning` gives them."""
+        from reveal_lab.pipeline import pruning_of
+        from reveal_lab.pruning import prune_spaces
+
+        if not self.all_ids:
+            raise ValueError("the pruning study needs at least one run")
+        result = prune_spaces({w: a.space() for w, a in self.raw.items()}, threshold, method=method)
+        fit, ids = (self.fit, self.free_ids) if self.free_ids else (self.fit_any or {}, self.all_ids)
+        fitted = prune_spaces({w: a.space() for w, a in fit.items()}, threshold, method=fit_method)
+        return result, pruning_of(fitted, ids, trim)
 
 
 def reduce_pruning(
@@ -114,16 +151,12 @@ def reduce_pruning(
     """``(result, space)``: :func:`reveal_lab.pruning.prune` (``method``) on the runs as
     recorded (the Fig. 4 study), and the pruned space every later study scores in, fitted
     (``fit_method``) on the fault-free runs (all of them when none is) as
-    :func:`study_pruning` fits it. ``trim``: as the pieces were made."""
-    from reveal_lab.pipeline import pruning_of
-    from reveal_lab.pruning import prune_spaces
-
-    if not pieces:
-        raise ValueError("the pruning study needs at least one run")
-    result = prune_spaces(_spaces(pieces, lambda p: p.raw), threshold, method=method)
-    free = [p for p in pieces if p.fault_free] or list(pieces)
-    fitted = prune_spaces(_spaces(free, lambda p: p.fit), threshold, method=fit_method)
-    return result, pruning_of(fitted, [p.run_id for p in free], trim)
+    :func:`study_pruning` fits it. ``trim``: as the pieces were made. The same as feeding
+    the pieces to a :class:`PruningFold` in order."""
+    fold = PruningFold()
+    for p in pieces:
+        fold(p)
+    return fold.result(threshold, method=method, fit_method=fit_method, trim=trim)
 
 
 # -- 05 DTW ---------------------------------------------------------------------------------------
