@@ -10,7 +10,9 @@ How each study is cut into tasks (each worker loads its own runs by reference):
   one float vector per metric); one task per metric then runs
   :func:`reveal_lab.studies.dtw_reproducibility` on that metric across all
   workloads. Metrics are independent in the test, so the union of the per-metric
-  results is the single-process result.
+  results is the single-process result (the other workloads each run is compared with,
+  ``max_other_workloads`` in ``dtw_kwargs``, are chosen by a hash of the workload names,
+  the same on every engine).
 * ``pruning`` — one task per workload: load that workload's runs (at most
   ``max_runs_per_workload``), prune (:func:`reveal_lab.pruning.prune`); the client
   takes the union of the selected metric keys.
@@ -172,6 +174,8 @@ def run_studies(
     Returns ``{"granularity_intervals", "granularity_comparison", "granularity_table",
     "dtw_pairs", "dtw_distances", "dtw_summary", "pruning_selected", "pruning_by_workload"}``
     (the keys of the studies asked for), all polars frames.
+    ``dtw_kwargs``: keyword arguments of :func:`reveal_lab.studies.dtw_reproducibility`
+    (``length``, ``window``, ``pairing``, ``max_other_workloads``, ...).
     """
     from reveal_lab.config import get_preset
 

@@ -11,7 +11,10 @@ For each workload ``w`` and metric ``m``:
 2. the *median trace* of a workload is the pointwise median of its runs' traces;
 3. for each run ``r`` of ``w``: ``d_within(r) = DTW(r, median of w without r)``
    (leave-one-out, so a run is never compared with a median it helped build) and
-   ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``;
+   ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``, over at most
+   ``max_other_workloads`` other workloads (:func:`reference_workloads`: a fixed choice per
+   workload by a stable hash of the two names; every other workload while there are no
+   more than that; the ``n_others`` column of the pairs says how many);
 4. a two-sided Wilcoxon signed-rank test on the paired ``(d_within, d_between)``
    over the runs of ``w`` (``pairing="run"``), or over every (run, other workload)
    pair (``pairing="run_x_workload"``: more pairs, but they are not independent);
@@ -29,8 +32,14 @@ fewer usable runs are reported with ``p = NaN`` and ``reason`` filled, never
 silently dropped. When all paired differences are 0 the test is undefined; we
 report ``p = 1`` (no evidence of a difference).
 
+The cap keeps each run's cost bounded: with every other workload, the DTW calls of the
+study grow as runs × workloads × metrics, quadratic in the number of workloads (hundreds in
+the public dataset); with the cap they grow as runs × (``max_other_workloads`` + 1) × metrics.
+
 DTW is exact (no FastDTW approximation): dtaidistance's C implementation on
-float64 C-contiguous arrays, with an optional Sakoe–Chiba band (``window``: the
+float64 C-contiguous arrays (a run's distances to the chosen medians in one call of its
+``distance_matrix`` over that block, :func:`dtw_distances`, the same value per pair as
+:func:`dtw_distance`), with an optional Sakoe–Chiba band (``window``: the
 radius in samples, as tslearn's ``sakoe_chiba_radius``). It returns
 ``sqrt(sum of squared differences along the best path)``, the same quantity as
 :func:`tslearn.metrics.dtw` (checked in the tests and in ``benchmarks/dtw_vs_tslearn.py``).
@@ -38,6 +47,7 @@ radius in samples, as tslearn's ``sakoe_chiba_radius``). It returns
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -50,6 +60,9 @@ __all__ = [
     "prepare_trace",
     "median_trace",
     "dtw_distance",
+    "dtw_distances",
+    "reference_workloads",
+    "MAX_OTHER_WORKLOADS",
     "dtw_to_median",
     "signed_rank_test",
     "one_sided_test",
@@ -148,6 +161,67 @@ def dtw_distance(a: np.ndarray, b: np.ndarray, window: int | None = None) -> flo
     return float(dtw.distance_fast(a, b, use_pruning=False, **kw))
 
 
+def dtw_distances(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], window: int | None = None
+) -> np.ndarray:
+    """DTW distance of every trace of ``a`` to every trace of ``b``: ``float64[len(a), len(b)]``,
+    element ``[i, j]`` equal to ``dtw_distance(a[i], b[j], window)``.
+
+    One call of dtaidistance's C ``distance_matrix`` on the block ``a × b`` (serial, no
+    pruning), instead of one Python call per pair.
+
+    >>> dtw_distances([np.array([0.0, 1.0, 2.0])], [np.array([0.0, 1.0, 2.0]), np.zeros(3)]).round(3).tolist()
+    [[0.0, 2.236]]
+    """
+    from dtaidistance import dtw
+
+    n, k = len(a), len(b)
+    if not n or not k:
+        return np.empty((n, k))
+    if window is not None and window < 0:
+        raise ValueError(f"Sakoe-Chiba radius must be >= 0, got {window}")
+    series = [np.ascontiguousarray(x, dtype=np.float64) for x in (*a, *b)]
+    if any(x.ndim != 1 or x.size == 0 for x in series):
+        raise ValueError("DTW needs non-empty 1-D traces")
+    kw = {} if window is None else {"window": int(window) + 1}
+    d = dtw.distance_matrix_fast(
+        series, block=((0, n), (n, n + k)), compact=True, parallel=False, use_pruning=False, **kw
+    )
+    return np.asarray(d, dtype=np.float64).reshape(n, k)
+
+
+MAX_OTHER_WORKLOADS = 32
+"""Default cap on the other workloads each run is compared with (:func:`reference_workloads`)."""
+
+
+def reference_workloads(workload: str, others: Sequence[str], max_others: int | None) -> list[str]:
+    """The other workloads whose median traces the runs of ``workload`` are compared with.
+
+    All of ``others`` when ``max_others`` is ``None`` or 0, or when there are no more than
+    ``max_others``; otherwise the ``max_others`` of them with the smallest BLAKE2b hash of
+    ``(workload, other)``: the same choice on every machine, process and engine, whatever the
+    order of ``others``, and a different subset for each workload. Returned in the order of
+    ``others``.
+
+    >>> reference_workloads("a", ["b", "c", "d"], None)
+    ['b', 'c', 'd']
+    >>> picked = reference_workloads("a", ["b", "c", "d", "e"], 2)
+    >>> len(picked), picked == reference_workloads("a", ["e", "d", "c", "b"], 2)[::-1]
+    (2, True)
+    """
+    if max_others is not None and max_others < 0:
+        raise ValueError(f"max_other_workloads must be >= 0 or None, got {max_others}")
+    if not max_others or len(others) <= max_others:
+        return list(others)
+    key = {o: (_pair_hash(workload, o), o) for o in others}
+    keep = set(sorted(others, key=key.__getitem__)[:max_others])
+    return [o for o in others if o in keep]
+
+
+def _pair_hash(workload: str, other: str) -> bytes:
+    return hashlib.blake2b(f"{workload}\x00{other}".encode(), digest_size=8).digest()
+
+
 def dtw_to_median(
     traces: Sequence[np.ndarray],
     *,
@@ -234,8 +308,9 @@ class DTWStudy:
     n_pairs, median_within, median_between, statistic, pvalue, significant,
     closer_within, reason, pairing``: the paper's two-sided test; then
     ``p_one_sided, significant_one_sided, effect_size``: the one-sided test on one value
-    per run, :func:`one_sided_test`); ``distances``: one row per run, metric and reference
-    (``workload, metric, run, reference, distance`` with reference ``"own"`` or the
+    per run, :func:`one_sided_test`; ``n_others``: how many other workloads' medians each run
+    is compared with, see ``max_other_workloads``); ``distances``: one row per run, metric and
+    reference (``workload, metric, run, reference, distance`` with reference ``"own"`` or the
     other workload's name); ``by_metric``: per metric, the one-sided test over every run of
     every workload (each run once: independent units, enough of them to reach p < alpha).
     """
@@ -304,6 +379,7 @@ def dtw_reproducibility(
     pairing: str = "run",
     min_pairs: int | None = None,
     prepared: bool = False,
+    max_other_workloads: int | None = MAX_OTHER_WORKLOADS,
 ) -> DTWStudy:
     """The §5.4 study over ``traces[workload][metric] -> [trace of each run]``.
 
@@ -311,7 +387,9 @@ def dtw_reproducibility(
     (``None`` keeps the raw lengths: exact but O(n²) per pair); ``window`` is a
     Sakoe–Chiba band in samples of the resampled traces. ``prepared``: the traces are
     already z-normalized and resampled (:func:`reveal_lab.studies.dtw_piece`), as this
-    function would prepare them.
+    function would prepare them. ``max_other_workloads``: each run is compared with the
+    medians of at most this many other workloads (:func:`reference_workloads`; ``None`` or 0:
+    all of them), so that its cost does not grow with the number of workloads.
 
     Examples
     --------
@@ -338,65 +416,117 @@ def dtw_reproducibility(
             prep[w][m] = [prepare_trace(r, length) for r in runs if np.asarray(r).size >= 2]
     medians = {w: {m: median_trace(rs, length) for m, rs in bm.items() if rs} for w, bm in prep.items()}
 
+    names = list(prep)
+    code = {w: i for i, w in enumerate(names)}
+    metric_names = list(dict.fromkeys(m for bm in prep.values() for m in bm))
+    mcode = {m: i for i, m in enumerate(metric_names)}
     pair_rows: list[dict[str, object]] = []
-    dist_rows: list[dict[str, object]] = []
-    units: list[dict[str, object]] = []
+    cols = _Columns()
     for w, by_metric in prep.items():
         for m, runs in by_metric.items():
-            others = [w2 for w2 in prep if w2 != w and m in medians[w2]]
-            within, between = _distances(w, m, runs, others, medians, length, window, dist_rows)
-            row = _pair_test(within, between, len(others), (pairing, min_pairs, alpha))
+            candidates = [w2 for w2 in prep if w2 != w and m in medians[w2]]
+            others = reference_workloads(w, candidates, max_other_workloads)
+            within, between = _distances(runs, [medians[w2][m] for w2 in others], length, window)
+            row = _pair_test(within, between, (pairing, min_pairs, alpha))
+            row["n_others"] = len(others)
             pair_rows.append({"workload": w, "metric": m, "n_runs": len(runs), **row})
-            units += [
-                {"metric": m, "workload": w, "run": i, "within": x, "between": y}
-                for i, (x, y) in enumerate(zip(within, _mean_between(between, len(runs), others), strict=True))
-            ]
+            cols.add(code[w], mcode[m], [code[w2] for w2 in others], within, between)
+    own = len(names)
     return DTWStudy(
         pl.DataFrame(pair_rows, schema=_PAIRS_SCHEMA),
-        pl.DataFrame(dist_rows, schema=_DIST_SCHEMA),
+        cols.distances(names, metric_names, own),
         alpha,
-        _by_metric(units, min_pairs, alpha),
+        _by_metric(cols.units(names, metric_names), min_pairs, alpha),
     )
 
 
-def _distances(w, m, runs, others, medians, length, window, dist_rows):  # noqa: ANN001, ANN202
-    """Each run's DTW distance to the median of its workload's other runs (``within``) and
-    to the other workloads' medians (``between``: a list per run); every distance is also
-    appended to ``dist_rows``."""
-    within: list[float] = []
-    between: list[list[float]] = []
-    for i, r in enumerate(runs):
-        rest = runs[:i] + runs[i + 1 :]
-        d_own = dtw_distance(r, median_trace(rest, length), window) if rest else float("nan")
-        d_oth = [dtw_distance(r, medians[w2][m], window) for w2 in others]
-        within.append(d_own)
-        between.append(d_oth)
-        dist_rows.append({"workload": w, "metric": m, "run": i, "reference": "own", "distance": d_own})
-        dist_rows.extend(
-            {"workload": w, "metric": m, "run": i, "reference": w2, "distance": d}
-            for w2, d in zip(others, d_oth, strict=True)
+class _Columns:
+    """The distances and per-run units of the study as numpy columns (codes into the workload
+    and metric names), one chunk per workload–metric pair, concatenated once at the end."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[int, int, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, w: int, m: int, others: list[int], within: np.ndarray, between: np.ndarray) -> None:
+        self.chunks.append((w, m, np.asarray(others, dtype=np.int64), within, between))
+
+    def distances(self, names: list[str], metrics: list[str], own: int) -> pl.DataFrame:
+        """One row per run, metric and reference (``"own"`` first, then the other workloads)."""
+        if not self.chunks:
+            return pl.DataFrame(schema=_DIST_SCHEMA)
+        w, m, run, ref, dist = [], [], [], [], []
+        for wc, mc, oth, wi, bw in self.chunks:
+            n, k = bw.shape
+            w.append(np.full(n * (k + 1), wc))
+            m.append(np.full(n * (k + 1), mc))
+            run.append(np.repeat(np.arange(n), k + 1))
+            ref.append(np.tile(np.concatenate([[own], oth]), n))
+            dist.append(np.column_stack([wi, bw]).ravel())
+        refs = pl.Series([*names, "own"], dtype=pl.String)
+        return pl.DataFrame(
+            {
+                "workload": pl.Series(names, dtype=pl.String).gather(np.concatenate(w)),
+                "metric": pl.Series(metrics, dtype=pl.String).gather(np.concatenate(m)),
+                "run": np.concatenate(run).astype(np.int64),
+                "reference": refs.gather(np.concatenate(ref)),
+                "distance": np.concatenate(dist).astype(np.float64),
+            },
+            schema=_DIST_SCHEMA,
         )
-    return np.asarray(within), between
+
+    def units(self, names: list[str], metrics: list[str]) -> pl.DataFrame:
+        """One row per run and metric: ``within`` and the mean ``between`` distance."""
+        if not self.chunks:
+            return pl.DataFrame(schema=_UNITS_SCHEMA)
+        w, m, run, wi, bw = [], [], [], [], []
+        for wc, mc, _oth, within, between in self.chunks:
+            n = within.size
+            w.append(np.full(n, wc))
+            m.append(np.full(n, mc))
+            run.append(np.arange(n))
+            wi.append(within)
+            bw.append(_mean_between(between))
+        return pl.DataFrame(
+            {
+                "metric": pl.Series(metrics, dtype=pl.String).gather(np.concatenate(m)),
+                "workload": pl.Series(names, dtype=pl.String).gather(np.concatenate(w)),
+                "run": np.concatenate(run).astype(np.int64),
+                "within": np.concatenate(wi).astype(np.float64),
+                "between": np.concatenate(bw).astype(np.float64),
+            },
+            schema=_UNITS_SCHEMA,
+        )
 
 
-def _mean_between(between: list[list[float]], n: int, others: list[str]) -> np.ndarray:
+def _distances(
+    runs: list[np.ndarray], refs: list[np.ndarray], length: int | None, window: int | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each run's DTW distance to the median of its workload's other runs (``within``) and
+    to the reference medians (``between``: ``float64[runs, refs]``, one batched call)."""
+    within = np.full(len(runs), np.nan)
+    for i, r in enumerate(runs):
+        if len(runs) > 1:
+            within[i] = dtw_distance(r, median_trace(runs[:i] + runs[i + 1 :], length), window)
+    return within, dtw_distances(runs, refs, window)
+
+
+def _mean_between(between: np.ndarray) -> np.ndarray:
     """Each run's mean distance to the other workloads' medians (NaN without another workload)."""
-    if not others:
-        return np.full(n, np.nan)
-    return np.asarray(between, dtype=float).reshape(n, len(others)).mean(axis=1)
+    if not between.shape[1]:
+        return np.full(between.shape[0], np.nan)
+    return between.mean(axis=1)
 
 
-def _pair_test(wi: np.ndarray, between: list, n_others: int, test: tuple) -> dict[str, object]:
-    """The paired test of one workload–metric pair (within against between, paired by run
-    or by run × other workload), and the one-sided test by run; ``test``: ``(pairing,
-    min_pairs, alpha)``."""
+def _pair_test(wi: np.ndarray, B: np.ndarray, test: tuple) -> dict[str, object]:
+    """The paired test of one workload–metric pair (within against between ``B``, runs × other
+    workloads, paired by run or by run × other workload), and the one-sided test by run;
+    ``test``: ``(pairing, min_pairs, alpha)``."""
     pairing, min_pairs, alpha = test
     n = wi.size
-    if not n_others:
+    if not B.shape[1]:
         stat, p, reason, n_pairs, bw = float("nan"), float("nan"), "no other workload", 0, np.full(n, np.nan)
         used = pairing
     else:
-        B = np.asarray(between, dtype=float).reshape(n, n_others)  # runs x others
         used = pairing if pairing != "auto" else ("run" if n >= min_pairs else "run_x_workload")
         if used == "run":
             x, y = wi, B.mean(axis=1)
@@ -424,9 +554,8 @@ def _pair_test(wi: np.ndarray, between: list, n_others: int, test: tuple) -> dic
     }
 
 
-def _by_metric(units: list[dict[str, object]], min_pairs: int, alpha: float) -> pl.DataFrame:
+def _by_metric(u: pl.DataFrame, min_pairs: int, alpha: float) -> pl.DataFrame:
     """The one-sided test per metric over every workload's runs (within against between)."""
-    u = pl.DataFrame(units, schema=_UNITS_SCHEMA)
     rows = []
     for (m,), g in u.group_by(["metric"], maintain_order=True):
         p1, eff, reason = one_sided_test(g["within"].to_numpy(), g["between"].to_numpy(), min_pairs=min_pairs)
@@ -463,6 +592,7 @@ _PAIRS_SCHEMA = {
     "p_one_sided": pl.Float64,
     "significant_one_sided": pl.Boolean,
     "effect_size": pl.Float64,
+    "n_others": pl.Int64,
 }
 _DIST_SCHEMA = {
     "workload": pl.String,
