@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -36,6 +37,8 @@ SPACED_SOURCES: frozenset[str] = frozenset({"GPU"})
 
 _NAME_RE = re.compile(r"^(?P<source>[A-Za-z][A-Za-z0-9_]*):\s?(?P<body>.+?)(?:\[(?P<unit>[^\[\]]*)\])?$")
 _NUMERIC_INSTANCE = re.compile(r"^(?:-|\d+)$")
+#: parsed names and metric keys kept per process (each an LRU of this many column names)
+NAME_CACHE_SIZE = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +91,14 @@ def metric_key(column: str) -> str:
     >>> metric_key("Nstat_diff:TcpExtTCPOFOQueue.labB[count]"), metric_key("free text")
     ('Nstat_diff:TcpExtTCPOFOQueue', 'free text')
     """
+    if not isinstance(column, str):
+        m = parse_metric_name(column)
+        return m.key() if m is not None else column
+    return _key_of(column)
+
+
+@functools.lru_cache(maxsize=NAME_CACHE_SIZE)
+def _key_of(column: str) -> str:
     m = parse_metric_name(column)
     return m.key() if m is not None else column
 
@@ -116,9 +127,17 @@ def parse_metric_name(name: str) -> MetricName | None:
     True
     >>> parse_metric_name("timestamp") is None
     True
+
+    Results are kept per name (an LRU of :data:`NAME_CACHE_SIZE` names): a
+    :class:`MetricName` is frozen, so one parsed object may be shared by every caller.
     """
     if not isinstance(name, str):
         return None
+    return _parse(name)
+
+
+@functools.lru_cache(maxsize=NAME_CACHE_SIZE)
+def _parse(name: str) -> MetricName | None:
     m = _NAME_RE.match(name.strip())
     if m is None:
         return None

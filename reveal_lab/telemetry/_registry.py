@@ -84,9 +84,29 @@ class MetricInfo:
     description: str | None = None
 
 
+#: classifications a registry keeps per name before it starts its memo afresh
+CLASSIFY_CACHE_SIZE = 1 << 17
+
+
 @dataclass
 class MetricRegistry:
+    """Ordered :class:`MetricRule` list; :meth:`classify` answers from a memo per name that
+    holds only while ``rules`` holds the same rule objects in the same order (``rules`` may
+    be edited in place or replaced: the memo is checked against it on every call).
+
+    >>> reg = MetricRegistry([MetricRule("Habana", subsystem="gpu")])
+    >>> reg.classify("Habana:util.0.h1[%]").subsystem
+    'gpu'
+    >>> reg.rules.clear()
+    >>> reg.classify("Habana:util.0.h1[%]").subsystem
+    'system'
+    """
+
     rules: list[MetricRule] = dc_field(default_factory=list)
+    # (the rules the memo was made with, name -> its MetricInfo)
+    _memo: tuple[tuple[MetricRule, ...], dict] = dc_field(
+        default_factory=lambda: ((), {}), init=False, repr=False, compare=False
+    )
 
     def register(self, rule: MetricRule, *, first: bool = True) -> None:
         """Add a rule; ``first=True`` (default) lets it override existing rules."""
@@ -96,13 +116,29 @@ class MetricRegistry:
             self.rules.append(rule)
 
     def classify(self, m: MetricName | str | None) -> MetricInfo:
+        """Subsystem, kind and priority of a metric name or parsed :class:`MetricName`."""
+        rules = tuple(self.rules)
+        made_with, memo = self._memo
+        if made_with != rules or len(memo) >= CLASSIFY_CACHE_SIZE:
+            memo = {}
+            self._memo = (rules, memo)
+        try:
+            return memo[m]
+        except KeyError:
+            info = memo[m] = self._classify(m, rules)
+            return info
+        except TypeError:  # an unhashable argument: answered, not kept
+            return self._classify(m, rules)
+
+    @staticmethod
+    def _classify(m: MetricName | str | None, rules: tuple[MetricRule, ...]) -> MetricInfo:
         if isinstance(m, str):
             m = parse_metric_name(m)
         if m is None:
             return MetricInfo("system", "dynamic", PRIORITY_UNKNOWN, known=False)
         subsystem = kind = priority = desc = None
         known = False
-        for rule in self.rules:
+        for rule in rules:
             if not rule.matches(m):
                 continue
             if rule.subsystem is not None and subsystem is None:
