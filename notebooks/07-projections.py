@@ -21,7 +21,7 @@
 # Window features (`reveal_lab.features.window_features`) of every run, on the
 # metric–feature pairs all runs share, projected to 2-D; coloured by workload and by
 # whether the detectors flagged the window. Each platform of the data is projected apart
-# (figures: `NAME--PLATFORM`).
+# (figures: `NAME--PLATFORM`), on at most `max_windows` windows spread evenly over its runs.
 
 # %% tags=["parameters"]
 data = ""  # dataset folder; empty: the bundled data/lab; synth: seeded synthetic runs
@@ -33,6 +33,7 @@ max_runs = 0  # total runs, taking the workloads in turn; 0: all
 max_seconds = 0.0
 preset = "paper"
 max_windows_per_run = 80  # windows per run entering the projections (evenly spaced)
+max_windows = 2000  # windows per platform entering the projections, spread over its runs; 0: no budget
 seed = 0
 pruning = "pruning.json"  # the reproduction's pruned space (02 writes it in out_dir); "": every metric
 thresholds = "auto"  # auto: calibrated on the workload's other fault-free runs; self: the paper's
@@ -64,13 +65,16 @@ for section, refs in sections.items():
     windows, _ = detections["flags"]
     anom = windows.filter("anomalous").select("run_id", "window_id")
     flagged = {(r, int(w)): True for r, w in anom.iter_rows()}
-    # per run: the features of (at most max_windows_per_run) windows; the pairs every run has are projected
+    # per run: the features of (at most max_windows_per_run) windows, fewer when the platform's budget
+    # (max_windows) would be passed, so the projections hold a bounded matrix whatever the runs; the pairs
+    # every run has are projected
+    per_run = min(max_windows_per_run, max(1, max_windows // len(refs))) if max_windows and refs else max_windows_per_run
     features = scale.map_runs(studies.window_feature_piece, refs, get_preset(preset).window,
-                              max_windows_per_run, desc=f"07 features ({section})", **engine)
+                              per_run, desc=f"07 features ({section})", **engine)
     skipped.append(pl.concat([mapped.skipped, features.skipped]).unique())
     parts[section] = studies.reduce_window_features(features.pieces, flagged)
     print(studies.runs_used(section, len(features.run_ids), len(refs), "every selected run, detected as in 03"),
-          f"({scale.engine_label(workers, scheduler)})")
+          f"({scale.engine_label(workers, scheduler)}), at most {per_run} windows per run")
 scale.record_skipped(out_dir, "07-projections", pl.concat(skipped))
 {s: X.shape for s, (X, _) in parts.items()}
 
