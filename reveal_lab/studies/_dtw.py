@@ -431,10 +431,9 @@ def dtw_reproducibility(
             row["n_others"] = len(others)
             pair_rows.append({"workload": w, "metric": m, "n_runs": len(runs), **row})
             cols.add(code[w], mcode[m], [code[w2] for w2 in others], within, between)
-    own = len(names)
     return DTWStudy(
         pl.DataFrame(pair_rows, schema=_PAIRS_SCHEMA),
-        cols.distances(names, metric_names, own),
+        cols.distances(names, metric_names),
         alpha,
         _by_metric(cols.units(names, metric_names), min_pairs, alpha),
     )
@@ -450,10 +449,11 @@ class _Columns:
     def add(self, w: int, m: int, others: list[int], within: np.ndarray, between: np.ndarray) -> None:
         self.chunks.append((w, m, np.asarray(others, dtype=np.int64), within, between))
 
-    def distances(self, names: list[str], metrics: list[str], own: int) -> pl.DataFrame:
+    def distances(self, names: list[str], metrics: list[str]) -> pl.DataFrame:
         """One row per run, metric and reference (``"own"`` first, then the other workloads)."""
         if not self.chunks:
             return pl.DataFrame(schema=_DIST_SCHEMA)
+        own = len(names)  # the code of "own": the name after the workloads' in ``refs`` below
         w, m, run, ref, dist = [], [], [], [], []
         for wc, mc, oth, wi, bw in self.chunks:
             n, k = bw.shape
@@ -504,8 +504,8 @@ def _distances(
     """Each run's DTW distance to the median of its workload's other runs (``within``) and
     to the reference medians (``between``: ``float64[runs, refs]``, one batched call)."""
     within = np.full(len(runs), np.nan)
-    for i, r in enumerate(runs):
-        if len(runs) > 1:
+    if len(runs) > 1:  # a lone run has no leave-one-out median
+        for i, r in enumerate(runs):
             within[i] = dtw_distance(r, median_trace(runs[:i] + runs[i + 1 :], length), window)
     return within, dtw_distances(runs, refs, window)
 

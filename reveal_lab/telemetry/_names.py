@@ -91,10 +91,7 @@ def metric_key(column: str) -> str:
     >>> metric_key("Nstat_diff:TcpExtTCPOFOQueue.labB[count]"), metric_key("free text")
     ('Nstat_diff:TcpExtTCPOFOQueue', 'free text')
     """
-    if not isinstance(column, str):
-        m = parse_metric_name(column)
-        return m.key() if m is not None else column
-    return _key_of(column)
+    return _key_of(column) if isinstance(column, str) else column  # not a name: parses to None
 
 
 @functools.lru_cache(maxsize=NAME_CACHE_SIZE)
