@@ -69,10 +69,11 @@ for section, refs in sections.items():
     # (max_windows) would be passed, so the projections hold a bounded matrix whatever the runs; the pairs
     # every run has are projected
     per_run = min(max_windows_per_run, max(1, max_windows // len(refs))) if max_windows and refs else max_windows_per_run
+    fold = studies.WindowFeatureFold()  # each run's windows kept on the pairs shared so far, as they come
     features = scale.map_runs(studies.window_feature_piece, refs, get_preset(preset).window,
-                              per_run, desc=f"07 features ({section})", **engine)
+                              per_run, desc=f"07 features ({section})", fold=fold, **engine)
     skipped.append(pl.concat([mapped.skipped, features.skipped]).unique())
-    parts[section] = studies.reduce_window_features(features.pieces, flagged)
+    parts[section] = fold.result(flagged)
     print(studies.runs_used(section, len(features.run_ids), len(refs), "every selected run, detected as in 03"),
           f"({scale.engine_label(workers, scheduler)}), at most {per_run} windows per run")
 scale.record_skipped(out_dir, "07-projections", pl.concat(skipped))

@@ -138,6 +138,7 @@ from reveal_lab.studies._platforms import (
     section_file,
 )
 from reveal_lab.studies._projections import (
+    WindowFeatureFold,
     project,
     reduce_window_features,
     window_feature_piece,
@@ -263,6 +264,7 @@ __all__ = [
     "window_feature_table",
     "window_feature_piece",
     "reduce_window_features",
+    "WindowFeatureFold",
     "USAGE_QUANTITIES",
     "usage_labels",
     "ecdf",

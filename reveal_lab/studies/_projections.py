@@ -11,7 +11,9 @@ import polars as pl
 from reveal_lab.config import WindowConfig
 from reveal_lab.telemetry import Run
 
-__all__ = ["window_feature_table", "window_feature_piece", "reduce_window_features", "project"]
+__all__ = [
+    "window_feature_table", "window_feature_piece", "reduce_window_features", "WindowFeatureFold", "project",
+]
 
 
 def window_feature_table(
@@ -64,22 +66,53 @@ def reduce_window_features(
     anomalous: dict[tuple[str, int], bool] | None = None,
 ) -> tuple[np.ndarray, pl.DataFrame]:
     """:func:`window_feature_table` from each run's :func:`window_feature_piece`."""
-    parts = [part for piece in pieces for part in piece]
-    if not parts:
-        raise ValueError("no runs to project")
-    common = sorted(set.intersection(*(set(m) for m, _ in parts)))
-    if not common:
-        raise ValueError("the runs share no metric-feature pair; cannot project them together")
-    X = np.vstack([np.column_stack([m[k] for k in common]) for m, _ in parts])
-    rows = pl.concat([meta for _, meta in parts])
-    amap = anomalous or {}
-    rows = rows.with_columns(
-        pl.Series(
-            "anomalous",
-            [bool(amap.get((r, int(w)), False)) for r, w in rows.select("run_id", "window_id").iter_rows()],
+    fold = WindowFeatureFold()
+    for piece in pieces:
+        fold(piece)
+    return fold.result(anomalous)
+
+
+class WindowFeatureFold:
+    """:func:`reduce_window_features` one piece at a time (:func:`reveal_lab.scale.map_runs`'s
+    ``fold``): each host's windows are kept only on the metric-feature pairs every piece so
+    far has, so the study holds the selected windows on the shared pairs and no run's whole
+    piece after its turn. Fed in run order, :meth:`result` equals the reduce on the list."""
+
+    def __init__(self) -> None:
+        self.common: list[str] | None = None  # sorted pairs every part so far has
+        self.blocks: list[np.ndarray] = []  # each part's windows on ``common``
+        self.metas: list[pl.DataFrame] = []
+
+    def __call__(self, piece: list[tuple[dict[str, np.ndarray], pl.DataFrame]]) -> None:
+        for m, meta in piece:
+            if self.common is None:
+                common = sorted(m)
+            else:
+                common = [k for k in self.common if k in m]
+                if len(common) < len(self.common):
+                    keep = np.flatnonzero([k in m for k in self.common])
+                    self.blocks = [b[:, keep] for b in self.blocks]
+            self.common = common
+            block = np.column_stack([m[k] for k in common]) if common else np.empty((meta.height, 0))
+            self.blocks.append(block)
+            self.metas.append(meta)
+
+    def result(self, anomalous: dict[tuple[str, int], bool] | None = None) -> tuple[np.ndarray, pl.DataFrame]:
+        """``(X, rows)`` as :func:`window_feature_table` gives them."""
+        if self.common is None:
+            raise ValueError("no runs to project")
+        if not self.common:
+            raise ValueError("the runs share no metric-feature pair; cannot project them together")
+        X = np.vstack(self.blocks)
+        rows = pl.concat(self.metas)
+        amap = anomalous or {}
+        rows = rows.with_columns(
+            pl.Series(
+                "anomalous",
+                [bool(amap.get((r, int(w)), False)) for r, w in rows.select("run_id", "window_id").iter_rows()],
+            )
         )
-    )
-    return X, rows
+        return X, rows
 
 
 def project(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -148,3 +149,53 @@ def test_lazy_runs_give_the_crosshost_study_of_the_runs():
     want = studies.crosshost_subsystem(runs, "memory")
     assert want.height > 0
     assert_frame_equal(studies.crosshost_subsystem(lazy, "memory"), want)
+
+
+def test_window_feature_fold_keeps_only_the_shared_pairs_as_pieces_come():
+    def part(run, keys, n):
+        m = {k: np.arange(n, dtype=float) + 10 * i + 100 * len(keys) for i, k in enumerate(keys)}
+        return m, pl.DataFrame({"run_id": run, "workload": "w", "window_id": np.arange(n, dtype=np.int64)})
+
+    pieces = [
+        [part("a", ["x", "y", "z", "q"], 3)],
+        [part("b", ["z", "y", "x"], 2), part("b", ["y", "x", "z", "r"], 1)],  # two hosts; q gone
+        [part("c", ["y", "z", "x", "s"], 4)],
+        [part("d", ["x", "z"], 2)],  # y gone: the kept blocks shrink again
+    ]
+    fold = studies.WindowFeatureFold()
+    for p in pieces:
+        fold(p)
+        assert all(b.shape[1] == len(fold.common) for b in fold.blocks)
+    assert fold.common == ["x", "z"]
+    X, rows = fold.result({("c", 2): True})
+    parts = [pt for p in pieces for pt in p]
+    want = np.vstack([np.column_stack([m["x"], m["z"]]) for m, _ in parts])
+    assert np.array_equal(X, want) and X.shape == (12, 2)
+    assert rows["run_id"].to_list() == ["a"] * 3 + ["b"] * 3 + ["c"] * 4 + ["d"] * 2
+    assert rows["anomalous"].to_list() == [False] * 8 + [True] + [False] * 3
+    X2, rows2 = studies.reduce_window_features(pieces, {("c", 2): True})
+    assert np.array_equal(X, X2)
+    assert_frame_equal(rows, rows2)
+    no_share = studies.WindowFeatureFold()
+    no_share([part("a", ["x"], 2)])
+    no_share([part("b", ["y"], 2)])
+    with pytest.raises(ValueError, match="share no metric-feature pair"):
+        no_share.result()
+    with pytest.raises(ValueError, match="no runs to project"):
+        studies.WindowFeatureFold().result()
+
+
+def test_window_feature_fold_through_the_map_equals_the_table_on_the_runs():
+    from reveal_lab.config import get_preset
+
+    window = get_preset("smoke").window
+    refs = study_refs("", **{**SEL, "max_runs_per_workload": 2})
+    fold = studies.WindowFeatureFold()
+    res = map_runs(studies.window_feature_piece, refs, window, 20, max_seconds=40.0, progress=False, fold=fold)
+    assert res.pieces == [] and len(res.run_ids) == len(refs)
+    runs = studies.load_study_runs("", max_seconds=40.0, **{**SEL, "max_runs_per_workload": 2})
+    X, rows = fold.result()
+    X0, rows0 = studies.window_feature_table(runs, window, max_windows_per_run=20)
+    assert X.shape[0] == rows.height > 0
+    assert np.array_equal(X, X0, equal_nan=True)
+    assert_frame_equal(rows, rows0)
