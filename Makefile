@@ -2,6 +2,8 @@
 .DEFAULT_GOAL := help
 PRESET ?= full
 OUT ?= out/reproduce
+# notebooks `make reproduce` runs at once, each in its own kernel
+JOBS ?= 2
 
 help:  ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -10,7 +12,7 @@ setup:  ## create/reuse .venv with everything (no-op when up to date)
 	@scripts/bootstrap.sh all,workloads
 
 reproduce: setup  ## the main job: reproduce the studies on the bundled dataset into $(OUT)
-	.venv/bin/reveal-lab reproduce --preset $(PRESET) --out $(OUT)
+	.venv/bin/reveal-lab reproduce --preset $(PRESET) --out $(OUT) --jobs $(JOBS)
 
 test: setup  ## run the whole test suite
 	.venv/bin/python -m pytest

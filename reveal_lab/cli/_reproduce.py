@@ -65,6 +65,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         help="run the studies' per-run work on this Dask scheduler (the notebooks' parameter 'scheduler')",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run up to N notebooks at once, each in its own kernel (one marked 'alone' in the manifest, "
+        "which times things, runs with nothing beside it; each starts after the notebooks its 'after' "
+        "names); default 1: one after the other",
+    )
+    p.add_argument(
         "--resume",
         action="store_true",
         help="keep the notebooks an interrupted reproduction into --out completed (same parameters, "
@@ -107,12 +116,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         print(f"reveal-lab reproduce: --workers {args.workers}: give 1 or more", file=sys.stderr)
         return 2
+    if args.jobs < 1:
+        print(f"reveal-lab reproduce: --jobs {args.jobs}: give 1 or more", file=sys.stderr)
+        return 2
     cache = False if args.no_cache else (args.cache or True)
     check_writable_folder(args.out)  # before the first notebook, not after it
     try:
         results = run_manifest(
             preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m,
-            params=params, resume=args.resume, cache=cache,
+            params=params, resume=args.resume, cache=cache, jobs=args.jobs,
         )
     except ValueError as exc:
         print(f"reveal-lab reproduce: {exc}", file=sys.stderr)

@@ -15,7 +15,14 @@ from reveal_lab.notebooks._manifest import (
 )
 from reveal_lab.notebooks._overrides import notebook_overrides, parse_param, resume_from
 from reveal_lab.notebooks._params import notebook_parameters
-from reveal_lab.notebooks._runner import ClaimsFailed, NotebookFailed, expected_outputs, run_manifest, run_notebook
+from reveal_lab.notebooks._runner import (
+    ClaimsFailed,
+    NotebookFailed,
+    expected_outputs,
+    run_concurrently,
+    run_manifest,
+    run_notebook,
+)
 
 __all__ = [
     "notebook_overrides",
@@ -33,6 +40,7 @@ __all__ = [
     "discover_notebooks",
     "notebooks_dir",
     "notebook_parameters",
+    "run_concurrently",
     "run_manifest",
     "run_notebook",
     "expected_outputs",

@@ -60,6 +60,8 @@ class NotebookEntry:
     presets: dict[str, dict[str, Any]]
     figures: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()  # notebooks (stems, earlier in the manifest) this one starts after
+    alone: bool = False  # runs with no other notebook beside it (it measures time)
 
     @property
     def stem(self) -> str:
@@ -154,6 +156,17 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
             if o in seen_outputs:
                 raise _err(path, f"{where}: output {o} is also made by {seen_outputs[o]}")
             seen_outputs[o] = nb
+        after = e.get("after") or ()
+        if isinstance(after, str) or not all(isinstance(a, str) for a in after):
+            raise _err(path, f"{where}: 'after' must be a list of notebook names, got {after!r}")
+        earlier = {x.stem for x in entries}
+        late = [a for a in after if Path(a).stem not in earlier]
+        if late:
+            raise _err(path, f"{where}: 'after' names {late}, which are not earlier notebooks of the manifest "
+                             f"(earlier: {sorted(earlier)})")
+        alone = e.get("alone", False)
+        if not isinstance(alone, bool):
+            raise _err(path, f"{where}: 'alone' must be true or false, got {alone!r}")
         entries.append(
             NotebookEntry(
                 nb,
@@ -162,6 +175,8 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
                 per,
                 figs,
                 tabs,
+                tuple(Path(a).stem for a in after),
+                alone,
             )
         )
     return Manifest(path, str(raw.get("kernel") or "reveal-lab"), presets, tuple(entries))

@@ -11,9 +11,11 @@ import datetime as dt
 import logging
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from reveal_lab.notebooks._index import NotebookResult, figure_files, write_index
 from reveal_lab.notebooks._kernel import ensure_kernel
@@ -150,6 +152,49 @@ def run_notebook(
     return executed
 
 
+def run_concurrently(
+    entries: Sequence[NotebookEntry], todo: Iterable[int], execute: Callable[[int], None], jobs: int
+) -> None:
+    """Call ``execute(i)`` for each index of ``todo`` on up to ``jobs`` threads (each a
+    notebook's kernel process): an entry starts once every entry of ``todo`` named in its
+    ``after`` has ended, in manifest order among those ready; an ``alone`` entry starts when
+    nothing runs and nothing starts beside it. At the first failure no further entry starts;
+    the running ones end, then the failure is raised."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    pending = list(todo)
+    stems = {entries[i].stem: i for i in pending}
+    done: set[int] = set()
+    running: dict[Any, int] = {}
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="notebook") as pool:
+        while pending or running:
+            if failure is None:
+                alone_running = any(entries[i].alone for i in running.values())
+                for i in list(pending):
+                    if len(running) >= jobs or alone_running:
+                        break
+                    e = entries[i]
+                    if any(stems[a] not in done for a in e.after if a in stems):
+                        continue
+                    if e.alone and running:
+                        continue
+                    pending.remove(i)
+                    running[pool.submit(execute, i)] = i
+                    alone_running = e.alone
+            elif not running:
+                break
+            if not running:  # nothing can start: an 'after' outside the run's order
+                raise RuntimeError(f"notebooks {[entries[i].notebook for i in pending]} cannot start")
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                done.add(running.pop(f))
+                if f.exception() is not None and failure is None:
+                    failure = f.exception()
+    if failure is not None:
+        raise failure
+
+
 def run_manifest(
     *,
     preset: str = "smoke",
@@ -161,6 +206,7 @@ def run_manifest(
     params: Mapping[str, object] | None = None,
     resume: bool = False,
     cache: str | Path | bool = True,
+    jobs: int = 1,
 ) -> list[NotebookResult]:
     """Run every notebook of the manifest (or ``only`` those) in order.
 
@@ -171,6 +217,8 @@ def run_manifest(
     without a complete output (:func:`resume_from`) and run from there.
     ``cache``: the per-run cache folder the notebooks share (``True``: ``out/cache``;
     ``False``: none; see :mod:`reveal_lab.pipeline._cache`).
+    ``jobs``: notebooks run at once (:func:`run_concurrently`: each after the notebooks
+    its manifest entry names in ``after``, one marked ``alone`` with nothing beside it).
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
@@ -178,7 +226,10 @@ def run_manifest(
 
     from reveal_lab.studies import counts_line, resolve_data, write_paper_vs_reproduced
 
+    if jobs < 1:
+        raise ValueError(f"jobs={jobs}: give 1 or more")
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+    status_lock = threading.Lock()
     logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
     m = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
     if preset not in m.presets:
@@ -201,35 +252,43 @@ def run_manifest(
     if start:
         log(f"resume: {start} notebook(s) complete in {out}, running from {entries[start].notebook}"
             if start < len(entries) else f"resume: every notebook is complete in {out}")
-    try:
-        for i, (e, r) in enumerate(zip(entries, results, strict=True), 1):
-            if i <= start:
-                r.status, r.executed = "ok", out / "notebooks" / e.notebook
-                r.seconds = float(status[e.notebook].get("seconds") or 0.0)
-                log(f"[{i}/{len(entries)}] {e.notebook}: complete, kept ({r.seconds:.1f} s when it ran)")
-                continue
-            log(f"[{i}/{len(entries)}] {e.notebook} ({e.title}) ...")
-            t0 = time.perf_counter()
-            try:
-                with using_cache(cache_folder):
-                    r.executed = run_notebook(
-                        m, e, preset=preset, data=data_s, out=out, progress_bar=sys.stderr.isatty(),
-                        overrides=overrides[e.notebook],
-                    )
-                r.status = "ok"
-            except NotebookFailed as exc:
-                r.status, r.error, r.executed = "failed", str(exc), exc.executed
-                raise
-            finally:
-                r.seconds = time.perf_counter() - t0
+    n = len(entries)
+
+    def execute(i: int) -> None:
+        e, r = entries[i], results[i]
+        log(f"[{i + 1}/{n}] {e.notebook} ({e.title}) ...")
+        t0 = time.perf_counter()
+        try:
+            r.executed = run_notebook(
+                m, e, preset=preset, data=data_s, out=out, progress_bar=jobs == 1 and sys.stderr.isatty(),
+                overrides=overrides[e.notebook],
+            )
+            r.status = "ok"
+        except NotebookFailed as exc:
+            r.status, r.error, r.executed = "failed", str(exc), exc.executed
+            raise
+        finally:
+            r.seconds = time.perf_counter() - t0
+            with status_lock:
                 write_status(
                     out, e.notebook,
                     {"status": r.status, "seconds": round(r.seconds, 3), "parameters": overrides[e.notebook]},
                 )
-                log(
-                    f"[{i}/{len(entries)}] {e.notebook}: {r.status} in {r.seconds:.1f} s "
-                    f"(total {time.perf_counter() - t_all:.1f} s)"
-                )
+            total = time.perf_counter() - t_all
+            log(f"[{i + 1}/{n}] {e.notebook}: {r.status} in {r.seconds:.1f} s (total {total:.1f} s)")
+
+    for i in range(min(start, n)):
+        e, r = entries[i], results[i]
+        r.status, r.executed = "ok", out / "notebooks" / e.notebook
+        r.seconds = float(status[e.notebook].get("seconds") or 0.0)
+        log(f"[{i + 1}/{n}] {e.notebook}: complete, kept ({r.seconds:.1f} s when it ran)")
+    try:
+        with using_cache(cache_folder):
+            if jobs == 1:
+                for i in range(start, n):
+                    execute(i)
+            else:
+                run_concurrently(entries, range(start, n), execute, jobs)
     finally:
         claims, claims_error, reliability = None, None, None
         try:
