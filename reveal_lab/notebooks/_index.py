@@ -110,6 +110,8 @@ def write_index(
     claims_error: str | None = None,
     reliability: pl.DataFrame | None = None,
     max_rows: int = 30,
+    wall_s: float | None = None,
+    jobs: int = 1,
 ) -> Path:
     """Write ``out/index.html`` (relative links, so the folder can be moved or zipped).
 
@@ -117,7 +119,8 @@ def write_index(
     shown first, opening with one line per setting: "N of M claims of the paper reproduced
     on DATA, K differ, J cannot be checked here". ``claims_error``: why the claims could not
     be written (shown in their place). ``reliability``: the reliability paper's rows
-    (``reliability_vs_paper.csv``), in a section of their own.
+    (``reliability_vs_paper.csv``), in a section of their own. ``wall_s``: the notebooks'
+    time from the first start to the last end; ``jobs``: how many ran at once at most.
     """
     out = Path(out)
     skipped = _skipped_runs(out)
@@ -144,6 +147,8 @@ def write_index(
         data=data,
         started=f"{started:%Y-%m-%d %H:%M:%S}",
         n_ok=sum(r.status == "ok" for r in results),
+        wall_s=wall_s,
+        jobs=jobs,
         results=sections,
         claims=_claims_section(claims, data, claims_error, reliability),
     )

@@ -290,6 +290,7 @@ def run_manifest(
             else:
                 run_concurrently(entries, range(start, n), execute, jobs)
     finally:
+        wall_s = time.perf_counter() - t_all
         claims, claims_error, reliability = None, None, None
         try:
             claims_csv, claims = write_paper_vs_reproduced(out, data=data_s)
@@ -305,7 +306,7 @@ def run_manifest(
         index = write_index(
             out, results, preset=preset, data=data_s, started=started, claims=claims,
             claims_error=None if claims_error is None else f"{type(claims_error).__name__}: {claims_error}",
-            reliability=reliability,
+            reliability=reliability, wall_s=wall_s, jobs=jobs,
         )
         log(f"index: {index}")
         if claims_error is not None and sys.exc_info()[0] is not None:

@@ -2,6 +2,7 @@
 an ``alone`` notebook with nothing beside it, a failure that stops new starts; and real
 papermill kernels running side by side."""
 
+import re
 import threading
 import time
 
@@ -143,6 +144,7 @@ def test_two_real_kernels_run_side_by_side_and_record_their_status(tmp_path):
     assert (out / "tables" / "a.csv").exists() and (out / "tables" / "b.csv").exists()
     status = (out / "notebooks" / "status.json").read_text()
     assert all(nb in status for nb in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"))
+    assert re.search(r"\d+ s of notebooks, up to 2 at once", (out / "index.html").read_text())
     with pytest.raises(ValueError, match="jobs=0"):
         run_manifest(preset="full", data="synth", out=out, manifest=load_manifest(d / "manifest.yml"), jobs=0)
 
