@@ -103,6 +103,19 @@ class BaseDetector(BaseEstimator, ABC):
         self.labels_ = (scores > self.threshold_).astype(np.int64)
         return self
 
+    def holdout_scores(self, X, X_new, *, stats: FitStats | None = None) -> np.ndarray:  # noqa: ANN001
+        """The scores of ``X_new`` by this detector fitted on ``X`` (``stats`` as in
+        :meth:`fit`): ``fit(X).decision_function(X_new)`` without scoring ``X`` or setting a
+        threshold, for fits that only score held-out windows. ``decision_scores_``,
+        ``threshold_`` and ``labels_`` stay unset."""
+        X = self._validate(X, reset=True)
+        try:
+            self._fit(self._fit_impute(X, stats))
+        finally:
+            self.__dict__.pop("_fit_stats", None)
+        self.__dict__.pop("_fit_scores_cache", None)
+        return self._score(self._impute(self._validate(X_new, reset=False)))
+
     def decision_function(self, X) -> np.ndarray:  # noqa: ANN001
         """Anomaly score of each row of ``X`` (higher: more anomalous)."""
         return self._score(self._transform_input(X))

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import clone
 
 from reveal_lab.config import DetectConfig
-from reveal_lab.detectors._base import BaseDetector, fit_stats
+from reveal_lab.detectors._base import BaseDetector, FitStats, fit_stats
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._pcarecon import PCAReconstructionDetector
@@ -105,18 +105,29 @@ class DetectorEnsemble:
         self.detectors = detectors
 
     def fit(self, X) -> DetectorEnsemble:  # noqa: ANN001
+        base, stats = self._unfitted(X)
+        self.detectors_ = {d.name: clone(d).fit(X, stats=stats) for d in base}
+        self.result_ = self._result({n: d.decision_scores_ for n, d in self.detectors_.items()})
+        return self
+
+    def holdout_scores(self, X, X_new) -> dict[str, np.ndarray]:  # noqa: ANN001
+        """Each detector's scores of ``X_new`` when fitted on ``X``: ``fit(X).score(X_new).scores``
+        without the fit data's own scores and thresholds (:meth:`BaseDetector.holdout_scores`);
+        for fits that only score held-out windows. Sets ``detectors_`` (without thresholds)."""
+        base, stats = self._unfitted(X)
+        self.detectors_ = {d.name: clone(d) for d in base}
+        return {n: d.holdout_scores(X, X_new, stats=stats) for n, d in self.detectors_.items()}
+
+    def _unfitted(self, X) -> tuple[Sequence[BaseDetector], FitStats | None]:  # noqa: ANN001
+        """The detectors to fit (checked) and the fit statistics they share (None: each its own)."""
         base = self.detectors if self.detectors is not None else default_detectors()
         names = [d.name for d in base]
         if len(set(names)) != len(names):
             raise ValueError(f"detector names must be unique, got {names}")
         if isinstance(X, np.ndarray) and X.dtype == np.float64 and X.ndim == 2 and X.shape[0] >= 2:
             # the detectors share one pass over the fit data for finiteness and medians
-            stats = fit_stats(X)
-            self.detectors_ = {d.name: clone(d).fit(X, stats=stats) for d in base}
-        else:
-            self.detectors_ = {d.name: clone(d).fit(X) for d in base}
-        self.result_ = self._result({n: d.decision_scores_ for n, d in self.detectors_.items()})
-        return self
+            return base, fit_stats(X)
+        return base, None
 
     def score(self, X) -> EnsembleResult:  # noqa: ANN001
         """Score new windows against what was fit (the baseline mode)."""

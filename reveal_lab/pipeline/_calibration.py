@@ -65,8 +65,8 @@ def cross_fit_thresholds(
             raise ValueError(
                 f"baseline without run {r} gives {Xfit.shape[0]} window(s); at least 2 are needed"
             )
-        ens = DetectorEnsemble(default_detectors(preset.detect, clip=clip)).fit(Xfit)
-        for m, sc in ens.score(baseline_matrix(held, pairs)).scores.items():
+        ens = DetectorEnsemble(default_detectors(preset.detect, clip=clip))
+        for m, sc in ens.holdout_scores(Xfit, baseline_matrix(held, pairs)).items():
             pooled.setdefault(m, []).append(np.asarray(sc, dtype=np.float64))
     q = 1.0 - false_alarm_rate / n_det
     out = {}
