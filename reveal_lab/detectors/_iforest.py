@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from typing import Any
+
 import numpy as np
 
 from reveal_lab.detectors._base import BaseDetector
@@ -18,6 +22,207 @@ def _average_path_length(n: np.ndarray) -> np.ndarray:
     nb = n[big]
     out[big] = 2.0 * (np.log(nb - 1.0) + np.euler_gamma) - 2.0 * (nb - 1.0) / nb
     return out
+
+
+#: scikit-learn versions whose bagging makes and fits each tree as :class:`_TreeMaker` expects
+#: (``BaseEnsemble._make_estimator``: clone, ``set_params``, ``_set_random_states``; then the
+#: tree's ``fit``, whose only use of ``random_state`` is ``check_random_state``)
+_TREE_MAKER_VERSIONS = ("1.9.",)
+
+
+class _TreeMaker:
+    """``IsolationForest._make_estimator`` for a forest fitted one tree after another.
+
+    scikit-learn clones a prototype for every tree and builds two ``RandomState`` objects
+    from its seed (one draws the tree's seed, one is the tree's own in ``fit``): most of
+    the time of a 200-tree fit on a few hundred windows. Here each tree is constructed from
+    the parameters of one prototype (``clone(estimator_)`` with the ensemble's
+    ``estimator_params``, made on the first call, once ``fit`` has set ``estimator_``); its
+    seed is drawn as ``_set_random_states`` draws it, from one reseeded ``RandomState``;
+    the tree is fitted with another reseeded to that seed (the same draws as the
+    ``RandomState`` its ``fit`` would build), and :meth:`restore` gives every tree its
+    integer seed back. The forest is equal to scikit-learn's (a test compares them). When
+    the prototype's state is not its parameters (immutable values) with one
+    ``random_state``, the ensemble's own method makes every tree."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self.params: dict[str, Any] | None = None
+        self.fallback = False
+        self.seeds: list[tuple[Any, int]] = []
+        self._draw = np.random.RandomState(0)
+        self._tree_rng = np.random.RandomState(0)
+
+    def _prototype(self) -> None:
+        from sklearn.base import clone
+
+        m = self.model
+        proto = clone(m.estimator_)
+        proto.set_params(**{p: getattr(m, p) for p in m.estimator_params})
+        params = proto.get_params(deep=False)
+        seeded = [k for k in proto.get_params(deep=True) if k.split("__")[-1] == "random_state"]
+        plain = all(v is None or isinstance(v, bool | int | float | str | np.number) for v in params.values())
+        same = vars(type(proto)(**params)) == vars(proto) if plain else False
+        self.fallback = not (same and seeded == ["random_state"])
+        self.params = params
+
+    def __call__(self, append: bool = True, random_state: Any = None) -> Any:
+        if self.params is None:
+            self._prototype()
+        m = self.model
+        if self.fallback or random_state is None or isinstance(random_state, np.random.RandomState):
+            return type(m)._make_estimator(m, append=append, random_state=random_state)
+        est = type(m.estimator_)(**self.params)
+        self._draw.seed(random_state)
+        seed = self._draw.randint(np.iinfo(np.int32).max)
+        self._tree_rng.seed(seed)
+        est.random_state = self._tree_rng
+        self.seeds.append((est, seed))
+        if append:
+            m.estimators_.append(est)
+        return est
+
+    def restore(self) -> None:
+        """Every tree made here holds its integer seed as ``random_state``."""
+        for est, seed in self.seeds:
+            est.random_state = seed
+        self.seeds = []
+
+
+#: forests fitted lately, by their fit data's bytes and parameters (most recent last)
+_FORESTS: OrderedDict[tuple, Any] = OrderedDict()
+_FORESTS_LOCK = threading.Lock()
+#: how many fitted forests :func:`fitted_isolation_forest` keeps
+FORESTS_KEPT = 12
+
+
+def fitted_isolation_forest(X: np.ndarray, **params: Any) -> Any:
+    """:func:`fit_isolation_forest`, the forest kept for the next fits on the same data.
+
+    The fitted forest is a function of ``X`` and the parameters alone, so detectors fitted
+    on the same windows share it (e.g. a run fitted on itself under two detection settings
+    that differ only in thresholds or in the other detectors' clip). The fitted forest is
+    shared, not copied: it is read, never changed, after its fit. Up to :data:`FORESTS_KEPT`
+    forests are kept, the most recently used. Only a seeded fit (an integer
+    ``random_state``) is kept: without a seed, each fit draws its own forest."""
+    import hashlib
+
+    if not isinstance(params.get("random_state"), int | np.integer):
+        return fit_isolation_forest(X, **params)
+    X = np.ascontiguousarray(X)
+    digest = hashlib.blake2b(X.data, digest_size=20).digest()
+    key = (X.shape, X.dtype.str, digest, tuple(sorted(params.items())))
+    with _FORESTS_LOCK:
+        model = _FORESTS.get(key)
+        if model is not None:
+            _FORESTS.move_to_end(key)
+            return model
+    model = fit_isolation_forest(X, **params)
+    with _FORESTS_LOCK:
+        _FORESTS[key] = model
+        while len(_FORESTS) > FORESTS_KEPT:
+            _FORESTS.popitem(last=False)
+    return model
+
+
+def fit_isolation_forest(X: np.ndarray, **params: Any) -> Any:
+    """``sklearn.ensemble.IsolationForest(**params).fit(X)``, its trees made by
+    :class:`_TreeMaker` where the installed scikit-learn is one it matches and the trees
+    are fitted one after another (the same fitted forest)."""
+    import sklearn
+    from joblib import effective_n_jobs
+    from sklearn.ensemble import IsolationForest
+
+    model = IsolationForest(**params)
+    if not sklearn.__version__.startswith(_TREE_MAKER_VERSIONS) or effective_n_jobs(model.n_jobs) != 1:
+        return model.fit(X)
+    maker = _TreeMaker(model)
+    model._make_estimator = maker  # an instance attribute: shadows the method for this fit
+    try:
+        model.fit(X)
+    finally:
+        del model._make_estimator
+        maker.restore()
+    return model
+
+
+class _ForestWalk:
+    """The anomaly scores of a fitted ``IsolationForest`` for many rows at once: all trees
+    walked level by level in numpy (scikit-learn applies one tree after another, each a
+    call), with scikit-learn's arithmetic: the float32 copy of ``X`` compared with each
+    split's float64 threshold, per tree ``depth + c(n_leaf) - 1`` from the forest's own
+    per-node arrays, added tree after tree, then ``2^(-E[h]/c(ψ))``. Equal to
+    ``score_samples`` (a test compares them) for finite inputs without feature subsampling;
+    :meth:`of` gives None for a forest it does not cover."""
+
+    def __init__(self, model: Any, path_lengths: Any, leaf_terms: Any, max_samples: int) -> None:
+        from sklearn.ensemble._iforest import _average_path_length
+
+        trees = [est.tree_ for est in model.estimators_]
+        width = max(t.node_count for t in trees)
+        n_trees = len(trees)
+        # node j of tree i is entry i·width + j of the flat arrays; children hold flat entries
+        feature = np.zeros((n_trees, width), dtype=np.intp)
+        threshold = np.zeros((n_trees, width), dtype=np.float64)
+        left = np.zeros((n_trees, width), dtype=np.intp)
+        right = np.zeros((n_trees, width), dtype=np.intp)
+        leaf_add = np.zeros((n_trees, width), dtype=np.float64)
+        depth = 0
+        for i, (t, dpl, apl) in enumerate(zip(trees, path_lengths, leaf_terms, strict=True)):
+            n = t.node_count
+            leaf = t.children_left == -1
+            own = np.arange(n)
+            feature[i, :n] = np.where(leaf, 0, t.feature)
+            threshold[i, :n] = t.threshold
+            left[i, :n] = i * width + np.where(leaf, own, t.children_left)  # a leaf points to itself
+            right[i, :n] = i * width + np.where(leaf, own, t.children_right)
+            leaf_add[i, :n] = dpl + apl - 1.0  # scikit-learn's per-tree term, per node
+            depth = max(depth, int(t.max_depth))
+        self.feature, self.threshold = feature.ravel(), threshold.ravel()
+        self.left, self.right, self.leaf_add = left.ravel(), right.ravel(), leaf_add.ravel()
+        self.roots = np.arange(n_trees, dtype=np.intp) * width
+        self.depth = depth
+        self.denominator = n_trees * _average_path_length([max_samples])
+
+    #: more rows than this are scored by scikit-learn (its per-tree calls then cost less
+    #: than the walk's passes over ``rows × trees`` arrays)
+    MAX_ROWS = 1024
+
+    @classmethod
+    def of(cls, model: Any) -> _ForestWalk | None:
+        """The walk of ``model``, or None where scikit-learn's own scoring must be used
+        (another version, subsampled features)."""
+        import sklearn
+
+        if not sklearn.__version__.startswith(_TREE_MAKER_VERSIONS) or not model.estimators_:
+            return None
+        try:
+            subsampled = model._max_features != model.n_features_in_
+            paths, terms = model._decision_path_lengths, model._average_path_length_per_tree
+            max_samples = model._max_samples
+        except AttributeError:
+            return None
+        if subsampled or len(paths) != len(model.estimators_):
+            return None
+        return cls(model, paths, terms, max_samples)
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """``-model.score_samples(X)`` of a finite ``X`` (higher: more anomalous)."""
+        X = np.ascontiguousarray(X, dtype=np.float32)
+        n, p = X.shape
+        flat = X.ravel()
+        row_start = (np.arange(n, dtype=np.intp) * p)[:, None]
+        node = np.repeat(self.roots[None, :], n, axis=0)  # n × trees, flat entries
+        for _ in range(self.depth):
+            # float32 values against float64 thresholds (numpy compares them in float64)
+            go_left = flat.take(row_start + self.feature.take(node)) <= self.threshold.take(node)
+            node = np.where(go_left, self.left.take(node), self.right.take(node))
+        terms = self.leaf_add.take(node)
+        depths = np.zeros(n, order="f")
+        for t in range(self.roots.size):  # tree after tree, as scikit-learn adds them
+            depths += terms[:, t]
+        den = self.denominator
+        return 2 ** (-np.divide(depths, den, out=np.ones_like(depths), where=den != 0))
 
 
 def _node_depths(children_left: np.ndarray, children_right: np.ndarray) -> np.ndarray:
@@ -81,16 +286,16 @@ class IsolationForestDetector(BaseDetector):
         return 1.0 - self.contamination
 
     def _fit(self, X: np.ndarray) -> None:
-        from sklearn.ensemble import IsolationForest
-
         self._quantile()
-        self.model_ = IsolationForest(
+        self.model_ = fitted_isolation_forest(
+            X,
             n_estimators=self.n_estimators,
             max_samples=self.max_samples,
             contamination="auto",
             random_state=self.random_state,
             n_jobs=self.n_jobs,
-        ).fit(X)
+        )
+        self.__dict__.pop("_walk", None)  # made from this forest on first use
         # the explanation's baseline is the mean credit over (a seeded sample of) the fit data,
         # computed on first use so that fit+score stays fast
         rng = np.random.default_rng(self.random_state)
@@ -99,7 +304,17 @@ class IsolationForestDetector(BaseDetector):
         self._explain_baseline = None
 
     def _score(self, X: np.ndarray) -> np.ndarray:
-        return -self.model_.score_samples(X)
+        if "_walk" not in self.__dict__:
+            self._walk = _ForestWalk.of(self.model_)
+        if self._walk is None or X.shape[0] > self._walk.MAX_ROWS or not np.isfinite(X).all():
+            return -self.model_.score_samples(X)
+        return self._walk.scores(X)
+
+    def __getstate__(self) -> dict:
+        # pickles hold the fitted forest, not the arrays scoring walks it with (made again on use)
+        state = super().__getstate__()
+        state.pop("_walk", None)
+        return state
 
     def _credits(self, X: np.ndarray) -> np.ndarray:
         """Raw path credits (before the baseline is subtracted), ``float[n, p]``.
