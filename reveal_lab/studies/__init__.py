@@ -141,6 +141,7 @@ from reveal_lab.studies._projections import (
     WindowFeatureFold,
     project,
     reduce_window_features,
+    standardized,
     window_feature_piece,
     window_feature_table,
 )
@@ -265,6 +266,7 @@ __all__ = [
     "window_feature_piece",
     "reduce_window_features",
     "WindowFeatureFold",
+    "standardized",
     "USAGE_QUANTITIES",
     "usage_labels",
     "ecdf",

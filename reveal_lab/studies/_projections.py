@@ -13,6 +13,7 @@ from reveal_lab.telemetry import Run
 
 __all__ = [
     "window_feature_table", "window_feature_piece", "reduce_window_features", "WindowFeatureFold", "project",
+    "standardized",
 ]
 
 
@@ -115,21 +116,31 @@ class WindowFeatureFold:
         return X, rows
 
 
+def standardized(X: np.ndarray) -> np.ndarray:
+    """A standardized copy of ``X`` (rows: windows): non-finite values replaced by their
+    column's median (0 where a column has none), constant columns dropped, each column
+    centred and scaled to unit variance. Worked in place on one copy, so it holds about
+    twice ``X`` at most."""
+    X = np.array(X, dtype=float)
+    if X.ndim != 2 or X.shape[0] < 3:
+        raise ValueError(f"need at least 3 rows to project, got shape {X.shape}")
+    X[~np.isfinite(X)] = np.nan
+    X[:, np.isnan(X).all(axis=0)] = 0.0
+    rows, cols = np.nonzero(np.isnan(X))
+    if len(rows):
+        X[rows, cols] = np.nanmedian(X, axis=0)[cols]
+    sd = X.std(axis=0)
+    X = X[:, sd > 0]  # a copy in the layout the means are summed in (also when every column stays)
+    X -= X.mean(axis=0)
+    X /= sd[sd > 0]
+    return X
+
+
 def project(
     X: np.ndarray, method: str = "umap", *, seed: int = 0, n_neighbors: int = 15, perplexity: float = 30.0
 ) -> np.ndarray:
-    """``float[n, 2]``: UMAP (umap-learn) or t-SNE (scikit-learn) of standardized features.
-
-    Non-finite values are replaced by the column median; constant columns are dropped.
-    """
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or X.shape[0] < 3:
-        raise ValueError(f"need at least 3 rows to project, got shape {X.shape}")
-    X = np.where(np.isfinite(X), X, np.nan)
-    med = np.nanmedian(np.where(np.isnan(X).all(axis=0), 0.0, X), axis=0)
-    X = np.where(np.isnan(X), med, X)
-    sd = X.std(axis=0)
-    X = (X[:, sd > 0] - X[:, sd > 0].mean(axis=0)) / sd[sd > 0]
+    """``float[n, 2]``: UMAP (umap-learn) or t-SNE (scikit-learn) of :func:`standardized` features."""
+    X = standardized(X)
     if X.shape[1] == 0:
         raise ValueError("every feature is constant; nothing to project")
     n = X.shape[0]
