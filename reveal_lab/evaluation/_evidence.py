@@ -64,13 +64,25 @@ def span_envelope(X: np.ndarray, length: int, step: int) -> tuple[np.ndarray, np
     >>> lo.tolist(), hi.tolist(), med.tolist()  # span means 0, 1.5, 1.5
     ([0.0], [1.5], [1.5])
     """
-    if X.shape[0] < length or length < 1:
-        n = X.shape[1]
-        return np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    return _envelope(_prefix_sums(X), length, step)
+
+
+def _prefix_sums(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``X``, the running sums of its finite samples and their running counts,
+    each with a leading row of zeros (what :func:`_envelope` takes the span means from)."""
     ok = np.isfinite(X)
     cs = np.vstack([np.zeros((1, X.shape[1])), np.cumsum(np.where(ok, X, 0.0), axis=0)])
     cn = np.vstack([np.zeros((1, X.shape[1])), np.cumsum(ok, axis=0)])
-    starts = np.arange(0, X.shape[0] - length + 1, max(step, 1))
+    return cs, cn
+
+
+def _envelope(sums: tuple[np.ndarray, np.ndarray], length: int, step: int) -> tuple[np.ndarray, ...]:
+    """:func:`span_envelope` from ``X``'s :func:`_prefix_sums`."""
+    cs, cn = sums
+    if cs.shape[0] - 1 < length or length < 1:
+        n = cs.shape[1]
+        return np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    starts = np.arange(0, cs.shape[0] - length, max(step, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
         means = (cs[starts + length] - cs[starts]) / (cn[starts + length] - cn[starts])
     with warnings.catch_warnings():
@@ -156,9 +168,9 @@ def episode_evidence(
             cache[sf] = run.frame
         return cache[sf]
 
-    out: list[dict] = []
     first_start = labels.group_by("run").agg(pl.col("start").min().alias("first"))
     firsts = dict(zip(first_start["run"].to_list(), first_start["first"].to_list(), strict=True))
+    tasks = []  # (label, its base row, a host's meta row of its run), in the output's order
     for lab in labels.iter_rows(named=True):
         base_row = {
             "run": lab["run"],
@@ -168,8 +180,31 @@ def episode_evidence(
             "magnitude": lab.get("magnitude"),
             "expected_subsystem": lab.get("expected_subsystem"),
         }
-        for row in meta.filter(pl.col("run") == lab["run"]).sort("host").iter_rows(named=True):
-            out += _host_evidence(lab, base_row, row, frame, meta, firsts.get(lab["run"]), top, step_s)
+        hosts = meta.filter(pl.col("run") == lab["run"]).sort("host")
+        tasks += [(lab, base_row, row) for row in hosts.iter_rows(named=True)]
+    # the hosts judged against the same fault-free runs one after another, so that each of those
+    # runs' running sums (:func:`_prefix_sums`) is computed once per set of metrics and kept only
+    # while they are in use
+    group = [(row["workload"], row["phase"], row["host"]) for _, _, row in tasks]
+    rank = {g: i for i, g in reversed(list(enumerate(group)))}
+    rows_of: list[list[dict]] = [[] for _ in tasks]
+    sums: dict[tuple[str, tuple[str, ...]], tuple[np.ndarray, np.ndarray]] = {}
+
+    def ref_sums(row: dict, cols: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        key = (row["source_file"], tuple(cols))
+        if key not in sums:
+            sums[key] = _prefix_sums(_values(frame(row), cols))
+        return sums[key]
+
+    current = None
+    for i in sorted(range(len(tasks)), key=lambda i: rank[group[i]]):
+        if group[i] != current:
+            current = group[i]
+            sums.clear()
+        lab, base_row, row = tasks[i]
+        first = firsts.get(lab["run"])
+        rows_of[i] = _host_evidence(lab, base_row, row, frame, ref_sums, meta, first, top, step_s)
+    out = [r for rows in rows_of for r in rows]
     return pl.DataFrame(out, schema=_EVIDENCE_SCHEMA, strict=False).select(EVIDENCE_COLUMNS)
 
 
@@ -194,11 +229,12 @@ _EVIDENCE_SCHEMA = {
 }
 
 
-def _host_evidence(lab, base_row, row, frame, meta, first, top, step_s):  # noqa: ANN001, ANN202
+def _host_evidence(lab, base_row, row, frame, ref_sums, meta, first, top, step_s):  # noqa: ANN001, ANN202
     """The evidence rows of label ``lab`` on the host of meta row ``row``: its ``top`` metrics
     beyond the fault-free range and not already beyond it in the run's calm span (``first``:
     the run's first label start), or one row with no metric; none when the host has no
-    samples in the episode or no fault-free run."""
+    samples in the episode or no fault-free run. ``ref_sums(meta row, columns)``: a
+    fault-free run's :func:`_prefix_sums` of those columns."""
     a, b = _stamp(lab["start"]), _stamp(lab["end"])
     f = frame(row)  # the fault run, cut to its workload span like the fault-free ones
     cols = metric_columns(f)
@@ -209,7 +245,7 @@ def _host_evidence(lab, base_row, row, frame, meta, first, top, step_s):  # noqa
     interval = max((b - a).total_seconds() / max(length - 1, 1), 1e-3)
     step = max(int(round(step_s / interval)), 1)
     refs = fault_free_refs(meta, row)
-    envs = [span_envelope(_values(frame(r), cols), length, step) for r in refs.iter_rows(named=True)]
+    envs = [_envelope(ref_sums(r, cols), length, step) for r in refs.iter_rows(named=True)]
     envs = [e for e in envs if np.isfinite(e[0]).any()]
     if not envs:
         return []
