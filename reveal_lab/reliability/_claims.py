@@ -13,6 +13,7 @@ against the paper's text, which could not be read here (each row's ``note`` says
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Any
 
 import polars as pl
@@ -116,8 +117,28 @@ def agreement_grid(
     ``rel_gap`` = |closed − simulated| / simulated, ``load`` = λ·(Δ/2 + u₀) (the expected
     lost fraction the first-order formula subtracts) and ``regime``: ``"approximation
     holds"`` while ``load`` ≤ ``holds_below`` and the MTTF exceeds Δ, else ``"breaks"``.
-    Grid points whose segments would almost never complete are skipped.
+    Grid points whose segments would almost never complete are skipped. The grids of the
+    last few settings are kept (:data:`GRIDS_KEPT`): a grid asked for again, as
+    :func:`paper_claims` asks for the default one, is not simulated again.
     """
+    settings = (gpus, intervals_min, restarts_min, write_s, rate, work_h, n_jobs, seed, holds_below)
+    key = repr(settings)
+    if key not in _GRIDS:
+        _GRIDS[key] = pl.DataFrame(_grid_rows(settings))
+        while len(_GRIDS) > GRIDS_KEPT:
+            _GRIDS.popitem(last=False)
+    _GRIDS.move_to_end(key)
+    return _GRIDS[key].clone()
+
+
+#: how many grids :func:`agreement_grid` keeps, by their settings (most recently asked for last)
+GRIDS_KEPT = 4
+_GRIDS: OrderedDict[str, pl.DataFrame] = OrderedDict()
+
+
+def _grid_rows(settings: tuple) -> list[dict[str, Any]]:
+    """The rows of :func:`agreement_grid`; ``settings``: its arguments, in its order."""
+    gpus, intervals_min, restarts_min, write_s, rate, work_h, n_jobs, seed, holds_below = settings
     rows = []
     for g in gpus:
         lam = job_failure_rate(g, rate)
@@ -139,7 +160,7 @@ def agreement_grid(
                     "regime": "approximation holds" if load <= holds_below and 1 / lam > iv / 60
                     else "breaks",
                 })
-    return pl.DataFrame(rows)
+    return rows
 
 
 def _row(claim_id: str, claim: str, paper: float, ours: float | None, unit: str, tol: float, note: str,
