@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from reveal_lab.cli._ranges import int_in
+
+MAX_JOBS = 64
+
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p = sub.add_parser(
@@ -66,7 +70,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=int_in(1, MAX_JOBS),
         default=1,
         metavar="N",
         help="run up to N notebooks at once, each in its own kernel (one marked 'alone' in the manifest, "
@@ -115,9 +119,6 @@ def _run(args: argparse.Namespace) -> int:
             params[name] = getattr(args, name)
     if args.workers is not None and args.workers < 1:
         print(f"reveal-lab reproduce: --workers {args.workers}: give 1 or more", file=sys.stderr)
-        return 2
-    if args.jobs < 1:
-        print(f"reveal-lab reproduce: --jobs {args.jobs}: give 1 or more", file=sys.stderr)
         return 2
     cache = False if args.no_cache else (args.cache or True)
     check_writable_folder(args.out)  # before the first notebook, not after it

@@ -152,6 +152,9 @@ def test_two_real_kernels_run_side_by_side_and_record_their_status(tmp_path):
 def test_cli_jobs_below_one_is_refused_naming_the_flag(tmp_path, capsys):
     from reveal_lab.cli import main
 
-    assert main(["reproduce", "--jobs", "0", "--out", str(tmp_path / "o")]) == 2
-    assert "--jobs 0: give 1 or more" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "--jobs", "0", "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--jobs" in err and "'0'" in err
     assert not (tmp_path / "o").exists()
