@@ -156,8 +156,6 @@ class _ForestWalk:
     :meth:`of` gives None for a forest it does not cover."""
 
     def __init__(self, model: Any, path_lengths: Any, leaf_terms: Any, max_samples: int) -> None:
-        from sklearn.ensemble._iforest import _average_path_length
-
         trees = [est.tree_ for est in model.estimators_]
         width = max(t.node_count for t in trees)
         n_trees = len(trees)
