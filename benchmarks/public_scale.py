@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from _harness import ROOT, Session, parser, row, side
@@ -160,15 +161,15 @@ def rows(measured: list[dict], preset: str) -> list[dict]:
     ]
 
 
-def measure_scale(k: int, args, work: Path) -> list[dict]:  # noqa: ANN001 - the parsed arguments
-    """Write the proxy at scale ``k`` (once) and reproduce it with each engine."""
+def measure_scale(k: int, args, work: Path) -> Iterator[dict]:  # noqa: ANN001 - the parsed arguments
+    """Write the proxy at scale ``k`` (once) and reproduce it with each engine, yielding each
+    engine's row as soon as it is measured."""
     data = work / f"proxy-K{k}"
     if not (data / "Reveal_CPU.zip").exists():
         synth = [*CLI, "synth", "public", str(data), "--scale", str(k)]
         synth += ["--runs-per-workload", str(args.runs_per_workload), "--seconds", str(args.seconds)]
         subprocess.run(synth, check=True, cwd=ROOT)
     zip_bytes = sum(p.stat().st_size for p in data.glob("Reveal_*.zip"))
-    out_rows = []
     for engine in args.engines.split(","):
         out = work / f"out-K{k}-{engine}"
         cmd = [*CLI, "reproduce", "--preset", args.preset, "--data", str(data), "--out", str(out)]
@@ -185,20 +186,18 @@ def measure_scale(k: int, args, work: Path) -> list[dict]:  # noqa: ANN001 - the
         skipped = out / "skipped_runs.csv"
         runs_csv = out / "tables" / "dataset_runs.csv"
         n_runs = sum(1 for _ in open(runs_csv)) - 1 if runs_csv.exists() else None
-        out_rows.append(
-            {
-                "scale": k,
-                "runs": n_runs,
-                "zip_bytes": zip_bytes,
-                "engine": engine,
-                **m,
-                "notebook_seconds": status,
-                "notebook_peak_tree_rss_mb": notebook_peaks(samples, out / "notebooks"),
-                "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
-            }
-        )
+        measured = {
+            "scale": k,
+            "runs": n_runs,
+            "zip_bytes": zip_bytes,
+            "engine": engine,
+            **m,
+            "notebook_seconds": status,
+            "notebook_peak_tree_rss_mb": notebook_peaks(samples, out / "notebooks"),
+            "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
+        }
         print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {m['peak_tree_rss_mb']} MB", flush=True)
-    return out_rows
+        yield measured
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,14 +219,22 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(args.work or tempfile.mkdtemp(prefix="public-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    measured = [r for k in (int(s) for s in args.scales.split(",")) for r in measure_scale(k, args, work)]
-    details = {
-        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
-        "measured": measured,
-        "issue29_ratios": _ratios(measured),
-        "projection": _projection(measured),
-    }
-    session.write(Path(args.out), rows(measured, args.preset), details)
+    scales = [int(s) for s in args.scales.split(",")]
+    planned = [f"K={k} {engine}" for k in scales for engine in args.engines.split(",")]
+    measured: list[dict] = []
+    for k in scales:
+        for one in measure_scale(k, args, work):
+            measured.append(one)
+            # written after every measurement: a benchmark stopped part way keeps what it measured
+            details = {
+                "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
+                "planned": planned,
+                "complete": len(measured) == len(planned),
+                "measured": measured,
+                "issue29_ratios": _ratios(measured),
+                "projection": _projection(measured),
+            }
+            session.write(Path(args.out), rows(measured, args.preset), details)
     print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")
     for r in measured:
         print(f"| {r['scale']} | {r['runs']} | {r['engine']} | {r['wall_s']} | {r['peak_tree_rss_mb']} |")
