@@ -221,13 +221,14 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     scales = [int(s) for s in args.scales.split(",")]
     planned = [f"K={k} {engine}" for k in scales for engine in args.engines.split(",")]
+    settings = {name: v for name, v in vars(args).items() if name not in ("out", "work")}
     measured: list[dict] = []
     for k in scales:
         for one in measure_scale(k, args, work):
             measured.append(one)
             # written after every measurement: a benchmark stopped part way keeps what it measured
             details = {
-                "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
+                "settings": settings,
                 "planned": planned,
                 "complete": len(measured) == len(planned),
                 "measured": measured,
