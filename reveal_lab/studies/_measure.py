@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -33,12 +35,28 @@ __all__ = [
     "measure_collector_overhead",
     "measure_runtimes",
     "overhead_comparison",
+    "check_overhead",
+    "gate_note",
+    "mean_interval",
+    "overhead_problems",
+    "quiet_gate",
+    "sd_interval",
+    "LEVEL",
+    "MIN_INTERVAL_COST_RATIO",
     "OVERHEAD_COLUMNS",
+    "OVERHEAD_REPEAT_COLUMNS",
+    "OverheadMeasurement",
     "RUNTIME_COLUMNS",
 ]
 
-OVERHEAD_COLUMNS = ("interval_ms", "process", "pct_of_core", "bytes_per_s", "channels", "seconds", "machine", "note")
-RUNTIME_COLUMNS = ("step", "seconds", "std", "per", "n", "repeats", "machine", "note")
+OVERHEAD_COLUMNS = ("interval_ms", "process", "pct_of_core", "pct_lo", "pct_hi", "pct_sd", "repeats", "bytes_per_s",
+                    "channels", "seconds", "quiet", "machine", "note")
+#: one row per repeated window of :func:`measure_collector_overhead`
+OVERHEAD_REPEAT_COLUMNS = ("interval_ms", "process", "repeat", "pct_of_core", "bytes_per_s", "seconds", "loadavg")
+RUNTIME_COLUMNS = ("step", "seconds", "lo", "hi", "std", "std_lo", "std_hi", "per", "n", "repeats", "quiet", "machine",
+                   "note")
+#: the confidence level of the live measurements' intervals
+LEVEL = 0.95
 #: perf stat's events here: software events (hardware counters are often not exposed in VMs)
 PERF_EVENTS = "task-clock,context-switches,cpu-migrations,page-faults"
 _CLI = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
@@ -102,36 +120,160 @@ def _folder_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
+def quiet_gate(max_load_per_core: float = 0.5, *, timeout_s: float = 60.0, poll_s: float = 1.0) -> dict[str, object]:
+    """Wait until this machine is quiet: its 1-minute load average per core at most
+    ``max_load_per_core``, for at most ``timeout_s`` seconds. Returns ``quiet`` (whether
+    it got there), ``load`` (the 1-minute load average when it stopped waiting),
+    ``cores``, ``limit`` (the load it waited for) and ``waited_s``.
+
+    >>> g = quiet_gate(1e9, timeout_s=0)
+    >>> g["quiet"], g["waited_s"]
+    (True, 0.0)
+    """
+    cores = os.cpu_count() or 1
+    limit = max_load_per_core * cores
+    t0 = time.monotonic()
+    while True:
+        load = os.getloadavg()[0]
+        waited = round(time.monotonic() - t0, 1)
+        if load <= limit or waited >= timeout_s:
+            return {"quiet": load <= limit, "load": round(load, 2), "cores": cores, "limit": round(limit, 2),
+                    "waited_s": waited}
+        time.sleep(min(poll_s, max(timeout_s - waited, 0.0)))
+
+
+def gate_note(gate: dict[str, object]) -> str:
+    """The quiet gate's outcome in words, for a measurement's ``note``.
+
+    >>> gate_note({"quiet": False, "load": 3.1, "limit": 1.0, "waited_s": 60.0})
+    'NOT quiet: load avg (1 min) 3.1 > 1 after waiting 60 s'
+    """
+    if gate["quiet"]:
+        return f"quiet gate passed: load avg (1 min) {gate['load']:g} <= {gate['limit']:g} after {gate['waited_s']:g} s"
+    return f"NOT quiet: load avg (1 min) {gate['load']:g} > {gate['limit']:g} after waiting {gate['waited_s']:g} s"
+
+
+def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float, float]:
+    """Mean, its Student-t interval at ``level`` (lower, upper) and the sample standard
+    deviation of ``values``; one value: its interval is that value.
+
+    >>> m, lo, hi, sd = mean_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    >>> m, round(lo, 3), round(hi, 3), round(sd, 3)
+    (3.0, 1.037, 4.963, 1.581)
+    """
+    from scipy import stats
+
+    a = np.asarray(values, dtype=np.float64)
+    m = float(a.mean())
+    if a.size < 2:
+        return m, m, m, 0.0
+    sd = float(a.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, a.size - 1)) * sd / math.sqrt(a.size)
+    return m, m - half, m + half, sd
+
+
+def sd_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float | None, float | None, float | None]:
+    """Sample standard deviation of ``values`` and its chi-square interval at ``level``
+    (``None`` for fewer than two values).
+
+    >>> sd, lo, hi = sd_interval([1.0, 2.0, 3.0, 4.0, 5.0])
+    >>> round(sd, 3), round(lo, 3), round(hi, 3)
+    (1.581, 0.947, 4.543)
+    """
+    from scipy import stats
+
+    a = np.asarray(values, dtype=np.float64)
+    if a.size < 2:
+        return None, None, None
+    sd, k = float(a.std(ddof=1)), a.size - 1
+    lo = sd * math.sqrt(k / float(stats.chi2.ppf(0.5 + level / 2, k)))
+    hi = sd * math.sqrt(k / float(stats.chi2.ppf(0.5 - level / 2, k)))
+    return sd, lo, hi
+
+
+def _settle(
+    live: dict[tuple[float, str], subprocess.Popen],
+    seen: dict[tuple[float, str], dict[str, float]],
+    *,
+    settle_pct: float,
+    timeout_s: float,
+    slice_s: float = 1.0,
+    calm: int = 3,
+) -> dict[tuple[float, str], float | None]:
+    """Wait until every process of ``live`` is past its start-up: ``calm`` consecutive
+    slices of ``slice_s`` each at most ``settle_pct`` % of a core (the collector loads and
+    compiles its hot loop at a whole core for seconds after its first sample). Returns
+    each process's seconds to settle, ``None`` for one that had not settled after
+    ``timeout_s``."""
+    t0 = time.monotonic()
+    run = {k: 0 for k in live}
+    settled: dict[tuple[float, str], float | None] = {k: None for k in live}
+    prev = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
+    tp = time.monotonic()
+    while any(v is None for v in settled.values()) and time.monotonic() - t0 < timeout_s:
+        time.sleep(slice_s)
+        now = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
+        t = time.monotonic()
+        for k in live:
+            if settled[k] is not None:
+                continue
+            pct = 100.0 * (now[k] - prev[k]) / (t - tp)
+            run[k] = run[k] + 1 if pct <= settle_pct else 0
+            if run[k] >= calm:
+                settled[k] = round(t - t0, 1)
+        prev, tp = now, t
+    return settled
+
+
+class OverheadMeasurement(NamedTuple):
+    """:func:`measure_collector_overhead`'s result: one row per process and interval
+    (:data:`OVERHEAD_COLUMNS`), one per repeat (:data:`OVERHEAD_REPEAT_COLUMNS`), the
+    quiet gate's outcome (:func:`quiet_gate`)."""
+
+    table: pl.DataFrame
+    repeats: pl.DataFrame
+    gate: dict[str, object]
+
+
 def measure_collector_overhead(
     intervals_ms: Sequence[int] = (100, 600),
     *,
-    seconds: float = 8.0,
-    warmup_s: float = 2.0,
+    seconds: float = 6.0,
+    repeats: int = 5,
     probes: str = "procfs",
     perf_interval_ms: int | None = 100,
     start_timeout_s: float = 60.0,
-) -> pl.DataFrame:
+    settle_pct: float = 20.0,
+    quiet_load: float = 0.5,
+    quiet_timeout_s: float = 60.0,
+    level: float = LEVEL,
+) -> OverheadMeasurement:
     """CPU (% of one core) of ``reveal-lab collect --probes PROBES`` at each interval,
-    and of a bare ``perf stat -I`` at ``perf_interval_ms`` running beside the collector
-    at that interval, over ``seconds`` after ``warmup_s`` (start-up excluded), with the
-    collector's bytes on disk per second. Columns :data:`OVERHEAD_COLUMNS`.
+    and of a bare ``perf stat -I`` at ``perf_interval_ms`` running beside the collectors,
+    with the collector's bytes on disk per second.
 
-    All processes run at once and are measured over the same window, so the whole
-    measurement takes about ``warmup_s + seconds`` plus one collector start-up.
-    A process that cannot run here (e.g. ``perf`` missing or not permitted) gives a row
-    with an empty value and a note saying why.
+    First the quiet gate (:func:`quiet_gate` at ``quiet_load`` per core, up to
+    ``quiet_timeout_s``); then every process starts at once; the measurement begins once
+    each is past its start-up (:func:`_settle`: ``settle_pct`` % of a core or less for
+    3 s in a row, up to ``start_timeout_s``), so loading and compiling the collector's hot
+    loop is outside it. Then ``repeats`` consecutive windows of ``seconds`` each, every
+    process measured over the same window: ``pct_of_core`` is the mean over the windows,
+    ``pct_lo``/``pct_hi`` its Student-t interval at ``level``, ``pct_sd`` their standard
+    deviation. A process that cannot run or did not settle here gives a row with an
+    empty value and a note saying why.
     """
-    if seconds <= 0 or warmup_s < 0:
-        raise ValueError(f"seconds must be > 0 and warmup_s >= 0, got {seconds}, {warmup_s}")
+    if seconds <= 0 or repeats < 2:
+        raise ValueError(f"seconds must be > 0 and repeats >= 2, got {seconds}, {repeats}")
+    gate = quiet_gate(quiet_load, timeout_s=quiet_timeout_s)
     before = machine_info()
     rows: list[dict[str, object]] = []
+    per: list[dict[str, object]] = []
     perf = shutil.which("perf")
     work = Path(tempfile.mkdtemp(prefix="reveal-lab-overhead-"))
     procs: dict[tuple[float, str], subprocess.Popen] = {}
     outs: dict[float, Path] = {}
     notes: dict[tuple[float, str], str] = {}
     try:
-        # every process at once, measured over the same window (start-up is the slow part)
         for iv in intervals_ms:
             outs[float(iv)] = work / f"run-{iv}"
             procs[(float(iv), "collector")] = subprocess.Popen(
@@ -154,32 +296,50 @@ def measure_collector_overhead(
             p = procs[(iv, "collector")]
             if not _wait_for(out / "channels.json", p, max(deadline - time.monotonic(), 0.0)):
                 notes[(iv, "collector")] = f"did not start within {start_timeout_s:g} s"
-        time.sleep(warmup_s)
         live = {k: p for k, p in procs.items() if p.poll() is None and k not in notes}
+        seen: dict[tuple[float, str], dict[str, float]] = {k: {} for k in live}
+        settled = _settle(live, seen, settle_pct=settle_pct, timeout_s=max(deadline - time.monotonic(), 3.0))
         for k, p in procs.items():
-            if k not in live and k not in notes:
+            if k in notes:
+                continue
+            if p.poll() is not None:
                 err = p.stderr.read()[-300:].decode(errors="replace").strip() if p.stderr else ""
                 notes[k] = f"exited with {p.returncode}: {err}"
-        seen: dict[tuple[float, str], dict[str, float]] = {k: {} for k in live}
-        c0 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
-        b0, t0 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
-        time.sleep(seconds)
-        c1 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
-        b1, t1 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
+            elif settled.get(k) is None:
+                notes[k] = f"still above {settle_pct:g} % of a core {start_timeout_s:g} s after start (start-up not over)"
+        live = {k: p for k, p in live.items() if k not in notes}
+        for i in range(repeats):
+            c0 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
+            b0, t0 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
+            time.sleep(seconds)
+            c1 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
+            b1, t1 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
+            for (iv, name) in live:
+                per.append({
+                    "interval_ms": iv, "process": name, "repeat": i + 1,
+                    "pct_of_core": 100.0 * (c1[(iv, name)] - c0[(iv, name)]) / (t1 - t0),
+                    "bytes_per_s": (b1[iv] - b0[iv]) / (t1 - t0) if name == "collector" else None,
+                    "seconds": round(t1 - t0, 3), "loadavg": round(os.getloadavg()[0], 2),
+                })
         for (iv, name) in live:
             channels = None
             if name == "collector":
                 with contextlib.suppress(OSError, ValueError):
                     channels = len(json.loads((outs[iv] / "channels.json").read_text()))
+            mine = [r for r in per if r["interval_ms"] == iv and r["process"] == name]
+            m, lo, hi, sd = mean_interval([float(r["pct_of_core"]) for r in mine], level)
+            total_s = sum(float(r["seconds"]) for r in mine)
             rows.append(
                 {
-                    "interval_ms": iv,
-                    "process": name,
-                    "pct_of_core": 100.0 * (c1[(iv, name)] - c0[(iv, name)]) / (t1 - t0),
-                    "bytes_per_s": (b1[iv] - b0[iv]) / (t1 - t0) if name == "collector" else None,
+                    "interval_ms": iv, "process": name, "pct_of_core": m, "pct_lo": lo, "pct_hi": hi, "pct_sd": sd,
+                    "repeats": len(mine),
+                    "bytes_per_s": (sum(float(r["bytes_per_s"]) * float(r["seconds"]) for r in mine) / total_s
+                                    if name == "collector" else None),
                     "channels": channels,
-                    "seconds": round(t1 - t0, 2),
-                    "note": f"probes {probes}" if name == "collector" else f"events {PERF_EVENTS}",
+                    "seconds": round(total_s, 2),
+                    "note": (f"probes {probes}" if name == "collector" else f"events {PERF_EVENTS}")
+                    + f"; settled {settled[(iv, name)]:g} s after start; {len(mine)} windows of {seconds:g} s; "
+                    f"{level:.0%} t-interval; {gate_note(gate)}",
                 }
             )
     finally:
@@ -192,14 +352,77 @@ def measure_collector_overhead(
         rows.append({"interval_ms": iv, "process": name, "seconds": None, "note": why})
     rows.sort(key=lambda r: (r["interval_ms"], r["process"]))
     label = machine_label(before, machine_info())
-    schema = {c: pl.Float64 for c in ("interval_ms", "pct_of_core", "bytes_per_s", "seconds")} | {
-        "process": pl.String,
-        "channels": pl.Int64,
-        "machine": pl.String,
-        "note": pl.String,
+    schema = {c: pl.Float64 for c in ("interval_ms", "pct_of_core", "pct_lo", "pct_hi", "pct_sd", "bytes_per_s",
+                                      "seconds")} | {
+        "process": pl.String, "repeats": pl.Int64, "channels": pl.Int64, "quiet": pl.Boolean,
+        "machine": pl.String, "note": pl.String,
     }
-    df = pl.DataFrame([{**r, "machine": label} for r in rows], schema=schema)
-    return df.select(OVERHEAD_COLUMNS)
+    table = pl.DataFrame([{**r, "machine": label, "quiet": bool(gate["quiet"])} for r in rows], schema=schema)
+    rep_schema = {"interval_ms": pl.Float64, "process": pl.String, "repeat": pl.Int64, "pct_of_core": pl.Float64,
+                  "bytes_per_s": pl.Float64, "seconds": pl.Float64, "loadavg": pl.Float64}
+    rep = pl.DataFrame(per, schema=rep_schema).sort("interval_ms", "process", "repeat")
+    return OverheadMeasurement(table.select(OVERHEAD_COLUMNS), rep.select(OVERHEAD_REPEAT_COLUMNS), gate)
+
+
+#: the smallest ratio of the collector's CPU at its shortest interval to that at its longest
+#: that a measurement may show, for intervals at least 3x apart: the shorter interval reads
+#: every probe several times as often, so an equal cost means something else was measured
+#: (the collector's start-up); a fixed cost per second (flushing) keeps it under the
+#: intervals' ratio, not near 1
+MIN_INTERVAL_COST_RATIO = 1.5
+
+
+def overhead_problems(table: pl.DataFrame, *, cores: int | None = None) -> list[str]:
+    """What makes a collector-overhead table (:func:`measure_collector_overhead`) impossible:
+    a negative cost or one above every core; the collector costing about the same at its
+    shortest and longest interval (at least 3x apart: under :data:`MIN_INTERVAL_COST_RATIO`
+    times), or writing no more bytes per second at the shorter one; an interval that does
+    not contain its mean. Empty when nothing is.
+
+    >>> ok = pl.DataFrame({"interval_ms": [100.0, 600.0], "process": ["collector"] * 2,
+    ...                    "pct_of_core": [0.5, 0.12], "pct_lo": [0.45, 0.1], "pct_hi": [0.55, 0.14],
+    ...                    "bytes_per_s": [5000.0, 900.0]})
+    >>> overhead_problems(ok)
+    []
+    >>> flat = ok.with_columns(pl.Series("pct_of_core", [0.5, 0.45]))
+    >>> overhead_problems(flat)[0].split(":")[0]
+    'the collector costs 0.5 % of a core at 100 ms and 0.45 % at 600 ms'
+    
+    """
+    cores = cores or os.cpu_count() or 1
+    out: list[str] = []
+    got = table.filter(pl.col("pct_of_core").is_not_null())
+    for r in got.iter_rows(named=True):
+        if not 0.0 <= r["pct_of_core"] <= 100.0 * cores:
+            out.append(f"{r['process']} at {r['interval_ms']:g} ms costs {r['pct_of_core']:.3g} % of a core, "
+                       f"outside 0-{100 * cores} % on {cores} cores")
+    col = got.filter(pl.col("process") == "collector").sort("interval_ms")
+    if col.height >= 2 and col["interval_ms"][-1] >= 3 * col["interval_ms"][0]:
+        a, b = col.row(0, named=True), col.row(-1, named=True)
+        if a["pct_of_core"] < MIN_INTERVAL_COST_RATIO * b["pct_of_core"]:
+            out.append(f"the collector costs {a['pct_of_core']:.3g} % of a core at {a['interval_ms']:g} ms and "
+                       f"{b['pct_of_core']:.3g} % at {b['interval_ms']:g} ms: reading "
+                       f"{b['interval_ms'] / a['interval_ms']:g}x as often must cost at least "
+                       f"{MIN_INTERVAL_COST_RATIO:g}x as much (start-up inside the measured window?)")
+        ba, bb = a.get("bytes_per_s"), b.get("bytes_per_s")
+        if ba is not None and bb is not None and ba <= bb:
+            out.append(f"the collector writes {ba:.0f} B/s at {a['interval_ms']:g} ms, no more than {bb:.0f} B/s "
+                       f"at {b['interval_ms']:g} ms")
+    if {"pct_lo", "pct_hi"} <= set(got.columns):
+        bad = got.filter(~pl.col("pct_of_core").is_between(pl.col("pct_lo") - 1e-12, pl.col("pct_hi") + 1e-12))
+        for r in bad.iter_rows(named=True):
+            out.append(f"interval of {r['process']} at {r['interval_ms']:g} ms ({r['pct_lo']:.3g}-{r['pct_hi']:.3g}) "
+                       f"does not contain its mean {r['pct_of_core']:.3g}")
+    return out
+
+
+def check_overhead(table: pl.DataFrame) -> pl.DataFrame:
+    """``table`` when :func:`overhead_problems` finds nothing; else ``ValueError`` listing
+    what is impossible (the notebook fails rather than publish it)."""
+    problems = overhead_problems(table)
+    if problems:
+        raise ValueError("impossible collector-overhead measurement: " + "; ".join(problems))
+    return table
 
 
 def _timed(fn, repeat: int = 1) -> list[float]:  # noqa: ANN001
@@ -212,14 +435,17 @@ def _timed(fn, repeat: int = 1) -> list[float]:  # noqa: ANN001
     return times
 
 
-def _mean_std(times: Sequence[float], per: int = 1) -> tuple[float, float | None]:
-    """Mean and sample standard deviation of ``times`` divided by ``per`` (``None`` for one time).
+def _stats(times: Sequence[float], per: int = 1, level: float = LEVEL) -> tuple[float | None, ...]:
+    """Of ``times`` divided by ``per``: the mean and its t-interval (lower, upper), the
+    sample standard deviation and its chi-square interval (``None`` for one time).
 
-    >>> _mean_std([2.0, 4.0], per=2)
-    (1.5, 0.7071067811865476)
+    >>> [round(v, 3) for v in _stats([2.0, 4.0, 6.0, 8.0, 10.0], per=2)]
+    [3.0, 1.037, 4.963, 1.581, 0.947, 4.543]
     """
     a = np.asarray(times, dtype=np.float64) / per
-    return float(a.mean()), (float(a.std(ddof=1)) if a.size > 1 else None)
+    m, lo, hi, _ = mean_interval(a, level)
+    sd, sd_lo, sd_hi = sd_interval(a, level)
+    return (m, lo, hi, sd, sd_lo, sd_hi) if a.size > 1 else (m, None, None, None, None, None)
 
 
 def measure_runtimes(
@@ -227,9 +453,12 @@ def measure_runtimes(
     *,
     max_windows: int = 60,
     tsfresh_channels: int | None = None,
-    tsfresh_windows: int = 2,
+    tsfresh_windows: int = 5,
     preset: str = "smoke",
-    repeat: int = 3,
+    repeat: int = 5,
+    level: float = LEVEL,
+    quiet_load: float = 0.5,
+    quiet_timeout_s: float = 0.0,
 ) -> pl.DataFrame:
     """Run times on this machine for one run (``run``: a :class:`reveal_lab.io.Run`),
     on its first ``max_windows`` 3 s / 1 s windows: feature extraction per window with
@@ -237,8 +466,11 @@ def measure_runtimes(
     its own, on ``tsfresh_channels`` channels, ``None``: all of them), writing the features
     as Parquet per window, each detector's fit + score, and
     :func:`reveal_lab.pipeline.detect_run` end to end per window (``preset``'s detector
-    settings). Each step runs ``repeat`` times: ``seconds`` is the mean, ``std`` the sample
-    standard deviation over the repeats (tsfresh: over its windows). Columns
+    settings). Each step runs ``repeat`` times (tsfresh: once on each of its windows):
+    ``seconds`` is the mean, ``lo``/``hi`` its Student-t interval at ``level``, ``std`` the
+    sample standard deviation and ``std_lo``/``std_hi`` its chi-square interval. Before
+    timing, the quiet gate (:func:`quiet_gate` at ``quiet_load`` per core, up to
+    ``quiet_timeout_s``): its outcome is in ``quiet`` and every row's note. Columns
     :data:`RUNTIME_COLUMNS`.
     """
     from reveal_lab.config import get_preset
@@ -247,6 +479,7 @@ def measure_runtimes(
     from reveal_lab.pipeline import detect_run
     from reveal_lab.telemetry import Run
 
+    gate = quiet_gate(quiet_load, timeout_s=quiet_timeout_s)
     before = machine_info()
     frame = run.frame
     wins = make_windows(frame).head(max_windows)
@@ -265,13 +498,13 @@ def measure_runtimes(
     t_feat = _timed(features, repeat)
     assert wf is not None
     n, n_ch = wf.n_windows, len(wf.pairs["metric"].unique()) if "metric" in wf.pairs.columns else wf.X.shape[1]
-    rows = [("features_per_window", *_mean_std(t_feat, n), "window", n, repeat,
+    rows = [("features_per_window", *_stats(t_feat, n, level), "window", n, repeat,
              f"numba kernels, {n_ch} channels, {wf.X.shape[1]} features")]
     X = wf.imputed() if hasattr(wf, "imputed") else np.nan_to_num(wf.X)
     with tempfile.TemporaryDirectory(prefix="reveal-lab-parquet-") as d:
         cols = {f"f{i}": X[:, i] for i in range(X.shape[1])}
         t_pq = _timed(lambda: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), repeat)
-    rows.append(("parquet_per_window", *_mean_std(t_pq, n), "window", n, repeat,
+    rows.append(("parquet_per_window", *_stats(t_pq, n, level), "window", n, repeat,
                  "window features written as one Parquet file"))
     try:
         import tsfresh  # noqa: F401
@@ -284,26 +517,27 @@ def measure_runtimes(
             sub = frame.select("timestamp", *metrics).filter(
                 (pl.col("timestamp") >= one["start"][0]) & (pl.col("timestamp") < one["end"][0]))
             times += _timed(lambda sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"))
-        rows.append(("tsfresh_per_window", *_mean_std(times), "window", len(times), 1,
+        rows.append(("tsfresh_per_window", *_stats(times, 1, level), "window", len(times), 1,
                      f"tsfresh on {len(metrics)} channels, each of {len(times)} windows timed on its own"))
     except ImportError:
-        rows.append(("tsfresh_per_window", None, None, "window", 0, 0, "tsfresh is not installed (extra 'studies')"))
+        rows.append(("tsfresh_per_window", *([None] * 6), "window", 0, 0, "tsfresh is not installed (extra 'studies')"))
     for name, det in (
         ("zscore", ZScoreDetector()),
         ("mahalanobis", PCAMahalanobisDetector()),
         ("iforest", IsolationForestDetector()),
     ):
         t = _timed(lambda det=det: det.fit(X).decision_function(X), repeat)
-        rows.append((name, *_mean_std(t), "run", n, repeat, f"fit + score of {n} windows × {X.shape[1]} features"))
+        rows.append((name, *_stats(t, 1, level), "run", n, repeat, f"fit + score of {n} windows × {X.shape[1]} features"))
     pr = get_preset(preset)
     t_e2e = _timed(lambda: detect_run(part, preset=pr), repeat)
-    rows.append(("end_to_end_per_window", *_mean_std(t_e2e, n), "window", n, repeat,
+    rows.append(("end_to_end_per_window", *_stats(t_e2e, n, level), "window", n, repeat,
                  f"detect_run ({preset} preset) on {n} windows"))
     label = machine_label(before, machine_info())
     return pl.DataFrame(
-        [dict(zip(RUNTIME_COLUMNS, (*r[:6], label, r[6]), strict=True)) for r in rows],
-        schema={"step": pl.String, "seconds": pl.Float64, "std": pl.Float64, "per": pl.String, "n": pl.Int64,
-                "repeats": pl.Int64, "machine": pl.String, "note": pl.String},
+        [dict(zip(RUNTIME_COLUMNS, (*r[:10], bool(gate["quiet"]), label, f"{r[10]}; {gate_note(gate)}"),
+                  strict=True)) for r in rows],
+        schema={"step": pl.String, **{c: pl.Float64 for c in RUNTIME_COLUMNS[1:7]}, "per": pl.String,
+                "n": pl.Int64, "repeats": pl.Int64, "quiet": pl.Boolean, "machine": pl.String, "note": pl.String},
     )
 
 
