@@ -29,7 +29,7 @@ Examples
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -47,6 +47,7 @@ __all__ = [
     "channel_table",
     "PUBLIC_WORKLOADS",
     "write_public_proxy",
+    "proxy_size",
 ]
 
 ANOMALY_KINDS: tuple[str, ...] = ("level", "variance", "trend", "oscillation", "static")
@@ -510,49 +511,45 @@ def _public_file(frame, platform, stem, prefix, model, task, dataset):  # noqa: 
     return (f"{folder}/{stem}.txt", _tsv_bytes(frame)), meta_row
 
 
-def _add_bad_inputs(members: dict, meta_rows: dict, summary: dict) -> dict[str, object]:
-    """A file whose header has no timestamp column, a member to be damaged, and a meta row
-    naming a file that is not there (returned); ``summary["bad"]`` says which."""
-    good = members["gpu"][0][1]
-    no_time = b"\n".join(line.split(b"\t", 1)[-1] for line in good.split(b"\n"))
+def _bad_members(first: dict[str, bytes], meta_rows: dict, summary: dict) -> tuple[dict, dict[str, object]]:
+    """A file whose header has no timestamp column (GPU), a member to be damaged (CPU), both
+    made from the platform's first member, and a meta row naming a file that is not there
+    (returned with the members); ``summary["bad"]`` says which."""
+    no_time = b"\n".join(line.split(b"\t", 1)[-1] for line in first["gpu"].split(b"\n"))
     broken = "train_VGG16forImageClassification_broken_2025-04-19T08-00-00_htc-g003.txt"
     damaged = "train_Resnet50forImageClassification_damaged_2025-04-19T09-00-00_nserver07.txt"
     missing = "train_VGG16forImageClassification_missing_2025-04-19T10-00-00_htc-g003.txt"
-    members["gpu"].append((f"train_separated/{broken}", no_time))
-    members["cpu"].append((f"train_separated/{damaged}", members["cpu"][0][1]))
+    extra = {"gpu": (f"train_separated/{broken}", no_time), "cpu": (f"train_separated/{damaged}", first["cpu"])}
     named_only = {**meta_rows["gpu"][0], "source_file": f"./train_separated/{missing}"}
     summary["bad"] = [
         f"Reveal_GPU.zip:train_separated/{broken}: header without timestamp column",
         f"Reveal_CPU.zip:train_separated/{damaged}: damaged member (its CRC fails)",
         f"meta_gpu.csv names train_separated/{missing}: no such file",
     ]
-    return named_only
+    return extra, named_only
 
 
-def _write_zips(out: Path, members: dict, meta_rows: dict, named_only: dict | None) -> None:
-    """The two zips (stored, not deflated, when a member is to be damaged) and the meta
-    tables; the GPU table disagrees with its files (every third file left out, and
-    ``named_only`` added); with bad inputs, 64 bytes of the damaged member zeroed."""
-    import zipfile
+#: the zip of each platform
+_ZIPS = {"gpu": "Reveal_GPU.zip", "cpu": "Reveal_CPU.zip"}
 
-    bad_inputs = named_only is not None
-    for platform, zname in (("gpu", "Reveal_GPU.zip"), ("cpu", "Reveal_CPU.zip")):
-        # stored, not deflated, when a member's bytes are to be damaged
-        how = zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED
-        with zipfile.ZipFile(out / zname, "w", how) as z:
-            z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
-            for name, data in members[platform]:
-                z.writestr(name, data)
+
+def _damage(path: Path, info) -> None:  # noqa: ANN001 - a zipfile.ZipInfo
+    """Zero 64 bytes inside the data of the member ``info`` (4 KiB past its local header):
+    its CRC no longer matches."""
+    at = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra) + 4096
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        fh.write(b"\x00" * 64)
+
+
+def _write_meta(out: Path, meta_rows: dict, named_only: dict | None) -> None:
+    """The meta tables: the GPU table disagrees with its files (every third file left out,
+    and ``named_only`` added)."""
+    for platform in _ZIPS:
         rows = meta_rows[platform]
-        if platform == "gpu":  # the GPU table disagrees with its files: every third file left out
-            rows = [m for i, m in enumerate(rows) if i % 3 != 2] + ([named_only] if bad_inputs else [])
+        if platform == "gpu":
+            rows = [m for i, m in enumerate(rows) if i % 3 != 2] + ([named_only] if named_only else [])
         pl.DataFrame(rows).write_csv(out / f"meta_{platform}.csv")
-    if bad_inputs:  # zero 64 bytes inside the damaged member: its CRC no longer matches
-        raw = bytearray((out / "Reveal_CPU.zip").read_bytes())
-        name = members["cpu"][-1][0].encode()
-        at = raw.find(name) + len(name) + 4096  # inside the member's data, after its local header
-        raw[at : at + 64] = b"\x00" * 64
-        (out / "Reveal_CPU.zip").write_bytes(bytes(raw))
 
 
 def _robust_sd(x: np.ndarray) -> float:
@@ -600,6 +597,8 @@ def write_public_proxy(
     seconds: float = 240.0,
     seed: int = 0,
     bad_inputs: bool = True,
+    overwrite: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict[str, object]:
     """Write a dataset in the public Reveal layout (``../shared/reveal-dataset-format.md``)
     with its quirks, for tests and scale benchmarks; ``scale`` K multiplies the workloads
@@ -615,6 +614,12 @@ def write_public_proxy(
     (bytes zeroed: its CRC fails), a file whose header has no timestamp column, and a
     member ``meta_gpu.csv`` names that is not there. Returns a summary of what was written.
 
+    ``out`` must be absent or empty (``overwrite``: a non-empty ``out`` is replaced whole):
+    the dataset is written into a hidden sibling folder and moved into place once complete
+    (:class:`reveal_lab.io.StagedFolder`), so a failure (a full disk) leaves ``out`` as it
+    was. Each member goes into its zip as it is made: memory holds one run at a time.
+    ``progress`` is called with a line after each workload.
+
     >>> import tempfile, zipfile
     >>> d = Path(tempfile.mkdtemp())
     >>> s = write_public_proxy(d, runs_per_workload=2, seconds=6.0, bad_inputs=False)
@@ -624,57 +629,122 @@ def write_public_proxy(
     (8, 2)
     >>> any("_seperated/" in n for n in zipfile.ZipFile(d / "Reveal_CPU.zip").namelist())
     True
+    >>> write_public_proxy(d, runs_per_workload=1, seconds=6.0)
+    Traceback (most recent call last):
+    ...
+    FileExistsError: ... is not empty (use --overwrite to replace it)
     """
+    from reveal_lab.io import staged_folder
+
     if scale < 1 or runs_per_workload < 1 or seconds <= 0:
         raise ValueError("scale and runs_per_workload must be >= 1 and seconds > 0")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    with staged_folder(out, overwrite=overwrite) as tmp:
+        if progress is not None:
+            size = proxy_size(scale, runs_per_workload, seconds, bad_inputs=bad_inputs)
+            progress(
+                f"{out}: writing {size['runs']:,} runs of {seconds:g} s (about {size['zip_bytes'] / 1e6:,.0f} MB "
+                f"of zips, {size['run_memory_bytes'] / 1e6:,.0f} MB of memory per run)"
+            )
+        summary = _write_proxy(tmp, scale, runs_per_workload, seconds, seed, bad_inputs, progress)
+    summary["bytes"] = sum((out / z).stat().st_size for z in _ZIPS.values())
+    return summary
+
+
+#: bytes a value takes in a member's tab-separated text, and in memory while one run is made
+#: (values, their frame and their text), measured on the proxy's runs
+TEXT_BYTES_PER_VALUE = 25.0
+MEMORY_BYTES_PER_VALUE = 45.0
+#: a deflated member's size against its text
+DEFLATED_SHARE = 0.4
+
+
+def proxy_size(scale: int, runs_per_workload: int, seconds: float, *, bad_inputs: bool = True) -> dict[str, float]:
+    """What :func:`write_public_proxy` makes, estimated before it starts: ``runs``, the bytes
+    of the zips (stored uncompressed with ``bad_inputs``, else deflated) and the memory one
+    run takes while it is made.
+
+    >>> s = proxy_size(1, 10, 240.0)
+    >>> s["runs"], round(s["zip_bytes"] / 1e9, 1), round(s["run_memory_bytes"] / 1e6)
+    (40, 1.9, 86)
+    """
+    runs = 4 * scale * runs_per_workload
+    values = seconds / 0.1 * (max(c for c, _ in _PUBLIC_CHANNELS.values()) + 10)
+    share = 1.0 if bad_inputs else DEFLATED_SHARE
+    return {
+        "runs": runs,
+        "zip_bytes": runs * values * TEXT_BYTES_PER_VALUE * share,
+        "run_memory_bytes": values * MEMORY_BYTES_PER_VALUE,
+    }
+
+
+def _write_proxy(out: Path, scale, runs_per_workload, seconds, seed, bad_inputs, progress):  # noqa: ANN001, ANN202
+    """The files of :func:`write_public_proxy`, written into ``out``; the summary."""
+    import contextlib
+    import zipfile
+
     rng = np.random.default_rng(seed)
-    members: dict[str, list[tuple[str, bytes]]] = {"gpu": [], "cpu": []}
+    first: dict[str, bytes] = {}  # each platform's first member: the bad inputs are made from it
     meta_rows: dict[str, list[dict[str, object]]] = {"gpu": [], "cpu": []}
     truth_parts: list[pl.DataFrame] = []
     summary: dict[str, object] = {"runs": 0, "two_host_files": 0, "planted": 0, "bad": []}
     day0 = dt.datetime(2025, 4, 20, 8, 0, 0)
-    for platform in ("gpu", "cpu"):
-        mine = [w for w in PUBLIC_WORKLOADS if w[0] == platform]
-        n_channels, n_gpus = _PUBLIC_CHANNELS[platform]
-        hosts = _PUBLIC_HOSTS[platform]
-        for k in range(2 * scale):
-            _, prefix, model, task, dataset = mine[k % len(mine)]
-            if k >= len(mine):
-                dataset = f"{dataset}{k // len(mine)}"  # another workload of the same model
-            profile = int(rng.integers(1 << 30))
-            for r in range(runs_per_workload):
-                n = int(summary["runs"])
-                two = r == 1 and k == 0  # one file per platform holds two hosts
-                run_hosts = (hosts[0], hosts[1]) if two else (hosts[(k + r) % len(hosts)],)
-                start = day0 + dt.timedelta(days=k, minutes=7 * r, seconds=int(rng.integers(60)))
-                anomalies = []
-                if r % 4 == 3:
-                    sub = ("cpu", "memory", "network", "storage")[(k + r) % 4]
-                    anomalies = [Anomaly(sub, seconds * 0.5, seconds * 0.65, magnitude=6.0)]
-                    summary["planted"] = int(summary["planted"]) + 1
-                sr = make_run(
-                    seconds,
-                    n_channels=n_channels,
-                    hosts=run_hosts,
-                    seed=seed * 100_003 + n,
-                    anomalies=anomalies,
-                    n_gpus=n_gpus,
-                    start=start + dt.timedelta(milliseconds=400),
-                    profile_seed=profile,
-                )
-                stem = f"{prefix}_{model}for{task}_{dataset}_{start:%Y-%m-%dT%H-%M-%S}_{run_hosts[0]}"
-                member, meta_row = _public_file(sr.run.frame, platform, stem, prefix, model, task, dataset)
-                members[platform].append(member)
-                meta_rows[platform].append(meta_row)
-                if len(sr.truth):
-                    truth_parts.append(sr.truth.with_columns(pl.lit(stem).alias("file")))
-                summary["runs"] = n + 1
-                summary["two_host_files"] = int(summary["two_host_files"]) + two
-    named_only = _add_bad_inputs(members, meta_rows, summary) if bad_inputs else None
-    _write_zips(out, members, meta_rows, named_only)
+    # stored, not deflated, when a member's bytes are to be damaged
+    how = zipfile.ZIP_STORED if bad_inputs else zipfile.ZIP_DEFLATED
+    with contextlib.ExitStack() as stack:
+        zips = {p: stack.enter_context(zipfile.ZipFile(out / name, "w", how)) for p, name in _ZIPS.items()}
+        for z in zips.values():
+            z.writestr("train_separated/.DS_Store", b"\x00\x00\x00\x01Bud1")
+        for platform in ("gpu", "cpu"):
+            zf = zips[platform]
+            mine = [w for w in PUBLIC_WORKLOADS if w[0] == platform]
+            n_channels, n_gpus = _PUBLIC_CHANNELS[platform]
+            hosts = _PUBLIC_HOSTS[platform]
+            for k in range(2 * scale):
+                _, prefix, model, task, dataset = mine[k % len(mine)]
+                if k >= len(mine):
+                    dataset = f"{dataset}{k // len(mine)}"  # another workload of the same model
+                profile = int(rng.integers(1 << 30))
+                for r in range(runs_per_workload):
+                    n = int(summary["runs"])
+                    two = r == 1 and k == 0  # one file per platform holds two hosts
+                    run_hosts = (hosts[0], hosts[1]) if two else (hosts[(k + r) % len(hosts)],)
+                    start = day0 + dt.timedelta(days=k, minutes=7 * r, seconds=int(rng.integers(60)))
+                    anomalies = []
+                    if r % 4 == 3:
+                        sub = ("cpu", "memory", "network", "storage")[(k + r) % 4]
+                        anomalies = [Anomaly(sub, seconds * 0.5, seconds * 0.65, magnitude=6.0)]
+                        summary["planted"] = int(summary["planted"]) + 1
+                    sr = make_run(
+                        seconds,
+                        n_channels=n_channels,
+                        hosts=run_hosts,
+                        seed=seed * 100_003 + n,
+                        anomalies=anomalies,
+                        n_gpus=n_gpus,
+                        start=start + dt.timedelta(milliseconds=400),
+                        profile_seed=profile,
+                    )
+                    stem = f"{prefix}_{model}for{task}_{dataset}_{start:%Y-%m-%dT%H-%M-%S}_{run_hosts[0]}"
+                    member, meta_row = _public_file(sr.run.frame, platform, stem, prefix, model, task, dataset)
+                    zf.writestr(*member)
+                    first.setdefault(platform, member[1])
+                    meta_rows[platform].append(meta_row)
+                    if len(sr.truth):
+                        truth_parts.append(sr.truth.with_columns(pl.lit(stem).alias("file")))
+                    summary["runs"] = n + 1
+                    summary["two_host_files"] = int(summary["two_host_files"]) + two
+                if progress is not None:
+                    progress(f"  {platform} workload {k + 1} of {2 * scale}: {summary['runs']} runs written")
+        damaged = None
+        if bad_inputs:
+            extra, named_only = _bad_members(first, meta_rows, summary)
+            for platform, (name, data) in extra.items():
+                zips[platform].writestr(name, data)
+            damaged = zips["cpu"].getinfo(extra["cpu"][0])
+    if damaged is not None:
+        _damage(out / _ZIPS["cpu"], damaged)
+    _write_meta(out, meta_rows, named_only if bad_inputs else None)
     truth = pl.concat(truth_parts) if truth_parts else pl.DataFrame()
     truth.drop("start", "end", strict=False).write_csv(out / "truth.csv")
-    summary["bytes"] = sum((out / z).stat().st_size for z in ("Reveal_GPU.zip", "Reveal_CPU.zip"))
     return summary

@@ -18,6 +18,7 @@ __all__ = [
     "few_windows_warning",
     "check_enough_samples",
     "check_writable_folder",
+    "keep_inputs_in_report",
 ]
 
 #: every file ``detect`` writes into its report folder (glob patterns)
@@ -125,6 +126,39 @@ def check_writable_folder(path: str, flag: str = "--out") -> None:
         raise ValueError(
             f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a folder you can write"
         ) from None
+
+
+def keep_inputs_in_report(target: str, stage: Any, inputs: dict[str, Sequence[str | None]]) -> list[str]:  # noqa: ANN401
+    """Copy into the new report folder ``stage`` every input file that lies directly in the
+    report folder ``target`` under a name the report writes (:data:`REPORT_OUTPUTS`, e.g. a
+    ``--pruning reveal-report/pruning.json`` of an earlier report): moving the new report into
+    place would replace or remove it. ``inputs`` maps a flag to the paths given with it;
+    returns a note per file kept.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "rep").mkdir(), (d / "new").mkdir(), (d / "rep" / "pruning.json").write_text("{}")
+    >>> keep_inputs_in_report(str(d / "rep"), d / "new", {"--pruning": [str(d / "rep" / "pruning.json")]})[0][-59:]
+    'lies in the report folder: kept in the new report as it was'
+    >>> (d / "new" / "pruning.json").read_text()
+    '{}'
+    """
+    import fnmatch
+    import shutil
+    from pathlib import Path
+
+    folder = Path(target).resolve()
+    notes = []
+    for flag, paths in inputs.items():
+        for given in filter(None, paths):
+            p = Path(str(given).split("::", 1)[0])
+            if not p.is_file() or p.resolve().parent != folder:
+                continue
+            name = p.resolve().name
+            if any(fnmatch.fnmatch(name, pattern) for pattern in REPORT_OUTPUTS) and not (stage / name).exists():
+                shutil.copy2(p, stage / name)
+                notes.append(f"{flag} {given} lies in the report folder: kept in the new report as it was")
+    return notes
 
 
 def check_enough_samples(run: Any, window: Any) -> None:  # noqa: ANN401 - a Run, a WindowConfig

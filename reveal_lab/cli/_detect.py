@@ -10,6 +10,7 @@ from reveal_lab.cli._checks import (
     check_enough_samples,
     check_pruning_overlap,
     few_windows_warning,
+    keep_inputs_in_report,
     without_own_run,
     workload_warning,
 )
@@ -107,6 +108,9 @@ def _run(args: argparse.Namespace) -> int:
     out = stage.path
     pruning = None
     saved = policy.prune if not isinstance(policy.prune, bool) else None  # --pruning FILE
+    given = {"RUN": args.runs, "--baseline": args.baseline or [], "--pruning": [saved], "--select": [args.select]}
+    for note in keep_inputs_in_report(args.out, out, given):
+        print(f"note: {note}", file=sys.stderr)
     if selected is None and policy.prune is not False:
         if saved is not None:
             pruning = load_pruning(saved)

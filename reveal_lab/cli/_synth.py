@@ -20,7 +20,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "that disagrees with its files, meta_cpu.csv that matches, and truth.csv (the planted anomalies: "
         "every fourth run). --scale K writes 2K workloads per platform.",
     )
-    q.add_argument("out", help="output folder (created)")
+    q.add_argument("out", help="output folder: made, or empty (see --overwrite); written whole or not at all")
+    q.add_argument("--overwrite", action="store_true", help="replace a non-empty OUT whole (its files are lost)")
     q.add_argument("--scale", type=int_in(1, 1000), default=1, metavar="K", help="workloads: 2K per platform")
     q.add_argument(
         "--runs-per-workload", type=int_in(1, 10_000), default=10, metavar="N", help="runs per workload (10)"
@@ -39,11 +40,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
 
 
 def _public(args: argparse.Namespace) -> int:
+    import sys
     from pathlib import Path
 
-    from reveal_lab.synth import write_public_proxy
+    from reveal_lab.synth import proxy_size, write_public_proxy
 
     out = Path(args.out)
+    size = proxy_size(args.scale, args.runs_per_workload, args.seconds, bad_inputs=not args.no_bad_inputs)
+    _check_room(out, size)
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     s = write_public_proxy(
         out,
         args.scale,
@@ -51,6 +56,8 @@ def _public(args: argparse.Namespace) -> int:
         seconds=args.seconds,
         seed=args.seed,
         bad_inputs=not args.no_bad_inputs,
+        overwrite=args.overwrite,
+        progress=say,
     )
     print(
         f"{out}: {s['runs']} runs ({s['two_host_files']} two-host files, {s['planted']} with a planted "
@@ -59,3 +66,38 @@ def _public(args: argparse.Namespace) -> int:
     for line in s["bad"]:  # type: ignore[union-attr]
         print(f"  bad input on purpose: {line}")
     return 0
+
+
+def _gb(n: float) -> str:
+    """``n`` bytes in MB or GB.
+
+    >>> _gb(2.5e6), _gb(3.2e9)
+    ('2.5 MB', '3.2 GB')
+    """
+    return f"{n / 1e9:,.1f} GB" if n >= 1e9 else f"{n / 1e6:,.1f} MB"
+
+
+def _check_room(out, size: dict[str, float]) -> None:  # noqa: ANN001 - a Path
+    """Refuse (``ValueError``) a dataset larger than the free space where it goes, and one
+    run larger than this machine's memory, before anything is made."""
+    import os
+    import shutil
+
+    where = out.absolute()
+    while not where.exists():
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if size["zip_bytes"] > free:
+        raise ValueError(
+            f"{out}: {size['runs']:,} runs need about {_gb(size['zip_bytes'])}, and {where} has "
+            f"{_gb(free)} free; give a smaller --scale, --runs-per-workload or --seconds"
+        )
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return
+    if size["run_memory_bytes"] > memory:
+        raise ValueError(
+            f"one run of this length needs about {_gb(size['run_memory_bytes'])} of memory while it is "
+            f"made, more than this machine's {_gb(memory)}; give a smaller --seconds"
+        )

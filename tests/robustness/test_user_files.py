@@ -1,0 +1,63 @@
+"""Nothing a user owns is overwritten: ``synth public`` into a folder holding the user's
+dataset, and a ``detect`` input that lies inside the report folder it replaces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .conftest import ROOT, assert_clean_error, cli
+
+LAB_RUN = (
+    ROOT / "data/lab/infer_separated/infer_MLPforImageClassification_synthetic_2026-11-26T08-12-33_labA.parquet"
+)
+OTHER_RUN = ROOT / "data/lab/infer_separated/infer_CNNforImageClassification_synthetic_2026-11-26T08-19-13_labA.parquet"
+USER_FILES = {"Reveal_CPU.zip": b"the user's zip", "Reveal_GPU.zip": b"another", "meta_cpu.csv": b"a,b\n1,2\n"}
+
+
+def test_synth_public_refuses_a_folder_holding_the_users_dataset(tmp_path):
+    out = tmp_path / "public"
+    out.mkdir()
+    for name, data in USER_FILES.items():
+        (out / name).write_bytes(data)
+    res = cli("synth", "public", str(out), "--runs-per-workload", "1", "--seconds", "3")
+    assert_clean_error(res, str(out), "not empty", "--overwrite", rc=1)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == USER_FILES
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["public"]  # no partial folder beside it
+
+
+def test_synth_public_overwrite_replaces_the_folder_whole(tmp_path):
+    out = tmp_path / "public"
+    out.mkdir()
+    (out / "meta_cpu.csv").write_bytes(b"old")
+    res = cli("synth", "public", str(out), "--runs-per-workload", "1", "--seconds", "3", "--no-bad-inputs",
+              "--overwrite")
+    assert res.rc == 0, res.text
+    assert sorted(p.name for p in out.iterdir()) == [
+        "Reveal_CPU.zip", "Reveal_GPU.zip", "meta_cpu.csv", "meta_gpu.csv", "truth.csv"
+    ]
+    assert (out / "meta_cpu.csv").read_bytes() != b"old"
+    assert "writing 4 runs" in res.err
+
+
+def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
+    rep = tmp_path / "reveal-report"
+    first = cli("detect", str(LAB_RUN), "--out", str(rep), cwd=tmp_path)
+    assert first.rc == 0, first.text
+    pruning = (rep / "pruning.json").read_bytes()
+    again = cli("detect", str(OTHER_RUN), "--pruning", str(rep / "pruning.json"), "--out", str(rep), cwd=tmp_path)
+    assert again.rc == 0, again.text
+    assert "kept in the new report" in again.err
+    assert (rep / "pruning.json").read_bytes() == pruning  # the input survives, byte for byte
+    summary = json.loads((rep / "summary.json").read_text())
+    assert summary  # the new report is there beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["reveal-report"]
+
+
+def test_detect_with_a_relative_pruning_inside_the_default_report_folder(tmp_path):
+    """The issue's spelling: default ``--out reveal-report``, a relative ``--pruning`` path."""
+    assert cli("detect", str(LAB_RUN), cwd=tmp_path).rc == 0
+    before = (tmp_path / "reveal-report" / "pruning.json").read_bytes()
+    res = cli("detect", str(OTHER_RUN), "--pruning", "reveal-report/pruning.json", cwd=tmp_path)
+    assert res.rc == 0, res.text
+    assert Path(tmp_path / "reveal-report" / "pruning.json").read_bytes() == before
