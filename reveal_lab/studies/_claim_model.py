@@ -23,6 +23,7 @@ __all__ = [
     "Claim",
     "ClaimContext",
     "Reading",
+    "acceptance",
     "claim_status",
 ]
 
@@ -40,7 +41,10 @@ CLAIM_COLUMNS: tuple[str, ...] = (
     "paper_value",
     "unit",
     "rule",
+    "tolerance",
     *(c for _, ours, status in SETTING_COLUMNS for c in (ours, status)),
+    "public_dataset",
+    "status_public_dataset",
     "data",
     "machine",
     "note",
@@ -54,7 +58,8 @@ RUN_TABLES: tuple[str, ...] = ("dataset_runs",)
 #: the platform a claim about the whole dataset reads in a study's per-platform tables: the
 #: paper's HPC (GPU) cluster first, then its local (CPU) cluster
 SECTION_ORDER: tuple[str, ...] = ("gpu", "cpu")
-#: the relative tolerance this catalogue gives the paper's "approximately", "~", "roughly"
+#: the relative tolerance this catalogue gives the paper's "approximately", "~", "roughly", and
+#: a number the paper gives to two significant digits without an interval (Table 2's cells)
 APPROX = 0.10
 
 
@@ -62,13 +67,16 @@ APPROX = 0.10
 class Reading:
     """Our value for a claim (``value``; ``holds`` for a qualitative one), and what it was
     computed on when not the studies' dataset (``machine``, ``data``). No value: ``note``
-    says why."""
+    says why. A repeated measurement gives its interval (``lo``, ``hi``): the status then
+    holds for the whole interval or is not decided (:func:`claim_status`)."""
 
     value: float | None
     note: str = ""
     holds: bool | None = None
     machine: str | None = None
     data: str | None = None
+    lo: float | None = None
+    hi: float | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,11 @@ class Claim:
     #: the platform the paper's number is about (``gpu``: its HPC cluster; ``cpu``: its local
     #: cluster); ``None``: its whole dataset
     platform: str | None = None
+    #: why ``tol`` is what it is, where it is neither 0 nor :data:`APPROX` of the paper's value
+    tol_why: str = ""
+    #: the settings this claim's tables were computed in (``None``: every one of
+    #: :data:`SETTING_COLUMNS` for a detection claim); another setting's column says so
+    only: str | None = None
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -187,6 +200,22 @@ class Claim:
         if (self.rule == "qualitative") != (self.paper is None):
             raise ValueError(f"claim {self.claim_id}: a qualitative claim has no paper value, every other "
                              f"has one")
+        if self.tol and not self.tol_why and not _is_approx(self.paper, self.tol):
+            raise ValueError(f"claim {self.claim_id}: tolerance {self.tol:g} is neither APPROX of the paper's "
+                             f"value nor justified (tol_why)")
+
+    @property
+    def tolerance_text(self) -> str:
+        """The tolerance in words, with why (the ``tolerance`` column)."""
+        if self.rule == "qualitative":
+            return "the reader's test (note)"
+        if self.rule == "factor":
+            return f"within a factor {self.tol:g}" + (f": {self.tol_why}" if self.tol_why else "")
+        if not self.tol:
+            return "none (the paper's bound)" if self.rule in ("above", "below", "at_least", "at_most") else "none"
+        if _is_approx(self.paper, self.tol):
+            return f"±{APPROX:.0%} of the paper's value ('approximately', or two digits without an interval)"
+        return f"±{self.tol:g} {self.unit}: {self.tol_why}".replace("  ", " ")
 
     @property
     def paper_text(self) -> str:
@@ -199,14 +228,51 @@ class Claim:
         return f"{prefix}{p:g}"
 
 
+def _is_approx(paper: float | tuple[float, float] | None, tol: float) -> bool:
+    """``tol`` is :data:`APPROX` of the paper's value (of its range's larger end)."""
+    if paper is None:
+        return False
+    ref = max(abs(p) for p in paper) if isinstance(paper, tuple) else abs(paper)
+    return math.isclose(tol, APPROX * ref, rel_tol=1e-9)
+
+
+def acceptance(rule: str, paper: float | tuple[float, float], tol: float) -> tuple[float, float, bool]:
+    """The values of ours a rule accepts: ``(lo, hi, open)``, ``open`` when the ends
+    themselves are excluded (``above``, ``below``, and ``factor``'s 0).
+
+    >>> acceptance("close", 0.5, 0.05), acceptance("above", 700.0, 0.0)
+    ((0.45, 0.55, False), (700.0, inf, True))
+    >>> acceptance("factor", 2.0, 2.0)
+    (1.0, 4.0, False)
+    """
+    if rule == "range":
+        lo, hi = paper  # type: ignore[misc]
+        return lo - tol, hi + tol, False
+    p = float(paper)  # type: ignore[arg-type]
+    if rule == "factor":
+        return p / tol, p * tol, False
+    return {
+        "close": (p - tol, p + tol, False),
+        "at_least": (p - tol, math.inf, False),
+        "at_most": (-math.inf, p + tol, False),
+        "above": (p, math.inf, True),
+        "below": (-math.inf, p, True),
+    }[rule]
+
+
 def claim_status(
     rule: str,
     paper: float | tuple[float, float] | None,
     ours: float | None,
     tol: float,
     holds: bool | None = None,
+    lo: float | None = None,
+    hi: float | None = None,
 ) -> str:
-    """The status of one claim under its rule.
+    """The status of one claim under its rule. With an interval of ours (``lo``, ``hi``:
+    a repeated measurement) the rule must hold over the whole interval to reproduce, and
+    fail over the whole interval to differ; an interval across the rule's bound is not
+    decided (cannot be checked here, with these repeats).
 
     >>> claim_status("close", 0.92, 0.85, 0.1), claim_status("close", 0.92, 0.7, 0.1)
     ('reproduced', 'differs')
@@ -216,6 +282,8 @@ def claim_status(
     ('differs', 'cannot be checked here')
     >>> claim_status("qualitative", None, 3.0, 0.0, holds=True), claim_status("above", 700, 700, 0)
     ('reproduced', 'differs')
+    >>> [claim_status("below", 1.5, (a + b) / 2, 0.0, lo=a, hi=b) for a, b in ((0.9, 1.1), (1.4, 1.6), (1.6, 1.7))]
+    ['reproduced', 'cannot be checked here', 'differs']
     """
     if rule not in RULES:
         raise ValueError(f"unknown rule {rule!r}; expected one of {RULES}")
@@ -223,17 +291,17 @@ def claim_status(
         return CANNOT if holds is None else REPRODUCED if holds else DIFFERS
     if ours is None or math.isnan(ours) or paper is None:
         return CANNOT
-    if rule == "range":
-        lo, hi = paper  # type: ignore[misc]
-        ok = lo - tol <= ours <= hi + tol
-    else:
-        p = float(paper)  # type: ignore[arg-type]
-        ok = {
-            "close": lambda: abs(ours - p) <= tol,
-            "at_least": lambda: ours >= p - tol,
-            "at_most": lambda: ours <= p + tol,
-            "above": lambda: ours > p,
-            "below": lambda: ours < p,
-            "factor": lambda: ours > 0 and p > 0 and max(ours / p, p / ours) <= tol,
-        }[rule]()
-    return REPRODUCED if ok else DIFFERS
+    a = ours if lo is None or math.isnan(lo) else min(lo, ours)
+    b = ours if hi is None or math.isnan(hi) else max(hi, ours)
+    if rule == "factor" and (float(paper) <= 0 or a <= 0):  # type: ignore[arg-type]
+        return DIFFERS if b <= 0 else CANNOT
+    A, B, open_ = acceptance(rule, paper, tol)  # noqa: N806
+
+    def inside(v: float) -> bool:
+        return A < v < B if open_ else A <= v <= B
+
+    if inside(a) and inside(b):
+        return REPRODUCED
+    if b < A or a > B or (open_ and (b <= A or a >= B)):
+        return DIFFERS
+    return CANNOT
