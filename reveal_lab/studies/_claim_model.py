@@ -89,9 +89,10 @@ class ClaimContext:
     policy: str = "default"
     platform: str | None = None
 
-    def table(self, name: str) -> pl.DataFrame | None:
+    def table(self, name: str, *, every_setting: bool = False) -> pl.DataFrame | None:
         """``out/tables/<name>.csv`` (``None`` when not written); a table with a
-        ``policy`` column gives this setting's rows only; a table of several platforms
+        ``policy`` column gives this setting's rows only (``every_setting``: all of them,
+        for a value that does not depend on detection); a table of several platforms
         (a study written in platform sections) gives one platform's rows
         (:meth:`section`), except that a table of runs (:data:`RUN_TABLES`) is whole for
         a claim about the whole dataset."""
@@ -99,7 +100,7 @@ class ClaimContext:
         if not p.exists():
             return None
         df = pl.read_csv(p, infer_schema_length=10_000)
-        if "policy" in df.columns:
+        if "policy" in df.columns and not every_setting:
             df = df.filter(pl.col("policy") == self.policy)
         if "platform" in df.columns and not (self.platform is None and name in RUN_TABLES):
             section = self.section(df["platform"].drop_nulls().cast(pl.String).to_list())

@@ -165,7 +165,7 @@ def test_detection_claims_are_read_per_setting(out):
 def test_a_detection_table_without_its_setting_cannot_be_read(tmp_path):
     save_table(pl.DataFrame({"subsystem": ["memory"], "pairs": [7], "share": [1.0]}), tmp_path,
                "evidence_by_subsystem")
-    r = _row(paper_vs_reproduced(tmp_path), "four_subsystems")
+    r = _row(paper_vs_reproduced(tmp_path), "local_memory_io")
     assert r["status_paper_method"] == r["status_default"] == CANNOT
     assert "no policy column" in r["note"]
 
