@@ -199,7 +199,7 @@ CLAIMS: tuple[Claim, ...] = (
        10.0, "ms", "close", 0.0, _from("dataset_runs", lambda df, ctx: Reading(
            _float(df["interval_ms"].median()) if "interval_ms" in df.columns else None,
            "median sampling interval of DATA's host files")), kind="setting",
-       note="100 Hz is a 10 ms interval; §4.2 says 100 ms"),
+       note="100 Hz read as a 10 ms interval; §4.2 says 100 ms"),
     _C("window_3s", "§4.2", "overlapping windows (3 s, 1 s stride)", 3.0, "s", "close", 0.0,
        lambda ctx: _preset_value(ctx, "window", "window_s"), kind="setting"),
     _C("stride_1s", "§4.2", "overlapping windows (3 s, 1 s stride)", 1.0, "s", "close", 0.0,
@@ -240,11 +240,13 @@ CLAIMS: tuple[Claim, ...] = (
     _C("cpu_vs_perf_200ms", "§5.3 Fig. 5",
        "At 200–300 ms, Reveal already matches or falls below the overhead of "
        "perf stat", 1.0, "ratio", "at_most", 0.0, _overhead_ratio(200.0),
-       note="ours: collector at 200 ms over perf stat at 100 ms, measured side by side"),
+       note="'matches or falls below' read as a ratio of at most 1; ours: collector at 200 ms over perf stat at "
+            "100 ms, measured side by side"),
     _C("cpu_vs_perf_300ms", "§5.3 Fig. 5",
        "At 200–300 ms, Reveal already matches or falls below the overhead of "
        "perf stat", 1.0, "ratio", "at_most", 0.0, _overhead_ratio(300.0),
-       note="ours: collector at 300 ms over perf stat at 100 ms, measured side by side"),
+       note="'matches or falls below' read as a ratio of at most 1; ours: collector at 300 ms over perf stat at "
+            "100 ms, measured side by side"),
     _C("cpu_vs_perf_100ms", "§5.3 Fig. 5",
        "While Reveal introduces slightly higher cost at aggressive sampling (100 ms)", (1.0, 1.5), "ratio",
        "range", 0.0, _overhead_ratio(100.0),
@@ -360,7 +362,7 @@ CLAIMS: tuple[Claim, ...] = (
        detection=True, platform="cpu"),
     _C("local_writeback_episodes", "§5.6",
        "For image-classification runs (e.g., VGG16/19, ResNet50), we repeatedly "
-       "observe multi–tens-of-seconds episodes of memory writeback and dirty-page buildup", 20.0, "s",
+       "observe multi–tensof-seconds episodes of memory writeback and dirty-page buildup", 20.0, "s",
        "at_least",
        0.0, _needs_policy("anomalous_time", _family_seconds("Memory:(Writeback|Dirty)",
                                                             "writeback or dirty pages",
