@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from reveal_lab.collect._compiled import Upgrade, is_direct, make_batch, make_burst, proc_tables
+from reveal_lab.collect._compiled import CompileLog, Upgrade, is_direct, make_batch, make_burst, proc_tables
 from reveal_lab.collect._format import FORMAT_VERSION, META_FILE
 from reveal_lab.collect._loop import run_loop
 from reveal_lab.collect._probe import MISSING_INT, Probe, ProbeContext, ProbeUnavailable
@@ -305,6 +305,25 @@ def _close_run(
     )
 
 
+def _load_scanner() -> None:
+    """Load (or compile) the scanner's Python-called signatures now, so that the cache
+    holds everything a deferred start loads (nothing without numba)."""
+    from reveal_lab.collect.probes import _scan
+
+    try:
+        _scan.load()
+    except ImportError:
+        pass
+
+
+def _attach_quietly(compiles: CompileLog) -> None:
+    """Log numba's compilations from here on (nothing without numba)."""
+    try:
+        compiles.attach()
+    except ImportError:
+        pass
+
+
 def _collect_locked(
     out: Path, start: RunStart, names: list[str], divisors: dict[str, int], opts: CollectOptions
 ) -> CollectResult:
@@ -325,9 +344,13 @@ def _collect_locked(
     )
     from reveal_lab.collect.probes import _scan
 
-    # numba's import and start-up (most of a second) off the way to the first sample: the
-    # first ticks scan in Python while a thread loads the compiled code (see Upgrade)
+    # numba's import and start-up (most of a second) off the way to the first sample: a
+    # thread imports numba while the probes open and checks that its cache holds the
+    # compiled code; the first ticks then scan in Python while the thread loads it (see
+    # Upgrade). Without it in the cache, it is compiled here, before the first sample.
     defer = os.environ.get("REVEAL_LAB_COLLECT_DEFER", "1") != "0" and _scan._FAST is None
+    compiles = CompileLog()
+    upgrade = Upgrade(compiles) if defer else None
     _scan.DEFER = defer
     try:
         used, skipped = _open_probes(names, ctx)
@@ -336,6 +359,9 @@ def _collect_locked(
         raise
     stop = {"flag": False, "signal": None}
     old_handlers = {}
+    # how the compiled code came (meta.json's compiled_code): "deferred" (loaded from the
+    # cache while the first ticks ran in Python) or "before sampling" (loaded or compiled)
+    code: dict[str, Any] = {"start": "deferred" if defer else "before sampling"}
     try:
         if not used:
             why = "; ".join(f"{k}: {v}" for k, v in skipped.items())
@@ -353,12 +379,24 @@ def _collect_locked(
             )
             return batch, batch_of, direct, hot
 
-        upgrade = None
-        if defer:
+        if upgrade is not None:
+            upgrade.checked.wait()
+            if upgrade.error is None and not upgrade.cached:
+                log.info("compiling the collector's hot loop for this CPU before sampling (numba caches it)")
+                upgrade = None
+                code["start"] = "before sampling"
+        if upgrade is not None:
             batch = batch_of = direct = hot = None
-            upgrade = Upgrade(build_hot)
         else:
+            _scan.DEFER = False
+            _attach_quietly(compiles)
+            t0 = time.monotonic()
+            _load_scanner()
             batch, batch_of, direct, hot = build_hot()
+            code["prepare_s"] = round(time.monotonic() - t0, 3)
+            if compiles.events:
+                names = ", ".join(sorted({e[0] for e in compiles.events}))
+                log.info("compiled in %.1f s: %s", code["prepare_s"], names)
 
         wall0, mono0 = time.time_ns(), time.monotonic_ns()
         meta = _start_meta(
@@ -407,12 +445,18 @@ def _collect_locked(
             loop_stats,
             hot,
             upgrade,
+            build_hot,
         )
         if upgrade is not None:  # (a stop before the switch leaves the thread to finish alone)
             if upgrade.result is not None and upgrade.result[0] is not None:
                 meta["batch_read_tables"] = len(upgrade.result[0].tables)
+        # what numba compiled once sampling had begun (nothing, by design)
+        code["compiled_before_sampling"] = sorted({e[0] for e in compiles.events if e[2] < mono0})
+        code["compiled_while_sampling"] = compiles.since(mono0)
+        meta["compiled_code"] = code
         return _close_run(out, start, writer, meta, used, skipped, status, error, missed, stop, loop_stats)
     finally:
+        compiles.detach()
         _scan.DEFER = False
         for s, h in old_handlers.items():
             signal.signal(s, h)

@@ -1,7 +1,8 @@
 """The compiled side of the sampling loop: one batched read of the probes' proc tables per
 tick (:class:`~reveal_lab.collect._batch` ``TableBatch``), the compiled burst of ticks on which
-only direct table probes are due (:mod:`reveal_lab.collect._burst`), and the thread that loads
-them while the first ticks run in Python."""
+only direct table probes are due (:mod:`reveal_lab.collect._burst`), the thread that loads
+them from numba's cache while the first ticks run in Python, and the log of what numba
+compiled during a run."""
 
 from __future__ import annotations
 
@@ -16,7 +17,19 @@ import numpy as np
 from reveal_lab.collect._probe import OP_FIXED, Probe
 from reveal_lab.collect._writer import DiskFull, RunWriter
 
-__all__ = ["Burst", "Upgrade", "burst_ticks", "is_direct", "make_batch", "make_burst", "proc_tables"]
+__all__ = [
+    "Burst",
+    "CompileLog",
+    "Upgrade",
+    "burst_ticks",
+    "cached_signatures",
+    "dispatchers",
+    "in_cache",
+    "is_direct",
+    "make_batch",
+    "make_burst",
+    "proc_tables",
+]
 
 log = logging.getLogger("reveal_lab.collect")
 
@@ -192,43 +205,152 @@ class Burst:
         )  # fmt: skip
 
 
-class Upgrade:
-    """Load numba and the compiled scanner, batch reader and hot loop in a thread
-    (:meth:`start`, after the first sample), then build the batch and the hot loop in
-    the sampling thread at a tick boundary (:meth:`take`)."""
+class CompileLog:
+    """numba's compilations in this process while a run is open (``numba:compile``
+    events: a function compiled, not loaded from the cache), each as ``(function,
+    thread name, monotonic start in ns)``. :meth:`attach` registers the listener (numba
+    imported), :meth:`detach` removes it."""
 
-    def __init__(self, build: Any) -> None:
-        self.build = build
-        self.thread: threading.Thread | None = None
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, int]] = []
+        self._listener: Any = None
+
+    def attach(self) -> None:
+        if self._listener is not None:
+            return
+        from numba.core import event
+
+        events = self.events
+
+        class _Listener(event.Listener):
+            def on_start(self, ev: Any) -> None:
+                d = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+                name = getattr(getattr(d, "py_func", None), "__name__", "?")
+                events.append((name, threading.current_thread().name, time.monotonic_ns()))
+
+            def on_end(self, ev: Any) -> None:
+                pass
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+
+    def detach(self) -> None:
+        if self._listener is None:
+            return
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
+        self._listener = None
+
+    def since(self, mono_ns: int) -> list[dict[str, Any]]:
+        """The compilations that began at or after ``mono_ns``."""
+        return [{"function": f, "thread": t} for f, t, m in self.events if m >= mono_ns]
+
+
+def dispatchers() -> list[tuple[Any, list[Any] | None]]:
+    """The collector's compiled entry points, each with the signatures a run calls it with
+    from Python where they are fixed (the scanner's, see ``_scan.warmup_args``), else
+    ``None`` (one signature, of the arrays the batch and the hot loop pass; their callees
+    compile into them). Imports numba; compiles and loads nothing."""
+    import numba
+
+    from reveal_lab.collect import _burst
+    from reveal_lab.collect.probes import _batch, _scan
+
+    scan_sigs = [tuple(numba.typeof(a) for a in args) for args in _scan.warmup_args()]
+    return [(_scan.dispatcher(), scan_sigs), (_batch.batch_read, None), (_burst.burst, None)]
+
+
+def in_cache(fn: Any, need: list[Any] | None, cached: list[Any]) -> bool:
+    """Whether ``cached`` (:func:`cached_signatures` of ``fn``) holds every signature of
+    ``need``, or at least one where ``need`` is ``None``."""
+    return bool(cached) if need is None else all(sig in cached for sig in need)
+
+
+def cached_signatures(fn: Any) -> list[Any]:
+    """The signatures of ``fn`` that numba's on-disk cache holds for this CPU and this
+    source (what a call would load instead of compiling); ``[]`` when it holds none or
+    the cache cannot be read. Reads the cache's index only (numba's ``FunctionCache``)."""
+    try:
+        cache = fn._cache
+        index = cache._cache_file._load_index()
+        codegen = fn.targetctx.codegen()
+        return [key[0] for key in index if key == cache._index_key(key[0], codegen)]
+    except Exception:  # noqa: BLE001 - an unreadable or foreign cache: not cached
+        return []
+
+
+class Upgrade:
+    """The compiled code of a run that starts before numba is loaded.
+
+    A thread, started at once (while the probes open), imports numba and checks whether
+    numba's cache holds every compiled function for this CPU (:attr:`cached`, set
+    before :attr:`checked`). When it does, sampling starts at once; after the first
+    sample (:meth:`start`) the thread loads them from the cache, and the sampling thread
+    switches to the batch and the hot loop at a tick boundary (:meth:`take`). When it
+    does not, the caller compiles before its first sample: nothing is ever compiled
+    after sampling has started."""
+
+    def __init__(self, log_: CompileLog) -> None:
+        self.compiles = log_
+        self.checked = threading.Event()
+        self.cached = False
         self.error: BaseException | None = None
         self.result: tuple[Any, Any, Any, Any] | None = None
+        self._go = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="reveal-lab-load", daemon=True)
+        self.thread.start()
 
-    def _load(self) -> None:
+    def _run(self) -> None:
         try:
+            fns = dispatchers()
+            self.compiles.attach()
+            sigs = [(fn, cached_signatures(fn)) for fn, _ in fns]
+            self.cached = all(in_cache(fn, need, s) for (fn, s), (_, need) in zip(sigs, fns, strict=True))
+        except BaseException as exc:  # noqa: BLE001 - no numba: stay interpreted
+            self.error = exc
+            return
+        finally:
+            self.checked.set()
+        if not self.cached:
+            return
+        self._go.wait()
+        try:
+            for fn, ss in sigs:
+                for sig in ss:
+                    fn.compile(sig)  # in the cache: loaded
             from reveal_lab.collect.probes import _scan
 
             _scan.load()
-            burst_mod()  # imports the batch reader too
-        except BaseException as exc:  # noqa: BLE001 - no numba: stay interpreted
+        except BaseException as exc:  # noqa: BLE001
             self.error = exc
 
     def start(self) -> None:
-        if self.thread is None:
-            self.thread = threading.Thread(target=self._load, name="reveal-lab-compile", daemon=True)
-            self.thread.start()
+        """Let the thread load the cached code (called after the first sample)."""
+        self._go.set()
 
     def ready(self) -> bool:
-        return self.thread is not None and not self.thread.is_alive()
+        return self._go.is_set() and not self.thread.is_alive()
 
-    def take(self) -> tuple[Any, Any, Any, Any]:
+    def take(self, build: Any) -> tuple[Any, Any, Any, Any]:
+        """``build()`` (the batch and the hot loop) with compilation turned off: a call
+        whose signature was not loaded fails, and the ticks stay interpreted, rather than
+        compiling on the sampling thread."""
         from reveal_lab.collect.probes import _scan
 
         _scan.DEFER = False
         if self.error is not None:
             log.info("compiled code unavailable (%s); ticks run in Python", self.error)
             self.result = (None, None, None, None)
-        else:
-            self.result = self.build()
+            return self.result
+        fns = [fn for fn, _ in dispatchers() if fn.signatures]
+        for fn in fns:
+            fn.disable_compile(True)
+        try:
+            self.result = build()
+        finally:
+            for fn in fns:
+                fn.disable_compile(False)
         return self.result
 
 

@@ -33,6 +33,7 @@ def run_loop(
     stats: dict[str, int] | None = None,
     hot: Any = None,
     upgrade: Upgrade | None = None,
+    build: Any = None,
 ) -> tuple[str, str | None, int]:
     """Sample at ``mono0 + k * interval``; skip (and count) deadlines already past or
     closer than half an interval to the previous sample. A probe with divisor ``d > 1``
@@ -42,8 +43,9 @@ def run_loop(
     Runs of ticks on which only direct table probes (and ``self``) are due go to the
     compiled :func:`~reveal_lab.collect._burst.burst`, with the same rules; the other
     ticks run here. ``stats`` (if given) receives the number of ticks of each kind.
-    ``upgrade`` (an :class:`Upgrade`, started after the first sample): until it is
-    ready the ticks run here without batch or compiled loop, then they switch to them."""
+    ``upgrade`` (an :class:`Upgrade`, told to load after the first sample) and ``build``
+    (what makes the batch and the compiled loop): until the upgrade is ready the ticks run
+    here without batch or compiled loop, then they switch to them."""
     interval_ns = int(round(interval_s * 1e9))
     n_ticks = None if duration_s is None else max(1, int(round(duration_s / interval_s)))
     mono, wall, sleep = time.monotonic_ns, time.time_ns, time.sleep
@@ -62,7 +64,7 @@ def run_loop(
     preset: tuple[int, int] | None = None  # timestamps of a tick the compiled loop began
     while not stop["flag"]:
         if upgrade is not None and upgrade.ready():
-            batch, batch_of, direct, bu = upgrade.take()
+            batch, batch_of, direct, bu = upgrade.take(build)
             upgrade = None
             python_set = bu.python_set if bu is not None else set()
             slow_batched = _slow_batched(plan, batch_of)

@@ -1,6 +1,7 @@
-"""Deferred start: the collector takes its first sample before numba is even imported
-(the first ticks scan in Python), then switches to the compiled loop once a thread has
-loaded it; every tick is counted in one of the loop's kinds and the values agree."""
+"""Deferred start: with the compiled code in numba's cache, the collector takes its first
+sample before that code is loaded (the first ticks scan in Python), then switches to the
+compiled loop once a thread has loaded it; with an empty cache it compiles before its first
+sample instead. Every tick is counted in one of the loop's kinds and the values agree."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import json, os, sys, tempfile
 from pathlib import Path
 from reveal_lab.collect import collect
 from reveal_lab.collect import PROBES, Channel, Probe
+from reveal_lab.collect.probes import _scan
 
 seen = []
 
@@ -26,7 +28,7 @@ class Witness(Probe):
     def open(self, ctx):
         self.channels = [Channel("System", "witness", None, "-", dtype="i")]
     def sample(self, ints, floats):
-        seen.append("numba" in sys.modules)
+        seen.append(_scan._FAST is not None)  # the compiled scanner is loaded
         ints[0] = len(seen)
 
 PROBES[Witness.name] = Witness  # for this process only
@@ -38,31 +40,38 @@ with tempfile.TemporaryDirectory() as d:
     busy = [c for c in f.columns if c.startswith("CPU:user.")]
     print(json.dumps({"seen": seen, "hot": res.meta["hot_loop"], "samples": res.samples,
                       "status": res.status, "tables": res.meta["batch_read_tables"],
-                      "cpu_nulls": int(f.select(busy).null_count().sum_horizontal()[0]),
-                      "mem": f["Memory:MemTotal.h[kB]"].drop_nulls().len() if "Memory:MemTotal.h[kB]" in f.columns else None}))
+                      "code": res.meta["compiled_code"],
+                      "cpu_nulls": int(f.select(busy).null_count().sum_horizontal()[0])}))
 """
 
 
-def _run(defer: str, seconds: float = 1.0) -> dict:
-    env = {**os.environ, "REVEAL_LAB_COLLECT_DEFER": defer}
+def _run(defer: str, cache: str, seconds: float = 1.0) -> dict:
+    env = {**os.environ, "REVEAL_LAB_COLLECT_DEFER": defer, "NUMBA_CACHE_DIR": cache}
     res = subprocess.run([sys.executable, "-c", SCRIPT, str(seconds)], capture_output=True, text=True,
                          timeout=300, env=env)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def test_first_sample_comes_before_numba_is_imported():
-    out = _run("1")
+def test_first_sample_comes_before_the_cached_code_is_loaded(tmp_path):
+    cache = str(tmp_path / "numba-cache")
+    first = _run("1", cache, 0.3)  # an empty cache: compiled before the first sample
+    assert first["code"]["start"] == "before sampling"
+    assert "burst" in first["code"]["compiled_before_sampling"]
+    assert first["seen"][0] is True and first["code"]["compiled_while_sampling"] == []
+    out = _run("1", cache)  # now cached: loaded by a thread while the first ticks run
     assert out["status"] == "complete"
-    assert out["seen"][0] is False  # the first tick ran without numba in the process
+    assert out["code"] == {"start": "deferred", "compiled_before_sampling": [], "compiled_while_sampling": []}
+    assert out["seen"][0] is False  # the first tick ran before the compiled code was loaded
     hot = out["hot"]
     assert hot["ticks_before_compiled"] >= 1
     assert hot["python_ticks"] + hot["partial_ticks"] + hot["compiled_ticks"] == out["samples"]
     assert out["cpu_nulls"] == 0  # the interpreted scan filled every tick
 
 
-def test_without_deferral_numba_is_loaded_before_the_first_sample():
-    out = _run("0", 0.3)
+def test_without_deferral_the_compiled_code_is_loaded_before_the_first_sample(tmp_path):
+    out = _run("0", str(tmp_path / "numba-cache"), 0.3)
     assert out["seen"][0] is True
+    assert out["code"]["start"] == "before sampling"
     assert "ticks_before_compiled" not in out["hot"]
     assert out["tables"] >= 1

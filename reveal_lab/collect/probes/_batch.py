@@ -11,12 +11,13 @@ from __future__ import annotations
 from numba import types
 
 from reveal_lab.collect.probes import _scan
-from reveal_lab.collect.probes._scan import COMPILED, _jit, drop_stale_cache, scan
+from reveal_lab.collect.probes._scan import _jit, drop_stale_cache
 
 drop_stale_cache(__file__, _scan.__file__)  # batch_read calls scan()
 
-if not COMPILED:  # pragma: no cover - numba importable but the scanner fell back
-    raise ImportError("the compiled scanner is unavailable")
+#: the scanner's dispatcher (compiled into :func:`batch_read`; importing this module
+#: neither compiles nor loads it)
+scan = _scan.dispatcher()
 
 __all__ = ["batch_read", "ONE_READ"]
 

@@ -23,7 +23,18 @@ import threading
 
 import numpy as np
 
-__all__ = ["scan", "scan_py", "scan_now", "load", "COMPILED", "DECIMALS", "split_blanks", "drop_stale_cache"]
+__all__ = [
+    "scan",
+    "scan_py",
+    "scan_now",
+    "load",
+    "dispatcher",
+    "warmup_args",
+    "COMPILED",
+    "DECIMALS",
+    "split_blanks",
+    "drop_stale_cache",
+]
 
 #: the ``colons`` mode that also splits numbers at ``.``, ``/`` and ``=`` (fixed-point
 #: values such as ``/proc/loadavg``'s ``0.42`` and PSI's ``avg10=0.00``, printed by the
@@ -205,25 +216,45 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
 #: and start-up (most of a second) are not on the way to the first sample
 DEFER = False
 _FAST = None  # the compiled scanner, loaded and called once (or scan_py without numba)
+_DISPATCHER: list = []  # the numba dispatcher of the scanner, made once (not yet called)
 _LOCK = threading.Lock()
+
+
+def dispatcher():  # noqa: ANN201
+    """The scanner's numba dispatcher, made on first use but not called: nothing is
+    compiled or loaded from the cache yet (:func:`load` does). Raises ``ImportError``
+    without numba."""
+    with _LOCK:
+        if not _DISPATCHER:
+            _DISPATCHER.append(_make_compiled())
+        return _DISPATCHER[0]
+
+
+def warmup_args() -> list[tuple]:
+    """The calls :func:`load` tries the scanner with: a read-only buffer (as
+    ``np.frombuffer`` gives) with a bool and with an int ``colons`` (the tables pass
+    either); they make the two signatures Python code calls it with."""
+    one = np.frombuffer(b"a 1", np.uint8)
+    want, dest, out = np.array([1], np.int64), np.array([0], np.int64), np.zeros(1, np.int64)
+    return [(one, want, dest, out, colons) for colons in (False, 0)]
 
 
 def load():  # noqa: ANN201
     """Import numba and load (or compile) the scanner, try it once on both kinds of
     ``colons``, then publish it as ``scan``/``COMPILED`` and to :func:`scan_now`."""
     global _FAST  # noqa: PLW0603
+    if _FAST is not None:
+        return _FAST
+    try:
+        fn = dispatcher()
+        ok = True
+    except ImportError:  # pragma: no cover - numba is a core dependency, but stay usable without it
+        fn, ok = scan_py, False
     with _LOCK:
         if _FAST is not None:
             return _FAST
-        try:
-            fn = _make_compiled()
-            ok = True
-        except ImportError:  # pragma: no cover - numba is a core dependency, but stay usable without it
-            fn, ok = scan_py, False
-        one = np.frombuffer(b"a 1", np.uint8)
-        want, dest, out = np.array([1], np.int64), np.array([0], np.int64), np.zeros(1, np.int64)
-        for colons in (False, 0):  # the tables pass a bool or a mode
-            fn(one, want, dest, out, colons)
+        for args in warmup_args():
+            fn(*args)
         globals().update(scan=fn, COMPILED=ok)
         _FAST = fn
         return fn
