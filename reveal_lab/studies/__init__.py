@@ -25,6 +25,7 @@ from reveal_lab.studies._claim_tables import (
     correlation_groups,
     metric_family,
 )
+from reveal_lab.studies._claims_doc import CLAIMS_DOC, claims_markdown, write_claims_doc
 from reveal_lab.studies._claims import (
     CLAIM_COLUMNS,
     CLAIM_KINDS,
@@ -199,6 +200,9 @@ __all__ = [
     "dataset_machine",
     "paper_vs_reproduced",
     "write_paper_vs_reproduced",
+    "CLAIMS_DOC",
+    "claims_markdown",
+    "write_claims_doc",
     "SETTINGS",
     "policy_table",
     "setting_arguments",

@@ -51,6 +51,7 @@ from reveal_lab.studies._claim_model import (
     Reading,
     claim_status,
 )
+from reveal_lab.studies._claims_doc import write_claims_doc
 from reveal_lab.studies._measure import LEVEL
 from reveal_lab.studies._public_facts import public_fact
 from reveal_lab.studies._claim_readers import (
@@ -644,8 +645,10 @@ def counts_line(claims: pl.DataFrame, data: str) -> list[str]:
 
 
 def write_paper_vs_reproduced(out_dir: str | Path, *, data: str = "") -> tuple[Path, pl.DataFrame]:
-    """Write ``out_dir/paper_vs_reproduced.csv``; return its path and the table."""
+    """Write ``out_dir/paper_vs_reproduced.csv`` and, from it, ``out_dir/CLAIMS.md``
+    (:func:`~reveal_lab.studies._claims_doc.write_claims_doc`); return the CSV's path and the table."""
     df = paper_vs_reproduced(out_dir, data=data)
     path = Path(out_dir) / "paper_vs_reproduced.csv"
     df.write_csv(path)
+    write_claims_doc(out_dir)
     return path, df
