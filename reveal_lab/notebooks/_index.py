@@ -69,10 +69,10 @@ def _claims_section(
 ) -> dict[str, object] | None:
     """The page's first section: one line per setting with the counts, the claims, the
     reliability paper's rows apart; or why the claims could not be written."""
-    from reveal_lab.studies import counts_line
+    from reveal_lab.studies import claims_page, counts_line
 
     if error is not None:
-        return {"error": error, "lines": [], "table": None, "reliability": None}
+        return {"error": error, "lines": [], "table": None, "page": None, "reliability": None}
     if claims is None or claims.height == 0:
         return None
     shown = claims.select([c for c in CLAIM_PAGE_COLUMNS if c in claims.columns])
@@ -85,7 +85,7 @@ def _claims_section(
             "table": table_cells(reliability, max_len=200),
         }
     return {"error": None, "lines": counts_line(claims, data), "table": table_cells(shown, max_len=200),
-            "reliability": rel}
+            "page": claims_page(claims), "reliability": rel}
 
 
 def _skipped_runs(out: Path) -> dict[str, list[dict[str, str]]]:

@@ -25,7 +25,7 @@ from reveal_lab.studies._claim_tables import (
     correlation_groups,
     metric_family,
 )
-from reveal_lab.studies._claims_doc import CLAIMS_DOC, claims_markdown, write_claims_doc
+from reveal_lab.studies._claims_doc import CLAIMS_DOC, claims_markdown, claims_page, write_claims_doc
 from reveal_lab.studies._claims import (
     CLAIM_COLUMNS,
     CLAIM_KINDS,
@@ -202,6 +202,7 @@ __all__ = [
     "write_paper_vs_reproduced",
     "CLAIMS_DOC",
     "claims_markdown",
+    "claims_page",
     "write_claims_doc",
     "SETTINGS",
     "policy_table",

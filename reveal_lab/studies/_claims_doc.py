@@ -19,7 +19,7 @@ from reveal_lab.studies._claim_model import APPROX, CLAIM_STATUSES, SETTING_COLU
 from reveal_lab.studies._claim_readers import NO_CHANGE_MARGIN
 from reveal_lab.studies._measure import LEVEL
 
-__all__ = ["CLAIMS_DOC", "claims_markdown", "doc_counts", "write_claims_doc"]
+__all__ = ["CLAIMS_DOC", "claims_markdown", "claims_page", "doc_counts", "write_claims_doc"]
 
 #: the file name, in OUT and in docs/
 CLAIMS_DOC = "CLAIMS.md"
@@ -99,6 +99,26 @@ def _group(section: str) -> str:
     return section.split(",")[0].strip()
 
 
+def _paper_order(group: str) -> tuple[int, tuple[int, ...], str]:
+    """Groups in the paper's order: the abstract, the numbered sections, the appendix.
+
+    >>> sorted(["App. G.1", "§5.3 Fig. 5", "§10", "Abstract", "§5.3"], key=_paper_order)
+    ['Abstract', '§5.3', '§5.3 Fig. 5', '§10', 'App. G.1']
+    """
+    if group.startswith("§"):
+        head = group[1:].split(" ", 1)[0]
+        return 1, tuple(int(p) for p in head.split(".") if p.isdigit()), group
+    return (0 if group.startswith("Abstract") else 2), (), group
+
+
+def _grouped(rows: pl.DataFrame) -> dict[str, list[dict]]:
+    """The rows by :func:`_group`, groups in the paper's order, rows in the catalogue's."""
+    groups: dict[str, list[dict]] = {}
+    for r in rows.iter_rows(named=True):
+        groups.setdefault(_group(str(r["section"])), []).append(r)
+    return {g: groups[g] for g in sorted(groups, key=_paper_order)}
+
+
 def claims_markdown(claims: pl.DataFrame, *, source: str = "", when: str = "") -> str:
     """The document: where it comes from, the counts per setting, how to read it, then every
     finding grouped by section (with each group's counts) and the settings apart, each row's
@@ -123,12 +143,8 @@ def claims_markdown(claims: pl.DataFrame, *, source: str = "", when: str = "") -
     head = ("| claim | paper | ours, paper's method | ours, default | public dataset | tolerance | reason |\n"
             "|---|---|---|---|---|---|---|")
     for kind, title in (("finding", "Findings by section"), ("setting", "Settings of the paper's method")):
-        rows = claims.filter(pl.col("kind") == kind)
         lines += [f"## {title}", ""]
-        groups: dict[str, list[dict]] = {}
-        for r in rows.iter_rows(named=True):
-            groups.setdefault(_group(str(r["section"])), []).append(r)
-        for g, rs in groups.items():
+        for g, rs in _grouped(claims.filter(pl.col("kind") == kind)).items():
             tally = ", ".join(
                 f"{label}: {sum(r[col] == REPRODUCED for r in rs)} ✓ {sum(r[col] == DIFFERS for r in rs)} ✗ "
                 f"{sum(r[col] == CANNOT for r in rs)} n/a" for col, label in COUNTED[:2])
@@ -141,6 +157,79 @@ def claims_markdown(claims: pl.DataFrame, *, source: str = "", when: str = "") -
                              f"{_ours(r, 'default')} | {pub} | {_cell(r.get('tolerance'))} | {_cell(r['note'])} |")
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+#: a quote or note longer than this is folded on the page (its first words shown)
+FOLD_AT = 90
+#: the page's CSS class of each status
+STATUS_CLASS = {REPRODUCED: "reproduced", DIFFERS: "differs", CANNOT: "cannot"}
+
+
+def _fold(text: object) -> dict[str, str]:
+    """``{"full", "short"}``: ``short`` empty when the text fits unfolded.
+
+    >>> _fold("a b"), _fold("word " * 30)["short"][-1]
+    ({'full': 'a b', 'short': ''}, '…')
+    """
+    full = "" if text is None else str(text)
+    if len(full) <= FOLD_AT:
+        return {"full": full, "short": ""}
+    return {"full": full, "short": full[:FOLD_AT].rsplit(" ", 1)[0] + " …"}
+
+
+def _page_cell(r: dict, ours: str | None, status: str) -> dict[str, str]:
+    v = r.get(ours) if ours else None
+    st = r.get(status) or CANNOT
+    return {"value": "—" if v is None else f"{float(v):.4g}", "status": st, "cls": STATUS_CLASS.get(st, "cannot")}
+
+
+def claims_page(claims: pl.DataFrame) -> dict[str, object]:
+    """What ``index.html`` shows of the claims: the findings' counts per counted column
+    (:data:`COUNTED`), then the findings grouped by section (each group with its counts per
+    setting) and the settings apart; each row's quote and note folded past :data:`FOLD_AT`
+    characters, each status with its CSS class.
+
+    >>> df = pl.DataFrame({"claim_id": ["a"], "section": ["§5.3 Fig. 5"], "kind": ["finding"], "quote": ["q"],
+    ...                    "paper_value": ["1"], "unit": ["%"], "tolerance": ["none"], "ours_paper_method": [0.5],
+    ...                    "status_paper_method": ["differs"], "ours_default": [None],
+    ...                    "status_default": ["cannot be checked here"], "public_dataset": [""],
+    ...                    "status_public_dataset": ["cannot be checked here"], "note": ["n"]})
+    >>> page = claims_page(df)
+    >>> page["counts"][0]["counts"], page["groups"][0]["title"], page["groups"][0]["rows"][0]["cells"][0]["cls"]
+    ([0, 1, 0], '§5.3 Fig. 5', 'differs')
+    """
+    counts = doc_counts(claims)
+    out: dict[str, object] = {
+        "statuses": [{"name": s, "cls": STATUS_CLASS[s]} for s in CLAIM_STATUSES],
+        "counts": [{"label": label, "counts": [counts[col][s] for s in CLAIM_STATUSES]} for col, label in COUNTED],
+        "settings": [label for _, label in COUNTED[:2]],
+    }
+    for kind, key in (("finding", "groups"), ("setting", "setting_groups")):
+        groups = _grouped(claims.filter(pl.col("kind") == kind))
+        out[key] = [
+            {
+                "title": g,
+                "n": len(rs),
+                "tally": [[sum(r.get(col) == s for r in rs) for s in CLAIM_STATUSES] for col, _ in COUNTED[:2]],
+                "rows": [
+                    {
+                        "id": r["claim_id"],
+                        "section": r["section"],
+                        "quote": _fold(r["quote"]),
+                        "paper": f"{r['paper_value']} {r.get('unit') or ''}".strip(),
+                        "tolerance": r.get("tolerance") or "",
+                        "cells": [_page_cell(r, o, st) for _, o, st in SETTING_COLUMNS],
+                        "public": {**_page_cell(r, None, "status_public_dataset"),
+                                   **_fold(r.get("public_dataset") or "")},
+                        "note": _fold(r.get("note") or ""),
+                        "where": f"data: {r.get('data') or ''}; machine: {r.get('machine') or ''}",
+                    }
+                    for r in rs
+                ],
+            }
+            for g, rs in groups.items()
+        ]
+    return out
 
 
 def _preset(out: Path) -> str:

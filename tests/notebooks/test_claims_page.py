@@ -40,8 +40,11 @@ def test_the_page_opens_with_the_counts_per_setting(tmp_path, claims):
     first = (f"{c['paper']['reproduced']} of {sum(c['paper'].values())} claims of the paper reproduced on d, "
              f"{c['paper']['differs']} differ, {c['paper']['cannot be checked here']} cannot be checked here")
     assert page.index(first) < page.index("First notebook")
-    assert page.index("The paper beside us") < page.index(first) < page.index("reveal-lab&#39;s default")
-    for col in ("<th>data</th>", "<th>machine</th>", "<th>ours_paper_method</th>", "<th>status_default</th>"):
+    # the counts' table first, then the sentences, then the rows grouped by section
+    assert page.index("The paper beside us") < page.index("findings of the paper") < page.index(first)
+    assert page.index(first) < page.index('<details class="group">')
+    for col in ("<th>ours, the paper&#39;s method</th>", "<th>ours, reveal-lab&#39;s default</th>",
+                "<th>public dataset</th>"):
         assert col in page
     assert data in page and "Lab CPU 7" in page  # the data given and the machine it records
     assert page.index("claims of the paper") < page.index("Another paper") < page.index("lemon_512plus")
