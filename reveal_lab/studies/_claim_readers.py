@@ -393,6 +393,8 @@ def _raw_bytes(per_day: bool, selected: bool = False) -> Callable[[ClaimContext]
             rate = rate * sel.value / r.value  # type: ignore[operator]
             how += (f"; kept: {sel.value:.0f} metrics after pruning (pruning.json) at the same "
                     "per-channel rate")
+            where = f"{r.data}; the metrics kept from pruning {ctx.data or 'data/lab'} (notebook 02)"
+            return Reading(rate * 86400 / 1e9 if per_day else rate / 1000.0, how, None, r.machine, where)
         return Reading(rate * 86400 / 1e9 if per_day else rate / 1000.0, how, None, r.machine, r.data)
 
     return read
