@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
+from reveal_lab.cli._environment import prepare_process, resource_message
 from reveal_lab.cli._ranges import document_ranges
 
 __all__ = ["main", "build_parser"]
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    prepare_process()
     try:  # Ctrl-C while the commands' modules load: one line, as during a command
         parser = build_parser()
     except KeyboardInterrupt:
@@ -78,12 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"reveal-lab {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (ValueError, OSError, RuntimeError) as exc:
+    except (ValueError, OSError, RuntimeError, MemoryError) as exc:
         # Our errors carry file/line/column, OSError its file; show them plainly, not as a
-        # traceback (-vv shows the traceback).
+        # traceback (-vv shows the traceback). A full disk or exhausted memory names what
+        # was being written or what to make smaller.
         if args.verbose >= 2:
             raise
-        print(f"reveal-lab {args.command}: error: {exc}", file=sys.stderr)
+        print(f"reveal-lab {args.command}: error: {resource_message(exc, args) or exc}", file=sys.stderr)
         return 1
     finally:
         if old_term is not None:

@@ -7,6 +7,8 @@ import argparse
 from reveal_lab.cli._ranges import int_in
 
 MAX_JOBS = 64
+#: Dask worker processes --workers may start (the notebooks' ``workers`` has the same bound)
+MAX_WORKERS = 512
 
 
 def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
@@ -27,7 +29,8 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "--data",
         default=None,
         help="dataset folder (the bundled data/lab by default; a public-dataset copy works too; "
-        "'synth' for seeded synthetic runs)",
+        "'synth' for seeded synthetic runs, unless a folder of that name exists: a path that exists is "
+        "always read as your data)",
     )
     p.add_argument("--out", default="out/reproduce", help="output folder (default: out/reproduce)")
     p.add_argument(
@@ -56,7 +59,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=int_in(1, MAX_WORKERS),
         default=None,
         metavar="N",
         help="run the studies' per-run work on a local Dask cluster of N worker processes "
@@ -80,8 +83,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--resume",
         action="store_true",
-        help="keep the notebooks an interrupted reproduction into --out completed (same parameters, "
-        "every output present) and run from the first one that is not",
+        help="keep the notebooks an earlier reproduction into --out completed from the same inputs (the "
+        "data by content, preset, parameters, code and the notebooks each starts after; every output "
+        "present) and run from the first one that is not",
     )
     cache = p.add_mutually_exclusive_group()
     cache.add_argument(
@@ -100,8 +104,14 @@ def _run(args: argparse.Namespace) -> int:
     import sys
 
     from reveal_lab.cli._checks import check_writable_folder
-    from reveal_lab.notebooks import parse_param
-    from reveal_lab.notebooks import ClaimsFailed, NotebookFailed, load_manifest, run_manifest
+    from reveal_lab.notebooks import (
+        ClaimsFailed,
+        NotebookFailed,
+        load_manifest,
+        notebook_overrides,
+        parse_param,
+        run_manifest,
+    )
 
     m = load_manifest(args.manifest)
     if args.list:
@@ -109,23 +119,20 @@ def _run(args: argparse.Namespace) -> int:
             figs, tabs = ", ".join(e.figures) or "-", ", ".join(e.tables) or "-"
             print(f"{e.notebook:36s} figures: {figs}; tables: {tabs}")
         return 0
-    try:
+    flags = {name: f"--{name}" for name in ("platform", "workers", "scheduler") if getattr(args, name) is not None}
+    try:  # the notebooks and their parameters are checked before anything is made
         params = dict(parse_param(p) for p in args.param)
+        params.update({name: getattr(args, name) for name in flags})
+        notebook_overrides(m, m.select(args.only), params, flags)
     except ValueError as exc:
         print(f"reveal-lab reproduce: {exc}", file=sys.stderr)
-        return 2
-    for name in ("platform", "workers", "scheduler"):
-        if getattr(args, name) is not None:
-            params[name] = getattr(args, name)
-    if args.workers is not None and args.workers < 1:
-        print(f"reveal-lab reproduce: --workers {args.workers}: give 1 or more", file=sys.stderr)
         return 2
     cache = False if args.no_cache else (args.cache or True)
     check_writable_folder(args.out)  # before the first notebook, not after it
     try:
         results = run_manifest(
             preset=args.preset, data=args.data, out=args.out, only=args.only, manifest=m,
-            params=params, resume=args.resume, cache=cache, jobs=args.jobs,
+            params=params, resume=args.resume, cache=cache, jobs=args.jobs, flags=flags,
         )
     except ValueError as exc:
         print(f"reveal-lab reproduce: {exc}", file=sys.stderr)

@@ -4,6 +4,7 @@ notebook with its figures and tables (rendered from ``reveal_lab/render/template
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,5 +154,10 @@ def write_index(
         claims=_claims_section(claims, data, claims_error, reliability),
     )
     path = out / "index.html"
-    path.write_text(page)
+    tmp = path.with_name(f".index.html.{os.getpid()}.tmp")  # a stopped write leaves the old page whole
+    try:
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path

@@ -18,11 +18,14 @@ _ENSURED: dict[str, Path] = {}
 
 
 def kernel_spec() -> dict[str, object]:
-    """The kernel.json of a kernel running ``sys.executable``."""
+    """The kernel.json of a kernel running ``sys.executable`` in Python's UTF-8 mode: the
+    files a notebook writes are UTF-8 whatever the locale (a Latin-1 locale would otherwise
+    fail on the first table holding a character outside it)."""
     return {
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": DISPLAY_NAME,
         "language": "python",
+        "env": {"PYTHONUTF8": "1"},
         "metadata": {"debugger": True},
     }
 
@@ -42,7 +45,7 @@ def ensure_kernel(name: str = KERNEL_NAME) -> Path:
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     kdir = root / "kernels" / name
     kdir.mkdir(parents=True)
-    (kdir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1))
+    (kdir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1), encoding="utf-8")
     os.environ["JUPYTER_PATH"] = os.pathsep.join([str(root), *filter(None, [os.environ.get("JUPYTER_PATH")])])
     _ENSURED[name] = kdir
     return kdir

@@ -20,6 +20,7 @@ declares them (and every other manifest parameter) in its ``parameters`` cell.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,22 @@ class Manifest:
                 return e
         raise KeyError(f"{name!r} is not in {self.path}; notebooks: {[e.stem for e in self.notebooks]}")
 
+    def select(self, names: Sequence[str] | None) -> list[NotebookEntry]:
+        """The entries ``names`` name (file names or stems), once each, in the manifest's
+        order (the order ``after`` relies on); every entry when ``names`` is empty. A name
+        that is not in the manifest is a ``ValueError`` listing those that are."""
+        if not names:
+            return list(self.notebooks)
+        known = {n: e for e in self.notebooks for n in (e.notebook, e.stem)}
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise ValueError(
+                f"--only {unknown[0]}: no such notebook in {self.path}; notebooks: "
+                f"{', '.join(e.stem for e in self.notebooks)}"
+            )
+        chosen = {known[n].notebook for n in names}
+        return [e for e in self.notebooks if e.notebook in chosen]
+
     def parameters(self, entry: NotebookEntry, preset: str) -> dict[str, Any]:
         if preset not in self.presets:
             raise ValueError(f"unknown preset {preset!r}; {self.path} defines {sorted(self.presets)}")
@@ -120,7 +137,7 @@ def load_manifest(path: str | Path | None = None) -> Manifest:
     path = Path(path) if path else notebooks_dir() / "manifest.yml"
     if not path.exists():
         raise FileNotFoundError(f"notebook manifest {path} not found")
-    text = path.read_text()
+    text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
         raw = json.loads(text)
     else:

@@ -20,7 +20,9 @@ from typing import Any
 from reveal_lab.notebooks._index import NotebookResult, figure_files, write_index
 from reveal_lab.notebooks._kernel import ensure_kernel
 from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifest
+from reveal_lab.notebooks._lock import output_lock
 from reveal_lab.notebooks._overrides import notebook_overrides, read_status, resume_from, write_status
+from reveal_lab.notebooks._provenance import code_identity, data_identity, describe_change, input_keys
 from reveal_lab.pipeline import using_cache
 
 __all__ = ["ClaimsFailed", "NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
@@ -207,14 +209,25 @@ def run_manifest(
     resume: bool = False,
     cache: str | Path | bool = True,
     jobs: int = 1,
+    flags: Mapping[str, str] | None = None,
 ) -> list[NotebookResult]:
     """Run every notebook of the manifest (or ``only`` those) in order.
 
-    ``data``: a dataset folder, ``"synth"``, or ``None`` for the bundled dataset.
+    ``data``: a dataset folder (a path that exists is always a folder, even one named
+    ``synth``; :func:`dataset_argument`), ``"synth"``, or ``None`` for the bundled dataset.
+    ``only``: these notebooks, in the manifest's order (:meth:`Manifest.select`); one that
+    starts after a notebook left out refuses that notebook's outputs in ``out`` when they
+    were made from other inputs (:func:`check_upstream`).
     ``params``: notebook parameters over the manifest's, each given to the notebooks that
-    declare it (:func:`notebook_overrides`: a name none declares is a ``ValueError``).
+    declare it (:func:`notebook_overrides`: a name none declares is a ``ValueError``, a
+    value outside its range too); ``flags`` names those given by a flag of their own
+    (``{"workers": "--workers"}``), for the errors.
     ``resume``: keep the notebooks of an earlier run into ``out`` up to the first one
-    without a complete output (:func:`resume_from`) and run from there.
+    whose outputs were not made from the same inputs: data (by content), preset,
+    parameters, code and the notebooks it starts after (:func:`resume_from`,
+    :mod:`reveal_lab.notebooks._provenance`), and run from there.
+    Only one reproduction writes into ``out`` at a time: a second one raises
+    :class:`~reveal_lab.notebooks._lock.ReproductionRunning` (a ``RuntimeError``) naming the first.
     ``cache``: the per-run cache folder the notebooks share (``True``: ``out/cache``;
     ``False``: none; see :mod:`reveal_lab.pipeline._cache`).
     ``jobs``: notebooks run at once (:func:`run_concurrently`: each after the notebooks
@@ -222,25 +235,93 @@ def run_manifest(
     Returns the per-notebook results; raises :class:`NotebookFailed` at the first
     failure, after writing ``index.html`` (with the failure) either way.
     """
-    import polars as pl
-
-    from reveal_lab.studies import counts_line, resolve_data, write_paper_vs_reproduced
-
     if jobs < 1:
         raise ValueError(f"jobs={jobs}: give 1 or more")
     log = log or (lambda s: print(s, file=sys.stderr, flush=True))
-    status_lock = threading.Lock()
     logging.getLogger("papermill").setLevel(logging.WARNING)  # our own progress lines instead
     m = manifest if isinstance(manifest, Manifest) else load_manifest(manifest)
     if preset not in m.presets:
         raise ValueError(f"unknown preset {preset!r}; expected one of {sorted(m.presets)}")
-    data_s = str(Path(resolve_data(data)).resolve()) if str(resolve_data(data)) != "synth" else "synth"
+    data_s = dataset_argument(data)
     out = Path(out).resolve()
+    entries = m.select(only)
+    overrides = notebook_overrides(m, entries, params or {}, flags)
     out.mkdir(parents=True, exist_ok=True)
-    entries = [m.entry(n) for n in only] if only else list(m.notebooks)
-    overrides = notebook_overrides(m, entries, params or {})
-    start = resume_from(out, entries, overrides, lambda e: expected_outputs(e, out)) if resume else 0
     cache_folder = (out / "cache") if cache is True else (Path(cache) if cache else None)
+    try:  # the inputs of the notebooks outside the run too: those this run starts after
+        every = notebook_overrides(m, m.notebooks, params or {}, flags)
+    except ValueError:
+        every = overrides
+    with output_lock(out):
+        keys = input_keys(
+            m, preset=preset, overrides=every, code=code_identity(),
+            data=data_identity(data_s, exclude=[p for p in (out, cache_folder) if p is not None]),
+        )
+        check_upstream(m, entries, keys, out)
+        return _run_entries(
+            m, entries, keys, overrides, preset=preset, data_s=data_s, out=out, log=log, resume=resume,
+            cache_folder=cache_folder, jobs=jobs,
+        )
+
+
+def dataset_argument(data: str | Path | None) -> str:
+    """What the notebooks get as ``data``: the absolute path of a folder that exists (also
+    one named ``synth``: a path that exists is the user's data), ``"synth"`` for the seeded
+    synthetic runs, the bundled dataset's path for ``None``; a missing folder is an error."""
+    from reveal_lab.studies import resolve_data
+
+    if data is not None and str(data) != "" and Path(data).expanduser().exists():
+        return str(Path(data).expanduser().resolve())
+    root = resolve_data(data)
+    return "synth" if isinstance(root, str) and root == "synth" else str(Path(root).resolve())
+
+
+def check_upstream(m: Manifest, entries: Sequence[NotebookEntry], keys: Mapping[str, Any], out: Path) -> None:
+    """Refuse (``ValueError``) to run a notebook after one that is not in this run when that
+    one's outputs in ``out`` were made from other inputs (other data, preset, parameters or
+    code) or without a record of them: the notebook would read them as if they were this
+    run's (03-detection scores in 02-pruning's ``pruning.json``)."""
+    status = read_status(out)
+    running = {e.stem for e in entries}
+    by_stem = {e.stem: e for e in m.notebooks}
+    for e in entries:
+        for a in e.after:
+            up = by_stem.get(a)
+            if up is None or a in running:
+                continue
+            present = [p for p in expected_outputs(up, out) if p.exists()]
+            recorded = (status.get(up.notebook) or {}).get("inputs")
+            if not present or (recorded or {}).get("key") == keys[up.notebook]["key"]:
+                continue
+            raise ValueError(
+                f"{e.stem} starts after {a}, whose outputs in {out} ({present[0].relative_to(out).as_posix()}, ...) "
+                f"do not match this run: {describe_change(recorded, keys[up.notebook])}; add --only {a} to "
+                "make them again, or give another --out"
+            )
+
+
+def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_manifest
+    m: Manifest,
+    entries: list[NotebookEntry],
+    keys: Mapping[str, Mapping[str, Any]],
+    overrides: Mapping[str, Mapping[str, Any]],
+    *,
+    preset: str,
+    data_s: str,
+    out: Path,
+    log: Callable[[str], None],
+    resume: bool,
+    cache_folder: Path | None,
+    jobs: int,
+) -> list[NotebookResult]:
+    """Run ``entries`` (those complete in ``out`` kept with ``resume``), then write the claims
+    and ``index.html``; see :func:`run_manifest`."""
+    import polars as pl
+
+    from reveal_lab.studies import counts_line, write_paper_vs_reproduced
+
+    status_lock = threading.Lock()
+    start = resume_from(out, entries, keys, lambda e: expected_outputs(e, out)) if resume else 0
     ensure_kernel(m.kernel)
     started = dt.datetime.now()
     results = [
@@ -252,11 +333,21 @@ def run_manifest(
     if start:
         log(f"resume: {start} notebook(s) complete in {out}, running from {entries[start].notebook}"
             if start < len(entries) else f"resume: every notebook is complete in {out}")
+    elif resume:
+        log(f"resume: nothing in {out} was made from these inputs; running every notebook")
     n = len(entries)
+
+    def record(e: NotebookEntry, state: str, seconds: float) -> None:
+        rec = {"status": state, "seconds": round(seconds, 3), "parameters": overrides[e.notebook]}
+        if state == "ok":  # what the outputs were made from: --resume and later --only runs compare it
+            rec["inputs"] = keys[e.notebook]
+        with status_lock:
+            write_status(out, e.notebook, rec)
 
     def execute(i: int) -> None:
         e, r = entries[i], results[i]
         log(f"[{i + 1}/{n}] {e.notebook} ({e.title}) ...")
+        record(e, "running", 0.0)  # a notebook stopped part way leaves no record saying "ok"
         t0 = time.perf_counter()
         try:
             r.executed = run_notebook(
@@ -269,11 +360,7 @@ def run_manifest(
             raise
         finally:
             r.seconds = time.perf_counter() - t0
-            with status_lock:
-                write_status(
-                    out, e.notebook,
-                    {"status": r.status, "seconds": round(r.seconds, 3), "parameters": overrides[e.notebook]},
-                )
+            record(e, r.status if r.status != "skipped" else "stopped", r.seconds)
             total = time.perf_counter() - t_all
             log(f"[{i + 1}/{n}] {e.notebook}: {r.status} in {r.seconds:.1f} s (total {total:.1f} s)")
 

@@ -6,11 +6,11 @@ import re
 import threading
 import time
 
-import nbformat
 import pytest
 
 from reveal_lab.notebooks import NotebookEntry, load_manifest, run_concurrently, run_manifest
 from reveal_lab.telemetry import TelemetryError
+from tests.notebooks.notebook_files import write_notebook
 
 
 def _entries(spec):
@@ -116,12 +116,7 @@ studies.save_table(pl.DataFrame({"me": [me]}), out_dir, me)
 
 
 def _notebook(path, body):
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "reveal-lab", "display_name": "Python (reveal-lab)", "language": "python"}
-    p = nbformat.v4.new_code_cell(PARAMS)
-    p.metadata["tags"] = ["parameters"]
-    nb.cells = [p, nbformat.v4.new_code_cell(body)]
-    nbformat.write(nb, path)
+    write_notebook(path, body, PARAMS)
 
 
 @pytest.mark.notebook

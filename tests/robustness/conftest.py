@@ -75,6 +75,21 @@ def cli(
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def wait_for_file(path: Path, proc: subprocess.Popen, limit: float = 60.0) -> None:
+    """Wait until ``path`` exists (a child process got that far); fails when the child ends
+    first, and as a hang (the child killed) after ``limit`` seconds."""
+    import time
+
+    end = time.monotonic() + limit
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args!r} ended before {path} appeared: {proc.communicate()}")
+        if time.monotonic() > end:
+            proc.kill()
+            raise Hang(f"{path} did not appear within {limit} s")
+        time.sleep(0.05)
+
+
 def assert_clean_error(res: Result, *needles: str, rc: int | None = None) -> None:
     """A message, not a traceback, naming what it should."""
     assert "Traceback" not in res.text, res.text

@@ -15,7 +15,7 @@ import pytest
 from reveal_lab.cli import _join_dash_values
 from reveal_lab.io import read_collector_run
 
-from .conftest import ROOT, Hang, assert_clean_error, cli
+from .conftest import ROOT, Hang, assert_clean_error, cli, wait_for_file
 
 PROBES = "meminfo,loadavg"  # cheap procfs probes present everywhere
 
@@ -42,17 +42,6 @@ def _start(out: Path, duration: str, *extra: str) -> subprocess.Popen:
     )
 
 
-def _wait_for(path: Path, proc: subprocess.Popen, limit: float = 60.0) -> None:
-    end = time.monotonic() + limit
-    while not path.exists():
-        if proc.poll() is not None:
-            raise AssertionError(f"collector ended early: {proc.communicate()}")
-        if time.monotonic() > end:
-            proc.kill()
-            raise Hang(f"{path} did not appear within {limit} s")
-        time.sleep(0.05)
-
-
 def _finish(proc: subprocess.Popen, limit: float = 60.0) -> tuple[int, str]:
     try:
         out, err = proc.communicate(timeout=limit)
@@ -67,7 +56,7 @@ def test_second_collector_into_the_same_folder_is_refused(tmp_path):
     out = tmp_path / "run"
     first = _start(out, "60s")
     try:
-        _wait_for(out / "journal-000000.bin", first)
+        wait_for_file(out / "journal-000000.bin", first)
         second = cli("collect", "--probes", PROBES, "--out", str(out), "--duration", "2s")
         assert_clean_error(second, "another collector", f"pid {first.pid}", str(out), rc=1)
     finally:
@@ -141,7 +130,7 @@ def test_disk_full_mid_run_says_disk_full_in_meta(small_tmpfs):
     out = fs / "run"
     proc = _start(out, "60s", "--interval", "20ms")
     try:
-        _wait_for(out / "journal-000000.bin", proc)
+        wait_for_file(out / "journal-000000.bin", proc)
         time.sleep(1.5)  # at least one flush
         with open(fs / "filler", "wb", buffering=0) as f:  # fill the disk under the running collector
             try:

@@ -1,0 +1,108 @@
+"""What every command needs from the process it runs in: output that a non-UTF-8 terminal
+can show, a numba cache it can write, and errors of the machine (full disk, no memory)
+said with the path or the input they concern."""
+
+from __future__ import annotations
+
+import codecs
+import errno
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["prepare_process", "resource_message", "NUMBA_CACHE_ENV"]
+
+NUMBA_CACHE_ENV = "NUMBA_CACHE_DIR"
+
+#: typographic characters the help and messages use, as ASCII for a terminal that lacks them
+_ASCII = {
+    "\u2013": "-", "\u2014": "--", "\u2212": "-", "\u2248": "~", "\u00d7": "x", "\u2264": "<=",
+    "\u2265": ">=", "\u2192": "->", "\u2190": "<-", "\u2026": "...", "\u2018": "'", "\u2019": "'",
+    "\u201c": '"', "\u201d": '"', "\u00b7": ".", "\u03c3": "sigma", "\u00b1": "+/-", "\u2260": "!=",
+}
+ERRORS = "reveal-lab-ascii"
+
+
+def _ascii_or_escape(exc: UnicodeError) -> tuple[str, int]:
+    """A codec error handler: the ASCII look-alike of each character the encoding lacks
+    (``–`` → ``-``), else its ``\\uXXXX`` escape."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return "".join(_ASCII.get(c, c.encode("ascii", "backslashreplace").decode()) for c in bad), exc.end
+
+
+codecs.register_error(ERRORS, _ascii_or_escape)
+
+
+def _readable_text_streams() -> None:
+    """stdout and stderr keep their encoding (the terminal's) but never fail on a character
+    it lacks: ``reveal-lab synth public --help`` under a Latin-1 locale prints ``1-1,000``
+    where UTF-8 prints ``1–1,000``."""
+    for stream in (sys.stdout, sys.stderr):
+        enc = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if enc in ("utf-8", "utf8") or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            stream.reconfigure(errors=ERRORS)
+        except (ValueError, OSError):  # a closed or detached stream: nothing to print to
+            pass
+
+
+def _writable(path: Path) -> bool:
+    """Whether a folder can be made at ``path`` (or is there) and written by this user."""
+    p = path
+    while not p.exists():
+        if p.parent == p:
+            return False
+        p = p.parent
+    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+
+
+def _numba_cache() -> None:
+    """Give numba a cache folder it can write when it would find none: its own choices are
+    the package's ``__pycache__`` and ``~/.cache/numba``, and as an ordinary user without a
+    writable HOME neither is writable, so every cached function fails ("no locator
+    available"). Then ``NUMBA_CACHE_DIR`` is set to a private folder under the temporary
+    directory (children, such as notebook kernels, inherit it). A value already set is kept."""
+    if os.environ.get(NUMBA_CACHE_ENV):
+        return
+    package = Path(__file__).resolve().parents[1]
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    if os.access(package, os.W_OK) or _writable(home / ".cache" / "numba"):
+        return
+    folder = Path(tempfile.gettempdir()) / f"reveal-lab-numba-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return  # numba then says what it cannot do
+    if folder.is_dir() and not folder.is_symlink() and folder.stat().st_uid == os.getuid():
+        os.environ[NUMBA_CACHE_ENV] = str(folder)
+
+
+def prepare_process() -> None:
+    """Run once before a command: readable output streams and a writable numba cache."""
+    _readable_text_streams()
+    _numba_cache()
+
+
+#: the options that name what a command writes, in the order a message names them
+OUTPUT_OPTIONS = ("out", "hf", "dest", "cache", "jsonl", "json", "raw")
+
+
+def resource_message(exc: BaseException, args: object) -> str | None:
+    """A message for an error of the machine rather than of the input: a full disk or quota
+    without a file name says which output was being written (``--out DIR``); memory
+    exhausted says so, with what to make smaller. ``None`` for other errors."""
+    if isinstance(exc, MemoryError):
+        detail = str(exc) or "no detail"
+        return (
+            f"out of memory ({detail}); give smaller inputs (fewer or shorter runs, a smaller --scale) "
+            "or run where more memory is free"
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT) and not exc.filename:
+        where = [f"--{o} {v}" for o in OUTPUT_OPTIONS if isinstance(v := getattr(args, o, None), str) and v]
+        target = f" while writing {where[0]}" if where else ""
+        return f"{exc.strerror or 'no space left on the device'}{target}: free some space or write elsewhere"
+    return None
