@@ -1,11 +1,13 @@
 """Compare two ``reveal-lab reproduce`` output folders: are the tables and claims the same?
 
 Every ``tables/*.csv``, ``pruning*.json``, ``skipped_runs.csv``, ``paper_vs_reproduced.csv``
-and ``reliability_vs_paper.csv`` of ``A`` is compared byte for byte with ``B``'s. The
+and ``reliability_vs_paper.csv`` of either folder is compared byte for byte with the other's;
+a file only one of them holds is missing in the other (a difference). The
 tables of notebooks marked ``alone`` in the manifest (they time things on the machine) are
 listed as measured, not compared. For the claims files, the rows that differ are named by
 their ``claim_id`` (columns ``data`` and ``machine`` left out: they name the folder and the
-machine). Exit status 0 when every compared file is equal, 1 otherwise.
+machine). Exit status 0 when every file is in both and equal, 1 otherwise (also when
+neither folder holds a table), 2 when a folder is not a reproduce output.
 
 Usage::
 
@@ -46,15 +48,17 @@ def claim_rows(path: Path) -> dict[str, dict]:
 
 
 def compare(a: Path, b: Path, measured: set[str]) -> tuple[list[str], list[str], list[str], list[str]]:
-    """``(equal, differ, missing in b, measured)``; a differing claims file is followed by
-    ``file: claim_id`` entries naming its rows."""
+    """``(equal, differ, missing, measured)`` over the outputs of both folders: ``missing``
+    names each file one side lacks (``NAME (not in B)``); a differing claims file is
+    followed by ``file: claim_id`` entries naming its rows."""
     equal, differ, missing, skipped = [], [], [], []
-    for name in outputs(a):
+    in_a, in_b = set(outputs(a)), set(outputs(b))
+    for name in sorted(in_a | in_b):
         if name in measured:
             skipped.append(name)
             continue
-        if not (b / name).exists():
-            missing.append(name)
+        if name not in in_a or name not in in_b:
+            missing.append(f"{name} (not in {b if name in in_a else a})")
             continue
         if (a / name).read_bytes() == (b / name).read_bytes():
             equal.append(name)
@@ -79,11 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"compare_reproductions: {folder} has no tables/ folder (not a reproduce output)", file=sys.stderr)
             return 2
     equal, differ, missing, measured = compare(args.a, args.b, measured_tables(args.manifest))
-    print(f"{len(equal)} equal, {len(differ)} differ, {len(missing)} missing in {args.b}, "
+    print(f"{len(equal)} equal, {len(differ)} differ, {len(missing)} in one folder only, "
           f"{len(measured)} measured on the machine (not compared)")
     for label, names in (("differ", differ), ("missing", missing), ("measured", measured)):
         for n in names:
             print(f"  {label}: {n}")
+    if not (equal or differ or missing):
+        print(f"  neither {args.a} nor {args.b} holds a table: nothing was compared")
+        return 1
     return 0 if not differ and not missing else 1
 
 
