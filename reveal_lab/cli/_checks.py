@@ -19,6 +19,8 @@ __all__ = [
     "check_enough_samples",
     "check_writable_folder",
     "keep_inputs_in_report",
+    "check_stride",
+    "check_warmup",
 ]
 
 #: every file ``detect`` writes into its report folder (glob patterns)
@@ -159,6 +161,38 @@ def keep_inputs_in_report(target: str, stage: Any, inputs: dict[str, Sequence[st
                 shutil.copy2(p, stage / name)
                 notes.append(f"{flag} {given} lies in the report folder: kept in the new report as it was")
     return notes
+
+
+def check_stride(window: Any) -> None:  # noqa: ANN401 - a WindowConfig
+    """Refuse (``ValueError``) a stride longer than the window (``detect`` and ``watch``)."""
+    if window.stride_s > window.window_s:
+        raise ValueError(
+            f"--stride {window.stride_s:g}s is longer than --window {window.window_s:g}s: the samples between "
+            "windows would never be scored; give a stride no longer than the window"
+        )
+
+
+def check_warmup(warmup_s: float, window: Any) -> None:  # noqa: ANN401 - a WindowConfig
+    """Refuse (``ValueError``) a ``watch --warmup`` that holds fewer than
+    :data:`MIN_SELF_WINDOWS` windows: thresholds fit on so few flag the stream's ordinary
+    windows (the same bound ``detect --thresholds self`` warns at).
+
+    >>> from reveal_lab.config import WindowConfig
+    >>> check_warmup(30.0, WindowConfig())
+    >>> check_warmup(1.0, WindowConfig())
+    Traceback (most recent call last):
+    ...
+    ValueError: --warmup 1s holds 0 complete windows of 3s every 1s, fewer than 20: thresholds fit on them would flag ordinary windows; give --warmup 22s or longer, or fit on a --baseline run
+    """
+    w = window
+    held = max(0, math.floor((warmup_s - w.window_s) / w.stride_s + 1e-9) + 1) if warmup_s >= w.window_s else 0
+    if held < MIN_SELF_WINDOWS:
+        need = w.window_s + (MIN_SELF_WINDOWS - 1) * w.stride_s
+        raise ValueError(
+            f"--warmup {warmup_s:g}s holds {held} complete windows of {w.window_s:g}s every {w.stride_s:g}s, fewer "
+            f"than {MIN_SELF_WINDOWS}: thresholds fit on them would flag ordinary windows; give --warmup "
+            f"{need:g}s or longer, or fit on a --baseline run"
+        )
 
 
 def check_enough_samples(run: Any, window: Any) -> None:  # noqa: ANN401 - a Run, a WindowConfig

@@ -9,6 +9,7 @@ from reveal_lab.cli._checks import (
     REPORT_OUTPUTS,
     check_enough_samples,
     check_pruning_overlap,
+    check_stride,
     few_windows_warning,
     keep_inputs_in_report,
     without_own_run,
@@ -191,12 +192,7 @@ def _preset_from_args(args: argparse.Namespace):  # noqa: ANN202 - a Preset
             changes[fieldname] = d
     if changes:
         preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
-    w = preset.window
-    if w.stride_s > w.window_s:
-        raise ValueError(
-            f"--stride {w.stride_s:g}s is longer than --window {w.window_s:g}s: the samples between "
-            "windows would never be scored; give a stride no longer than the window"
-        )
+    check_stride(preset.window)
     return preset
 
 

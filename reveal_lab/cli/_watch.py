@@ -89,6 +89,7 @@ def _run(args: argparse.Namespace) -> int:
     import json
     import sys
 
+    from reveal_lab.cli._checks import check_stride, check_warmup
     from reveal_lab.config import get_preset, parse_duration
     from reveal_lab.live import watch
 
@@ -101,6 +102,9 @@ def _run(args: argparse.Namespace) -> int:
     }
     if over:
         w = dataclasses.replace(w, **over)
+    check_stride(w)  # what detect refuses, watch refuses
+    if not args.baseline:
+        check_warmup(parse_duration(args.warmup), w)
     try:
         summary = watch(
             args.dir,

@@ -331,7 +331,8 @@ class LiveDetector:
             sel = self.pruning.selected
             raise TelemetryError(
                 f"none of the {len(sel)} metrics of the pruned space ({self.pruning_source}) is in this "
-                f"stream (first of the space: {sorted(sel)[:3]}); fit on this stream or pass prune=False"
+                f"stream (first of the space: {sorted(sel)[:3]}); fit the space on this stream, or score every "
+                "metric (watch --no-prune)"
             )
         return kept
 

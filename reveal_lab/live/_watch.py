@@ -116,8 +116,10 @@ def watch(
     duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
         this long without new data (counted from the start while the run has not
         appeared yet, too). The watch also stops by itself once the collector has
-        finished (its ``meta.json`` status is no longer ``running``) and everything it
-        wrote was read. Without any, runs until interrupted or the run finishes.
+        finished (its ``meta.json`` status is no longer ``running``), was killed (the
+        status still ``running`` but nobody holds the run's ``.lock``) or its folder was
+        deleted, and everything it wrote was read. Without any, runs until interrupted or
+        the run ends.
     wait_s : how long ``directory`` may take to appear (or, existing but empty, to
         hold a run) before :class:`FileNotFoundError`; a path that is a file, or a folder
         holding something else than a collector run, raises at once. Also how many seconds
@@ -148,7 +150,7 @@ def watch(
     out: IO[str] | None = None
     if jsonl is not None:
         Path(jsonl).parent.mkdir(parents=True, exist_ok=True)
-        out = open(jsonl, "a", buffering=1)  # noqa: SIM115 - closed in finally
+        out = open(jsonl, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - closed in finally
     say = echo or (lambda _msg: None)
     t_begin = time.monotonic()
     if det.fitted:
@@ -226,13 +228,13 @@ def _follow(
         t_poll = time.perf_counter()
         rows = follower.poll()
         if rows is None:
-            status = _run_status(directory) if seen_run else None
-            if status is not None and status != "running":
+            ended = _collector_ended(directory) if seen_run else None
+            if ended is not None:
                 # the collector has stopped: stop once a further poll finds nothing new
                 finished_polls += 1
                 if finished_polls >= 2:
-                    summary.stopped = f"the collector finished (status {status})"
-                    say(f"{directory}: {summary.stopped}; everything it wrote was read")
+                    summary.stopped = ended
+                    say(f"{directory}: {ended}; everything it wrote was read")
                     return
             time.sleep(poll_s)
             continue
@@ -328,9 +330,58 @@ def _run_started(directory: Path, waited_s: float, wait_s: float) -> bool:
     return False
 
 
+def _collector_ended(directory: Path) -> str | None:
+    """Why no more data will come from the run in ``directory``, or ``None`` while its
+    collector may still write: its ``meta.json`` status is no longer ``running``; the
+    folder was deleted; or the status still says ``running`` but nobody holds the run's
+    ``.lock`` (the collector holds an ``flock`` on it for its whole life: it was killed,
+    e.g. ``kill -9``, or its machine restarted)."""
+    if not directory.is_dir():
+        return "the run folder was deleted while it was watched"
+    status = _run_status(directory)
+    if status is not None and status != "running":
+        return f"the collector finished (status {status})"
+    if status == "running" and not _lock_held(directory / ".lock"):
+        pid = _lock_pid(directory / ".lock")
+        return (
+            f"the collector ({pid}) is no longer running, though meta.json still says 'running' "
+            "(it was killed, e.g. with kill -9, or its machine restarted)"
+        )
+    return None
+
+
+def _lock_held(path: Path) -> bool:
+    """Whether a process holds the collector's ``flock`` on ``path`` (``True`` when that
+    cannot be told: no lock file, or one this user cannot open)."""
+    import fcntl
+    import os
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a file system without flock: cannot tell
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock, if it was taken
+    return False
+
+
+def _lock_pid(path: Path) -> str:
+    try:
+        pid = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        pid = ""
+    return f"pid {pid}" if pid.isdigit() else "its pid unknown"
+
+
 def _run_status(directory: Path) -> str | None:
     try:
-        return json.loads((directory / "meta.json").read_text()).get("status")
+        return json.loads((directory / "meta.json").read_text(encoding="utf-8")).get("status")
     except (OSError, ValueError, AttributeError):
         return None
 
