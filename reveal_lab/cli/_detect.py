@@ -108,11 +108,11 @@ def _run(args: argparse.Namespace) -> int:
     stage = StagedFolder(args.out, ours=REPORT_OUTPUTS)  # moved into place once complete
     out = stage.path
     pruning = None
-    saved = policy.prune if not isinstance(policy.prune, bool) else None  # --pruning FILE
+    saved = policy.prune if not isinstance(policy.prune, bool | None) else None  # --pruning FILE
     given = {"RUN": args.runs, "--baseline": args.baseline or [], "--pruning": [saved], "--select": [args.select]}
     for note in keep_inputs_in_report(args.out, out, given):
         print(f"note: {note}", file=sys.stderr)
-    if selected is None and policy.prune is not False:
+    if selected is None and policy.pruned_space(len(baseline) if baseline else 0) is not False:
         if saved is not None:
             pruning = load_pruning(saved)
         elif baseline:  # fitted once on the baseline runs, saved beside the report
@@ -135,7 +135,8 @@ def _run(args: argparse.Namespace) -> int:
         if saved is not None and pruning is not None:
             notes.append(check_pruning_overlap(pruning, run, saved, force=policy.force_baseline))
         run_pruning = pruning
-        if selected is None and policy.prune is not False and run_pruning is None:  # the run alone: its own space
+        alone_space = policy.pruned_space(len(run_baseline) if run_baseline else 0)
+        if selected is None and alone_space is not False and run_pruning is None:  # the run alone: its own space
             run_pruning = fit_pruning([run], preset.prune.threshold, trim=policy.trim)
             name = "pruning.json" if len(args.runs) == 1 else f"pruning_{run.run_id}.json"
             save_pruning(run_pruning, out / name)

@@ -110,10 +110,13 @@ def _run(args: argparse.Namespace) -> int:
         print(f"reveal-lab evaluate: --pruning {policy.prune}: no such file (expected a pruning.json)")
         return 2
     # the pruned space (fitted, or --pruning FILE) and every metric beside it; --no-prune: every metric
-    spaces = {"all": False} if policy.prune is False else {"pruned": policy.prune, "all": False}
+    both = {"pruned": policy.prune, "all": False}
     first_episodes = None
     for mode in modes:
         evs = {}
+        # a run alone is not pruned unless asked (DetectionPolicy.pruned_space)
+        alone_unpruned = mode == "alone" and policy.prune is None
+        spaces = {"all": False} if policy.prune is False or alone_unpruned else both
         for space, prune in spaces.items():
             ev = evaluate_dataset(
                 args.data,

@@ -155,10 +155,18 @@ KNOBS: tuple[Knob, ...] = (
         {
             "action": "store_const",
             "const": False,
-            "help": "score every metric (default: the pruned space of paper §4.1, fitted on the "
-            "baseline runs, or on each run itself when it comes alone)",
+            "help": "score every metric (default: the pruned space of paper §4.1 fitted on the "
+            "baseline runs; a run alone scores every metric)",
         },
         extra=(
+            (
+                ("--prune",),
+                {
+                    "action": "store_const",
+                    "const": True,
+                    "help": "fit the pruned space on a run alone too (default: on the baseline runs only)",
+                },
+            ),
             (
                 ("--pruning",),
                 {"metavar": "FILE", "help": "reuse a saved pruning.json as the metric space"},

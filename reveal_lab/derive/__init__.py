@@ -7,6 +7,7 @@
   single-host detection and says which and why.
 """
 
+from reveal_lab.derive._cores import FOLDS, PER_CORE_SOURCES, CoreFamily, core_families, fold_cores, folded_family
 from reveal_lab.derive._derive import (
     CUMULATIVE_SOURCES,
     DERIVED_SOURCE,
@@ -19,6 +20,12 @@ from reveal_lab.derive._derive import (
 )
 
 __all__ = [
+    "FOLDS",
+    "PER_CORE_SOURCES",
+    "CoreFamily",
+    "core_families",
+    "fold_cores",
+    "folded_family",
     "DerivedPlan",
     "plan_derived",
     "CUMULATIVE_SOURCES",

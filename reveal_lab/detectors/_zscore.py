@@ -6,7 +6,14 @@ import numpy as np
 
 from reveal_lab.detectors._base import BaseDetector, robust_scale, robust_scale_from_partition, safe_divide
 
-__all__ = ["ZScoreDetector"]
+__all__ = ["ZScoreDetector", "GROUP_SCALE_FLOOR"]
+
+#: with ``groups``: a group's mean ``|z|`` is scaled by its robust spread over the fit windows,
+#: never below this (a group calm in every window would otherwise turn round-off into sigmas)
+GROUP_SCALE_FLOOR = 0.25
+#: with ``groups`` and no ``clip``: the ``|z|`` of one feature taken as its most, for the
+#: group's least scale (see :class:`ZScoreDetector`)
+ONE_FEATURE_CAP = 10.0
 
 
 class ZScoreDetector(BaseDetector):
@@ -36,8 +43,24 @@ class ZScoreDetector(BaseDetector):
         extreme windows cannot lift the threshold above themselves. ``False``: the quantile
         itself, so a fit on the run flags its top share, as the paper.
 
-    ``explain(X)`` returns ``|z|`` per feature (clipped as the score); its row mean is the
-    score exactly.
+    groups : one group number per feature (e.g. its metric's subsystem), or ``None``: a
+        window's score is then the largest of its groups' mean ``|z|`` instead of the mean
+        over every feature, so a deviation confined to a small group (a GPU's few metrics
+        among hundreds of network counters) is not averaged away. Each group's mean is first
+        put in units of its own spread over the fit windows (median and 1.4826·MAD, at least
+        :data:`GROUP_SCALE_FLOOR`, and at least what one feature at the clip adds to the
+        group's mean), so a group that is always busy does not outrank one that is always
+        calm, and one twitching feature cannot make its group fire.
+    relative_floor : each feature's scale is at least this share of its centre's magnitude
+        (``0``: no floor): a gauge near-flat within the run (free memory, the page cache)
+        drifting by a fraction of a percent is not hundreds of its tiny MADs away.
+    scale_floor : one least scale per feature, in the feature's unit (``None``: none): a
+        percentage moving by a tenth of a point is no deviation however flat it was.
+
+    ``explain(X)`` returns ``|z|`` per feature (clipped as the score); without ``groups`` its
+    row mean is the score exactly; with ``groups``, each feature's part in its group's score
+    (its ``|z|`` over the group's size and scale), so the features of the group that fired
+    come first.
 
     Examples
     --------
@@ -60,12 +83,18 @@ class ZScoreDetector(BaseDetector):
         constant_floor: float = 0.01,
         clip: float | None = None,
         outlier_fence: bool = True,
+        groups: tuple[int, ...] | None = None,
+        relative_floor: float = 0.0,
+        scale_floor: tuple[float, ...] | None = None,
     ) -> None:
         self.quantile = quantile
         self.robust = robust
         self.constant_floor = constant_floor
         self.clip = clip
         self.outlier_fence = outlier_fence
+        self.groups = groups
+        self.relative_floor = relative_floor
+        self.scale_floor = scale_floor
 
     def _quantile(self) -> float:
         return self.quantile
@@ -89,15 +118,51 @@ class ZScoreDetector(BaseDetector):
             scale = np.where(floored, floor, scale)
         else:
             floored = np.zeros(scale.shape, dtype=bool)
+        if self.relative_floor > 0:  # a gauge's slow drift is not a deviation of its scale
+            scale = np.maximum(scale, self.relative_floor * np.abs(center))
+        if self.scale_floor is not None:  # a resolution in the metric's own unit
+            scale = np.maximum(scale, np.asarray(self.scale_floor, dtype=np.float64))
         # per-feature cap on |z|: the clip, except for floored features (and none without a clip)
         self.z_cap_ = np.where(floored, np.inf, np.inf if self.clip is None else self.clip)
         self.center_, self.scale_ = center, scale
+        G = self._group_matrix(X.shape[1])
+        if G is not None:  # each group's mean |z| against its own calm majority in the fit data
+            S = self._group_means(X, G)
+            self.group_center_ = np.median(S, axis=0)
+            mad = 1.4826 * np.median(np.abs(S - self.group_center_), axis=0)
+            # one feature alone at its cap moves its group's mean by cap / size: never more than
+            # one unit, so a group fires only when several of its features move
+            one = (self.clip if self.clip is not None else ONE_FEATURE_CAP) * G.max(axis=0)
+            self.group_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), one)
 
     def _z(self, X: np.ndarray) -> np.ndarray:
         z = np.abs(safe_divide(X - self.center_, self.scale_))
         return z if self.clip is None else np.minimum(z, self.z_cap_, out=z)
 
+    def _group_matrix(self, p: int) -> np.ndarray | None:
+        """Features x groups: 1 / (the group's size) where a feature is in a group."""
+        if self.groups is None:
+            return None
+        g = np.asarray(self.groups, dtype=np.int64)
+        if g.shape != (p,):
+            raise ValueError(f"groups must give one group per feature ({p}), got {g.shape}")
+        _, inv, counts = np.unique(g, return_inverse=True, return_counts=True)
+        G = np.zeros((p, counts.size))
+        G[np.arange(p), inv] = 1.0 / counts[inv]
+        return G
+
+    def _group_means(self, X: np.ndarray, G: np.ndarray) -> np.ndarray:
+        """Windows x groups: each group's mean ``|z|``."""
+        out = np.empty((X.shape[0], G.shape[1]))
+        for i in range(0, X.shape[0], 256):
+            out[i : i + 256] = self._z(X[i : i + 256]) @ G
+        return out
+
     def _score(self, X: np.ndarray) -> np.ndarray:
+        G = self._group_matrix(X.shape[1])
+        if G is not None:
+            S = (self._group_means(X, G) - self.group_center_) / self.group_scale_
+            return S.max(axis=1, initial=-np.inf) if S.shape[1] else np.zeros(X.shape[0])
         # |x - c| / s summed in row blocks (small memory on wide feature matrices), with
         # 1/s precomputed (0 for neutral features); equals the mean of ``_z`` to rounding
         inv = safe_divide(np.ones_like(self.scale_), self.scale_)
@@ -118,7 +183,12 @@ class ZScoreDetector(BaseDetector):
         return out / p if p else out
 
     def _explain(self, X: np.ndarray) -> np.ndarray:
-        return self._z(X)
+        z = self._z(X)
+        G = self._group_matrix(X.shape[1])
+        if G is None:
+            return z
+        # with groups: each feature's part in its group's score (|z| / group size / group scale)
+        return z * (G @ (1.0 / self.group_scale_))
 
     def zscores(self, X) -> np.ndarray:  # noqa: ANN001
         """Signed z per feature (for the words of a claim: above or below its baseline)."""

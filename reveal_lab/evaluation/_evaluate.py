@@ -408,7 +408,7 @@ def _evaluation_space(prune: Any, mode: str, pre: Preset, load: _RunLoader, meta
         pruning = prune
     elif isinstance(prune, str | Path):
         pruning = load_pruning(prune)
-    elif prune and mode != "alone":  # alone: each run's own space, as detect RUN
+    elif (prune or prune is None) and mode != "alone":  # alone: each run's own space, as detect RUN
         base_runs = [load(s) for s in meta.filter(pl.col("fault") == "none")["source_file"].to_list()]
         pruning = fit_pruning(base_runs, pre.prune.threshold, trim=False)
         pruning.params["trim"] = load.trim  # the runs were trimmed on loading

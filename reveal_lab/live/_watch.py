@@ -291,7 +291,13 @@ def _announce_fit(det: LiveDetector, out: IO[str] | None, say: Callable[[str], N
 
 def _pruning_info(det: LiveDetector, prune: Any) -> dict[str, Any]:
     if det.pruning is None:
-        why = "every metric (prune=False)" if prune is False else "not fitted yet (the warm-up did not complete)"
+        why = (
+            "every metric (prune=False)"
+            if prune is False
+            else "every metric (a stream alone is not pruned; prune=True fits a space on its warm-up)"
+            if prune is None
+            else "not fitted yet (the warm-up did not complete)"
+        )
         return {"applied": False, "source": why}
     return {"applied": True, "source": det.pruning_source, "n_selected": len(det.pruning.selected)}
 

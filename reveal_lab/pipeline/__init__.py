@@ -56,10 +56,14 @@ from reveal_lab.pipeline._sentinel import (
     silent_counters,
     silent_indices,
 )
+from reveal_lab.pipeline._startup import StartUp, collector_startup, without_startup
 from reveal_lab.pipeline._view import detection_view, select_metrics
 from reveal_lab.numeric import sustained
 
 __all__ = [
+    "StartUp",
+    "collector_startup",
+    "without_startup",
     "CACHE_ENV",
     "cache_dir",
     "cache_stats",

@@ -24,6 +24,7 @@ from reveal_lab.pipeline._method import Pruning, load_pruning, trim_arguments, t
 from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._result import Detection
 from reveal_lab.pipeline._score import ScoreSettings, score_host
+from reveal_lab.pipeline._startup import collector_startup, without_startup
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
     lone_sentinel_windows,
@@ -33,7 +34,7 @@ from reveal_lab.pipeline._sentinel import (
     sentinel_windows,
 )
 from reveal_lab.pipeline._view import baseline_features, baseline_silent, fitted_space
-from reveal_lab.telemetry import SUBSYSTEMS, Run, TelemetryError, metric_columns, metric_key
+from reveal_lab.telemetry import SUBSYSTEMS, TIMESTAMP, Run, TelemetryError, metric_columns, metric_key
 
 __all__ = ["detect_run", "detect_many"]
 
@@ -111,6 +112,7 @@ def _detect_run(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     run, baseline, trim_info = _trim(run, baseline, policy)
+    run, baseline = _fold(run, baseline, policy)
     pre_notes, prune = _check_baseline_runs(run, baseline, policy)
     selected, prune_info = _metric_space(run, baseline, preset, selected, prune, timings)
     parts = run.split_hosts()
@@ -157,13 +159,32 @@ def _trim(
 ) -> tuple[Run, list[Run] | None, dict[str, Any]]:
     """The run (and the baseline runs) cut to the policy's span; what was left out and why,
     always (``trim_info["run"]``)."""
+    startup = collector_startup(run.frame) if policy.skip_startup else None  # on the whole recording
     run, tr = trim_run(run, mode=policy.trim, reason=policy.reasons.get("trim"))
     trim_info: dict[str, Any] = {"applied": tr.cut_start_s + tr.cut_end_s > 0, "mode": tr.mode, "run": tr.to_dict()}
+    if startup is not None and startup.end is not None:
+        trim_info["startup"] = startup.to_dict()
+        if run.frame.height and run.frame[TIMESTAMP][0] < startup.end:  # the kept span starts inside it
+            run = without_startup(run, startup)
+            run = Run(run.meta, run.frame, [*run.warnings, f"{run.run_id}: {startup.describe()}"])
     if policy.trim != "none" and baseline:
         trimmed = [trim_run(b, mode=policy.trim) for b in baseline]
         baseline = [b for b, _ in trimmed]
         trim_info["baseline"] = [t.to_dict() for _, t in trimmed]
     return run, list(baseline) if baseline else None, trim_info
+
+
+def _fold(run: Run, baseline: list[Run] | None, policy: ResolvedPolicy) -> tuple[Run, list[Run] | None]:
+    """The run (and the baseline runs) with per-core families folded into host-level metrics
+    when the policy says so (:func:`~reveal_lab.derive.fold_cores`)."""
+    if not policy.fold_cores:
+        return run, baseline
+    from reveal_lab.derive import fold_cores
+
+    def fold(r: Run) -> Run:
+        return Run(r.meta, fold_cores(r.frame), list(r.warnings))
+
+    return fold(run), [fold(b) for b in baseline] if baseline else baseline
 
 
 def _check_baseline_runs(run: Run, baseline: list[Run] | None, policy: ResolvedPolicy) -> tuple[list[str], Any]:

@@ -13,9 +13,9 @@ decisions: they stay in :mod:`reveal_lab.config` presets.
 >>> p = get_policy("default")
 >>> r = p.resolve(baseline_runs=0, source="lab")
 >>> r.thresholds, r.min_agreement, r.min_run, r.sentinel_rule
-('robust', 1, 4, 'lone')
+('robust', 1, 8, 'lone')
 >>> print(r.reasons["min_run"])
-auto: a run alone (robust thresholds) counts a flag only past one sample's spike (4 windows in a row)
+auto: a run alone (robust thresholds) counts a flag only in an episode that lasts (8 windows in a row)
 >>> get_policy("paper").resolve(baseline_runs=0, source="lab").thresholds
 'self'
 >>> get_policy("paper").outlier_fence, p.outlier_fence
@@ -101,21 +101,30 @@ def past_a_spike(preset: Preset) -> int:
     return spike_windows(preset.window.window_s, preset.window.stride_s) + 1
 
 
+#: a run alone: a detector's flag counts inside this many times :func:`past_a_spike` windows
+#: in a row (an episode must last)
+LONE_EPISODE_SPIKES = 2
+
+
 def default_min_run(mode: str, preset: Preset) -> int:
     """The ``min_run`` that ``min_run=None`` means under threshold mode ``mode``:
-    :func:`past_a_spike` for ``robust`` (a run alone, no baseline), 1 for every other mode.
+    :data:`LONE_EPISODE_SPIKES` × :func:`past_a_spike` for ``robust`` (a run alone, no
+    baseline), 1 for every other mode.
 
-    A run alone has no reference for what its own bursts look like, and one sample's spike
-    lies in several windows in a row; counting only longer runs keeps sustained deviations
-    (what it changes on the lab's fault-free runs: ``scripts/studies/lone_runs.py``,
-    ``docs/RESULTS.md``).
+    A run alone has no reference for what its own bursts look like: one sample's spike lies
+    in several windows in a row, and a host's own housekeeping (a burst of page faults, the
+    page cache written back) lasts a few seconds. Counting only deviations that last twice
+    what a spike can flag (8 windows, about 10 s of windows at 3 s / 1 s) keeps the faults
+    that slow a job and drops those bursts: on the host recordings (``data/host``, where it
+    was chosen) fault-free windows flagged fall from 6.6 % at 4 windows to 1.0 % at 8, one of
+    30 jobs (an 11 s read) lost (``benchmarks/host_recordings.py``, docs/RESULTS.md).
     With baseline runs (calibrated or in-sample thresholds) and in the paper's ``self``
     setting every window over a threshold counts.
 
     >>> default_min_run("robust", get_preset("paper")), default_min_run("calibrated", get_preset("paper"))
-    (4, 1)
+    (8, 1)
     """
-    return past_a_spike(preset) if mode == "robust" else 1
+    return LONE_EPISODE_SPIKES * past_a_spike(preset) if mode == "robust" else 1
 
 
 def _whole(value: object, name: str, *, none_ok: bool) -> None:
@@ -157,7 +166,10 @@ class DetectionPolicy:
         scored.
     prune : the pruned metric space (paper §4.1): ``True`` fits it on the baseline runs (or
         the run itself), a path (or a :class:`~reveal_lab.pipeline.Pruning`) reuses a saved
-        one, ``False`` scores every metric.
+        one, ``False`` scores every metric; ``None``: :meth:`pruned_space` (fitted, but not on
+        a run alone: a space fitted on the run itself merges what its faults move together
+        and keeps one of them, so the GPU's memory and power left the space of the GPU host's
+        co-tenant run).
     z_clip : with calibrated thresholds, a standardized feature counts at most this many
         units in the Z-score mean and the Mahalanobis projection (a counter constant in the
         baseline excepted); ``None``: unbounded, as the paper. Other threshold modes are never
@@ -183,6 +195,18 @@ class DetectionPolicy:
         thresholds replace the fitted quantile, so the fence does not set them.
     force_baseline : use a baseline that shares few of the run's metrics or never moves
         (refused otherwise).
+    fold_cores : per-core families (per-core CPU times, softirqs and interrupts per CPU,
+        per-core perf counts) scored as host-level metrics: their total, busiest core and
+        spread across cores (:func:`~reveal_lab.derive.fold_cores`), so what can fire does not
+        grow with the cores; ``None``: on for a run alone (robust thresholds), off otherwise.
+    by_subsystem : the Z-score of a window is the largest of its subsystems' mean ``|z|``
+        (each feature's ``|z|`` clipped at ``z_clip``) instead of the mean over every feature,
+        so a fault in a subsystem with few metrics (a GPU's 10 against hundreds of network
+        counters) is not averaged away; ``None``: on for a run alone, off otherwise.
+    skip_startup : a recording that begins with the collector's own start-up is scored from
+        its end (:func:`~reveal_lab.pipeline.collector_startup`, found from the collector's own
+        channels; a recording without them, or whose scored span starts later, is not cut):
+        the instrument starting is not the host.
     """
 
     name: str = "default"
@@ -192,12 +216,15 @@ class DetectionPolicy:
     min_agreement: int | None = None
     min_run: int | None = None
     trim: str = "auto"
-    prune: bool | str | os.PathLike | Pruning = True
+    prune: bool | str | os.PathLike | Pruning | None = None
     z_clip: float | None = 10.0
     sentinel_samples: int | None = 5
     lone_sentinel: bool = True
     outlier_fence: bool = True
     force_baseline: bool = False
+    fold_cores: bool | None = None
+    by_subsystem: bool | None = None
+    skip_startup: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -214,14 +241,19 @@ class DetectionPolicy:
         clip = self.z_clip
         if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not clip > 0):
             raise ValueError(f"DetectionPolicy.z_clip must be a number > 0 or None (unbounded), got {clip!r}")
-        if not isinstance(self.prune, bool | str | os.PathLike | Pruning):
+        if self.prune is not None and not isinstance(self.prune, bool | str | os.PathLike | Pruning):
             raise ValueError(
                 "DetectionPolicy.prune must be True (fit), False (every metric), the path of a "
                 f"pruning.json or a Pruning, got {self.prune!r}"
             )
-        for flag in ("lone_sentinel", "outlier_fence", "force_baseline"):
+        for flag in ("lone_sentinel", "outlier_fence", "force_baseline", "skip_startup"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"DetectionPolicy.{flag} must be True or False, got {getattr(self, flag)!r}")
+        for flag in ("fold_cores", "by_subsystem"):
+            if getattr(self, flag) is not None and not isinstance(getattr(self, flag), bool):
+                raise ValueError(
+                    f"DetectionPolicy.{flag} must be True, False or None (auto), got {getattr(self, flag)!r}"
+                )
 
     def with_(self, **changes: Any) -> DetectionPolicy:
         """A copy with ``changes`` (field names), validated as a new policy.
@@ -238,6 +270,20 @@ class DetectionPolicy:
             if k not in names:
                 raise ValueError(f"DetectionPolicy has no field {k!r}; fields: {', '.join(names)}")
         return dataclasses.replace(self, **changes)
+
+    def pruned_space(self, baseline_runs: int) -> bool | str | os.PathLike | Pruning:
+        """What ``prune`` means with ``baseline_runs`` baseline runs: as given, or for ``None``
+        fitted (``True``) except for a run alone under robust thresholds (``False``: every
+        metric).
+
+        >>> get_policy("default").pruned_space(0), get_policy("default").pruned_space(2)
+        (False, True)
+        >>> get_policy("paper").pruned_space(0)
+        True
+        """
+        if self.prune is not None:
+            return self.prune
+        return threshold_mode(self.thresholds, baseline_runs) != "robust"
 
     def for_shares(self) -> DetectionPolicy:
         """This policy with an ``auto`` ``min_agreement`` made :data:`ANY_DETECTOR`: for a
@@ -312,7 +358,7 @@ class DetectionPolicy:
         if run is None:
             run = default_min_run(mode, preset)
             why["min_run"] = (
-                f"auto: a run alone (robust thresholds) counts a flag only past one sample's spike "
+                f"auto: a run alone (robust thresholds) counts a flag only in an episode that lasts "
                 f"({run} windows in a row)"
                 if mode == "robust"
                 else f"auto: every window over a threshold counts with {mode} thresholds"
@@ -323,9 +369,33 @@ class DetectionPolicy:
         trim, trim_why = resolve_trim(self.trim, source)
         if self.trim == "auto":
             why["trim"] = f"auto: {trim_why}"
-        clip = self.z_clip if mode == "calibrated" else None
+        prune = self.pruned_space(n)
+        if self.prune is None:
+            why["prune"] = (
+                "auto: a run alone scores every metric (a space fitted on the run itself drops what "
+                "its faults move together)"
+                if prune is False
+                else f"auto: the pruned space, fitted on the {'baseline runs' if n else 'run itself'}"
+            )
+        fold = self.fold_cores
+        if fold is None:
+            fold = mode == "robust"
+            why["fold_cores"] = (
+                "auto: a run alone scores per-core families as host-level totals, maxima and spreads"
+                if fold
+                else f"auto: per-core channels scored as they are with {mode} thresholds"
+            )
+        by_sub = self.by_subsystem
+        if by_sub is None:
+            by_sub = mode == "robust"
+            why["by_subsystem"] = (
+                "auto: a run alone takes the Z-score of its most deviant subsystem"
+                if by_sub
+                else f"auto: the Z-score is the mean over every feature with {mode} thresholds"
+            )
+        clip = self.z_clip if mode == "calibrated" or (mode == "robust" and by_sub) else None
         if self.z_clip is not None and clip is None:
-            why["z_clip"] = f"clips calibrated thresholds only, not {mode}"
+            why["z_clip"] = f"clips calibrated thresholds and a run alone by subsystem only, not {mode}"
         if self.outlier_fence and mode in ("calibrated", "robust"):
             why["outlier_fence"] = f"caps quantile thresholds (self, baseline) only, not {mode}"
         fire = fit_on == "baseline" and self.sentinel_samples is not None
@@ -346,13 +416,16 @@ class DetectionPolicy:
             min_agreement=int(agree),
             min_run=int(run),
             trim=trim,
-            prune=self.prune,
+            prune=prune,
             z_clip=clip,
             sentinel_samples=self.sentinel_samples if fire else None,
             sentinel_rule=rule,
             sentinel_min_run=past_a_spike(preset) if lone else None,
             outlier_fence=self.outlier_fence,
             force_baseline=self.force_baseline,
+            fold_cores=bool(fold),
+            by_subsystem=bool(by_sub),
+            skip_startup=self.skip_startup,
             reasons=why,
         )
 
@@ -380,6 +453,9 @@ class ResolvedPolicy:
     sentinel_min_run: int | None
     outlier_fence: bool
     force_baseline: bool
+    fold_cores: bool = False
+    by_subsystem: bool = False
+    skip_startup: bool = False
     reasons: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -23,7 +23,67 @@ from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
 
-__all__ = ["score_host", "sustained_result", "ScoreSettings"]
+__all__ = ["score_host", "sustained_result", "ScoreSettings", "family_groups", "family_threshold"]
+
+
+#: a run alone by subsystem: each feature's Z-score scale is at least this share of its level
+RELATIVE_FLOOR = 0.01
+#: the window features that follow a metric's level (a shift moves them all); the others
+#: follow its shape within the window (spread, skew, trend, memory)
+LEVEL_FEATURES = frozenset({"mean", "min", "max", "sum", "median"})
+
+
+#: a run alone by subsystem: the least scale of a percentage's level and spread features, in
+#: percentage points
+PERCENT_FLOOR = 1.0
+
+
+def unit_floors(pairs: pl.DataFrame) -> tuple[float, ...]:
+    """For each metric-feature pair of ``pairs``, the least Z-score scale in the feature's
+    unit: :data:`PERCENT_FLOOR` for the level features and the standard deviation of a
+    percentage, else 0."""
+    from reveal_lab.telemetry import parse_metric_name
+
+    pct = {m: (p := parse_metric_name(m)) is not None and p.unit == "%" for m in set(pairs["metric"].to_list())}
+    return tuple(
+        PERCENT_FLOOR if pct[m] and (f in LEVEL_FEATURES or f == "std") else 0.0
+        for m, f in zip(pairs["metric"].to_list(), pairs["feature"].to_list(), strict=True)
+    )
+
+
+def family_groups(pairs: pl.DataFrame) -> tuple[int, ...]:
+    """For each metric-feature pair of ``pairs`` (``metric``, ``feature``), its group: the
+    metric's family (its source, ``CPU``, ``Softirqs``, ``GPU``, ``Nstat`` …, a counter's
+    ``_diff`` with its gauge) and whether the feature follows the level
+    (:data:`LEVEL_FEATURES`) or the shape, so that a level shift of a family's metrics is not
+    averaged with the shape features that do not move.
+
+    >>> p = pl.DataFrame({"metric": ["GPU: memory.used.0.h[MiB]", "GPU: power.draw.0.h[W]", "Nstat_diff:TcpInSegs.h[count]"],
+    ...                   "feature": ["mean", "skew", "mean"]})
+    >>> family_groups(p)
+    (1, 0, 3)
+    """
+    metrics = pairs["metric"].to_list()
+    family = {m: m.split(":", 1)[0].strip().removesuffix("_diff") for m in set(metrics)}
+    index = {f: i for i, f in enumerate(sorted(set(family.values())))}
+    return tuple(
+        2 * index[family[m]] + (f in LEVEL_FEATURES)
+        for m, f in zip(metrics, pairs["feature"].to_list(), strict=True)
+    )
+
+
+def family_threshold(rate: float, n_detectors: int, n_groups: int) -> float:
+    """The Z-score's threshold by family (:func:`family_groups`): each family's score is in
+    units of its own spread (:class:`~reveal_lab.detectors.ZScoreDetector` ``groups``), so
+    the false-alarm rate is held per family: the normal quantile at
+    ``1 − rate / (n_detectors · n_groups)`` (a union bound over detectors and families).
+
+    >>> round(family_threshold(0.01, 3, 40), 2)
+    3.77
+    """
+    from scipy.stats import norm
+
+    return float(norm.ppf(1.0 - rate / (n_detectors * max(n_groups, 1))))
 
 
 def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
@@ -47,13 +107,14 @@ class ScoreSettings:
     force_baseline: bool
     min_run: int
     outlier_fence: bool
+    by_subsystem: bool = False
 
     @classmethod
     def of(cls, policy: ResolvedPolicy) -> ScoreSettings:
         """The scoring fields of ``policy``."""
         return cls(
             policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
-            policy.force_baseline, policy.min_run, policy.outlier_fence,
+            policy.force_baseline, policy.min_run, policy.outlier_fence, policy.by_subsystem,
         )
 
 
@@ -91,9 +152,14 @@ def score_host(
     t = time.perf_counter()
     calibrated = policy.thresholds == "calibrated"
     replaced: set[str] = set()  # detectors whose fitted threshold is replaced
-    ens = DetectorEnsemble(
-        default_detectors(preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence)
-    )
+    dets = default_detectors(preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence)
+    if policy.by_subsystem:
+        for d in dets:
+            if d.name == "zscore":
+                d.set_params(
+                    groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs)
+                )
+    ens = DetectorEnsemble(dets)
     if baseline:
         Xfit = baseline_matrix(baseline, pairs)
         if Xfit.shape[0] < 2:
@@ -124,8 +190,11 @@ def score_host(
         if policy.thresholds == "robust":  # against the run's calm majority, not a fixed top share
             n_det = len(result.methods)
             for m in result.methods:
-                ens.detectors_[m].threshold_ = robust_threshold(
-                    result.scores[m], policy.false_alarm_rate, n_det
+                groups = getattr(ens.detectors_[m], "groups", None)
+                ens.detectors_[m].threshold_ = (
+                    family_threshold(policy.false_alarm_rate, n_det, len(set(groups)))
+                    if groups is not None
+                    else robust_threshold(result.scores[m], policy.false_alarm_rate, n_det)
                 )
                 replaced.add(m)
             result = ens.score(wf.X)
@@ -135,7 +204,12 @@ def score_host(
     notes += outlier_notes(ens.detectors_, where=f"{run.run_id} {host}", replaced=replaced)
     timings["detectors"] = timings.get("detectors", 0.0) + time.perf_counter() - t
     t = time.perf_counter()
-    att = attribute(ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host)
+    # by family, the Z-score's own contributions name the family that fired (the deviation rule
+    # ranks every pair by |z|, where hundreds of clipped pairs of other families tie)
+    att = attribute(
+        ens.detectors_, wf.X, pairs, wf.windows, result, top_k=preset.detect.top_k, host=host,
+        rule="shares" if policy.by_subsystem else "deviation",
+    )
     timings["attribution"] = timings.get("attribution", 0.0) + time.perf_counter() - t
     w = wf.windows.select("window_id", "start", "end", "n_samples").with_columns(host=pl.lit(host))
     w = w.with_columns(

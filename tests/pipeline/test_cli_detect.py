@@ -91,12 +91,13 @@ def test_detect_errors_are_plain(tmp_path, capsys):
 @pytest.mark.integration
 @pytest.mark.slow
 def test_detect_on_a_real_collector_recording(tmp_path):
-    """Record 12 s of this machine with ``reveal-lab collect`` (procfs probes, real
-    subprocess), then run ``reveal-lab detect`` on the folder as a user would."""
+    """Record 20 s of this machine with ``reveal-lab collect`` (procfs probes, real
+    subprocess), then run ``reveal-lab detect`` on the folder as a user would: the collector's
+    own start-up is left out of what is scored, and the report says so."""
     rec = tmp_path / "run"
     exe = [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())"]
     r = subprocess.run(
-        [*exe, "collect", "--duration", "12s", "--probes", "procfs", "--out", str(rec)],
+        [*exe, "collect", "--duration", "20s", "--probes", "procfs", "--out", str(rec)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -112,7 +113,8 @@ def test_detect_on_a_real_collector_recording(tmp_path):
     assert r.returncode == 0, r.stderr
     s = _check_report(out)
     run = s["runs"][0]
-    assert run["windows"] >= 8
+    assert run["windows"] >= 4
+    assert "collector's own start-up" in (out / "report.md").read_text()
     assert run["meta"]["platform"] is None or isinstance(run["meta"]["platform"], str)
     csv = pl.read_csv(out / "anomalies.csv", infer_schema_length=0)
     if csv.height:
@@ -139,7 +141,13 @@ def test_detect_cross_host_over_runs_of_three_hosts(tmp_path, capsys):
 def test_detect_defaults_prune_trim_and_robust_thresholds_and_no_prune(tmp_path, capsys):
     run = f"{CPU_ZIP}::{TWO_HOSTS}"
     out = tmp_path / "rep"
-    assert main(["detect", run, "--out", str(out), "--preset", "smoke"]) == 0
+    # a run alone scores every metric by default (a space fitted on it drops what its faults
+    # move together); --prune fits the space on it and saves it beside the report
+    plain = tmp_path / "plain"
+    assert main(["detect", run, "--out", str(plain), "--preset", "smoke"]) == 0
+    assert not _check_report(plain)["runs"][0]["config"]["pruning"]["applied"]
+    assert not (plain / "pruning.json").exists()
+    assert main(["detect", run, "--out", str(out), "--preset", "smoke", "--prune"]) == 0
     saved = json.loads((out / "pruning.json").read_text())
     s = _check_report(out)["runs"][0]
     cfg = s["config"]
@@ -175,18 +183,18 @@ def test_detect_min_run_reaches_the_detection_and_the_report(tmp_path, capsys):
     flag lies in a run of N+ windows is checked on the API in ``test_method.py``.)"""
     run = f"{CPU_ZIP}::{TWO_HOSTS}"
     shares, dropped = {}, {}
-    for n in (1, 4, None):  # None: the default, 4 for a run alone
+    for n in (1, 4, None):  # None: the default, 8 for a run alone
         out = tmp_path / f"rep{n}"
         flag = [] if n is None else ["--min-run", str(n)]
         assert main(["detect", run, "--out", str(out), "--preset", "smoke", *flag]) == 0
         s = _check_report(out)["runs"][0]
-        assert s["config"]["min_run_windows"] == (n or 4)
+        assert s["config"]["min_run_windows"] == (n or 8)
         shares[n], dropped[n] = s["anomalous_share"], s["short_runs_dropped"]
         text = (out / "report.md").read_text()
-        assert ("4 or more consecutive windows" in text) == (n != 1)
+        assert (f"{n or 8} or more consecutive windows" in text) == (n != 1)
         if n != 1:
             assert f"dropped: {dropped[n]} window(s) here" in text
-    assert shares[4] <= shares[1] and shares[None] == shares[4] and dropped[None] == dropped[4]
+    assert shares[None] <= shares[4] <= shares[1] and dropped[None] >= dropped[4]
     assert dropped[1] == 0 and dropped[4] == round((shares[1] - shares[4]) * s["windows"])
     with pytest.raises(SystemExit):
         main(["detect", run, "--out", str(tmp_path / "bad"), "--min-run", "0"])

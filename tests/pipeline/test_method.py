@@ -216,9 +216,11 @@ def test_robust_flags_last_longer_than_a_spike_on_synthetic_data():
     every = detect_run(run, preset=FAST, trim=False, prune=False, min_run=1).windows.sort("start")
     assert every["agreement"].to_numpy()[spikes].any()  # min_run=1: spikes flagged
     auto = detect_run(run, preset=FAST, trim=False, prune=False)  # min_run=None: by the mode
-    assert auto.config["min_run_windows"] == 4
-    assert_frame_equal(auto.windows.sort("start"), w)
-    assert auto.summary["short_runs_dropped"] == int(
+    assert auto.config["min_run_windows"] == 2 * past_a_spike(FAST) == 8  # an episode lasts
+    a = auto.windows.sort("start")["agreement"].to_numpy() >= 1
+    assert a[plateau].mean() >= 0.5 and not a[spikes].any()
+    assert (a <= flag).all()  # 8 in a row keeps a subset of 4 in a row
+    assert detect_run(run, preset=FAST, trim=False, prune=False, min_run=4).summary["short_runs_dropped"] == int(
         ((every["agreement"] >= 1) & ~pl.Series(flag)).sum()
     ) > 0
     # the 4-window rule is for a run alone: the paper's self-fit and baseline fits count every window
@@ -248,8 +250,8 @@ def test_a_lone_cpu_contention_run_is_flagged_over_its_fault_and_fault_free_runs
     found = []
     for row in runs.iter_rows(named=True):
         det = detect_run(load_run(str(LAB / row["source_file"].removeprefix("./"))))  # the defaults
-        assert det.fit_mode == "robust" and det.config["pruning"]["applied"]
-        assert det.config["min_run_windows"] == 4
+        assert det.fit_mode == "robust" and not det.config["pruning"]["applied"]  # alone: every metric
+        assert det.config["min_run_windows"] == 8
         cov, tops = _fault_coverage(det, row["run"])
         if cov >= 0.6 and tops.value_counts(sort=True)["top_subsystem"][0] == "cpu":
             found.append((row, det, cov))
@@ -274,9 +276,9 @@ def test_lone_fault_free_runs_flag_less_than_a_fault_run():
     """Fault-free recorded runs, alone, every window over a threshold (``min_run=1``): robust
     thresholds do not flag a fixed share (the share differs from run to run). Measured on the
     v2 recording (quiet machine, 90 s runs): 0.375-0.425 of the windows of the first three
-    fault-free labA runs (on v1: 0.10-0.37), far from the 1 % budget; the default for a run
-    alone (``min_run=4``) brings them to 0-0.05 (test above). The bound guards against a worse
-    regression; it is not the goal."""
+    fault-free labA runs (on v1: 0.10-0.37); with the Z-score by family (v3) 0.11-0.48, far from
+    the 1 % budget; the default for a run alone (``min_run=8``) brings them to 0-0.05 (test
+    above). The bound guards against a worse regression; it is not the goal."""
     meta = pl.read_csv(LAB / "meta_lab.csv", infer_schema_length=0)
     rows = meta.filter((pl.col("fault") == "none") & (pl.col("host") == "labA")).head(3)
     shares = []
@@ -284,7 +286,7 @@ def test_lone_fault_free_runs_flag_less_than_a_fault_run():
         det = detect_run(load_run(str(LAB / r["source_file"].removeprefix("./"))), min_run=1)
         shares.append(det.summary["anomalous_share"])
     assert len(set(shares)) > 1  # not a fixed share
-    assert max(shares) <= 0.45, shares
+    assert max(shares) <= 0.55, shares
 
 
 @pytest.mark.slow
@@ -305,10 +307,14 @@ def test_a_lone_storage_run_is_flagged_over_most_of_its_fault_and_attributed():
         assert tops.value_counts(sort=True)["top_subsystem"][0] == "storage", (model, tops.value_counts())
         quiet = det.windows.filter("sentinel")["sentinel_subsystem"].unique().to_list()
         assert quiet == ["storage"], quiet
-    # without the rule (sentinel_samples=None: the detectors alone) the first run is missed
+    # without the rule (sentinel_samples=None: the detectors alone) the Z-score by family finds
+    # it too (the storage family's level moves in every burst window); scored as the paper's
+    # mean over every feature, it is missed
     path, row = _lab_file("storage_read", "CNN", "infer")
     det = detect_run(load_run(path), sentinel_samples=None, lone_sentinel=False)
     assert det.config["sentinel_rule"] is None and "sentinel" in det.windows.columns
+    assert _fault_coverage(det, row["run"])[0] >= 0.6
+    det = detect_run(load_run(path), sentinel_samples=None, lone_sentinel=False, by_subsystem=False, fold_cores=False)
     assert _fault_coverage(det, row["run"])[0] < 0.6
 
 
@@ -339,5 +345,6 @@ def test_calibrated_thresholds_on_recorded_runs_are_bounded_by_the_clip():
     assert thr["zscore"] <= 10.0
     assert thr0["zscore"] > 10 * thr["zscore"], (thr0, thr)
     assert thr0["mahalanobis"] > 10 * thr["mahalanobis"], (thr0, thr)
-    assert detect_run(run).config["z_clip"] is None  # alone: robust thresholds
+    assert detect_run(run).config["z_clip"] == 10.0  # alone: robust thresholds, |z| clipped by family
+    assert detect_run(run, by_subsystem=False).config["z_clip"] is None
     assert detect_run(run, baseline=base[:1]).config["z_clip"] is None  # one baseline run

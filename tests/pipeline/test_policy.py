@@ -29,12 +29,18 @@ LAB = Path(__file__).resolve().parents[2] / "data" / "lab"
 
 def test_default_resolves_a_run_alone():
     r = get_policy("default").resolve(baseline_runs=0, source="lab")
-    assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("robust", "run", 1, 4)
-    assert (r.false_alarm_rate, r.z_clip, r.calibration) == (0.01, None, None)
+    assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("robust", "run", 1, 8)
+    assert (r.false_alarm_rate, r.z_clip, r.calibration) == (0.01, 10.0, None)
+    assert (r.fold_cores, r.by_subsystem, r.skip_startup, r.prune) == (True, True, True, False)
+    assert {"fold_cores", "by_subsystem", "prune"} <= set(r.reasons)
     assert (r.sentinel_rule, r.sentinel_samples, r.sentinel_min_run) == ("lone", None, 4)
+    b = get_policy("default").resolve(baseline_runs=2, source="lab")
+    assert (b.fold_cores, b.by_subsystem, b.z_clip, b.prune) == (False, False, 10.0, True)
+    p = get_policy("paper").resolve(baseline_runs=0, source="lab")
+    assert (p.fold_cores, p.by_subsystem, p.z_clip, p.prune) == (False, False, None, True)
     assert r.trim == "span"
     # every "auto" that was made concrete says why
-    assert {"thresholds", "min_agreement", "min_run", "trim", "sentinel_rule", "z_clip"} <= set(r.reasons)
+    assert {"thresholds", "min_agreement", "min_run", "trim", "sentinel_rule"} <= set(r.reasons)
 
 
 def test_default_resolves_one_baseline_run():
@@ -76,7 +82,7 @@ def test_explicit_values_are_kept_without_a_reason():
 
 def test_min_run_auto_follows_the_windows():
     long = get_preset("paper", window=dataclasses.replace(PAPER.window, window_s=5.0))
-    assert get_policy("default").resolve(baseline_runs=0, source="lab", preset=long).min_run == 6
+    assert get_policy("default").resolve(baseline_runs=0, source="lab", preset=long).min_run == 12
 
 
 @pytest.mark.parametrize(
@@ -143,9 +149,9 @@ def test_detect_run_with_a_policy_equals_the_same_fields_as_keywords():
     assert a.anomalies().equals(b.anomalies())
     assert a.config["policy"]["name"] == "paper" and a.fit_mode == "self"
     assert a.config["sentinel_rule"] is None and a.config["min_run_windows"] == 1
-    # the default decides otherwise on the same run: 4 windows in a row, robust thresholds
+    # the default decides otherwise on the same run: 8 windows in a row, robust thresholds
     c = detect_run(run, preset=FAST, policy=get_policy("default", trim="none", prune=False))
-    assert (c.fit_mode, c.config["min_run_windows"], c.config["policy"]["min_run"]) == ("robust", 4, 4)
+    assert (c.fit_mode, c.config["min_run_windows"], c.config["policy"]["min_run"]) == ("robust", 8, 8)
     assert c.config["policy"]["reasons"]["min_run"].startswith("auto")
 
 
