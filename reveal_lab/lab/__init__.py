@@ -34,6 +34,7 @@ from reveal_lab.lab._gate import (
     read_page_cache_kb,
     read_process_table,
 )
+from reveal_lab.lab._gpuset import GPU_FAULT_SUBSYSTEMS, JobPace, build_gpu_host_set, read_steps, slowdown, steady_span
 from reveal_lab.lab._hostset import (
     HOST_JOBS,
     HostJob,
@@ -87,6 +88,12 @@ from reveal_lab.lab._runplan import WARMUP_DIR, FaultPlan, RecordedRun, RunPlan,
 from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, workload_spec
 
 __all__ = [
+    "GPU_FAULT_SUBSYSTEMS",
+    "JobPace",
+    "build_gpu_host_set",
+    "read_steps",
+    "slowdown",
+    "steady_span",
     "HOST_JOBS",
     "HostJob",
     "HostRecordingPlan",
