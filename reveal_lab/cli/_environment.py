@@ -1,5 +1,5 @@
 """What every command needs from the process it runs in: output that a non-UTF-8 terminal
-can show, a numba cache it can write, and errors of the machine (full disk, no memory)
+can show, text files in UTF-8, library caches it can write, and errors of the machine (full disk, no memory)
 said with the path or the input they concern."""
 
 from __future__ import annotations
@@ -51,40 +51,72 @@ def _readable_text_streams() -> None:
 
 
 def _writable(path: Path) -> bool:
-    """Whether a folder can be made at ``path`` (or is there) and written by this user."""
+    """Whether a folder can be made at ``path`` (or is there) and written by this user
+    (``False`` when a folder on the way cannot even be looked into)."""
     p = path
-    while not p.exists():
+    while True:
+        try:
+            if p.exists():
+                return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
+        except OSError:
+            return False
         if p.parent == p:
             return False
         p = p.parent
-    return p.is_dir() and os.access(p, os.W_OK | os.X_OK)
 
 
-def _numba_cache() -> None:
-    """Give numba a cache folder it can write when it would find none: its own choices are
-    the package's ``__pycache__`` and ``~/.cache/numba``, and as an ordinary user without a
-    writable HOME neither is writable, so every cached function fails ("no locator
-    available"). Then ``NUMBA_CACHE_DIR`` is set to a private folder under the temporary
-    directory (children, such as notebook kernels, inherit it). A value already set is kept."""
-    if os.environ.get(NUMBA_CACHE_ENV):
+def _private_folder(env: str, usual: Path) -> None:
+    """Set ``env`` to a private folder under the temporary directory (mode 0700, this user's)
+    when it is unset and ``usual``, the folder the library would use, cannot be written;
+    children (notebook kernels) inherit it."""
+    if os.environ.get(env) or _writable(usual):
         return
-    package = Path(__file__).resolve().parents[1]
-    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
-    if os.access(package, os.W_OK) or _writable(home / ".cache" / "numba"):
-        return
-    folder = Path(tempfile.gettempdir()) / f"reveal-lab-numba-{os.getuid()}"
+    folder = Path(tempfile.gettempdir()) / f"reveal-lab-{env.lower()}-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
+        mine = folder.is_dir() and not folder.is_symlink() and folder.stat().st_uid == os.getuid()
     except OSError:
-        return  # numba then says what it cannot do
-    if folder.is_dir() and not folder.is_symlink() and folder.stat().st_uid == os.getuid():
-        os.environ[NUMBA_CACHE_ENV] = str(folder)
+        return  # the library then says what it cannot do
+    if mine:
+        os.environ[env] = str(folder)
+
+
+def _writable_caches() -> None:
+    """Caches the libraries can write as an ordinary user without a writable HOME: numba's
+    (its choices are the package's ``__pycache__`` and ``~/.cache/numba``; with neither
+    writable every cached function fails, "no locator available") and matplotlib's
+    (``~/.config/matplotlib``; else a new temporary one each process, with a warning)."""
+    home = Path(os.environ.get("HOME") or os.path.expanduser("~"))
+    package = Path(__file__).resolve().parents[1]
+    if not os.access(package, os.W_OK):
+        _private_folder(NUMBA_CACHE_ENV, home / ".cache" / "numba")
+    _private_folder("MPLCONFIGDIR", home / ".config" / "matplotlib")
+
+
+def _utf8_files() -> None:
+    """Text files opened without an encoding are UTF-8 in this process whatever the locale:
+    under a Latin-1 locale, the character type is switched to a UTF-8 one (``C.UTF-8``), as
+    Python's own locale coercion does for the C locale. The output streams keep the
+    terminal's encoding (:func:`_readable_text_streams`); notebook kernels run in UTF-8 mode
+    (:func:`reveal_lab.notebooks.kernel_spec`)."""
+    import locale
+
+    if sys.flags.utf8_mode or locale.getpreferredencoding(False).lower().replace("-", "") == "utf8":
+        return
+    for name in ("C.UTF-8", "C.utf8", "en_US.UTF-8"):
+        try:
+            locale.setlocale(locale.LC_CTYPE, name)
+            return
+        except locale.Error:
+            continue
 
 
 def prepare_process() -> None:
-    """Run once before a command: readable output streams and a writable numba cache."""
+    """Run once before a command: readable output streams, UTF-8 files and writable library
+    caches."""
     _readable_text_streams()
-    _numba_cache()
+    _utf8_files()
+    _writable_caches()
 
 
 #: the options that name what a command writes, in the order a message names them

@@ -78,11 +78,21 @@ def _gb(n: float) -> str:
 
 
 def _check_room(out, size: dict[str, float]) -> None:  # noqa: ANN001 - a Path
-    """Refuse (``ValueError``) a dataset larger than the free space where it goes, and one
-    run larger than this machine's memory, before anything is made."""
-    import os
+    """Refuse (``ValueError``) one run larger than the memory this process may use (the
+    machine's, or its address-space limit) and a dataset larger than the free space where
+    it goes, before anything is made."""
+    import resource
     import shutil
 
+    memory, why = _memory_bound()
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and (memory is None or soft < memory):
+        memory, why = float(soft), "its address-space limit"
+    if memory is not None and size["run_memory_bytes"] > memory:
+        raise ValueError(
+            f"one run of this length needs about {_gb(size['run_memory_bytes'])} of memory while it is made, "
+            f"more than this process may use ({_gb(memory)}, {why}); give a smaller --seconds"
+        )
     where = out.absolute()
     while not where.exists():
         where = where.parent
@@ -92,12 +102,13 @@ def _check_room(out, size: dict[str, float]) -> None:  # noqa: ANN001 - a Path
             f"{out}: {size['runs']:,} runs need about {_gb(size['zip_bytes'])}, and {where} has "
             f"{_gb(free)} free; give a smaller --scale, --runs-per-workload or --seconds"
         )
+
+
+def _memory_bound() -> tuple[float | None, str]:
+    """This machine's memory in bytes (``None`` where it cannot be read) and its name."""
+    import os
+
     try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")), "this machine's memory"
     except (ValueError, OSError):
-        return
-    if size["run_memory_bytes"] > memory:
-        raise ValueError(
-            f"one run of this length needs about {_gb(size['run_memory_bytes'])} of memory while it is "
-            f"made, more than this machine's {_gb(memory)}; give a smaller --seconds"
-        )
+        return None, ""
