@@ -31,6 +31,7 @@ REPORT_OUTPUTS = (
     "report.html",
     "sentinels.csv",
     "crosshost.csv",
+    "episodes.csv",
     "pruning.json",
     "pruning_*.json",
 )

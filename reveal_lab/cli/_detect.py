@@ -70,6 +70,15 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
     p.add_argument(
         "--out", metavar="DIR", default="reveal-report", help="report folder (default ./reveal-report)"
     )
+    p.add_argument(
+        "--job-pace",
+        metavar="FILE",
+        action="append",
+        default=None,
+        help="the training job's step times (CSV with t, a step's start in epoch seconds, and step_s, "
+        "its duration): each episode gets the job's slowdown with an interval, and a run with no "
+        "recorded span is scored over the job's steady span; once for every RUN, or once per RUN",
+    )
     group_advanced(p, DETECT_ADVANCED, DETECT_HELP, metavars=DETECT_METAVARS,
                    usage="reveal-lab detect [-h] [--baseline RUN [RUN ...]] [--out DIR] [options] RUN [RUN ...]")
     p.set_defaults(func=_run)
@@ -105,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
         return load_run(path, **opts)
 
     baseline = [load(b) for b in args.baseline] if args.baseline else None
+    paces = _job_paces(args.job_pace, len(args.runs))
     stage = StagedFolder(args.out, ours=REPORT_OUTPUTS)  # moved into place once complete
     out = stage.path
     pruning = None
@@ -123,8 +133,12 @@ def _run(args: argparse.Namespace) -> int:
     episodes = []
     frames_by_host: dict[str, object] = {}
     repeated: set[str] = set()
-    for path in args.runs:
+    pace_of: dict = {}
+    for i, path in enumerate(args.runs):
         run = load(path)
+        if paces:
+            run = _with_job_span(run, *paces[min(i, len(paces) - 1)])
+            pace_of[run.run_id] = paces[min(i, len(paces) - 1)][1]
         check_enough_samples(run, preset.window)
         if args.cross_host:
             for h, part in run.split_hosts().items():
@@ -169,9 +183,46 @@ def _run(args: argparse.Namespace) -> int:
         crosshost=crosshost,
         runs=frames_by_run,
         episodes=pl.concat(known, how="vertical") if known else None,
+        pace=pace_of or None,
     )
     print(f"report: {stage.commit()} ({', '.join(paths)})")
     return 0
+
+
+def _job_paces(files: list[str] | None, n_runs: int) -> list:
+    """``(file, JobPace)`` per ``--job-pace`` given: once (for every run) or once per run."""
+    if not files:
+        return []
+    if len(files) not in (1, n_runs):
+        raise ValueError(f"--job-pace: give it once (every RUN) or once per RUN ({n_runs}), got {len(files)}")
+    from reveal_lab.io import read_job_pace
+
+    return [(f, read_job_pace(f)) for f in files]
+
+
+def _with_job_span(run, file: str, pace):  # noqa: ANN001, ANN202 - a Run
+    """``run`` with the job's steady span as its workload span (when it has none recorded),
+    refused when no step of the pace ``file`` falls inside the recording."""
+    import dataclasses
+    import datetime as dt
+
+    from reveal_lab.io import steady_span
+    from reveal_lab.pipeline import recorded_span
+
+    ts = run.frame["timestamp"]
+    lo, hi = (t.replace(tzinfo=dt.UTC).timestamp() for t in (ts.min(), ts.max()))
+    if not ((pace.t >= lo) & (pace.t <= hi)).any():
+        raise ValueError(
+            f"--job-pace {file}: no step starts within {run.run_id}'s recording "
+            f"({ts.min()} to {ts.max()} UTC); t must be epoch seconds on the same clock"
+        )
+    if recorded_span(run) is not None:
+        return run
+    a, b = steady_span(pace)
+    stamp = [dt.datetime.fromtimestamp(x, dt.UTC).replace(tzinfo=None).isoformat(sep=" ") for x in (a, b)]
+    extra = {**(run.meta.extra or {}), "workload_start": stamp[0], "workload_end": stamp[1]}
+    note = f"{run.run_id}: scored over the job's steady span from --job-pace {file} ({stamp[0]} to {stamp[1]})"
+    return type(run)(dataclasses.replace(run.meta, extra=extra), run.frame, [*run.warnings, note])
 
 
 def _preset_from_args(args: argparse.Namespace):  # noqa: ANN202 - a Preset

@@ -24,15 +24,17 @@ DETECT_HELP: dict[str, str] = {
     "--interval": "nominal sampling interval (default 100ms)",
     "--preset": "window and detector settings: paper, smoke (default paper)",
     "--select": "score only the metric keys listed in FILE (one per line)",
-    "--no-prune": "score every metric (default: the pruned space, paper §4.1)",
+    "--no-prune": "score every metric (default: the pruned space with baselines, every metric alone)",
+    "--prune": "fit the pruned space on a run alone too",
+    "--job-pace": "the job's step times (CSV t,step_s): each episode's slowdown",
     "--pruning": "reuse a saved pruning.json as the metric space",
     "--trim": "auto (default), span, active, none: the part of a recording scored",
     "--thresholds": "auto (default), calibrated, baseline, robust, self (the paper's)",
     "--calibration": "trimmed (default), pooled, median: how calibrated thresholds pool",
-    "--z-clip": "cap on a feature's |z| if calibrated (10)",
+    "--z-clip": "cap on a feature's |z| if calibrated or alone (10)",
     "--outlier-fence": "cap quantile thresholds at median + 100 MADs (on; paper: off)",
     "--sentinel-samples": "sentinel rule's samples (5; none: off)",
-    "--min-run": "windows in a row for a flag (4 alone, else 1)",
+    "--min-run": "windows in a row for a flag (8 alone, else 1)",
     "--min-agreement": "detectors that must agree (2 if calibrated, else 1)",
     "--false-alarm-rate": "share of fault-free windows flagged (default 0.01)",
     "--view": "how a collector folder is read: dataset (default) or raw",
@@ -44,7 +46,7 @@ DETECT_METAVARS: dict[str, str] = {"--thresholds": "MODE", "--calibration": "RUL
 
 #: ``detect``'s flags shown under "advanced"
 DETECT_ADVANCED: tuple[str, ...] = (
-    "--force", "--interval", "--preset", "--select", "--no-prune", "--pruning", "--trim",
+    "--force", "--interval", "--preset", "--select", "--no-prune", "--prune", "--pruning", "--trim",
     "--thresholds", "--calibration", "--z-clip", "--outlier-fence", "--sentinel-samples", "--min-run",
     "--min-agreement", "--false-alarm-rate", "--view",
 )

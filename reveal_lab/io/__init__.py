@@ -8,6 +8,7 @@ from reveal_lab.io._export_tsv import export_tsv
 from reveal_lab.io._identity import run_identity
 from reveal_lab.io._load import PARQUET_META_KEY, load_run, read_parquet_run, write_parquet_run
 from reveal_lab.io._meta import META_COLUMNS, read_meta_csv
+from reveal_lab.io._pace import PACE_COLUMNS, JobPace, read_job_pace, steady_span
 from reveal_lab.io._names import LLM_MODELS, PREFIX_PHASE, RunFileName, meta_from_name, parse_run_filename
 from reveal_lab.io._public import INDEX_SCHEMA, Dataset, open_dataset
 from reveal_lab.io._reconcile import Reconciliation, reconcile
@@ -15,6 +16,10 @@ from reveal_lab.io._staged import StagedFolder, check_not_nested, staged_folder
 from reveal_lab.io._tsv import read_public_tsv
 
 __all__ = [
+    "PACE_COLUMNS",
+    "JobPace",
+    "read_job_pace",
+    "steady_span",
     "open_dataset",
     "Dataset",
     "Reconciliation",

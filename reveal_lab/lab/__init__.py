@@ -34,7 +34,7 @@ from reveal_lab.lab._gate import (
     read_page_cache_kb,
     read_process_table,
 )
-from reveal_lab.lab._gpuset import GPU_FAULT_SUBSYSTEMS, JobPace, build_gpu_host_set, read_steps, slowdown, steady_span
+from reveal_lab.lab._gpuset import GPU_FAULT_SUBSYSTEMS, build_gpu_host_set, slowdown
 from reveal_lab.lab._hostset import (
     HOST_JOBS,
     HostJob,
@@ -89,11 +89,8 @@ from reveal_lab.lab._workloads import WORKLOADS, build_model, run_workload, work
 
 __all__ = [
     "GPU_FAULT_SUBSYSTEMS",
-    "JobPace",
     "build_gpu_host_set",
-    "read_steps",
     "slowdown",
-    "steady_span",
     "HOST_JOBS",
     "HostJob",
     "HostRecordingPlan",

@@ -11,7 +11,7 @@ seconds, ``step_s``: its duration). :func:`build_gpu_host_set` writes:
 * ``host_separated/*.parquet``: each recording in the public grammar (``view="dataset"``),
   readable by :func:`~reveal_lab.io.open_dataset`;
 * ``meta_lab.csv``: one row per recording; ``workload_start``/``workload_end`` are the job's
-  steady span (:func:`steady_span`: from its first step no slower than twice its median step
+  steady span (:func:`~reveal_lab.io.steady_span`: from its first step no slower than twice its median step
   to the end of its last), so ``detect`` scores a job run over the job, as a lab run; a
   recording without a job has no span and is scored whole;
 * ``labels.csv``: one row per fault (lab format, ``scope=episode``), its subsystem from
@@ -26,19 +26,15 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
+from reveal_lab.io import JobPace, read_job_pace, steady_span
 from reveal_lab.lab._labels import EXTRA_META_COLUMNS, LABEL_COLUMNS, META_COLUMNS, ms_to_stamp, write_csv
 
 __all__ = [
     "GPU_FAULT_SUBSYSTEMS",
-    "JobPace",
-    "read_steps",
-    "steady_span",
     "slowdown",
     "build_gpu_host_set",
     "GPU_SET_SPLIT",
@@ -60,48 +56,6 @@ GPU_FAULT_SUBSYSTEMS: dict[str, str] = {
     "storage_write": "storage",
     "network": "network",
 }
-
-
-@dataclass(frozen=True)
-class JobPace:
-    """A training job's steps: each one's wall start (epoch seconds) and duration (s)."""
-
-    t: np.ndarray
-    step_s: np.ndarray
-
-    def median_between(self, start: float, end: float) -> float:
-        """The median duration of the steps that start in ``[start, end)`` (NaN when none)."""
-        m = (self.t >= start) & (self.t < end)
-        return float(np.median(self.step_s[m])) if m.any() else float("nan")
-
-
-def read_steps(path: str | Path) -> JobPace:
-    """A job's ``steps.csv`` (columns ``t``, ``step_s``), refused naming the file and column
-    when either is missing or not a number."""
-    path = Path(path)
-    try:
-        f = pl.read_csv(path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise ValueError(f"{path}: cannot read the job's step times ({exc})") from None
-    for col in ("t", "step_s"):
-        if col not in f.columns:
-            raise ValueError(f"{path}: no column {col!r} (expected t, step_s: a step's start in epoch s, its duration)")
-        if not f.schema[col].is_numeric():
-            raise ValueError(f"{path}: column {col!r} is {f.schema[col]}, expected numbers")
-    f = f.drop_nulls(["t", "step_s"]).sort("t")
-    return JobPace(f["t"].cast(pl.Float64).to_numpy(), f["step_s"].cast(pl.Float64).to_numpy())
-
-
-def steady_span(pace: JobPace) -> tuple[float, float]:
-    """The job's steady span: from the start of its first step no slower than twice its median
-    step (the first steps compile and warm caches) to the end of its last step.
-
-    >>> steady_span(JobPace(np.array([0.0, 2.8, 2.9, 3.0]), np.array([2.8, 0.1, 0.1, 0.1])))
-    (2.8, 3.1)
-    """
-    med = float(np.median(pace.step_s))
-    first = int(np.flatnonzero(pace.step_s <= 2 * med)[0])
-    return float(pace.t[first]), float(pace.t[-1] + pace.step_s[-1])
 
 
 def slowdown(pace: JobPace, fault: tuple[float, float], faults: Sequence[tuple[float, float]]) -> float:
@@ -139,7 +93,7 @@ def _recording(raw: Path, out: Path) -> tuple[dict, list[dict], str]:
     stem = f"host_{model}for{task}_{dataset}_{stamp}"
     fn = f"{stem}_{host}.parquet"
     source = f"./{GPU_SET_SPLIT}/{fn}"
-    pace = read_steps(raw / "steps.csv") if (raw / "steps.csv").exists() else None
+    pace = read_job_pace(raw / "steps.csv") if (raw / "steps.csv").exists() else None
     span = steady_span(pace) if pace is not None else None
     faults = [(f["start"], f["end"]) for f in lab["faults"]]
     rmeta = RunMeta(

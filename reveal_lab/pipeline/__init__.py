@@ -56,11 +56,27 @@ from reveal_lab.pipeline._sentinel import (
     silent_counters,
     silent_indices,
 )
+from reveal_lab.pipeline._episodes import (
+    EPISODE_GAP_S,
+    EPISODE_SCHEMA,
+    SLOW_FACTOR,
+    episode_pace,
+    episodes_of,
+    unexplained_slowdowns,
+    what_moved,
+)
 from reveal_lab.pipeline._startup import StartUp, collector_startup, without_startup
 from reveal_lab.pipeline._view import detection_view, select_metrics
 from reveal_lab.numeric import sustained
 
 __all__ = [
+    "EPISODE_GAP_S",
+    "EPISODE_SCHEMA",
+    "SLOW_FACTOR",
+    "episode_pace",
+    "episodes_of",
+    "unexplained_slowdowns",
+    "what_moved",
     "StartUp",
     "collector_startup",
     "without_startup",

@@ -24,6 +24,7 @@ from reveal_lab.pipeline._method import Pruning, load_pruning, trim_arguments, t
 from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._result import Detection
 from reveal_lab.pipeline._score import ScoreSettings, score_host
+from reveal_lab.pipeline._episodes import episodes_of
 from reveal_lab.pipeline._startup import collector_startup, without_startup
 from reveal_lab.pipeline._sentinel import (
     SENTINEL_WINDOW_SCHEMA,
@@ -142,6 +143,7 @@ def _detect_run(
         crosshost=crosshost,
         sentinels=sentinels,
     )
+    det.episodes = episodes_of(windows)
     det.summary = det.make_summary()
     log.info(
         "%s: %d windows, %d anomalous (agreement >= %d), %.1f s",

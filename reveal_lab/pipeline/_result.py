@@ -69,6 +69,9 @@ class Detection:
     #: with baseline runs: the counters 0 in every baseline sample that move here
     #: (:func:`reveal_lab.pipeline.sentinel_counters`)
     sentinels: pl.DataFrame | None = None
+    #: the anomalous episodes: a host's anomalous windows less than 10 s apart merged
+    #: (:func:`reveal_lab.pipeline.episodes_of`)
+    episodes: pl.DataFrame | None = None
 
     @property
     def scores(self) -> dict[str, np.ndarray]:
@@ -147,6 +150,7 @@ class Detection:
             "meta": {k: v for k, v in self.meta.items() if k != "extra"},
             "thresholds": self.thresholds,
             **block(w, anom),
+            "episodes": self.episodes.height if self.episodes is not None else None,
             "per_host": {
                 h: block(w.filter(pl.col("host") == h), anom.filter(pl.col("host") == h)) for h in hosts
             }

@@ -12,6 +12,7 @@ import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA
 from reveal_lab.jsonsafe import write_json
+from reveal_lab.io import JobPace
 from reveal_lab.pipeline import ANOMALIES_COLUMNS, Detection
 from reveal_lab.render import markdown_table, render, table_cells
 
@@ -88,11 +89,16 @@ def _detector_table(s: dict[str, Any], thresholds: dict[str, dict[str, float]]) 
     return pl.DataFrame(rows)
 
 
-def _sections(det: Detection, max_rows: int) -> list[tuple[str, str, pl.DataFrame | None]]:
-    """(heading, paragraph, table) per section of one run."""
+def _sections(
+    det: Detection, max_rows: int, episodes: tuple[str, str, pl.DataFrame | None] | None = None
+) -> list[tuple[str, str, pl.DataFrame | None]]:
+    """(heading, paragraph, table) per section of one run; ``episodes``: its episodes section
+    (:func:`_episode_section`), after the results."""
     s = det.summary
     out: list[tuple[str, str, pl.DataFrame | None]] = [(f"Run {det.run_id}", _intro(det), None)]
     out += _result_sections(det, max_rows)
+    if episodes is not None:
+        out.append(episodes)
     out.append(("Detectors", "", _detector_table(s, det.thresholds)))
     out += _policy_section(det) + _per_host_section(s) + _sentinel_section(det, max_rows)
     if det.warnings:
@@ -377,6 +383,7 @@ def write_report(
     episodes: pl.DataFrame | None = None,
     figures: bool = True,
     max_metrics: int = 4,
+    pace: Mapping[str, JobPace] | None = None,
 ) -> dict[str, Path]:
     """Write the report of one or several detections into ``out_dir``.
 
@@ -400,6 +407,15 @@ def write_report(
     Cross-host deviation (a detection's own, for runs with three or more hosts, or
     ``crosshost`` computed over several runs, see :func:`reveal_lab.crosshost.deviation`)
     goes to ``crosshost.csv`` and a section listing the persistent deviations.
+
+    Every run's anomalous episodes (a host's anomalous windows less than 10 s apart,
+    :func:`~reveal_lab.pipeline.episodes_of`) go to ``episodes.csv`` and a section, each with
+    what moved most in its subsystem (:func:`~reveal_lab.pipeline.what_moved`, when ``runs``
+    holds the run's frame). With ``pace`` (run id → the job's
+    :class:`~reveal_lab.io.JobPace`), each episode gets the job's step time inside it against
+    outside every episode, with a bootstrap interval, ranked by it, and the stretches where
+    the job ran slow outside every episode are named; without it the report says the job's
+    slowdown is unknown.
 
     Returns the paths written, by file name.
     """
@@ -425,8 +441,11 @@ def write_report(
     left = [(d.run_id, (d.config.get("trim", {}).get("run") or {}).get("left_out")) for d in dets]
     md = [f"# {title}", "", *[f"- {rid}: {text}" for rid, text in left if text], "", headline, ""]
     page_runs = []
+    episode_tables = []
     for d in dets:
-        sections = _run_sections(d, max_rows, md)
+        ep = _episode_table(d, _frame_of(runs, d.run_id), (pace or {}).get(d.run_id))
+        episode_tables.append(ep.with_columns(run=pl.lit(d.run_id)))
+        sections = _run_sections(d, max_rows, md, _episode_section(d, ep, (pace or {}).get(d.run_id)))
         figs = _figures(d, _frame_of(runs, d.run_id), episodes, max_metrics) if figures else []
         page_runs.append({"sections": sections, "figures": figs})
     md += [
@@ -436,6 +455,10 @@ def write_report(
         "",
     ]
     _write_sentinels(dets, out, paths, summary)
+    eps = pl.concat(episode_tables, how="diagonal_relaxed")
+    if eps.height:
+        paths["episodes.csv"] = out / "episodes.csv"
+        eps.select("run", *[c for c in eps.columns if c != "run"]).write_csv(paths["episodes.csv"])
     cross = _crosshost_section(dets, crosshost, out, paths, summary, md, max_rows)
     write_json(paths["summary.json"], summary, indent=2)
     paths["report.md"].write_text("\n".join(md))
@@ -452,6 +475,82 @@ def write_report(
         )
     )
     return paths
+
+
+def _episode_table(det: Detection, frame: pl.DataFrame | None, pace: JobPace | None) -> pl.DataFrame:
+    """The run's episodes with what moved in each (from ``frame``, its raw values) and, with
+    ``pace``, the job's step time beside each (within the scored span)."""
+    from reveal_lab.pipeline import EPISODE_SCHEMA, episode_pace, what_moved
+    from reveal_lab.telemetry import split_hosts
+
+    eps = det.episodes if det.episodes is not None else pl.DataFrame(schema=EPISODE_SCHEMA)
+    parts = split_hosts(frame) if frame is not None else {}
+    rows = eps.to_dicts()
+    moved = [what_moved(parts[r["host"]], r, rows, r["subsystem"]) if r["host"] in parts else "" for r in rows]
+    eps = eps.with_columns(what_moved=pl.Series(moved, dtype=pl.String))
+    if pace is not None:
+        eps = episode_pace(eps, pace, within=_scored_epochs(det))
+    return eps
+
+
+def _scored_epochs(det: Detection) -> tuple[float, float] | None:
+    """The scored span of the run in epoch seconds (its first window's start, last one's end)."""
+    import datetime as dt
+
+    w = det.windows
+    if w.is_empty():
+        return None
+    return (
+        w["start"].min().replace(tzinfo=dt.UTC).timestamp(),
+        w["end"].max().replace(tzinfo=dt.UTC).timestamp(),
+    )
+
+
+def _episode_section(
+    det: Detection, eps: pl.DataFrame, pace: JobPace | None
+) -> tuple[str, str, pl.DataFrame | None]:
+    """The episodes section: a paragraph on the job's pace and the episodes table."""
+    import datetime as dt
+
+    from reveal_lab.pipeline import unexplained_slowdowns
+
+    if eps.is_empty():
+        para = "No anomalous episode."
+    else:
+        para = (
+            f"{eps.height} episode(s): anomalous windows less than 10 s apart merged; "
+            "`what_moved`: the metrics of the episode's subsystem farthest from the rest of the run."
+        )
+    if pace is None:
+        para += "\n\nThe job's pace was not given: how much each episode slowed the job is unknown (`--job-pace FILE`)."
+    else:
+        slow = unexplained_slowdowns(pace, eps, within=_scored_epochs(det))
+        t0 = det.windows["start"].min() if det.windows.height else None
+        def at(s: float) -> str:
+            return f"{(dt.datetime.fromtimestamp(s, dt.UTC).replace(tzinfo=None) - t0).total_seconds():.0f} s" if t0 else f"{s:.0f}"
+        if eps.height:
+            top = eps.sort("rank").row(0, named=True)
+            para += (
+                f"\n\nRanked by the job's slowdown: episode {top['episode']} ({top['subsystem']}) "
+                f"step time x{top['slowdown']:.2f} [{top['slowdown_low']:.2f}, {top['slowdown_high']:.2f}]."
+            )
+        para += (
+            "\n\nNo slowdown of the job outside the episodes."
+            if not slow
+            else "\n\nNo episode explains the job's slowdown at "
+            + "; ".join(f"{at(a)}-{at(b)} (step x{r:.2f})" for a, b, r in slow)
+            + " (from the scored span's start)."
+        )
+    if eps.is_empty():
+        return ("Episodes", para, None)
+    t0 = det.windows["start"].min()
+    show = eps.sort("rank" if "rank" in eps.columns else "start").with_columns(
+        start_s=((pl.col("start") - t0).dt.total_milliseconds() / 1000).round(1),
+        seconds=((pl.col("end") - pl.col("start")).dt.total_milliseconds() / 1000).round(1),
+    )
+    cols = ["episode", "host", "start_s", "seconds", "windows", "subsystem", "what_moved"]
+    cols += [c for c in ("slowdown", "slowdown_low", "slowdown_high", "rank") if c in show.columns]
+    return ("Episodes", para, show.select(cols))
 
 
 def _write_anomalies(dets: list[Detection], path: Path) -> pl.DataFrame:
@@ -487,10 +586,12 @@ def _summary(dets: list[Detection], csv: pl.DataFrame) -> dict[str, Any]:
     }
 
 
-def _run_sections(d: Detection, max_rows: int, md: list[str]) -> list[dict[str, Any]]:
+def _run_sections(
+    d: Detection, max_rows: int, md: list[str], episodes: tuple[str, str, pl.DataFrame | None] | None = None
+) -> list[dict[str, Any]]:
     """One run's sections for the page; their Markdown is appended to ``md``."""
     sections = []
-    for i, (head, para, table) in enumerate(_sections(d, max_rows)):
+    for i, (head, para, table) in enumerate(_sections(d, max_rows, episodes)):
         md += [f"{'##' if i == 0 else '###'} {head}", ""]
         if para:
             md += [para, ""]
