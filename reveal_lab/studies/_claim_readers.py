@@ -650,41 +650,28 @@ def _fisher(r: float, n: int, level: float = 0.95) -> tuple[float, float]:
     return math.tanh(z - half), math.tanh(z + half)
 
 
-def _loss_corr(loss: float, x: str, y: str, what: str, burst: bool = False) -> Callable[[pl.DataFrame, ClaimContext],
-                                                                                          Reading]:
-    """Qualitative, on notebook 06's ``case_packet_loss`` bins in loss episodes at rate
-    ``loss``: the Pearson correlation of ``x`` with the bin-to-bin change of ``y`` is
-    positive with its 95 % interval above 0 (holds), below 0 (does not), or across 0 (not
-    decided). ``burst``: also the retransmissions' coefficient of variation above the
-    fault-free runs' (more bursty)."""
+def _loss_corr(loss: float, corr: str, what: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+    """Qualitative, on notebook 06's ``case_packet_loss`` summary: the Pearson correlation
+    ``corr`` of the retransmissions per 1-s bin with another signal, over the bins of the loss
+    episodes at rate ``loss``, has its 95 % Fisher interval above 0 and above the fault-free
+    runs' correlation (holds), wholly below that (does not), or neither (not decided)."""
 
     def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
-        need = {"loss", "condition", "run", "host", x, y}
+        need = {"condition", "loss", "bins", corr}
         if not need <= set(df.columns):
             return Reading(None, f"case_packet_loss lacks {sorted(need - set(df.columns))}")
-        ep = (df.filter(((pl.col("loss") - loss).abs() < 1e-12) & (pl.col("condition") == "loss_episode"))
-              .sort("run", "host", "bin_start")
-              .with_columns(pl.col(y).diff().abs().over("run", "host").alias("_dy"))
-              .drop_nulls([x, "_dy"]))
-        if ep.height < 10:
-            return Reading(None, f"{ep.height} bins in loss episodes at {loss:.1%} (needs 10)")
-        if ep["_dy"].std() == 0 or ep[x].std() == 0:
-            return Reading(None, f"{y} or {x} does not vary in the {loss:.1%} loss episodes' bins")
-        r = float(ep.select(pl.corr(x, "_dy")).item())
-        lo, hi = _fisher(r, ep.height)
-        holds: bool | None = True if lo > 0 else False if hi < 0 else None
-        how = (f"qualitative: 'co-occurred with / aligned with {what}' read as: Pearson r of {x} with the bin-to-bin "
-               f"change of {y} over {ep.height} 1-s bins of the {loss:.1%} loss episodes = {r:.3g} (95 % interval "
-               f"{lo:.3g} to {hi:.3g}; above 0: holds)")
-        if burst:
-            base = df.filter(pl.col("condition") == "baseline")[x]
-            cv_base = float(base.std() / base.mean()) if base.len() > 1 and base.mean() else None
-            cv = float(ep[x].std() / ep[x].mean()) if ep[x].mean() else None
-            if cv is None or cv_base is None:
-                return Reading(None, "no retransmissions to compare burstiness with")
-            how += f"; and 'more bursty': the coefficient of variation per bin {cv:.3g} against {cv_base:.3g} fault-free"
-            holds = False if cv <= cv_base else holds
-        return Reading(r, how, holds)
+        ep = df.filter((pl.col("condition") == "loss_episode") & ((pl.col("loss") - loss).abs() < 1e-12))
+        base = df.filter(pl.col("condition") == "baseline")
+        r, n = (_float(ep[corr][0]), int(ep["bins"][0])) if ep.height else (None, 0)
+        r0 = _float(base[corr][0]) if base.height else None
+        if r is None or r0 is None or n < 10:
+            return Reading(None, f"case_packet_loss has no {corr} for {loss:.1%} loss episodes and fault-free runs "
+                                 f"(needs 10 bins; {n})")
+        lo, hi = _fisher(r, n)
+        holds = True if lo > max(r0, 0.0) else False if hi < max(r0, 0.0) else None
+        return Reading(r, f"qualitative: '{what}' read as: the retransmissions per 1-s bin correlate with it over the "
+                          f"{n} bins of the {loss:.1%} loss episodes (r = {r:.3g}, 95 % interval {lo:.3g} to "
+                          f"{hi:.3g}) above 0 and above the fault-free runs' r = {r0:.3g}", holds)
 
     return pick
 

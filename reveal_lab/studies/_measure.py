@@ -11,6 +11,7 @@ numbers are indicative: on a shared machine they carry its load, which is record
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import json
 import math
@@ -425,12 +426,22 @@ def check_overhead(table: pl.DataFrame) -> pl.DataFrame:
     return table
 
 
-def _timed(fn, repeat: int = 1) -> list[float]:  # noqa: ANN001
-    """Seconds of each of ``repeat`` calls of ``fn``."""
+def _timed(fn, repeat: int = 1, *, warm: bool = True) -> list[float]:  # noqa: ANN001
+    """Seconds of each of ``repeat`` calls ``fn(i)`` (``i`` = 1 … ``repeat``), after one
+    untimed call ``fn(0)`` when ``warm`` (imports, compiled code and first-touch caches
+    outside the timing). ``fn`` takes the call's number, so a step with a cache keyed by its
+    inputs can vary a seed and be timed doing the work each time.
+
+    >>> calls = []
+    >>> len(_timed(calls.append, 3)), calls
+    (3, [0, 1, 2, 3])
+    """
+    if warm:
+        fn(0)
     times = []
-    for _ in range(repeat):
+    for i in range(1, repeat + 1):
         t = time.perf_counter()
-        fn()
+        fn(i)
         times.append(time.perf_counter() - t)
     return times
 
@@ -495,7 +506,7 @@ def measure_runtimes(
         nonlocal wf
         wf = window_features(frame, windows=wins)
 
-    t_feat = _timed(features, repeat)
+    t_feat = _timed(lambda _: features(), repeat)
     assert wf is not None
     n, n_ch = wf.n_windows, len(wf.pairs["metric"].unique()) if "metric" in wf.pairs.columns else wf.X.shape[1]
     rows = [("features_per_window", *_stats(t_feat, n, level), "window", n, repeat,
@@ -503,7 +514,7 @@ def measure_runtimes(
     X = wf.imputed() if hasattr(wf, "imputed") else np.nan_to_num(wf.X)
     with tempfile.TemporaryDirectory(prefix="reveal-lab-parquet-") as d:
         cols = {f"f{i}": X[:, i] for i in range(X.shape[1])}
-        t_pq = _timed(lambda: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), repeat)
+        t_pq = _timed(lambda _: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), repeat)
     rows.append(("parquet_per_window", *_stats(t_pq, n, level), "window", n, repeat,
                  "window features written as one Parquet file"))
     try:
@@ -516,20 +527,25 @@ def measure_runtimes(
             one = some.slice(i, 1)
             sub = frame.select("timestamp", *metrics).filter(
                 (pl.col("timestamp") >= one["start"][0]) & (pl.col("timestamp") < one["end"][0]))
-            times += _timed(lambda sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"))
+            # the first window warms tsfresh up (imports, its pools) outside the timing
+            times += _timed(lambda _, sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"),
+                            warm=i == 0)
         rows.append(("tsfresh_per_window", *_stats(times, 1, level), "window", len(times), 1,
                      f"tsfresh on {len(metrics)} channels, each of {len(times)} windows timed on its own"))
     except ImportError:
         rows.append(("tsfresh_per_window", *([None] * 6), "window", 0, 0, "tsfresh is not installed (extra 'studies')"))
-    for name, det in (
-        ("zscore", ZScoreDetector()),
-        ("mahalanobis", PCAMahalanobisDetector()),
-        ("iforest", IsolationForestDetector()),
+    # each call its own seed: a forest fitted on the same windows with the same seed is reused
+    # (fitted_isolation_forest), which would time a lookup, not a fit
+    for name, make in (
+        ("zscore", lambda i: ZScoreDetector()),
+        ("mahalanobis", lambda i: PCAMahalanobisDetector()),
+        ("iforest", lambda i: IsolationForestDetector(random_state=i)),
     ):
-        t = _timed(lambda det=det: det.fit(X).decision_function(X), repeat)
+        t = _timed(lambda i, make=make: make(i).fit(X).decision_function(X), repeat)
         rows.append((name, *_stats(t, 1, level), "run", n, repeat, f"fit + score of {n} windows × {X.shape[1]} features"))
     pr = get_preset(preset)
-    t_e2e = _timed(lambda: detect_run(part, preset=pr), repeat)
+    t_e2e = _timed(lambda i: detect_run(part, preset=dataclasses.replace(pr, detect=dataclasses.replace(
+        pr.detect, seed=pr.detect.seed + i))), repeat)
     rows.append(("end_to_end_per_window", *_stats(t_e2e, n, level), "window", n, repeat,
                  f"detect_run ({preset} preset) on {n} windows"))
     label = machine_label(before, machine_info())

@@ -34,16 +34,31 @@ def _browser() -> str:
     found = (given if given and Path(given).exists() else None) or next(
         (p for p in map(shutil.which, BROWSERS) if p), None)
     if found is None:
-        pytest.skip("no Chromium found (Debian: apt-get install chromium; or set REVEAL_CHROMIUM=/path/to/chrome)")
+        pytest.skip(
+            "no Chromium found (Debian: apt-get install chromium; or set REVEAL_CHROMIUM=/path/to/chrome)"
+        )
     return found
 
 
 def _page(out: Path) -> Path:
-    save_table(pl.DataFrame({"run_id": ["r"], "workload": ["w"], "platform": ["lab"], "n_metrics": [606],
-                             "interval_ms": [100.0]}), out, "dataset_runs")
+    save_table(
+        pl.DataFrame(
+            {
+                "run_id": ["r"],
+                "workload": ["w"],
+                "platform": ["lab"],
+                "n_metrics": [606],
+                "interval_ms": [100.0],
+            }
+        ),
+        out,
+        "dataset_runs",
+    )
     claims = paper_vs_reproduced(out, data="data/lab")
     results = [NotebookResult("01-x.ipynb", "First notebook", "ok")]
-    return write_index(out, results, preset="smoke", data="data/lab", started=dt.datetime(2026, 1, 1), claims=claims)
+    return write_index(
+        out, results, preset="smoke", data="data/lab", started=dt.datetime(2026, 1, 1), claims=claims
+    )
 
 
 def test_top_of_the_page_in_a_1300px_window(tmp_path):
@@ -53,8 +68,9 @@ def test_top_of_the_page_in_a_1300px_window(tmp_path):
     index = _page(tmp_path)
     shot = tmp_path / "index_top.png"
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu",
-                                                                "--disable-dev-shm-usage"])
+        browser = pw.chromium.launch(
+            executable_path=exe, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
         try:
             page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
             page.goto(index.as_uri(), wait_until="load", timeout=120_000)

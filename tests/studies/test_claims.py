@@ -131,7 +131,8 @@ def test_every_quote_is_the_papers_text():
         for part in c.quote.split(" ... "):
             i = paper.find(_norm(part.strip(" (").removeprefix("... ")), pos)
             if i < 0:
-                wrong.append((c.claim_id, part, "not found after the fragment before it" if pos else "not found"))
+                where = "not found after the fragment before it" if pos else "not found"
+                wrong.append((c.claim_id, part, where))
                 break
             pos = i + len(_norm(part))
     assert not wrong

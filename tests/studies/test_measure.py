@@ -14,12 +14,12 @@ from reveal_lab.studies import (
     OVERHEAD_REPEAT_COLUMNS,
     RUNTIME_COLUMNS,
     check_overhead,
-    quiet_gate,
     machine_info,
     machine_label,
     measure_collector_overhead,
     measure_runtimes,
     overhead_comparison,
+    quiet_gate,
 )
 from reveal_lab.synth import make_run
 
@@ -75,20 +75,33 @@ def test_quiet_gate_says_when_the_machine_was_not_quiet():
 
 
 def test_overhead_comparison_keeps_the_collector_and_perf_only():
-    m = pl.DataFrame({"interval_ms": [100.0, 600.0, 100.0], "process": ["collector", "collector", "perf stat"],
-                      "pct_of_core": [0.5, 0.1, None]})
-    s = pl.DataFrame({"interval_ms": [100, 100, 200], "process": ["procfs", "loop", "perf"],
-                      "pct_of_core": [0.4, 0.05, 0.3]})
+    m = pl.DataFrame(
+        {
+            "interval_ms": [100.0, 600.0, 100.0],
+            "process": ["collector", "collector", "perf stat"],
+            "pct_of_core": [0.5, 0.1, None],
+        }
+    )
+    s = pl.DataFrame(
+        {
+            "interval_ms": [100, 100, 200],
+            "process": ["procfs", "loop", "perf"],
+            "pct_of_core": [0.4, 0.05, 0.3],
+        }
+    )
     c = overhead_comparison(m, s, stored_label="stored")
     assert c.filter(pl.col("source") == "measured here")["pct_of_core"].to_list() == [0.5, 0.1]
     assert c.filter(pl.col("source") == "stored").select("process", "interval_ms").rows() == [
-        ("collector", 100.0), ("perf stat", 200.0)]
+        ("collector", 100.0),
+        ("perf stat", 200.0),
+    ]
 
 
 @pytest.mark.slow
 def test_live_overhead_run_measures_the_collector():
-    m = measure_collector_overhead((100,), seconds=0.5, repeats=3, perf_interval_ms=100, start_timeout_s=180,
-                                   quiet_timeout_s=0.0)
+    m = measure_collector_overhead(
+        (100,), seconds=0.5, repeats=3, perf_interval_ms=100, start_timeout_s=180, quiet_timeout_s=0.0
+    )
     df = m.table
     assert tuple(df.columns) == OVERHEAD_COLUMNS and tuple(m.repeats.columns) == OVERHEAD_REPEAT_COLUMNS
     col = df.filter(pl.col("process") == "collector").row(0, named=True)
