@@ -7,7 +7,7 @@
   single-host detection and says which and why.
 """
 
-from reveal_lab.derive._cores import FOLDS, PER_CORE_SOURCES, CoreFamily, core_families, fold_cores, folded_family
+from reveal_lab.derive._cores import FOLDS, PER_CORE_SOURCES, CoreFamily, core_families, fold_cores, folded_family, with_cores
 from reveal_lab.derive._derive import (
     CUMULATIVE_SOURCES,
     DERIVED_SOURCE,
@@ -26,6 +26,7 @@ __all__ = [
     "core_families",
     "fold_cores",
     "folded_family",
+    "with_cores",
     "DerivedPlan",
     "plan_derived",
     "CUMULATIVE_SOURCES",

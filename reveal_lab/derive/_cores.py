@@ -22,7 +22,7 @@ import polars as pl
 
 from reveal_lab.telemetry import TIMESTAMP, MetricName, format_metric_name, parse_metric_name
 
-__all__ = ["PER_CORE_SOURCES", "FOLDS", "CoreFamily", "core_families", "fold_cores", "folded_family"]
+__all__ = ["PER_CORE_SOURCES", "FOLDS", "CoreFamily", "core_families", "fold_cores", "folded_family", "with_cores"]
 
 #: sources with one channel per core (the instance is the core's number)
 PER_CORE_SOURCES: frozenset[str] = frozenset({"CPU", "Softirqs", "Interrupts", "Perf"})
@@ -132,3 +132,39 @@ def folded_family(metric: str, columns: list[str]) -> tuple[str, ...]:
         if fam.folded(m.instance) == metric:
             return fam.columns
     return ()
+
+
+def with_cores(frame: pl.DataFrame, n: int, *, seed: int = 0, max_shift: int = 5) -> pl.DataFrame:
+    """A synthetic copy of ``frame`` as if its host had ``n`` cores, for testing what grows with
+    the core count: each per-core family keeps its first ``min(n, cores)`` columns as they
+    are and gets copies of them for the rest (core ``i`` copies core ``i mod cores``), each
+    shifted in time by up to ``max_shift`` samples (seeded), so that the copies' twitches fall
+    at their own times while their level, and every fault's, stays where it was. Other columns
+    are kept.
+
+    >>> f = pl.DataFrame({"timestamp": [0, 1, 2], "Softirqs_diff:SCHED.0.h[count]": [1.0, 2.0, 3.0],
+    ...                   "Softirqs_diff:SCHED.1.h[count]": [4.0, 5.0, 6.0]})
+    >>> with_cores(f, 4, max_shift=0).columns[1:]
+    ['Softirqs_diff:SCHED.0.h[count]', 'Softirqs_diff:SCHED.1.h[count]', 'Softirqs_diff:SCHED.2.h[count]', 'Softirqs_diff:SCHED.3.h[count]']
+    >>> with_cores(f, 1).columns
+    ['timestamp', 'Softirqs_diff:SCHED.0.h[count]']
+    """
+    if n < 1:
+        raise ValueError(f"n must be a whole number >= 1, got {n!r}")
+    rng = np.random.default_rng(seed)
+    fams = {f.columns[0]: f for f in core_families(frame.columns)}
+    member = {c for f in fams.values() for c in f.columns}
+    out: list[pl.Series] = []
+    for c in frame.columns:
+        fam = fams.get(c)
+        if fam is not None:
+            m = fam.template
+            for i in range(n):
+                src = frame.get_column(fam.columns[i % len(fam.columns)]).cast(pl.Float64).to_numpy()
+                if i >= len(fam.columns) and max_shift:
+                    src = np.roll(src, int(rng.integers(-max_shift, max_shift + 1)))
+                name = format_metric_name(MetricName(m.source, m.field, m.host, str(i), m.unit, m.diff))
+                out.append(pl.Series(name, src, dtype=pl.Float64))
+        elif c not in member:
+            out.append(frame.get_column(c))
+    return pl.DataFrame(out)
