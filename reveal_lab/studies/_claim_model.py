@@ -202,8 +202,10 @@ class Claim:
             raise ValueError(f"claim {self.claim_id}: a qualitative claim has no paper value, every other "
                              f"has one")
         if self.tol and not self.tol_why and not _is_approx(self.paper, self.tol):
-            raise ValueError(f"claim {self.claim_id}: tolerance {self.tol:g} is neither APPROX of the paper's "
-                             f"value nor justified (tol_why)")
+            raise ValueError(
+                f"claim {self.claim_id}: tolerance {self.tol:g} is neither APPROX of the paper's "
+                f"value nor justified (tol_why)"
+            )
 
     @property
     def tolerance_text(self) -> str:
@@ -213,7 +215,11 @@ class Claim:
         if self.rule == "factor":
             return f"within a factor {self.tol:g}" + (f": {self.tol_why}" if self.tol_why else "")
         if not self.tol:
-            return "none (the paper's bound)" if self.rule in ("above", "below", "at_least", "at_most") else "none"
+            return (
+                "none (the paper's bound)"
+                if self.rule in ("above", "below", "at_least", "at_most")
+                else "none"
+            )
         if _is_approx(self.paper, self.tol):
             return f"±{APPROX:.0%} of the paper's value ('approximately', or two digits without an interval)"
         return f"±{self.tol:g} {self.unit}: {self.tol_why}".replace("  ", " ")
@@ -283,7 +289,8 @@ def claim_status(
     ('differs', 'cannot be checked here')
     >>> claim_status("qualitative", None, 3.0, 0.0, holds=True), claim_status("above", 700, 700, 0)
     ('reproduced', 'differs')
-    >>> [claim_status("below", 1.5, (a + b) / 2, 0.0, lo=a, hi=b) for a, b in ((0.9, 1.1), (1.4, 1.6), (1.6, 1.7))]
+    >>> ends = ((0.9, 1.1), (1.4, 1.6), (1.6, 1.7))
+    >>> [claim_status("below", 1.5, (a + b) / 2, 0.0, lo=a, hi=b) for a, b in ends]
     ['reproduced', 'cannot be checked here', 'differs']
     """
     if rule not in RULES:

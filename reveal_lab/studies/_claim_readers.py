@@ -247,7 +247,7 @@ def _group_r(group: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
         g = df.filter(pl.col("group") == group)
         if g.height == 0:
             return Reading(None,
-                           f"no pair of the group's metrics in DATA (tables/pruning_correlation_groups.csv)")
+                           "no pair of the group's metrics in DATA (tables/pruning_correlation_groups.csv)")
         r = g["abs_r"]
         return Reading(float(r.median()),
                        f"median |r| of {g.height} pairs over {g['workload'].n_unique()} workloads "
@@ -279,7 +279,8 @@ def _measured(process: str, interval_ms: float, column: str = "pct_of_core") -> 
             why = sel["note"][0] if has_note else "not measured"
             return Reading(None, f"{process} at {interval_ms:g} ms: {why} (notebook 08's intervals_ms)")
         r = sel.row(0, named=True)
-        lo, hi = (_float(r.get("pct_lo")), _float(r.get("pct_hi"))) if column == "pct_of_core" else (None, None)
+        ends = (_float(r.get("pct_lo")), _float(r.get("pct_hi")))
+        lo, hi = ends if column == "pct_of_core" else (None, None)
         return Reading(
             float(r[column]),
             f"measured here for {r['seconds']:g} s, {r.get('channels') or '?'} channels, "
@@ -308,10 +309,16 @@ def _overhead_ratio(interval_ms: float) -> Callable[[ClaimContext], Reading]:
         a = _measured("collector", interval_ms)(ctx)
         b = _measured("perf stat", 100.0)(ctx)
         if a.value is None or b.value is None or b.value <= 0:
-            return Reading(None, a.note if a.value is None else b.note, machine=a.machine or b.machine,
-                           data=a.data or b.data)
-        how = (f"collector at {interval_ms:g} ms ({a.value:.3g} % of a core) over perf stat at 100 ms "
-               f"({b.value:.3g} %), measured side by side")
+            return Reading(
+                None,
+                a.note if a.value is None else b.note,
+                machine=a.machine or b.machine,
+                data=a.data or b.data,
+            )
+        how = (
+            f"collector at {interval_ms:g} ms ({a.value:.3g} % of a core) over perf stat at 100 ms "
+            f"({b.value:.3g} %), measured side by side"
+        )
         rep = ctx.table("measured_overhead_repeats")
         if rep is not None and rep.height:
             col = rep.filter((pl.col("process") == "collector") & (pl.col("interval_ms") == interval_ms))
@@ -320,8 +327,9 @@ def _overhead_ratio(interval_ms: float) -> Callable[[ClaimContext], Reading]:
             if both.height >= 2:
                 ratios = (both["pct_of_core"] / both["pct_of_core_perf"]).to_list()
                 m, lo, hi, _ = mean_interval(ratios)
-                return Reading(m, how + f"; the mean of {len(ratios)} windows' ratios", None, a.machine, a.data,
-                               lo, hi)
+                return Reading(
+                    m, how + f"; the mean of {len(ratios)} windows' ratios", None, a.machine, a.data, lo, hi
+                )
         return Reading(a.value / b.value, how, None, a.machine, a.data)
 
     return read
@@ -342,9 +350,15 @@ def _overhead_max(ctx: ClaimContext) -> Reading:
     if df.height == 0:
         return Reading(None, "no collector interval measured")
     r = df.sort("pct_of_core").row(-1, named=True)
-    return Reading(float(r["pct_of_core"]), f"the largest over {df['interval_ms'].cast(int).to_list()} ms "
-                                            f"(at {r['interval_ms']:g} ms)", None, r["machine"], LIVE,
-                   _float(r.get("pct_lo")), _float(r.get("pct_hi")))
+    return Reading(
+        float(r["pct_of_core"]),
+        f"the largest over {df['interval_ms'].cast(int).to_list()} ms (at {r['interval_ms']:g} ms)",
+        None,
+        r["machine"],
+        LIVE,
+        _float(r.get("pct_lo")),
+        _float(r.get("pct_hi")),
+    )
 
 
 def _overhead_decreasing(ctx: ClaimContext) -> Reading:
@@ -356,14 +370,21 @@ def _overhead_decreasing(ctx: ClaimContext) -> Reading:
     v = df["pct_of_core"].to_list()
     lo = df["pct_lo"].to_list() if "pct_lo" in df.columns else v
     hi = df["pct_hi"].to_list() if "pct_hi" in df.columns else v
-    pairs = ", ".join(f"{i:g} ms: {p:.3g} % ({a:.3g} to {b:.3g})"
-                      for i, p, a, b in zip(df["interval_ms"], v, lo, hi, strict=True))
+    pairs = ", ".join(
+        f"{i:g} ms: {p:.3g} % ({a:.3g} to {b:.3g})"
+        for i, p, a, b in zip(df["interval_ms"], v, lo, hi, strict=True)
+    )
     steps = list(zip(lo, hi, lo[1:], hi[1:], strict=False))
     falls = all(h1 < l0 for l0, _, _, h1 in steps)  # each longer interval's whole interval below
     rises = any(l1 > h0 for _, h0, l1, _ in steps)  # a longer interval's whole interval above
-    return Reading(v[-1], "qualitative: less CPU at each longer interval, the intervals apart "
-                          f"(each interval's 95 % interval below the shorter one's; {pairs})",
-                   True if falls else False if rises else None, df["machine"][0], LIVE)
+    return Reading(
+        v[-1],
+        "qualitative: less CPU at each longer interval, the intervals apart "
+        f"(each interval's 95 % interval below the shorter one's; {pairs})",
+        True if falls else False if rises else None,
+        df["machine"][0],
+        LIVE,
+    )
 
 
 #: bytes one sample of one channel takes raw: one 64-bit value, as the collector holds it
@@ -375,9 +396,11 @@ def _raw_rate(ctx: ClaimContext, interval_ms: float = 100.0) -> tuple[float | No
     if r.value is None:
         return None, r.note, r
     rate = r.value * RAW_VALUE_BYTES * 1000.0 / interval_ms
-    how = (f"raw: {r.value:.0f} channels × {1000 / interval_ms:g} samples/s × {RAW_VALUE_BYTES} B, "
-           f"uncompressed "
-           f"(the paper's raw format is not stated)")
+    how = (
+        f"raw: {r.value:.0f} channels × {1000 / interval_ms:g} samples/s × {RAW_VALUE_BYTES} B, "
+        f"uncompressed "
+        f"(the paper's raw format is not stated)"
+    )
     return rate, how, r
 
 
@@ -391,8 +414,9 @@ def _raw_bytes(per_day: bool, selected: bool = False) -> Callable[[ClaimContext]
             if sel.value is None:
                 return Reading(None, sel.note, machine=r.machine, data=r.data)
             rate = rate * sel.value / r.value  # type: ignore[operator]
-            how += (f"; kept: {sel.value:.0f} metrics after pruning (pruning.json) at the same "
-                    "per-channel rate")
+            how += (
+                f"; kept: {sel.value:.0f} metrics after pruning (pruning.json) at the same per-channel rate"
+            )
             where = f"{r.data}; the metrics kept from pruning {ctx.data or 'data/lab'} (notebook 02)"
             return Reading(rate * 86400 / 1e9 if per_day else rate / 1000.0, how, None, r.machine, where)
         return Reading(rate * 86400 / 1e9 if per_day else rate / 1000.0, how, None, r.machine, r.data)
@@ -422,11 +446,13 @@ def compression_reading(values: object, what: str) -> Reading:
     raw = np.ascontiguousarray(values).tobytes()
     packed = len(gzip.compress(raw, compresslevel=6))
     ratio = packed / len(raw)
-    return Reading(ratio,
-                   f"qualitative: 'further reductions by lightweight compression' read as: gzip shrinks the raw "
-                   f"samples of a run to at most {MIN_COMPRESSION:.0%} of their bytes ({len(raw) / 1e6:.3g} MB of "
-                   f"64-bit values -> {packed / 1e6:.3g} MB, {what}; the same bytes before and after)",
-                   ratio <= MIN_COMPRESSION)
+    return Reading(
+        ratio,
+        f"qualitative: 'further reductions by lightweight compression' read as: gzip shrinks the raw "
+        f"samples of a run to at most {MIN_COMPRESSION:.0%} of their bytes ({len(raw) / 1e6:.3g} MB of "
+        f"64-bit values -> {packed / 1e6:.3g} MB, {what}; the same bytes before and after)",
+        ratio <= MIN_COMPRESSION,
+    )
 
 
 #: the largest compressed-over-raw ratio read as a "reduction" (a tenth off at least)
@@ -438,10 +464,14 @@ def _longer_interval_smaller(ctx: ClaimContext) -> Reading:
     b = _measured("collector", 200.0, "bytes_per_s")(ctx)
     if a.value is None or b.value is None:
         return Reading(None, a.note if a.value is None else b.note, machine=a.machine, data=a.data)
-    return Reading(b.value / a.value,
-                   f"qualitative: bytes on disk per second at 200 ms ({b.value / 1000:.3g} KB/s) "
-                                      f"below 100 ms ({a.value / 1000:.3g} KB/s)", b.value < a.value,
-                   a.machine, a.data)
+    return Reading(
+        b.value / a.value,
+        f"qualitative: bytes on disk per second at 200 ms ({b.value / 1000:.3g} KB/s) "
+        f"below 100 ms ({a.value / 1000:.3g} KB/s)",
+        b.value < a.value,
+        a.machine,
+        a.data,
+    )
 
 
 def _ours_compressed(ctx: ClaimContext) -> Reading:
@@ -458,15 +488,25 @@ def _runtime(step: str, column: str = "seconds") -> Callable[[ClaimContext], Rea
             return _missing("measured_runtimes")
         sel = df.filter(pl.col("step") == step)
         if column not in df.columns:
-            return Reading(None, f"measured_runtimes has no {column!r} column (one time per step, no spread)",
-                           machine=sel["machine"][0] if sel.height else None)
+            return Reading(
+                None,
+                f"measured_runtimes has no {column!r} column (one time per step, no spread)",
+                machine=sel["machine"][0] if sel.height else None,
+            )
         if sel.height == 0 or sel[column][0] is None:
             why = sel["note"][0] if sel.height and "note" in sel.columns else "not measured"
             return Reading(None, f"{step}: {why}")
         r = sel.row(0, named=True)
         lo, hi = {"seconds": ("lo", "hi"), "std": ("std_lo", "std_hi")}.get(column, ("", ""))
-        return Reading(float(r[column]), str(r.get("note") or ""), None, r.get("machine"),
-                       "one run of DATA timed on this machine (notebook 08)", _float(r.get(lo)), _float(r.get(hi)))
+        return Reading(
+            float(r[column]),
+            str(r.get("note") or ""),
+            None,
+            r.get("machine"),
+            "one run of DATA timed on this machine (notebook 08)",
+            _float(r.get(lo)),
+            _float(r.get(hi)),
+        )
 
     return read
 
@@ -505,14 +545,19 @@ def _granularity(pair: str, measure: str, stat: str) -> Callable[[pl.DataFrame, 
 
 
 def _extremes_weakest(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
-    iou = {p: _float(df.filter((pl.col("pair") == lab) & (pl.col("measure") == "iou"))["median"].first())
-           for p, lab in _PAIRS.items()}
+    iou = {
+        p: _float(df.filter((pl.col("pair") == lab) & (pl.col("measure") == "iou"))["median"].first())
+        for p, lab in _PAIRS.items()
+    }
     if any(v is None for v in iou.values()):
         return Reading(None, f"an IoU median is missing ({iou})")
     fc = iou["fine_coarse"]
-    return Reading(fc, f"qualitative: the fine–coarse IoU median is the lowest of the three "
-                       f"({', '.join(f'{k} {v:.3g}' for k, v in iou.items())})",
-                   fc < min(iou["fine"], iou["coarse"]))  # type: ignore[type-var]
+    return Reading(
+        fc,
+        f"qualitative: the fine–coarse IoU median is the lowest of the three "
+        f"({', '.join(f'{k} {v:.3g}' for k, v in iou.items())})",
+        fc < min(iou["fine"], iou["coarse"]),
+    )  # type: ignore[type-var]
 
 
 def _evidence_share(*subsystems: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
@@ -523,8 +568,9 @@ def _evidence_share(*subsystems: str) -> Callable[[pl.DataFrame, ClaimContext], 
     return pick
 
 
-def _scoped(check: Callable[[ClaimContext], str | None], reader: Callable[[ClaimContext], Reading]
-            ) -> Callable[[ClaimContext], Reading]:
+def _scoped(
+    check: Callable[[ClaimContext], str | None], reader: Callable[[ClaimContext], Reading]
+) -> Callable[[ClaimContext], Reading]:
     """``reader``'s value, shown; but the claim cannot be checked when ``check`` says the
     data is not what the claim is about."""
 
@@ -533,18 +579,28 @@ def _scoped(check: Callable[[ClaimContext], str | None], reader: Callable[[Claim
         why = check(ctx)
         if why is None:
             return r
-        return Reading(None, why + (f"; on DATA: {_fmt(r.value)} ({r.note})" if r.value is not None else ""),
-                       machine=r.machine, data=r.data)
+        return Reading(
+            None,
+            why + (f"; on DATA: {_fmt(r.value)} ({r.note})" if r.value is not None else ""),
+            machine=r.machine,
+            data=r.data,
+        )
 
     return read
 
 
 def _memory_io_concentrate(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
-    share = {s: float(df.filter(pl.col("subsystem") == s)["share"].sum()) for s in
-             ("memory", "storage", "cpu", "network")}
+    share = {
+        s: float(df.filter(pl.col("subsystem") == s)["share"].sum())
+        for s in ("memory", "storage", "cpu", "network")
+    }
     mio, cn = share["memory"] + share["storage"], share["cpu"] + share["network"]
-    return Reading(mio, f"qualitative: 'concentrate' read as: memory + storage ({mio:.3g}) hold more of the "
-                        f"evidence than CPU + network ({cn:.3g})", mio > cn)
+    return Reading(
+        mio,
+        f"qualitative: 'concentrate' read as: memory + storage ({mio:.3g}) hold more of the "
+        f"evidence than CPU + network ({cn:.3g})",
+        mio > cn,
+    )
 
 
 def _all_subsystems(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
@@ -557,30 +613,44 @@ def _all_subsystems(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
         return Reading(None, "no fault-free run among the runs notebook 03 detected")
     seen = set(free["subsystem"].drop_nulls().to_list())
     need = {"cpu", "memory", "network", "storage"}
-    return Reading(float(len(seen & need)),
-                   f"qualitative: each of CPU, memory, network and storage in the evidence of the {n_free} "
-                   f"fault-free run-hosts' anomalous windows (injected faults left out; seen: "
-                   f"{', '.join(sorted(seen)) or 'none'})", need <= seen)
+    return Reading(
+        float(len(seen & need)),
+        f"qualitative: each of CPU, memory, network and storage in the evidence of the {n_free} "
+        f"fault-free run-hosts' anomalous windows (injected faults left out; seen: "
+        f"{', '.join(sorted(seen)) or 'none'})",
+        need <= seen,
+    )
 
 
-def _family_seconds(pattern: str, what: str, *, longest: bool = False, workload: str | None = None,
-                    stat: str = "median") -> Callable[[pl.DataFrame, ClaimContext], Reading]:
+def _family_seconds(
+    pattern: str, what: str, *, longest: bool = False, workload: str | None = None, stat: str = "median"
+) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
     def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
         runs = df.filter(pl.col("family") == "(any)")
         if workload:
             runs = runs.filter(pl.col("workload").str.contains(workload))
         if runs.height == 0:
-            return Reading(None,
-                           f"no run{' of ' + workload if workload else ''} among those notebook 03 detected")
+            return Reading(
+                None, f"no run{' of ' + workload if workload else ''} among those notebook 03 detected"
+            )
         fam = df.filter(pl.col("family").str.contains(pattern))
-        per = (runs.select("run_id", "host", "scored_s")
-               .join(fam.group_by("run_id", "host").agg(pl.col("seconds").sum(), pl.col("longest_s").max()),
-                     on=["run_id", "host"], how="left").fill_null(0.0))
+        per = (
+            runs.select("run_id", "host", "scored_s")
+            .join(
+                fam.group_by("run_id", "host").agg(pl.col("seconds").sum(), pl.col("longest_s").max()),
+                on=["run_id", "host"],
+                how="left",
+            )
+            .fill_null(0.0)
+        )
         col = "longest_s" if longest else "seconds"
         v = float(per[col].max() if stat == "max" else per[col].median())
-        return Reading(v, f"{stat} over {per.height} run-hosts of the seconds {what} "
-                          f"{'in one stretch ' if longest else ''}is in the evidence of anomalous windows "
-                          f"(runs scored {per['scored_s'].median():.0f} s median)")
+        return Reading(
+            v,
+            f"{stat} over {per.height} run-hosts of the seconds {what} "
+            f"{'in one stretch ' if longest else ''}is in the evidence of anomalous windows "
+            f"(runs scored {per['scored_s'].median():.0f} s median)",
+        )
 
     return pick
 
@@ -594,8 +664,10 @@ def tuned_on(ctx: ClaimContext) -> bool:
     root, lab = ctx.root, PROJECT_ROOT / "data" / "lab"
     if root is None or not (root / "recording.json").exists() or not (lab / "recording.json").exists():
         return False
-    return root.resolve() == lab.resolve() or (root / "recording.json").read_bytes() == (
-        lab / "recording.json").read_bytes()
+    return (
+        root.resolve() == lab.resolve()
+        or (root / "recording.json").read_bytes() == (lab / "recording.json").read_bytes()
+    )
 
 
 def _loss_network(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
@@ -604,18 +676,25 @@ def _loss_network(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
         return Reading(None, "no packet-loss run among the runs notebook 03 detected")
     net = df.filter((pl.col("subsystem") == "network") & pl.col("fault").str.contains("packet_loss"))
     hit = net.select("run_id", "host").unique().height
-    how = (f"qualitative: 'consistently' read as: network counters in the anomalous windows' evidence of every "
-           f"packet-loss run-host ({hit} of {runs.height})")
+    how = (
+        f"qualitative: 'consistently' read as: network counters in the anomalous windows' evidence of every "
+        f"packet-loss run-host ({hit} of {runs.height})"
+    )
     if ctx.policy == "default" and tuned_on(ctx):
-        return Reading(hit / runs.height, how + "; not decided here: the default's sentinel rule, which puts "
-                       "network counters in this evidence, was chosen on this same recording (data/lab), so "
-                       "it needs another recording with packet loss to be checked")
+        return Reading(
+            hit / runs.height,
+            how + "; not decided here: the default's sentinel rule, which puts "
+            "network counters in this evidence, was chosen on this same recording (data/lab), so "
+            "it needs another recording with packet loss to be checked",
+        )
     return Reading(hit / runs.height, how, hit == runs.height)
 
 
 #: metric families of protocol-level (connection) counters: §6's "connection churn"
-CHURN_FAMILIES = (r"NetworkProtocolCounts:|Nstat:Tcp(ActiveOpens|PassiveOpens|AttemptFails|EstabResets|CurrEstab|"
-                  r"OutRsts)$|Nstat:TcpExtTW$|Nstat:TcpExtTCPAbortOn")
+CHURN_FAMILIES = (
+    r"NetworkProtocolCounts:|Nstat:Tcp(ActiveOpens|PassiveOpens|AttemptFails|EstabResets|CurrEstab|"
+    r"OutRsts)$|Nstat:TcpExtTW$|Nstat:TcpExtTCPAbortOn"
+)
 
 
 def _loss_churn(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
@@ -625,17 +704,28 @@ def _loss_churn(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
     def share(rate: str) -> tuple[int, int]:
         mine = df.filter(pl.col("fault").str.contains(f"packet_loss@{rate}(\\+|$)"))
         n = mine.filter(pl.col("family") == "(any)").height
-        hit = mine.filter(pl.col("family").str.contains(CHURN_FAMILIES)).select("run_id", "host").unique().height
+        hit = (
+            mine.filter(pl.col("family").str.contains(CHURN_FAMILIES))
+            .select("run_id", "host")
+            .unique()
+            .height
+        )
         return hit, n
 
     (h2, n2), (h1, n1) = share("0.002"), share("0.001")
     if n2 == 0 or n1 == 0:
-        return Reading(None, f"needs runs at 0.1 % and 0.2 % loss among those notebook 03 detected ({n1}, {n2} "
-                             "run-hosts)")
-    return Reading(h2 / n2, f"qualitative: 'anomalies expanded to protocol-level fluctuations' read as: more of the "
-                            f"0.2 % loss run-hosts ({h2} of {n2}) than of the 0.1 % ones ({h1} of {n1}) have "
-                            "connection counters (TCP sockets, opens, resets, TIME-WAIT) in their anomalous windows' "
-                            "evidence", h2 / n2 > h1 / n1)
+        return Reading(
+            None,
+            f"needs runs at 0.1 % and 0.2 % loss among those notebook 03 detected ({n1}, {n2} run-hosts)",
+        )
+    return Reading(
+        h2 / n2,
+        f"qualitative: 'anomalies expanded to protocol-level fluctuations' read as: more of the "
+        f"0.2 % loss run-hosts ({h2} of {n2}) than of the 0.1 % ones ({h1} of {n1}) have "
+        "connection counters (TCP sockets, opens, resets, TIME-WAIT) in their anomalous windows' "
+        "evidence",
+        h2 / n2 > h1 / n1,
+    )
 
 
 def _fisher(r: float, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -646,7 +736,10 @@ def _fisher(r: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """
     from scipy import stats
 
-    z, half = math.atanh(max(min(r, 0.999999), -0.999999)), float(stats.norm.ppf(0.5 + level / 2)) / math.sqrt(n - 3)
+    z, half = (
+        math.atanh(max(min(r, 0.999999), -0.999999)),
+        float(stats.norm.ppf(0.5 + level / 2)) / math.sqrt(n - 3),
+    )
     return math.tanh(z - half), math.tanh(z + half)
 
 
@@ -665,13 +758,20 @@ def _loss_corr(loss: float, corr: str, what: str) -> Callable[[pl.DataFrame, Cla
         r, n = (_float(ep[corr][0]), int(ep["bins"][0])) if ep.height else (None, 0)
         r0 = _float(base[corr][0]) if base.height else None
         if r is None or r0 is None or n < 10:
-            return Reading(None, f"case_packet_loss has no {corr} for {loss:.1%} loss episodes and fault-free runs "
-                                 f"(needs 10 bins; {n})")
+            return Reading(
+                None,
+                f"case_packet_loss has no {corr} for {loss:.1%} loss episodes and fault-free runs "
+                f"(needs 10 bins; {n})",
+            )
         lo, hi = _fisher(r, n)
         holds = True if lo > max(r0, 0.0) else False if hi < max(r0, 0.0) else None
-        return Reading(r, f"qualitative: '{what}' read as: the retransmissions per 1-s bin correlate with it over the "
-                          f"{n} bins of the {loss:.1%} loss episodes (r = {r:.3g}, 95 % interval {lo:.3g} to "
-                          f"{hi:.3g}) above 0 and above the fault-free runs' r = {r0:.3g}", holds)
+        return Reading(
+            r,
+            f"qualitative: '{what}' read as: the retransmissions per 1-s bin correlate with it over the "
+            f"{n} bins of the {loss:.1%} loss episodes (r = {r:.3g}, 95 % interval {lo:.3g} to "
+            f"{hi:.3g}) above 0 and above the fault-free runs' r = {r0:.3g}",
+            holds,
+        )
 
     return pick
 
@@ -685,15 +785,19 @@ def _loss_case(column: str, what: str) -> Callable[[pl.DataFrame, ClaimContext],
         if base.len() == 0 or loss.len() == 0 or not base.mean():
             return Reading(None, "case_packet_loss lacks a baseline or a loss condition")
         ratio = float(loss.max()) / float(base.mean())  # type: ignore[arg-type]
-        return Reading(ratio,
-                       f"qualitative: 'not by orders of magnitude' read as: the largest {what} under loss "
-                              f"within 10× the baseline's", ratio < 10.0)
+        return Reading(
+            ratio,
+            f"qualitative: 'not by orders of magnitude' read as: the largest {what} under loss "
+            f"within 10× the baseline's",
+            ratio < 10.0,
+        )
 
     return pick
 
 
-def _remediation(case: str, pattern: str, side: str, what: str) -> Callable[[pl.DataFrame, ClaimContext],
-                                                                            Reading]:
+def _remediation(
+    case: str, pattern: str, side: str, what: str
+) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
     """The largest share of side ``side`` (``a_mean``/``b_mean``) over the metric rows of
     notebook 11's ``case`` whose name matches ``pattern``, in %; 0 when the case has rows
     but none of its anomalous windows names such a metric."""
@@ -710,8 +814,10 @@ def _remediation(case: str, pattern: str, side: str, what: str) -> Callable[[pl.
         if sel.height == 0:
             return Reading(0.0, f"{label}: no anomalous window names {what}")
         top = sel.sort(side).row(-1, named=True)
-        return Reading(100.0 * float(top[side]), f"{label}: share of windows naming {top['name']} "
-                                                 f"(the largest over {sel.height} {what} metrics)")
+        return Reading(
+            100.0 * float(top[side]),
+            f"{label}: share of windows naming {top['name']} (the largest over {sel.height} {what} metrics)",
+        )
 
     return pick
 
@@ -740,15 +846,19 @@ def _no_gain(case: str, what: str, margin: float = NO_CHANGE_MARGIN) -> Callable
         r = sel.row(0, named=True)
         lo, hi = _float(r["rel_lo"]), _float(r["rel_hi"])
         if lo is None or hi is None:
-            return Reading(None, f"case {case!r}: no interval for the throughput's change (one run on a side)")
+            return Reading(
+                None, f"case {case!r}: no interval for the throughput's change (one run on a side)"
+            )
         inside, outside = -margin < lo and hi < margin, hi <= -margin or lo >= margin
         verdict = "inside" if inside else "wholly outside" if outside else "across the edge of"
-        return Reading(_float(r["rel_change"]),
-                       f"qualitative, an equivalence test: '{what}' read as: the bootstrap interval of the "
-                       f"throughput's relative change ({lo:+.2%} to {hi:+.2%}, {r.get('n_a')} against "
-                       f"{r.get('n_b')} runs) within ±{margin:.1%}, the smallest change §6 calls an improvement "
-                       f"(NCCL QPs, 3.1 %): {verdict} it (case {case}, notebook 11)",
-                       True if inside else False if outside else None)
+        return Reading(
+            _float(r["rel_change"]),
+            f"qualitative, an equivalence test: '{what}' read as: the bootstrap interval of the "
+            f"throughput's relative change ({lo:+.2%} to {hi:+.2%}, {r.get('n_a')} against "
+            f"{r.get('n_b')} runs) within ±{margin:.1%}, the smallest change §6 calls an improvement "
+            f"(NCCL QPs, 3.1 %): {verdict} it (case {case}, notebook 11)",
+            True if inside else False if outside else None,
+        )
 
     return read
 
@@ -758,8 +868,13 @@ def _preset_value(ctx: ClaimContext, part: str, name: str) -> Reading:
 
     p = get_preset("paper")
     v = getattr(getattr(p, part), name, None)
-    return Reading(_float(v), f"reveal_lab.config preset 'paper', {part}.{name}", None,
-                   "none (a setting of the code)", "reveal_lab.config")
+    return Reading(
+        _float(v),
+        f"reveal_lab.config preset 'paper', {part}.{name}",
+        None,
+        "none (a setting of the code)",
+        "reveal_lab.config",
+    )
 
 
 def _flag_share(method: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
@@ -783,8 +898,15 @@ def _loss_rates(ctx: ClaimContext) -> Reading:
     if faults is None or "packet_loss" not in faults:
         return Reading(None, "DATA records no packet-loss run")
     meta = pl.read_csv(ctx.root / "meta_lab.csv", infer_schema_length=10_000)  # type: ignore[operator]
-    rates = sorted({float(p.split("@", 1)[1]) * 100 for v in meta["fault"].drop_nulls().to_list()
-                    for p in str(v).split("+") if p.startswith("packet_loss@")})
-    return Reading(max(rates) if rates else None,
-                   f"loss rates in DATA: {'/'.join(f'{r:g}' for r in rates)} % "
-                                                  f"(the largest shown)")
+    rates = sorted(
+        {
+            float(p.split("@", 1)[1]) * 100
+            for v in meta["fault"].drop_nulls().to_list()
+            for p in str(v).split("+")
+            if p.startswith("packet_loss@")
+        }
+    )
+    return Reading(
+        max(rates) if rates else None,
+        f"loss rates in DATA: {'/'.join(f'{r:g}' for r in rates)} % (the largest shown)",
+    )

@@ -125,36 +125,62 @@ def claims_markdown(claims: pl.DataFrame, *, source: str = "", when: str = "") -
     values, statuses, tolerance and reason as the CSV has them."""
     counts = doc_counts(claims)
     lines = ["# The paper beside us: Reveal's claims against this reproduction", ""]
-    lines += [f"<!-- written by reveal_lab.studies.write_claims_doc from {source or 'paper_vs_reproduced.csv'}; "
-              "regenerate, do not edit (python scripts/claims_doc.py OUT) -->", ""]
+    lines += [
+        f"<!-- written by reveal_lab.studies.write_claims_doc from {source or 'paper_vs_reproduced.csv'}; "
+        "regenerate, do not edit (python scripts/claims_doc.py OUT) -->",
+        "",
+    ]
     data = sorted(set(claims["data"].drop_nulls())) if "data" in claims.columns else []
     machines = sorted(set(claims["machine"].drop_nulls())) if "machine" in claims.columns else []
-    lines += [f"Written {when or dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} from "
-              f"`{source or 'paper_vs_reproduced.csv'}`. Data: {'; '.join(f'`{d}`' for d in data) or 'not named'}. "
-              f"Machines: {'; '.join(machines) or 'not named'}.", ""]
+    lines += [
+        f"Written {when or dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} from "
+        f"`{source or 'paper_vs_reproduced.csv'}`. Data: {'; '.join(f'`{d}`' for d in data) or 'not named'}. "
+        f"Machines: {'; '.join(machines) or 'not named'}.",
+        "",
+    ]
     n = claims.filter(pl.col("kind") == "finding").height
-    lines += ["## Counts", "", f"| {n} findings | reproduced | differ | cannot be checked here |", "|---|---|---|---|"]
-    lines += [f"| {label} | {c[REPRODUCED]} | {c[DIFFERS]} | {c[CANNOT]} |"
-              for (col, label), c in zip(COUNTED, counts.values(), strict=True)]
+    lines += [
+        "## Counts",
+        "",
+        f"| {n} findings | reproduced | differ | cannot be checked here |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {label} | {c[REPRODUCED]} | {c[DIFFERS]} | {c[CANNOT]} |"
+        for (col, label), c in zip(COUNTED, counts.values(), strict=True)
+    ]
     s = doc_counts(claims, "setting")["status_paper_method"]
-    lines += ["", f"Settings of the paper's method, listed apart: {sum(s.values())} ({s[REPRODUCED]} as the paper "
-              f"states them, {s[DIFFERS]} not, {s[CANNOT]} cannot be checked here).", ""]
+    lines += [
+        "",
+        f"Settings of the paper's method, listed apart: {sum(s.values())} ({s[REPRODUCED]} as the paper "
+        f"states them, {s[DIFFERS]} not, {s[CANNOT]} cannot be checked here).",
+        "",
+    ]
     lines += ["## How to read it", "", _HOW.format(approx=APPROX, level=LEVEL, margin=NO_CHANGE_MARGIN)]
-    head = ("| claim | paper | ours, paper's method | ours, default | public dataset | tolerance | reason |\n"
-            "|---|---|---|---|---|---|---|")
+    head = (
+        "| claim | paper | ours, paper's method | ours, default | public dataset | tolerance | reason |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     for kind, title in (("finding", "Findings by section"), ("setting", "Settings of the paper's method")):
         lines += [f"## {title}", ""]
         for g, rs in _grouped(claims.filter(pl.col("kind") == kind)).items():
             tally = ", ".join(
                 f"{label}: {sum(r[col] == REPRODUCED for r in rs)} ✓ {sum(r[col] == DIFFERS for r in rs)} ✗ "
-                f"{sum(r[col] == CANNOT for r in rs)} n/a" for col, label in COUNTED[:2])
+                f"{sum(r[col] == CANNOT for r in rs)} n/a"
+                for col, label in COUNTED[:2]
+            )
             lines += [f"### {g} ({len(rs)}; {tally})", "", head]
             for r in rs:
-                pub = (f"{_cell(r.get('public_dataset'))} ({MARKS.get(r.get('status_public_dataset'), '?')})"
-                       if r.get("public_dataset") else "")
-                lines.append(f"| `{r['claim_id']}` ({_cell(r['section'])}): {_cell(r['quote'])} | "
-                             f"{_cell(r['paper_value'])} {_cell(r['unit'])} | {_ours(r, 'paper')} | "
-                             f"{_ours(r, 'default')} | {pub} | {_cell(r.get('tolerance'))} | {_cell(r['note'])} |")
+                pub = (
+                    f"{_cell(r.get('public_dataset'))} ({MARKS.get(r.get('status_public_dataset'), '?')})"
+                    if r.get("public_dataset")
+                    else ""
+                )
+                lines.append(
+                    f"| `{r['claim_id']}` ({_cell(r['section'])}): {_cell(r['quote'])} | "
+                    f"{_cell(r['paper_value'])} {_cell(r['unit'])} | {_ours(r, 'paper')} | "
+                    f"{_ours(r, 'default')} | {pub} | {_cell(r.get('tolerance'))} | {_cell(r['note'])} |"
+                )
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -180,7 +206,11 @@ def _fold(text: object) -> dict[str, str]:
 def _page_cell(r: dict, ours: str | None, status: str) -> dict[str, str]:
     v = r.get(ours) if ours else None
     st = r.get(status) or CANNOT
-    return {"value": "—" if v is None else f"{float(v):.4g}", "status": st, "cls": STATUS_CLASS.get(st, "cannot")}
+    return {
+        "value": "—" if v is None else f"{float(v):.4g}",
+        "status": st,
+        "cls": STATUS_CLASS.get(st, "cannot"),
+    }
 
 
 def claims_page(claims: pl.DataFrame) -> dict[str, object]:
@@ -190,18 +220,22 @@ def claims_page(claims: pl.DataFrame) -> dict[str, object]:
     characters, each status with its CSS class.
 
     >>> df = pl.DataFrame({"claim_id": ["a"], "section": ["§5.3 Fig. 5"], "kind": ["finding"], "quote": ["q"],
-    ...                    "paper_value": ["1"], "unit": ["%"], "tolerance": ["none"], "ours_paper_method": [0.5],
+    ...                    "paper_value": ["1"], "unit": ["%"], "tolerance": ["none"],
+    ...                    "ours_paper_method": [0.5],
     ...                    "status_paper_method": ["differs"], "ours_default": [None],
     ...                    "status_default": ["cannot be checked here"], "public_dataset": [""],
     ...                    "status_public_dataset": ["cannot be checked here"], "note": ["n"]})
     >>> page = claims_page(df)
-    >>> page["counts"][0]["counts"], page["groups"][0]["title"], page["groups"][0]["rows"][0]["cells"][0]["cls"]
+    >>> first = page["groups"][0]
+    >>> page["counts"][0]["counts"], first["title"], first["rows"][0]["cells"][0]["cls"]
     ([0, 1, 0], '§5.3 Fig. 5', 'differs')
     """
     counts = doc_counts(claims)
     out: dict[str, object] = {
         "statuses": [{"name": s, "cls": STATUS_CLASS[s]} for s in CLAIM_STATUSES],
-        "counts": [{"label": label, "counts": [counts[col][s] for s in CLAIM_STATUSES]} for col, label in COUNTED],
+        "counts": [
+            {"label": label, "counts": [counts[col][s] for s in CLAIM_STATUSES]} for col, label in COUNTED
+        ],
         "settings": [label for _, label in COUNTED[:2]],
     }
     for kind, key in (("finding", "groups"), ("setting", "setting_groups")):
@@ -210,7 +244,9 @@ def claims_page(claims: pl.DataFrame) -> dict[str, object]:
             {
                 "title": g,
                 "n": len(rs),
-                "tally": [[sum(r.get(col) == s for r in rs) for s in CLAIM_STATUSES] for col, _ in COUNTED[:2]],
+                "tally": [
+                    [sum(r.get(col) == s for r in rs) for s in CLAIM_STATUSES] for col, _ in COUNTED[:2]
+                ],
                 "rows": [
                     {
                         "id": r["claim_id"],
@@ -219,8 +255,10 @@ def claims_page(claims: pl.DataFrame) -> dict[str, object]:
                         "paper": f"{r['paper_value']} {r.get('unit') or ''}".strip(),
                         "tolerance": r.get("tolerance") or "",
                         "cells": [_page_cell(r, o, st) for _, o, st in SETTING_COLUMNS],
-                        "public": {**_page_cell(r, None, "status_public_dataset"),
-                                   **_fold(r.get("public_dataset") or "")},
+                        "public": {
+                            **_page_cell(r, None, "status_public_dataset"),
+                            **_fold(r.get("public_dataset") or ""),
+                        },
                         "note": _fold(r.get("note") or ""),
                         "where": f"data: {r.get('data') or ''}; machine: {r.get('machine') or ''}",
                     }
@@ -248,8 +286,13 @@ def _commit() -> str:
     from reveal_lab.config import PROJECT_ROOT
 
     try:
-        out = subprocess.run(["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return out or "unknown"
@@ -261,7 +304,8 @@ def write_claims_doc(out_dir: str | Path, dest: str | Path | None = None) -> Pat
     out = Path(out_dir)
     csv = out / "paper_vs_reproduced.csv"
     claims = pl.read_csv(csv, infer_schema_length=0).with_columns(
-        pl.col(c).cast(pl.Float64) for _, c, _ in SETTING_COLUMNS)
+        pl.col(c).cast(pl.Float64) for _, c, _ in SETTING_COLUMNS
+    )
     source = f"{csv.name} of a reproduction (preset {_preset(out)}, code at commit {_commit()})"
     path = Path(dest) if dest else out / CLAIMS_DOC
     path.write_text(claims_markdown(claims, source=source))

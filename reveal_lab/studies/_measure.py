@@ -50,12 +50,46 @@ __all__ = [
     "RUNTIME_COLUMNS",
 ]
 
-OVERHEAD_COLUMNS = ("interval_ms", "process", "pct_of_core", "pct_lo", "pct_hi", "pct_sd", "repeats", "bytes_per_s",
-                    "channels", "seconds", "quiet", "machine", "note")
+OVERHEAD_COLUMNS = (
+    "interval_ms",
+    "process",
+    "pct_of_core",
+    "pct_lo",
+    "pct_hi",
+    "pct_sd",
+    "repeats",
+    "bytes_per_s",
+    "channels",
+    "seconds",
+    "quiet",
+    "machine",
+    "note",
+)
 #: one row per repeated window of :func:`measure_collector_overhead`
-OVERHEAD_REPEAT_COLUMNS = ("interval_ms", "process", "repeat", "pct_of_core", "bytes_per_s", "seconds", "loadavg")
-RUNTIME_COLUMNS = ("step", "seconds", "lo", "hi", "std", "std_lo", "std_hi", "per", "n", "repeats", "quiet", "machine",
-                   "note")
+OVERHEAD_REPEAT_COLUMNS = (
+    "interval_ms",
+    "process",
+    "repeat",
+    "pct_of_core",
+    "bytes_per_s",
+    "seconds",
+    "loadavg",
+)
+RUNTIME_COLUMNS = (
+    "step",
+    "seconds",
+    "lo",
+    "hi",
+    "std",
+    "std_lo",
+    "std_hi",
+    "per",
+    "n",
+    "repeats",
+    "quiet",
+    "machine",
+    "note",
+)
 #: the confidence level of the live measurements' intervals
 LEVEL = 0.95
 #: perf stat's events here: software events (hardware counters are often not exposed in VMs)
@@ -121,7 +155,9 @@ def _folder_bytes(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def quiet_gate(max_load_per_core: float = 0.5, *, timeout_s: float = 60.0, poll_s: float = 1.0) -> dict[str, object]:
+def quiet_gate(
+    max_load_per_core: float = 0.5, *, timeout_s: float = 60.0, poll_s: float = 1.0
+) -> dict[str, object]:
     """Wait until this machine is quiet: its 1-minute load average per core at most
     ``max_load_per_core``, for at most ``timeout_s`` seconds. Returns ``quiet`` (whether
     it got there), ``load`` (the 1-minute load average when it stopped waiting),
@@ -138,8 +174,13 @@ def quiet_gate(max_load_per_core: float = 0.5, *, timeout_s: float = 60.0, poll_
         load = os.getloadavg()[0]
         waited = round(time.monotonic() - t0, 1)
         if load <= limit or waited >= timeout_s:
-            return {"quiet": load <= limit, "load": round(load, 2), "cores": cores, "limit": round(limit, 2),
-                    "waited_s": waited}
+            return {
+                "quiet": load <= limit,
+                "load": round(load, 2),
+                "cores": cores,
+                "limit": round(limit, 2),
+                "waited_s": waited,
+            }
         time.sleep(min(poll_s, max(timeout_s - waited, 0.0)))
 
 
@@ -150,8 +191,10 @@ def gate_note(gate: dict[str, object]) -> str:
     'NOT quiet: load avg (1 min) 3.1 > 1 after waiting 60 s'
     """
     if gate["quiet"]:
-        return f"quiet gate passed: load avg (1 min) {gate['load']:g} <= {gate['limit']:g} after {gate['waited_s']:g} s"
-    return f"NOT quiet: load avg (1 min) {gate['load']:g} > {gate['limit']:g} after waiting {gate['waited_s']:g} s"
+        return (f"quiet gate passed: load avg (1 min) {gate['load']:g} <= {gate['limit']:g} "
+                f"after {gate['waited_s']:g} s")
+    return (f"NOT quiet: load avg (1 min) {gate['load']:g} > {gate['limit']:g} "
+            f"after waiting {gate['waited_s']:g} s")
 
 
 def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float, float]:
@@ -173,7 +216,9 @@ def mean_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float,
     return m, m - half, m + half, sd
 
 
-def sd_interval(values: Sequence[float], level: float = LEVEL) -> tuple[float | None, float | None, float | None]:
+def sd_interval(
+    values: Sequence[float], level: float = LEVEL
+) -> tuple[float | None, float | None, float | None]:
     """Sample standard deviation of ``values`` and its chi-square interval at ``level``
     (``None`` for fewer than two values).
 
@@ -278,7 +323,16 @@ def measure_collector_overhead(
         for iv in intervals_ms:
             outs[float(iv)] = work / f"run-{iv}"
             procs[(float(iv), "collector")] = subprocess.Popen(
-                [*_CLI, "collect", "--out", str(outs[float(iv)]), "--interval", f"{iv}ms", "--probes", probes],
+                [
+                    *_CLI,
+                    "collect",
+                    "--out",
+                    str(outs[float(iv)]),
+                    "--interval",
+                    f"{iv}ms",
+                    "--probes",
+                    probes,
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )
@@ -288,7 +342,18 @@ def measure_collector_overhead(
                 notes[key] = "perf is not installed here"
             else:
                 procs[key] = subprocess.Popen(
-                    [perf, "stat", "-I", str(perf_interval_ms), "-x,", "-a", "-e", PERF_EVENTS, "-o", os.devnull],
+                    [
+                        perf,
+                        "stat",
+                        "-I",
+                        str(perf_interval_ms),
+                        "-x,",
+                        "-a",
+                        "-e",
+                        PERF_EVENTS,
+                        "-o",
+                        os.devnull,
+                    ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE,
                 )
@@ -307,7 +372,10 @@ def measure_collector_overhead(
                 err = p.stderr.read()[-300:].decode(errors="replace").strip() if p.stderr else ""
                 notes[k] = f"exited with {p.returncode}: {err}"
             elif settled.get(k) is None:
-                notes[k] = f"still above {settle_pct:g} % of a core {start_timeout_s:g} s after start (start-up not over)"
+                notes[k] = (
+                    f"still above {settle_pct:g} % of a core {start_timeout_s:g} s after start "
+                    "(start-up not over)"
+                )
         live = {k: p for k, p in live.items() if k not in notes}
         for i in range(repeats):
             c0 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
@@ -315,14 +383,19 @@ def measure_collector_overhead(
             time.sleep(seconds)
             c1 = {k: _cpu_seconds(p.pid, seen[k]) for k, p in live.items()}
             b1, t1 = {iv: _folder_bytes(o) for iv, o in outs.items()}, time.monotonic()
-            for (iv, name) in live:
-                per.append({
-                    "interval_ms": iv, "process": name, "repeat": i + 1,
-                    "pct_of_core": 100.0 * (c1[(iv, name)] - c0[(iv, name)]) / (t1 - t0),
-                    "bytes_per_s": (b1[iv] - b0[iv]) / (t1 - t0) if name == "collector" else None,
-                    "seconds": round(t1 - t0, 3), "loadavg": round(os.getloadavg()[0], 2),
-                })
-        for (iv, name) in live:
+            for iv, name in live:
+                per.append(
+                    {
+                        "interval_ms": iv,
+                        "process": name,
+                        "repeat": i + 1,
+                        "pct_of_core": 100.0 * (c1[(iv, name)] - c0[(iv, name)]) / (t1 - t0),
+                        "bytes_per_s": (b1[iv] - b0[iv]) / (t1 - t0) if name == "collector" else None,
+                        "seconds": round(t1 - t0, 3),
+                        "loadavg": round(os.getloadavg()[0], 2),
+                    }
+                )
+        for iv, name in live:
             channels = None
             if name == "collector":
                 with contextlib.suppress(OSError, ValueError):
@@ -332,14 +405,23 @@ def measure_collector_overhead(
             total_s = sum(float(r["seconds"]) for r in mine)
             rows.append(
                 {
-                    "interval_ms": iv, "process": name, "pct_of_core": m, "pct_lo": lo, "pct_hi": hi, "pct_sd": sd,
+                    "interval_ms": iv,
+                    "process": name,
+                    "pct_of_core": m,
+                    "pct_lo": lo,
+                    "pct_hi": hi,
+                    "pct_sd": sd,
                     "repeats": len(mine),
-                    "bytes_per_s": (sum(float(r["bytes_per_s"]) * float(r["seconds"]) for r in mine) / total_s
-                                    if name == "collector" else None),
+                    "bytes_per_s": (
+                        sum(float(r["bytes_per_s"]) * float(r["seconds"]) for r in mine) / total_s
+                        if name == "collector"
+                        else None
+                    ),
                     "channels": channels,
                     "seconds": round(total_s, 2),
                     "note": (f"probes {probes}" if name == "collector" else f"events {PERF_EVENTS}")
-                    + f"; settled {settled[(iv, name)]:g} s after start; {len(mine)} windows of {seconds:g} s; "
+                    + f"; settled {settled[(iv, name)]:g} s after start; "
+                    + f"{len(mine)} windows of {seconds:g} s; "
                     f"{level:.0%} t-interval; {gate_note(gate)}",
                 }
             )
@@ -353,14 +435,27 @@ def measure_collector_overhead(
         rows.append({"interval_ms": iv, "process": name, "seconds": None, "note": why})
     rows.sort(key=lambda r: (r["interval_ms"], r["process"]))
     label = machine_label(before, machine_info())
-    schema = {c: pl.Float64 for c in ("interval_ms", "pct_of_core", "pct_lo", "pct_hi", "pct_sd", "bytes_per_s",
-                                      "seconds")} | {
-        "process": pl.String, "repeats": pl.Int64, "channels": pl.Int64, "quiet": pl.Boolean,
-        "machine": pl.String, "note": pl.String,
+    schema = {
+        c: pl.Float64
+        for c in ("interval_ms", "pct_of_core", "pct_lo", "pct_hi", "pct_sd", "bytes_per_s", "seconds")
+    } | {
+        "process": pl.String,
+        "repeats": pl.Int64,
+        "channels": pl.Int64,
+        "quiet": pl.Boolean,
+        "machine": pl.String,
+        "note": pl.String,
     }
     table = pl.DataFrame([{**r, "machine": label, "quiet": bool(gate["quiet"])} for r in rows], schema=schema)
-    rep_schema = {"interval_ms": pl.Float64, "process": pl.String, "repeat": pl.Int64, "pct_of_core": pl.Float64,
-                  "bytes_per_s": pl.Float64, "seconds": pl.Float64, "loadavg": pl.Float64}
+    rep_schema = {
+        "interval_ms": pl.Float64,
+        "process": pl.String,
+        "repeat": pl.Int64,
+        "pct_of_core": pl.Float64,
+        "bytes_per_s": pl.Float64,
+        "seconds": pl.Float64,
+        "loadavg": pl.Float64,
+    }
     rep = pl.DataFrame(per, schema=rep_schema).sort("interval_ms", "process", "repeat")
     return OverheadMeasurement(table.select(OVERHEAD_COLUMNS), rep.select(OVERHEAD_REPEAT_COLUMNS), gate)
 
@@ -388,32 +483,43 @@ def overhead_problems(table: pl.DataFrame, *, cores: int | None = None) -> list[
     >>> flat = ok.with_columns(pl.Series("pct_of_core", [0.5, 0.45]))
     >>> overhead_problems(flat)[0].split(":")[0]
     'the collector costs 0.5 % of a core at 100 ms and 0.45 % at 600 ms'
-    
+
     """
     cores = cores or os.cpu_count() or 1
     out: list[str] = []
     got = table.filter(pl.col("pct_of_core").is_not_null())
     for r in got.iter_rows(named=True):
         if not 0.0 <= r["pct_of_core"] <= 100.0 * cores:
-            out.append(f"{r['process']} at {r['interval_ms']:g} ms costs {r['pct_of_core']:.3g} % of a core, "
-                       f"outside 0-{100 * cores} % on {cores} cores")
+            out.append(
+                f"{r['process']} at {r['interval_ms']:g} ms costs {r['pct_of_core']:.3g} % of a core, "
+                f"outside 0-{100 * cores} % on {cores} cores"
+            )
     col = got.filter(pl.col("process") == "collector").sort("interval_ms")
     if col.height >= 2 and col["interval_ms"][-1] >= 3 * col["interval_ms"][0]:
         a, b = col.row(0, named=True), col.row(-1, named=True)
         if a["pct_of_core"] < MIN_INTERVAL_COST_RATIO * b["pct_of_core"]:
-            out.append(f"the collector costs {a['pct_of_core']:.3g} % of a core at {a['interval_ms']:g} ms and "
-                       f"{b['pct_of_core']:.3g} % at {b['interval_ms']:g} ms: reading "
-                       f"{b['interval_ms'] / a['interval_ms']:g}x as often must cost at least "
-                       f"{MIN_INTERVAL_COST_RATIO:g}x as much (start-up inside the measured window?)")
+            out.append(
+                f"the collector costs {a['pct_of_core']:.3g} % of a core at {a['interval_ms']:g} ms and "
+                f"{b['pct_of_core']:.3g} % at {b['interval_ms']:g} ms: reading "
+                f"{b['interval_ms'] / a['interval_ms']:g}x as often must cost at least "
+                f"{MIN_INTERVAL_COST_RATIO:g}x as much (start-up inside the measured window?)"
+            )
         ba, bb = a.get("bytes_per_s"), b.get("bytes_per_s")
         if ba is not None and bb is not None and ba <= bb:
-            out.append(f"the collector writes {ba:.0f} B/s at {a['interval_ms']:g} ms, no more than {bb:.0f} B/s "
-                       f"at {b['interval_ms']:g} ms")
+            out.append(
+                f"the collector writes {ba:.0f} B/s at {a['interval_ms']:g} ms, no more than {bb:.0f} B/s "
+                f"at {b['interval_ms']:g} ms"
+            )
     if {"pct_lo", "pct_hi"} <= set(got.columns):
-        bad = got.filter(~pl.col("pct_of_core").is_between(pl.col("pct_lo") - 1e-12, pl.col("pct_hi") + 1e-12))
+        bad = got.filter(
+            ~pl.col("pct_of_core").is_between(pl.col("pct_lo") - 1e-12, pl.col("pct_hi") + 1e-12)
+        )
         for r in bad.iter_rows(named=True):
-            out.append(f"interval of {r['process']} at {r['interval_ms']:g} ms ({r['pct_lo']:.3g}-{r['pct_hi']:.3g}) "
-                       f"does not contain its mean {r['pct_of_core']:.3g}")
+            out.append(
+                f"interval of {r['process']} at {r['interval_ms']:g} ms "
+                f"({r['pct_lo']:.3g}-{r['pct_hi']:.3g}) "
+                f"does not contain its mean {r['pct_of_core']:.3g}"
+            )
     return out
 
 
@@ -495,7 +601,9 @@ def measure_runtimes(
     frame = run.frame
     wins = make_windows(frame).head(max_windows)
     if wins.height < 2:
-        raise ValueError(f"run {run.run_id!r}: {wins.height} window(s); at least 2 are needed to time detectors")
+        raise ValueError(
+            f"run {run.run_id!r}: {wins.height} window(s); at least 2 are needed to time detectors"
+        )
     end = wins["end"].max()
     frame = frame.filter(pl.col("timestamp") < end)
     part = Run(run.meta, frame, [])
@@ -508,15 +616,34 @@ def measure_runtimes(
 
     t_feat = _timed(lambda _: features(), repeat)
     assert wf is not None
-    n, n_ch = wf.n_windows, len(wf.pairs["metric"].unique()) if "metric" in wf.pairs.columns else wf.X.shape[1]
-    rows = [("features_per_window", *_stats(t_feat, n, level), "window", n, repeat,
-             f"numba kernels, {n_ch} channels, {wf.X.shape[1]} features")]
+    n, n_ch = (
+        wf.n_windows,
+        len(wf.pairs["metric"].unique()) if "metric" in wf.pairs.columns else wf.X.shape[1],
+    )
+    rows = [
+        (
+            "features_per_window",
+            *_stats(t_feat, n, level),
+            "window",
+            n,
+            repeat,
+            f"numba kernels, {n_ch} channels, {wf.X.shape[1]} features",
+        )
+    ]
     X = wf.imputed() if hasattr(wf, "imputed") else np.nan_to_num(wf.X)
     with tempfile.TemporaryDirectory(prefix="reveal-lab-parquet-") as d:
         cols = {f"f{i}": X[:, i] for i in range(X.shape[1])}
         t_pq = _timed(lambda _: pl.DataFrame(cols).write_parquet(Path(d) / "features.parquet"), repeat)
-    rows.append(("parquet_per_window", *_stats(t_pq, n, level), "window", n, repeat,
-                 "window features written as one Parquet file"))
+    rows.append(
+        (
+            "parquet_per_window",
+            *_stats(t_pq, n, level),
+            "window",
+            n,
+            repeat,
+            "window features written as one Parquet file",
+        )
+    )
     try:
         import tsfresh  # noqa: F401
 
@@ -526,14 +653,33 @@ def measure_runtimes(
         for i in range(some.height):
             one = some.slice(i, 1)
             sub = frame.select("timestamp", *metrics).filter(
-                (pl.col("timestamp") >= one["start"][0]) & (pl.col("timestamp") < one["end"][0]))
+                (pl.col("timestamp") >= one["start"][0]) & (pl.col("timestamp") < one["end"][0])
+            )
             # the first window warms tsfresh up (imports, its pools) outside the timing
-            times += _timed(lambda _, sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"),
-                            warm=i == 0)
-        rows.append(("tsfresh_per_window", *_stats(times, 1, level), "window", len(times), 1,
-                     f"tsfresh on {len(metrics)} channels, each of {len(times)} windows timed on its own"))
+            times += _timed(
+                lambda _, sub=sub, one=one: window_features(sub, windows=one, backend="tsfresh"), warm=i == 0
+            )
+        rows.append(
+            (
+                "tsfresh_per_window",
+                *_stats(times, 1, level),
+                "window",
+                len(times),
+                1,
+                f"tsfresh on {len(metrics)} channels, each of {len(times)} windows timed on its own",
+            )
+        )
     except ImportError:
-        rows.append(("tsfresh_per_window", *([None] * 6), "window", 0, 0, "tsfresh is not installed (extra 'studies')"))
+        rows.append(
+            (
+                "tsfresh_per_window",
+                *([None] * 6),
+                "window",
+                0,
+                0,
+                "tsfresh is not installed (extra 'studies')",
+            )
+        )
     # each call its own seed: a forest fitted on the same windows with the same seed is reused
     # (fitted_isolation_forest), which would time a lookup, not a fit
     for name, make in (
@@ -542,22 +688,62 @@ def measure_runtimes(
         ("iforest", lambda i: IsolationForestDetector(random_state=i)),
     ):
         t = _timed(lambda i, make=make: make(i).fit(X).decision_function(X), repeat)
-        rows.append((name, *_stats(t, 1, level), "run", n, repeat, f"fit + score of {n} windows × {X.shape[1]} features"))
+        rows.append(
+            (
+                name,
+                *_stats(t, 1, level),
+                "run",
+                n,
+                repeat,
+                f"fit + score of {n} windows × {X.shape[1]} features",
+            )
+        )
     pr = get_preset(preset)
-    t_e2e = _timed(lambda i: detect_run(part, preset=dataclasses.replace(pr, detect=dataclasses.replace(
-        pr.detect, seed=pr.detect.seed + i))), repeat)
-    rows.append(("end_to_end_per_window", *_stats(t_e2e, n, level), "window", n, repeat,
-                 f"detect_run ({preset} preset) on {n} windows"))
+    t_e2e = _timed(
+        lambda i: detect_run(
+            part,
+            preset=dataclasses.replace(pr, detect=dataclasses.replace(pr.detect, seed=pr.detect.seed + i)),
+        ),
+        repeat,
+    )
+    rows.append(
+        (
+            "end_to_end_per_window",
+            *_stats(t_e2e, n, level),
+            "window",
+            n,
+            repeat,
+            f"detect_run ({preset} preset) on {n} windows",
+        )
+    )
     label = machine_label(before, machine_info())
     return pl.DataFrame(
-        [dict(zip(RUNTIME_COLUMNS, (*r[:10], bool(gate["quiet"]), label, f"{r[10]}; {gate_note(gate)}"),
-                  strict=True)) for r in rows],
-        schema={"step": pl.String, **{c: pl.Float64 for c in RUNTIME_COLUMNS[1:7]}, "per": pl.String,
-                "n": pl.Int64, "repeats": pl.Int64, "quiet": pl.Boolean, "machine": pl.String, "note": pl.String},
+        [
+            dict(
+                zip(
+                    RUNTIME_COLUMNS,
+                    (*r[:10], bool(gate["quiet"]), label, f"{r[10]}; {gate_note(gate)}"),
+                    strict=True,
+                )
+            )
+            for r in rows
+        ],
+        schema={
+            "step": pl.String,
+            **{c: pl.Float64 for c in RUNTIME_COLUMNS[1:7]},
+            "per": pl.String,
+            "n": pl.Int64,
+            "repeats": pl.Int64,
+            "quiet": pl.Boolean,
+            "machine": pl.String,
+            "note": pl.String,
+        },
     )
 
 
-def overhead_comparison(measured: pl.DataFrame, stored: pl.DataFrame | None = None, *, stored_label: str = "stored benchmark") -> pl.DataFrame:
+def overhead_comparison(
+    measured: pl.DataFrame, stored: pl.DataFrame | None = None, *, stored_label: str = "stored benchmark"
+) -> pl.DataFrame:
     """Fig. 5's data: the collector's CPU per interval and perf stat's, measured here
     (:func:`measure_collector_overhead`) and, beside it, from the stored benchmark
     (:func:`reveal_lab.studies.collector_overhead_table`: its ``procfs`` collector and
@@ -579,8 +765,7 @@ def overhead_comparison(measured: pl.DataFrame, stored: pl.DataFrame | None = No
     if stored is not None and stored.height:
         names = {"procfs": "collector", "perf": "perf stat"}
         parts.append(
-            stored.filter(pl.col("process").is_in(list(names)))
-            .select(
+            stored.filter(pl.col("process").is_in(list(names))).select(
                 pl.lit(stored_label).alias("source"),
                 pl.col("process").replace_strict(names),
                 pl.col("interval_ms").cast(pl.Float64),

@@ -18,31 +18,45 @@ FORMAT_DOC = "reveal-dataset-format.md"
 
 _FILES = ("Reveal_GPU.zip: 740 train + 740 infer host files (2 hosts, htc-g003/g004); Reveal_CPU.zip: "
           "1,701 train + 1,341 infer (8 hosts, nserver07-16)")
-_CHANNELS = ("≈765 columns per GPU host file, 791–795 per CPU host file, one of them the timestamp: 764 to 794 "
-             "channels")
-_LLM = ("LLM runs are in it (models DEEPSEEK, LLAMA, MISTRAL; phase fine-tuning) with "
-        "NetworkTCPRetrans_diff:TcpRetransSegs columns: the count needs the files, not their description")
+_CHANNELS = (
+    "≈765 columns per GPU host file, 791–795 per CPU host file, one of them the timestamp: 764 to 794 "
+    "channels"
+)
+_LLM = (
+    "LLM runs are in it (models DEEPSEEK, LLAMA, MISTRAL; phase fine-tuning) with "
+    "NetworkTCPRetrans_diff:TcpRetransSegs columns: the count needs the files, not their description"
+)
 
 #: claim id -> the documented fact: ``Reading(value, text, lo=, hi=)``; no value: the text only
 PUBLIC_FACTS: dict[str, Reading] = {
     "channels_over_700": Reading(764.0, _CHANNELS, lo=764.0, hi=794.0),
-    "channels_about_700": Reading(764.0, _CHANNELS + " (the GPU hosts' inside ±10 % of 700, the CPU hosts' "
-                                  "above)", lo=764.0, hi=794.0),
+    "channels_about_700": Reading(
+        764.0, _CHANNELS + " (the GPU hosts' inside ±10 % of 700, the CPU hosts' above)", lo=764.0, hi=794.0
+    ),
     "sampling_100ms": Reading(100.0, "timestamps in 100 ms steps"),
     "sampling_100hz": Reading(100.0, "timestamps in 100 ms steps (10 Hz, not 100 Hz)"),
-    "models_over_30": Reading(13.0, "the metadata's model column names 13 models (DEEPSEEK, LLAMA, MISTRAL, "
-                              "BARTBASE, BARTLARGE, BERTBASE, BERTLARGE, Resnet18, Resnet50, VGG16, VGG19, "
-                              "ViTB16, ViTL16) over 4 tasks; workloads (model__task__dataset) are not counted"),
+    "models_over_30": Reading(
+        13.0,
+        "the metadata's model column names 13 models (DEEPSEEK, LLAMA, MISTRAL, "
+        "BARTBASE, BARTLARGE, BERTBASE, BERTLARGE, Resnet18, Resnet50, VGG16, VGG19, "
+        "ViTB16, ViTL16) over 4 tasks; workloads (model__task__dataset) are not counted",
+    ),
     "gpu_applications": Reading(None, _FILES + "; applications are not counted in the description"),
     "cpu_applications": Reading(None, _FILES + "; applications are not counted in the description"),
     "runs_per_workload": Reading(None, _FILES + "; runs per workload are not counted in the description"),
     "loss_llm_inference": Reading(None, _LLM),
     "loss_llm_finetuning": Reading(None, _LLM),
-    "corr_microarch": Reading(None, "Intel hosts have Perf:StallRatio, Perf:OccupancyRatio, "
-                              "Perf:Cycle_activity_stalls_l3_miss and Perf:Cache_Misses columns: the correlation "
-                              "needs the files"),
-    "local_pmu_counters": Reading(None, "AMD hosts have Perf:Ls_dc_accesses and Perf:Ls_dispatch_ld_dispatch "
-                                  "columns: the anomalies need the files"),
+    "corr_microarch": Reading(
+        None,
+        "Intel hosts have Perf:StallRatio, Perf:OccupancyRatio, "
+        "Perf:Cycle_activity_stalls_l3_miss and Perf:Cache_Misses columns: the correlation "
+        "needs the files",
+    ),
+    "local_pmu_counters": Reading(
+        None,
+        "AMD hosts have Perf:Ls_dc_accesses and Perf:Ls_dispatch_ld_dispatch "
+        "columns: the anomalies need the files",
+    ),
 }
 
 
