@@ -660,7 +660,8 @@ def compare_cases(
 def combine_cases(comparisons: Mapping[str, Comparison]) -> pl.DataFrame:
     """One table of several comparisons: a ``case`` column first, the detection policy that
     decided its anomalous windows (``policy``: its name), then :data:`COMPARE_COLUMNS`."""
-    parts = [c.table.select(pl.lit(k).alias("case"), pl.lit(c.config.get("policy"), dtype=pl.String).alias("policy"),
+    parts = [c.table.select(pl.lit(k).alias("case"),
+                            pl.lit(c.config.get("policy"), dtype=pl.String).alias("policy"),
                             pl.all()) for k, c in comparisons.items()]
     schema = {"case": pl.String, "policy": pl.String, **dict(_table([], {}, 0, 0).schema)}
     return pl.concat(parts) if parts else pl.DataFrame(schema=schema)
