@@ -133,9 +133,13 @@ def claims_markdown(claims: pl.DataFrame, *, source: str = "", when: str = "") -
     data = sorted(set(claims["data"].drop_nulls())) if "data" in claims.columns else []
     machines = sorted(set(claims["machine"].drop_nulls())) if "machine" in claims.columns else []
     lines += [
-        f"Written {when or dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} from "
-        f"`{source or 'paper_vs_reproduced.csv'}`. Data: {'; '.join(f'`{d}`' for d in data) or 'not named'}. "
-        f"Machines: {'; '.join(machines) or 'not named'}.",
+        f"Written {when or dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')} from the "
+        f"{source or 'paper_vs_reproduced.csv'}.",
+        "",
+        "What the rows were computed on (the `data` column): " + ("; ".join(data) or "not named") + ".",
+        "",
+        "The machines behind them (the `machine` column; a live measurement names its load average before → "
+        "after): " + ("; ".join(machines) or "not named") + ".",
         "",
     ]
     n = claims.filter(pl.col("kind") == "finding").height
