@@ -181,3 +181,12 @@ def test_synth_longer_than_the_address_space_limit_is_refused_at_once(tmp_path):
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert "of memory while it is made" in res.stderr and "address-space limit" in res.stderr
     assert not (tmp_path / "big").exists()
+
+
+def test_synth_larger_than_the_disk_is_refused_with_its_estimate(tmp_path):
+    """The issue's ``--scale 1000 --runs-per-workload 10000``: accepted, then nothing written for
+    hours while every member was held in memory; now refused at once with the estimate."""
+    res = cli("synth", "public", str(tmp_path / "big"), "--scale", "1000", "--runs-per-workload", "10000",
+              "--seconds", "600", limit=60)
+    assert_clean_error(res, "40,000,000 runs need about", "free", "--scale", rc=1)
+    assert not (tmp_path / "big").exists()

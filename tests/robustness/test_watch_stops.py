@@ -95,3 +95,16 @@ def test_watch_stops_when_the_run_folder_is_deleted(tmp_path):
         _stop(collector, watcher)
     assert "Traceback" not in out + err
     assert "the run folder was deleted while it was watched" in out + err
+
+
+def test_a_pruned_space_the_stream_lacks_advises_a_flag_that_exists():
+    from reveal_lab.cli import build_parser
+    from reveal_lab.live import LiveDetector
+    from reveal_lab.pipeline import Pruning
+    from reveal_lab.telemetry import TelemetryError
+
+    det = LiveDetector(prune=Pruning(["nosuch:metric"], {}, {}))
+    with pytest.raises(TelemetryError) as exc:
+        det._selected(["timestamp", "cpu:user.h1"])
+    assert "prune=False" not in str(exc.value) and "watch --no-prune" in str(exc.value)
+    assert build_parser().parse_args(["watch", "run", "--no-prune"]).prune is False
