@@ -256,7 +256,8 @@ def claims_page(claims: pl.DataFrame) -> dict[str, object]:
                         "id": r["claim_id"],
                         "section": r["section"],
                         "quote": _fold(r["quote"]),
-                        "paper": f"{r['paper_value']} {r.get('unit') or ''}".strip(),
+                        "paper": str(r["paper_value"]) if r.get("rule") == "qualitative"
+                        else f"{r['paper_value']} {r.get('unit') or ''}".strip(),
                         "tolerance": r.get("tolerance") or "",
                         "cells": [_page_cell(r, o, st) for _, o, st in SETTING_COLUMNS],
                         "public": {
