@@ -9,9 +9,13 @@ and ``detect`` named it a memory fault. :func:`collector_startup` finds where th
 ends from the collector's own channels (``Collector:lag``, ``Collector_diff:missed_ticks``,
 ``Collector_diff:cpu_time``): the last sample in the first :data:`STARTUP_LIMIT_S` seconds
 where the collector missed a tick, lagged or spent more than half an interval of CPU in one
-tick, plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds.
-A recording without these channels (the public dataset, the lab's Parquet) has no start-up
-to leave out.
+tick, plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds. Where
+the recording starts with a backlog of dirty page cache (``Memory:Dirty`` above
+:data:`BACKLOG_FACTOR` times its level over the rest of the run and :data:`BACKLOG_MIN_KB`
+more: the 230-244 MB the GPU host's first start had, written back 16-24 s in and flagged as a
+storage and memory fault), the start-up lasts until it is written back (2 s after ``Dirty`` is
+back under twice its level or 16 MB above it), at most :data:`BACKLOG_LIMIT_S` seconds. A recording without the
+collector's channels (the public dataset, the lab's Parquet) has no start-up to leave out.
 """
 
 from __future__ import annotations
@@ -36,6 +40,14 @@ STARTUP_SETTLE_S = 10.0
 #: the first seconds of a collector recording are always start-up (probes opening, the
 #: first differences)
 STARTUP_MIN_S = 2.0
+
+
+#: a dirty-page backlog at the start: this many times ``Memory:Dirty``'s median over the run
+BACKLOG_FACTOR = 4.0
+#: ... and at least this much more (kB)
+BACKLOG_MIN_KB = 64 * 1024
+#: the backlog's writeback is looked for in the first this many seconds
+BACKLOG_LIMIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,21 @@ def _column(frame: pl.DataFrame, prefix: str) -> np.ndarray | None:
     return frame.get_column(cols[0]).cast(pl.Float64, strict=False).fill_null(0.0).to_numpy()
 
 
+def _backlog_written(frame: pl.DataFrame, rel: np.ndarray) -> float:
+    """Seconds into the recording by which a dirty-page backlog present at its start is written
+    back (2 s after ``Memory:Dirty`` is under twice its median, or 16 MB above it), or 0 without a
+    backlog."""
+    dirty = _column(frame, "Memory:Dirty.")
+    if dirty is None:
+        return 0.0
+    level = float(np.median(dirty))
+    start = float(dirty[rel <= STARTUP_MIN_S].max(initial=0.0))
+    if start < max(BACKLOG_FACTOR * level, level + BACKLOG_MIN_KB):
+        return 0.0
+    back = np.flatnonzero((dirty <= max(2 * level, level + BACKLOG_MIN_KB / 4)) & (rel <= BACKLOG_LIMIT_S))
+    return float(min(rel[back[0]], BACKLOG_LIMIT_S)) + 2.0 if back.size else BACKLOG_LIMIT_S
+
+
 def collector_startup(frame: pl.DataFrame) -> StartUp:
     """Where the collector's start-up ends in ``frame`` (a host recording read in the dataset
     view: ``Collector_diff:*`` per-tick differences, lag in µs), by the rule of the module doc.
@@ -102,6 +129,7 @@ def collector_startup(frame: pl.DataFrame) -> StartUp:
     disturbed[1:] |= gaps > 2 * interval
     early = np.flatnonzero(disturbed & (rel <= STARTUP_LIMIT_S))
     end_s = max(STARTUP_MIN_S, (rel[early[-1]] + STARTUP_SETTLE_S) if early.size else 0.0)
+    end_s = max(end_s, _backlog_written(frame, rel))
     inside = rel < end_s
     longest = float(gaps[inside[1:]].max()) if inside[1:].any() else 0.0
     end = frame.get_column(TIMESTAMP)[0] + dt.timedelta(seconds=end_s)
