@@ -2,7 +2,8 @@
 
 :func:`collect` runs the hot loop; probes (``reveal_lab.collect.probes``) are
 listed once in :data:`ALL_PROBES` and selected by name and group (:data:`PROBES`,
-:data:`GROUPS`, :func:`resolve_probes`); the on-disk
+:data:`GROUPS`, :func:`resolve_probes`); :func:`write_proc_tree` writes a synthetic host of
+any number of cores for them to read (``proc_root``); the on-disk
 format is described in ``FORMAT.md`` and read back by
 :func:`reveal_lab.io.read_collector_run`.
 """
@@ -17,6 +18,7 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     sanitize_instance,
 )
+from reveal_lab.collect._proctree import write_proc_tree
 from reveal_lab.collect._registry import PROBES, probe_table, resolve_probes
 from reveal_lab.collect.probes import ALL_PROBES
 from reveal_lab.collect._views import DERIVED as DERIVED_VIEWS
@@ -42,4 +44,5 @@ __all__ = [
     "GROUPS",
     "MISSING_INT",
     "DiskFull",
+    "write_proc_tree",
 ]

@@ -50,6 +50,10 @@ class CollectOptions:
     #: per-probe options (:class:`~reveal_lab.collect.ProbeContext`'s ``options``)
     options: dict[str, Any] | None = None
     handle_signals: bool = True
+    #: where the procfs probes read ``/proc`` and ``/sys`` (another tree in the kernel's
+    #: formats, e.g. a synthetic host of many cores: :func:`~reveal_lab.collect.write_proc_tree`)
+    proc_root: str = "/proc"
+    sys_root: str = "/sys"
 
     def __post_init__(self) -> None:
         if self.interval_s < 0.01:
@@ -223,6 +227,9 @@ def _start_meta(
             "monotonic_resolution_s": time.get_clock_info("monotonic").resolution,
             "timestamps": "wall_ns at start + (t_mono_ns - mono_ns), UTC, naive",
         },
+        # where the procfs probes read /proc and /sys (another tree: a synthetic host)
+        "proc_root": opts.proc_root,
+        "sys_root": opts.sys_root,
         "probes_requested": names,
         "probes_used": [p.name for p in used],
         "probes_skipped": skipped,
@@ -341,6 +348,8 @@ def _collect_locked(
         perf_events=opts.perf_events,
         gpu_backend=opts.gpu_backend,
         options=dict(opts.options or {}),
+        proc_root=opts.proc_root,
+        sys_root=opts.sys_root,
     )
     from reveal_lab.collect.probes import _scan
 

@@ -49,6 +49,7 @@ __all__ = [
     "OP_MUL",
     "OP_MISSING",
     "OP_SUM",
+    "OP_COLSUM",
     "apply_ops_py",
     "fixed_point",
 ]
@@ -132,7 +133,17 @@ class Channel:
 
 @dataclass
 class ProbeContext:
-    """What a probe may use while opening: options and the host name."""
+    """What a probe may use while opening: options and the host name.
+
+    ``proc_root`` and ``sys_root`` are where the procfs probes find ``/proc`` and
+    ``/sys`` (:meth:`proc`, :meth:`sys`): another tree in the kernel's formats, such as a
+    synthetic one of many cores (``benchmarks/collector_cores.py``), is read exactly as
+    the host's.
+
+    >>> ctx = ProbeContext("h", 0.1, proc_root="/tmp/tree/proc")
+    >>> ctx.proc("/proc/self/net/dev"), ctx.sys("/sys/block")
+    ('/tmp/tree/proc/self/net/dev', '/sys/block')
+    """
 
     host: str
     interval_s: float
@@ -141,6 +152,16 @@ class ProbeContext:
     perf_events: tuple[str, ...] | None = None
     gpu_backend: str = "auto"  # auto | nvml | nvidia-smi
     options: dict[str, Any] = field(default_factory=dict)
+    proc_root: str = "/proc"
+    sys_root: str = "/sys"
+
+    def proc(self, path: str) -> str:
+        """``/proc/...`` under :attr:`proc_root`."""
+        return self.proc_root.rstrip("/") + path[len("/proc") :] if path.startswith("/proc/") else path
+
+    def sys(self, path: str) -> str:
+        """``/sys/...`` under :attr:`sys_root`."""
+        return self.sys_root.rstrip("/") + path[len("/sys") :] if path.startswith("/sys/") else path
 
     def open_ro(self, path: str) -> int:
         try:
@@ -171,6 +192,9 @@ OP_COPY, OP_ZERO, OP_ADD, OP_FIXED = 0, 1, 2, 3
 #: more kinds, each keeping a missing value missing: ``a // scale`` (ns to us), ``a * scale``
 #: (ticks to us), the missing value itself (no source for the channel), ``dst + a``
 OP_DIV, OP_MUL, OP_MISSING, OP_SUM = 4, 5, 6, 7
+#: ``dst = a[0] + a[scale] + ... + a[(b - 1) * scale]``: a column of a table of ``b`` rows of
+#: ``scale`` values summed in one op (per-core sums of ``/proc/interrupts``' device rows)
+OP_COLSUM = 8
 
 
 def apply_ops_py(
@@ -180,11 +204,12 @@ def apply_ops_py(
     :meth:`Probe.compiled_ops` on ``values[table]`` into the probe's ``ints``/``floats``
     (a probe whose :meth:`Probe.sample` is this gives exactly the compiled result).
 
-    >>> ints = np.zeros(4, dtype=np.int64)
+    >>> ints = np.zeros(5, dtype=np.int64)
     >>> ops = [(0, OP_DIV, 0, 0, 0, 1000), (0, OP_MUL, 1, 0, 1, 10), (0, OP_MISSING, 0, 0, 2, 1),
-    ...        (0, OP_ZERO, 0, 0, 3, 1), (0, OP_SUM, 0, 0, 3, 1), (0, OP_SUM, 1, 0, 3, 1)]
-    >>> apply_ops_py(ops, [np.array([2500000, 7])], ints, np.zeros(0))
-    >>> ints.tolist() == [2500, 70, MISSING_INT, 2500007]
+    ...        (0, OP_ZERO, 0, 0, 3, 1), (0, OP_SUM, 0, 0, 3, 1), (0, OP_SUM, 1, 0, 3, 1),
+    ...        (0, OP_COLSUM, 1, 2, 4, 1)]
+    >>> apply_ops_py(ops, [np.array([2500000, 7, 3])], ints, np.zeros(0))
+    >>> ints.tolist() == [2500, 70, MISSING_INT, 2500007, 10]
     True
     """
     miss = MISSING_INT
@@ -206,6 +231,8 @@ def apply_ops_py(
             ints[dst] = miss
         elif kind == OP_SUM:
             ints[dst] = miss if v[a] == miss or ints[dst] == miss else ints[dst] + v[a]
+        elif kind == OP_COLSUM:
+            ints[dst] = int(v[a : a + b * scale : scale].sum()) if b > 0 else 0
         else:
             raise ValueError(f"unknown op kind {kind}")
 

@@ -58,7 +58,7 @@ class ProcStat(TableProbe):
     description = "/proc/stat: per-core and total CPU time, ctxt, intr, processes"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, "/proc/stat", _stat_index)
+        self.table = Table(ctx, ctx.proc("/proc/stat"), _stat_index)
         self.channels = []
         for key in self.table.keys:
             if len(key) == 2:
@@ -85,7 +85,7 @@ class LoadAvg(Probe):
     description = "/proc/loadavg: 1/5/15-minute load, runnable and total threads"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, "/proc/loadavg", _loadavg_index, colons=DECIMALS)
+        self.table = Table(ctx, ctx.proc("/proc/loadavg"), _loadavg_index, colons=DECIMALS)
         if len(self.table.keys) != len(_LOADAVG_KEYS):
             self.table.close()
             raise ProbeUnavailable(f"/proc/loadavg has an unexpected layout (found {self.table.keys})")

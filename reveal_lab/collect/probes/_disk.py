@@ -65,15 +65,15 @@ class DiskStats(TableProbe):
     description = "/proc/diskstats per whole disk (partitions, loop, ram, zram left out)"
 
     def open(self, ctx: ProbeContext) -> None:
-        disks = ctx.options.get("disks") or whole_disks()
-        with open("/proc/diskstats", "rb") as f:
+        disks = ctx.options.get("disks") or whole_disks(ctx.sys("/sys/block"))
+        with open(ctx.proc("/proc/diskstats"), "rb") as f:
             mapping, _ = _index(f.read().split(b"\n"))
         present = [d for d in disks if (d, 0) in mapping]
         if not present:
             raise ProbeUnavailable("no whole disks in /proc/diskstats")
         nf = min(len(DISK_FIELDS), max(j for (d, j) in mapping if d == present[0]) + 1)
         keys = [(d, j) for d in present for j in range(nf)]
-        self.table = Table(ctx, "/proc/diskstats", _index, keys)
+        self.table = Table(ctx, ctx.proc("/proc/diskstats"), _index, keys)
         self.channels = [
             Channel(
                 "Disk", DISK_FIELDS[j][0], sanitize_instance(d), DISK_FIELDS[j][1], counter=DISK_FIELDS[j][2]

@@ -6,9 +6,8 @@ import numpy as np
 
 from reveal_lab.collect._probe import (
     MISSING_INT,
-    OP_ADD,
+    OP_COLSUM,
     OP_COPY,
-    OP_ZERO,
     Channel,
     Probe,
     ProbeContext,
@@ -44,14 +43,15 @@ class Interrupts(Probe):
     description = "/proc/interrupts per core: named classes and device IRQs summed"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, "/proc/interrupts", _percpu_index)
+        self.table = Table(ctx, ctx.proc("/proc/interrupts"), _percpu_index)
         keys = self.table.keys
         ncpu = max(j for _, j in keys) + 1
         named = list(dict.fromkeys(lab for lab, _ in keys if not lab.isdigit()))
         numbered = list(dict.fromkeys(lab for lab, _ in keys if lab.isdigit()))
         # named rows with one value per core first (ERR/MIS have a single value: kept as core 0)
-        order = [(lab, j) for lab in named for j in range(ncpu) if (lab, j) in set(keys)]
-        order += [(lab, j) for lab in numbered for j in range(ncpu) if (lab, j) in set(keys)]
+        have = set(keys)
+        order = [(lab, j) for lab in named for j in range(ncpu) if (lab, j) in have]
+        order += [(lab, j) for lab in numbered for j in range(ncpu) if (lab, j) in have]
         self.table.keys = order
         self.table.relearn()
         self.n_named = sum(1 for lab, _ in order if not lab.isdigit())
@@ -85,9 +85,8 @@ class Interrupts(Probe):
             return None
         nn, ncpu = self.n_named, self.ncpu
         ops = [(0, OP_COPY, i, 0, i, 1) for i in range(nn)]
-        ops += [(0, OP_ZERO, 0, 0, nn + c, 1) for c in range(ncpu)]
         rows = (self.table.n - nn) // ncpu
-        ops += [(0, OP_ADD, nn + r * ncpu + c, 0, nn + c, 1) for r in range(rows) for c in range(ncpu)]
+        ops += [(0, OP_COLSUM, nn + c, rows, nn + c, ncpu) for c in range(ncpu)]
         return ops
 
 
@@ -98,7 +97,7 @@ class Softirqs(TableProbe):
     description = "/proc/softirqs per core and type"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, "/proc/softirqs", _percpu_index)
+        self.table = Table(ctx, ctx.proc("/proc/softirqs"), _percpu_index)
         self.channels = [
             Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys
         ]

@@ -25,7 +25,7 @@ class MemInfo(TableProbe):
     description = "/proc/meminfo: all fields (kB)"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, "/proc/meminfo", _meminfo_index)
+        self.table = Table(ctx, ctx.proc("/proc/meminfo"), _meminfo_index)
         self.channels = [
             Channel("Memory", sanitize_field(key), None, unit or "count") for key, unit in self.table.keys
         ]
@@ -76,7 +76,7 @@ class VmStat(TableProbe):
                 mapping = {k: v for k, v in mapping.items() if VMSTAT_KEYS.match(k)}
             return mapping, fixed
 
-        self.table = Table(ctx, "/proc/vmstat", index)
+        self.table = Table(ctx, ctx.proc("/proc/vmstat"), index)
         self.channels = [
             Channel("Vmstat", k, None, "pages", counter=False)
             if k.startswith("nr_") and k not in ("nr_dirtied", "nr_written")

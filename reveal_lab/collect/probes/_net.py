@@ -52,9 +52,9 @@ def _netdev_index(lines: list[bytes]) -> Layout:
     return mapping, fixed
 
 
-def link_speed_mbps(dev: str) -> float | None:
+def link_speed_mbps(dev: str, sys_root: str = "/sys") -> float | None:
     try:
-        v = int(open(f"/sys/class/net/{dev}/speed").read().strip())  # noqa: SIM115
+        v = int(open(f"{sys_root}/class/net/{dev}/speed").read().strip())  # noqa: SIM115
     except (OSError, ValueError):
         return None
     return float(v) if v > 0 else None
@@ -67,7 +67,7 @@ class NetDev(TableProbe):
     description = "/proc/net/dev per interface (lo left out)"
 
     def open(self, ctx: ProbeContext) -> None:
-        path = "/proc/self/net/dev"
+        path = ctx.proc("/proc/self/net/dev")
         fd = ctx.open_ro(path)
         mapping, _ = _netdev_index(read_all(fd).split(b"\n"))
         os.close(fd)
@@ -89,7 +89,7 @@ class NetDev(TableProbe):
         ]
         self.info["interfaces"] = devs
         # link speeds (Mb/s) feed NetworkUtilization in the dataset view
-        self.info["speed_mbps"] = {sanitize_instance(d): link_speed_mbps(d) for d in devs}
+        self.info["speed_mbps"] = {sanitize_instance(d): link_speed_mbps(d, ctx.sys_root) for d in devs}
 
 
 #: snmp/netstat fields that are levels or settings, not cumulative counters
@@ -134,7 +134,7 @@ class Nstat(TableProbe):
         self.tables = []
         for path in ("/proc/self/net/snmp", "/proc/self/net/netstat"):
             try:
-                self.tables.append(Table(ctx, path, _nstat_index))
+                self.tables.append(Table(ctx, ctx.proc(path), _nstat_index))
             except ProbeUnavailable:
                 if not self.tables and path.endswith("netstat"):
                     raise
@@ -198,7 +198,7 @@ class Sockets(TableProbe):
         self.tables: list[Table] = []
         for f, path in enumerate(SOCKSTAT_FILES):
             try:
-                t = Table(ctx, path, _sockstat_index, [name for name, fi, _, _ in SOCKSTAT if fi == f])
+                t = Table(ctx, ctx.proc(path), _sockstat_index, [name for name, fi, _, _ in SOCKSTAT if fi == f])
             except ProbeUnavailable:
                 if f == 0:
                     raise

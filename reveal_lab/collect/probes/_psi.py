@@ -50,7 +50,7 @@ class Pressure(Probe):
         for res in ("cpu", "memory", "io", "irq"):
             path = f"/proc/pressure/{res}"
             try:
-                t = Table(ctx, path, _psi_index, colons=DECIMALS)
+                t = Table(ctx, ctx.proc(path), _psi_index, colons=DECIMALS)
             except (ProbeUnavailable, OSError) as exc:  # irq pressure needs CONFIG_IRQ_TIME_ACCOUNTING
                 reasons.append(f"{res}: {exc}")
                 continue

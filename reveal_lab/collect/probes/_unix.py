@@ -33,7 +33,7 @@ class Unix(TableProbe):
     description = "/proc/net/unix: UNIX socket count (grows with the sockets; try unix@1s)"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = LineCount(ctx, "/proc/self/net/unix")
+        self.table = LineCount(ctx, ctx.proc("/proc/self/net/unix"))
         self.channels = [Channel("NetworkProtocolCounts", "UNIX", None, "count")]
 
     def count(self) -> int:
