@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -303,15 +304,34 @@ def _commit() -> str:
     return out or "unknown"
 
 
+def _commit_of(doc: Path) -> str | None:
+    """The commit a document written in a reproduction names (``code at commit X``), if any.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "CLAIMS.md"
+    >>> _ = p.write_text("<!-- ... (preset full, code at commit abc1234); ... -->")
+    >>> _commit_of(p), _commit_of(p.with_name("none.md"))
+    ('abc1234', None)
+    """
+    if not doc.exists():
+        return None
+    m = re.search(r"code at commit ([0-9a-f]{4,40}|unknown)\)", doc.read_text()[:2000])
+    return m.group(1) if m else None
+
+
 def write_claims_doc(out_dir: str | Path, dest: str | Path | None = None) -> Path:
     """Write ``dest`` (default ``out_dir/CLAIMS.md``) from ``out_dir/paper_vs_reproduced.csv``,
-    naming the preset the notebooks ran with and the commit of the code."""
+    naming the preset the notebooks ran with, the commit of the code that wrote the CSV (the
+    current one when writing ``out_dir/CLAIMS.md`` itself; for another ``dest``, the one that
+    file names) and when the CSV was written."""
     out = Path(out_dir)
     csv = out / "paper_vs_reproduced.csv"
     claims = pl.read_csv(csv, infer_schema_length=0).with_columns(
         pl.col(c).cast(pl.Float64) for _, c, _ in SETTING_COLUMNS
     )
-    source = f"{csv.name} of a reproduction (preset {_preset(out)}, code at commit {_commit()})"
     path = Path(dest) if dest else out / CLAIMS_DOC
-    path.write_text(claims_markdown(claims, source=source))
+    commit = (None if path == out / CLAIMS_DOC else _commit_of(out / CLAIMS_DOC)) or _commit()
+    when = dt.datetime.fromtimestamp(csv.stat().st_mtime, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    source = f"{csv.name} of a reproduction (preset {_preset(out)}, code at commit {commit})"
+    path.write_text(claims_markdown(claims, source=source, when=when))
     return path
