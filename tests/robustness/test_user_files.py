@@ -40,11 +40,22 @@ def test_synth_public_overwrite_replaces_the_folder_whole(tmp_path):
     assert "writing 4 runs" in res.err
 
 
+def _report_with_pruning(rep: Path) -> bytes:
+    """A report folder of ``detect`` holding a ``pruning.json`` fitted on the lab run (as
+    ``detect`` writes one when it prunes); its bytes."""
+    from reveal_lab.io import load_run
+    from reveal_lab.pipeline import fit_pruning, save_pruning
+
+    first = cli("detect", str(LAB_RUN), "--out", str(rep), cwd=rep.parent)
+    assert first.rc == 0, first.text
+    if not (rep / "pruning.json").exists():
+        save_pruning(fit_pruning([load_run(LAB_RUN)]), rep / "pruning.json")
+    return (rep / "pruning.json").read_bytes()
+
+
 def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
     rep = tmp_path / "reveal-report"
-    first = cli("detect", str(LAB_RUN), "--out", str(rep), cwd=tmp_path)
-    assert first.rc == 0, first.text
-    pruning = (rep / "pruning.json").read_bytes()
+    pruning = _report_with_pruning(rep)
     again = cli("detect", str(OTHER_RUN), "--pruning", str(rep / "pruning.json"), "--out", str(rep), cwd=tmp_path)
     assert again.rc == 0, again.text
     assert "kept in the new report" in again.err
@@ -56,8 +67,7 @@ def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
 
 def test_detect_with_a_relative_pruning_inside_the_default_report_folder(tmp_path):
     """The issue's spelling: default ``--out reveal-report``, a relative ``--pruning`` path."""
-    assert cli("detect", str(LAB_RUN), cwd=tmp_path).rc == 0
-    before = (tmp_path / "reveal-report" / "pruning.json").read_bytes()
+    before = _report_with_pruning(tmp_path / "reveal-report")
     res = cli("detect", str(OTHER_RUN), "--pruning", "reveal-report/pruning.json", cwd=tmp_path)
     assert res.rc == 0, res.text
     assert Path(tmp_path / "reveal-report" / "pruning.json").read_bytes() == before
