@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 import polars as pl
 
@@ -863,18 +864,37 @@ def _no_gain(case: str, what: str, margin: float = NO_CHANGE_MARGIN) -> Callable
     return read
 
 
+#: the notebook whose parameters say which detection settings the studies ran with
+DETECTION_NOTEBOOK = "03-detection"
+
+
+def _notebook_parameters(out: Path, stem: str) -> dict | None:
+    """The parameters the executed notebook ``out/notebooks/<stem>.ipynb`` ran with
+    (papermill's record), ``None`` when it is not in the output."""
+    nb = out / "notebooks" / f"{stem}.ipynb"
+    try:
+        return dict(json.loads(nb.read_text())["metadata"]["papermill"]["parameters"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def _preset_value(ctx: ClaimContext, part: str, name: str) -> Reading:
+    """A setting of the method as notebook 03 ran it: its own parameter (``window_s``,
+    ``stride_s``) where it has one, else the field of the preset it ran with; without
+    notebook 03 in the output, the code's ``paper`` preset, said so."""
     from reveal_lab.config import get_preset
 
-    p = get_preset("paper")
-    v = getattr(getattr(p, part), name, None)
-    return Reading(
-        _float(v),
-        f"reveal_lab.config preset 'paper', {part}.{name}",
-        None,
-        "none (a setting of the code)",
-        "reveal_lab.config",
-    )
+    params = _notebook_parameters(ctx.out, DETECTION_NOTEBOOK)
+    preset = str((params or {}).get("preset") or "paper")
+    if params is not None and name in params:
+        return Reading(_float(params[name]), f"notebook 03's parameter {name} (preset {preset!r})", None,
+                       "none (a setting of the run)", f"notebook 03's parameters ({ctx.out.name}/notebooks)")
+    v = getattr(getattr(get_preset(preset), part), name, None)
+    if params is None:
+        return Reading(_float(v), f"notebook 03 is not in the output: reveal_lab.config preset 'paper', "
+                                  f"{part}.{name}", None, "none (a setting of the code)", "reveal_lab.config")
+    return Reading(_float(v), f"preset {preset!r} that notebook 03 ran with, {part}.{name}", None,
+                   "none (a setting of the run)", f"notebook 03's parameters ({ctx.out.name}/notebooks)")
 
 
 def _flag_share(method: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:

@@ -5,6 +5,7 @@ change" rows need an equivalence margin, not an interval that includes 0."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -229,3 +230,15 @@ def test_public_dataset_column_judges_documented_facts(tmp_path):
     assert _row(df, "channels_about_700")["status_public_dataset"] == CANNOT  # GPU inside, CPU above
     assert "reveal-dataset-format.md" in _row(df, "runs_per_workload")["public_dataset"]
     assert _row(df, "dtw_share")["public_dataset"] == ""
+
+
+def test_setting_rows_read_what_notebook_03_ran_with(tmp_path):
+    assert "not in the output" in _row(paper_vs_reproduced(tmp_path), "window_3s")["note"]
+    nb = tmp_path / "notebooks"
+    nb.mkdir()
+    params = {"preset": "paper", "window_s": 5.0, "stride_s": 1.0}
+    (nb / "03-detection.ipynb").write_text(json.dumps({"metadata": {"papermill": {"parameters": params}}}))
+    df = paper_vs_reproduced(tmp_path)
+    w = _row(df, "window_3s")  # the run's own window, not the code's default
+    assert w["ours_paper_method"] == 5.0 and w["status_paper_method"] == DIFFERS and "notebook 03" in w["note"]
+    assert _row(df, "pca_variance")["ours_paper_method"] == pytest.approx(0.95)
