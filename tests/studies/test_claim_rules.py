@@ -150,7 +150,8 @@ def test_connection_churn_must_grow_from_01_to_02_percent(tmp_path):
 
 def _loss_summary(tmp: Path, r_loss: float, r_base: float = 0.0) -> None:
     """notebook 06's packet-loss summary: the correlation of retransmissions with Busy% per bin."""
-    save_table(pl.DataFrame({"condition": ["baseline", "loss_episode"], "loss": [0.0, 0.01], "bins": [1500, 99],
+    save_table(pl.DataFrame({"condition": ["baseline", "loss_episode"], "loss": [0.0, 0.01],
+                             "bins": [1500, 99],
                              "corr_retrans_busy": [r_base, r_loss], "corr_retrans_net_rx": [0.0, 0.0]}),
                tmp, "case_packet_loss")
 
@@ -240,5 +241,6 @@ def test_setting_rows_read_what_notebook_03_ran_with(tmp_path):
     (nb / "03-detection.ipynb").write_text(json.dumps({"metadata": {"papermill": {"parameters": params}}}))
     df = paper_vs_reproduced(tmp_path)
     w = _row(df, "window_3s")  # the run's own window, not the code's default
-    assert w["ours_paper_method"] == 5.0 and w["status_paper_method"] == DIFFERS and "notebook 03" in w["note"]
+    assert w["ours_paper_method"] == 5.0 and w["status_paper_method"] == DIFFERS
+    assert "notebook 03" in w["note"]
     assert _row(df, "pca_variance")["ours_paper_method"] == pytest.approx(0.95)
