@@ -123,7 +123,9 @@ class ZScoreDetector(BaseDetector):
         if self.scale_floor is not None:  # a resolution in the metric's own unit
             scale = np.maximum(scale, np.asarray(self.scale_floor, dtype=np.float64))
         # per-feature cap on |z|: the clip, except for floored features (and none without a clip)
-        self.z_cap_ = np.where(floored, np.inf, np.inf if self.clip is None else self.clip)
+        # (with groups every feature is clipped: a group's scale bounds what one feature adds)
+        unclipped = floored if self.groups is None else np.zeros(scale.shape, dtype=bool)
+        self.z_cap_ = np.where(unclipped, np.inf, np.inf if self.clip is None else self.clip)
         self.center_, self.scale_ = center, scale
         G = self._group_matrix(X.shape[1])
         if G is not None:  # each group's mean |z| against its own calm majority in the fit data

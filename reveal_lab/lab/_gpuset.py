@@ -86,8 +86,10 @@ def _recording(raw: Path, out: Path) -> tuple[dict, list[dict], str]:
     host = run.meta.hosts[0]
     frame, dropped = drop_missing_columns(run.frame)
     job = lab.get("job")
+    # a job named model_phase_dataset (transformer_train_bf16): Transformer for Training, bf16
+    words = job["name"].split("_") if job else []
     model, task, dataset = ("GPUPhases", "Host", "idle") if not job else (
-        "".join(w.capitalize() for w in job["name"].split("_")[:1]), "Training", "bf16"
+        words[0].capitalize(), "Training", words[-1] if len(words) > 1 else "synthetic"
     )
     stamp = frame["timestamp"][0].strftime("%Y-%m-%dT%H-%M-%S")
     stem = f"host_{model}for{task}_{dataset}_{stamp}"

@@ -69,7 +69,12 @@ from reveal_lab.telemetry import (
     parse_metric_name,
 )
 
-__all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys"]
+__all__ = ["Verdict", "LiveDetector", "make_detectors", "pair_keys", "HISTORY_WINDOWS", "REFIT_MAX_WINDOWS"]
+
+#: a stream alone is refitted on at most its last this many windows (an hour at 1 s)
+HISTORY_WINDOWS = 3600
+#: ... at least every this many windows once its history is long
+REFIT_MAX_WINDOWS = 300
 
 log = logging.getLogger(__name__)
 
@@ -206,9 +211,19 @@ class LiveDetector:
         #: the decision: thresholds fitted on a reference (the baseline or the warm-up)
         self.policy = (policy or POLICIES["default"]).with_(**changes)
         resolved = self.policy.with_(thresholds="baseline").resolve(baseline_runs=1, source="host")
+        #: fitted on the warm-up (no baseline), the stream is a run alone: detect_run's rules for
+        #: one (per-core families folded, the Z-score by family against its per-family
+        #: threshold, a flag counted from its ``min_run``-th window in a row on)
+        self.alone = self.policy.with_(thresholds="robust").resolve(baseline_runs=0, source="host")
+        self._alone_rules = baseline is None
+        self._run_len: dict[str, int] = {}
+        #: a run alone: every window's aligned features so far, the reference it is refitted on
+        #: (the stream's calm majority, as ``detect_run`` fits a run alone on the whole run)
+        self._history: list[np.ndarray] = []
+        self._fitted_on_n = 0
         self.min_agreement = resolved.min_agreement
         self.sentinel_samples = resolved.sentinel_samples
-        prune = self.policy.prune
+        prune = self.policy.pruned_space(0 if baseline is None else 1)
         self.derive = derive
         self.fast_forest = fast_forest
         self.keep_features = keep_features
@@ -280,7 +295,23 @@ class LiveDetector:
             )
         t = time.perf_counter()
         dets = make_detectors(self.detect, self.policy.outlier_fence)
+        by_family = self._alone_rules and self.alone.by_subsystem
+        if by_family:
+            from reveal_lab.pipeline import RELATIVE_FLOOR, family_groups, unit_floors
+
+            for d in dets:
+                if d.name == "zscore":
+                    d.set_params(
+                        groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs),
+                        clip=self.alone.z_clip,
+                    )
         fitted = FittedDetectors.fit(X, dets, fast_forest=self.fast_forest)
+        if by_family:  # the Z-score's per-family threshold, as a run alone's (detect_run)
+            from reveal_lab.pipeline import family_threshold
+
+            z = fitted.ensemble.detectors_["zscore"]
+            z.threshold_ = family_threshold(self.alone.false_alarm_rate, len(dets), len(set(z.groups)))
+            fitted.detectors["zscore"].threshold_ = z.threshold_
         self.fitted_detectors, self.ensemble, self.detectors = fitted, fitted.ensemble, fitted.detectors
         self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
         self._align_cols = None
@@ -289,6 +320,7 @@ class LiveDetector:
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
+        self._alone_rules = False  # a baseline: the reference is the baseline's, not a run alone's
         if self.sentinel_samples is not None:
             self.silent = silent_counters([per_interval_counts(r, self.derive) for r in runs])
         if self._prune_pending:
@@ -367,7 +399,12 @@ class LiveDetector:
 
     def _apply_derive(self, src: pl.DataFrame) -> pl.DataFrame:
         assert self._derive_state is not None
-        return self._derive_state.apply(src)  # add_derived's own steps
+        out = self._derive_state.apply(src)  # add_derived's own steps
+        if self._alone_rules and self.alone.fold_cores:
+            from reveal_lab.derive import fold_cores
+
+            out = fold_cores(out)
+        return out
 
     def _view_incremental(self, rows: pl.DataFrame) -> pl.DataFrame:
         """The detection view of new rows, computed with the look-back rows before them."""
@@ -536,15 +573,50 @@ class LiveDetector:
                     self._warm_pairs,
                     f"warm-up ({len(self._warm_X)} windows, {elapsed:g} s)",
                 )
+                if self._alone_rules:
+                    self._history = list(self._warm_X)
+                    self._fitted_on_n = len(self._history)
                 self._warm_X = []
         else:
             x, pairs = self.window_vector(rows)
             if self.keep_features:
                 self.history.append((k, x, pairs))
-            self._score(v, self._align(x, pairs)[None, :], self._sentinel(rows))
+            xa = self._align(x, pairs)
+            self._score(v, xa[None, :], self._sentinel(rows))
+            if self._alone_rules:
+                self._refit_on_history(xa)
         v.compute_ms = (time.perf_counter() - t_start) * 1e3
         v.decided_at = time.time()
         return v
+
+    def _refit_on_history(self, xa: np.ndarray) -> None:
+        """A run alone: keep ``xa`` and refit the detectors on every window so far (the last
+        :data:`HISTORY_WINDOWS`) once the history has grown by a quarter since the last fit
+        (at most every :data:`REFIT_MAX_WINDOWS` windows): the warm-up holds the stream's
+        first seconds, often the collector's own start, and the stream's calm majority is the
+        better reference, as the whole run is for ``detect_run``."""
+        self._history.append(xa)
+        if len(self._history) > HISTORY_WINDOWS:
+            del self._history[: len(self._history) - HISTORY_WINDOWS]
+        n = len(self._history)
+        if n >= min(1.25 * self._fitted_on_n, self._fitted_on_n + REFIT_MAX_WINDOWS):
+            assert self.pairs is not None
+            self._fit(np.vstack(self._history), self.pairs, f"the stream so far ({n} windows)")
+            self._align_cols = self._plan_cols  # the fitted columns are the aligned ones
+            self._fitted_on_n = n
+
+    def _sustained(self, res):  # noqa: ANN001, ANN202 - an EnsembleResult
+        """``res`` with each detector's flag counted from the policy's ``min_run``-th window in
+        a row over its threshold on (the live, causal form of ``detect_run``'s rule for a run
+        alone: the first windows of an episode are not flagged, the rest are)."""
+        from reveal_lab.detectors import EnsembleResult
+
+        labels = {}
+        for m, lab in res.labels.items():
+            self._run_len[m] = self._run_len.get(m, 0) + 1 if lab[0] else 0
+            labels[m] = np.array([int(self._run_len[m] >= self.alone.min_run)], dtype=lab.dtype)
+        agreement = np.sum([labels[m] for m in res.methods], axis=0).astype(res.agreement.dtype)
+        return EnsembleResult(res.scores, res.thresholds, labels, agreement, res.combined)
 
     def _sentinel(self, rows: np.ndarray) -> tuple[str, int] | None:
         """The silent counter non-zero in most of the window's rows, when in at least
@@ -560,6 +632,8 @@ class LiveDetector:
     def _score(self, v: Verdict, xa: np.ndarray, sentinel: tuple[str, int] | None = None) -> None:
         assert self.fitted_detectors is not None
         res = self.fitted_detectors.score(xa)  # the ensemble's own scores, labels and combination
+        if self._alone_rules and self.alone.min_run > 1:
+            res = self._sustained(res)
         v.methods = [n for n in res.methods if res.labels[n][0]]
         v.agreement = int(res.agreement[0])
         v.scores = {n: float(s[0]) for n, s in res.scores.items()}
@@ -570,8 +644,10 @@ class LiveDetector:
                 {"window_id": [v.window_id], "start": [v.start], "end": [v.end]},
                 schema={"window_id": pl.Int64, "start": pl.Datetime("ms"), "end": pl.Datetime("ms")},
             )
+            by_family = self._alone_rules and self.alone.by_subsystem  # as detect_run alone
             att = attribute(
-                self.detectors, xa, self._align_pairs, win, res, top_k=self.detect.top_k, host=self.host
+                self.detectors, xa, self._align_pairs, win, res, top_k=self.detect.top_k, host=self.host,
+                rule="shares" if by_family else "deviation",
             )
             if att.windows.height:
                 v.subsystems = att.windows.get_column("subsystems")[0]

@@ -65,11 +65,16 @@ from reveal_lab.pipeline._episodes import (
     unexplained_slowdowns,
     what_moved,
 )
+from reveal_lab.pipeline._score import RELATIVE_FLOOR, family_groups, family_threshold, unit_floors
 from reveal_lab.pipeline._startup import StartUp, collector_startup, without_startup
 from reveal_lab.pipeline._view import detection_view, select_metrics
 from reveal_lab.numeric import sustained
 
 __all__ = [
+    "RELATIVE_FLOOR",
+    "family_groups",
+    "family_threshold",
+    "unit_floors",
     "EPISODE_GAP_S",
     "EPISODE_SCHEMA",
     "SLOW_FACTOR",

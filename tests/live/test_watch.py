@@ -65,6 +65,7 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
             "4s",
             "--duration",
             "90s",
+            "--prune",  # a stream alone scores every metric unless asked
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -94,7 +95,7 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     )
     summary = json.loads(stderr.split("summary: ", 1)[1].splitlines()[0])
     assert summary["scored"] == len(windows) and summary["follow"]["bytes_read"] > 0
-    # the paper's pruned space by default, fitted on the warm-up, and said so
+    # the paper's pruned space when asked (--prune), fitted on the warm-up, and said so
     assert summary["pruning"]["applied"] and summary["pruning"]["source"] == "fitted on the warm-up"
     fitted = next(r for r in lines if r["event"] == "fitted")
     assert fitted["pruning"]["n_selected"] == summary["pruning"]["n_selected"] > 0
