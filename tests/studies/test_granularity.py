@@ -64,7 +64,7 @@ def test_granularity_study_on_known_episodes():
 def test_the_study_detects_with_the_papers_decision_not_the_lone_run_defaults():
     """``detect_windows`` counts every window over a threshold and leaves the sentinel rule out
     (the paper's Table 2 compares the detectors' own decisions), while ``detect_run``'s defaults
-    for a run alone drop a one-sample spike (4 windows in a row) and add the sentinel rule."""
+    for a run alone drop a one-sample spike (8 windows in a row) and add the sentinel rule."""
     from reveal_lab.pipeline import detect_run
     from reveal_lab.studies import detect_windows
     from reveal_lab.synth import make_run
@@ -79,5 +79,5 @@ def test_the_study_detects_with_the_papers_decision_not_the_lone_run_defaults():
     spike = (win["start_s"] <= 20.0) & (win["end_s"] > 20.0)
     assert win.filter(spike)["anomalous"].any()
     det = detect_run(run, preset=get_preset("smoke"), prune=False, trim=False)
-    assert det.config["min_run_windows"] == 4 and det.config["sentinel_rule"] == "lone"
+    assert det.config["min_run_windows"] == 8 and det.config["sentinel_rule"] == "lone"
     assert det.summary["short_runs_dropped"] >= 1
