@@ -47,7 +47,9 @@ def test_first_start_with_an_empty_cache_has_no_gap(tmp_path):
     code = meta["compiled_code"]
     assert code["compiled_while_sampling"] == []
     assert code["start"] == "before sampling" and "burst" in code["compiled_before_sampling"]
-    assert meta["hot_loop"]["compiled_ticks"] + meta["hot_loop"]["partial_ticks"] >= 1
+    hot = meta["hot_loop"]
+    why = (hot, meta["relayouts"], res.stderr[-1500:])
+    assert hot["compiled_ticks"] + hot["partial_ticks"] >= 1, why  # the compiled loop ran
     f = _samples(run)
     assert f.height >= 10
     t = f["t_mono_ns"].to_numpy()

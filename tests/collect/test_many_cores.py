@@ -1,5 +1,7 @@
 """The collector on synthetic hosts of many cores (``write_proc_tree``, read through
-``proc_root``/``sys_root``): the channels and values of ``/proc/stat``,
+``proc_root``/``sys_root``): the per-core tables' column-at-a-time scan (mode
+``FIXED_WIDTH``) against the byte-by-byte one (mode 0, compiled and pure Python) on 16- and
+192-core files and on seeded corruptions of them; the channels and values of ``/proc/stat``,
 ``/proc/interrupts`` and ``/proc/softirqs`` of 16- and 192-core files, in the compiled
 loop and the interpreted one, against a label-by-label reading of the same text written
 here; the per-core sums of the device IRQs (one ``OP_COLSUM`` per core) against the ops
@@ -21,6 +23,7 @@ from reveal_lab.collect import MISSING_INT, ProbeContext, collect, write_proc_tr
 from reveal_lab.collect._probe import OP_ADD, OP_COPY, OP_ZERO, apply_ops_py
 from reveal_lab.collect._proctree import per_core_files
 from reveal_lab.collect.probes._cpu import CPU_FIELDS
+from reveal_lab.collect.probes import _scan
 from reveal_lab.collect.probes._irq import Interrupts
 from reveal_lab.io import read_collector_run
 
@@ -57,6 +60,39 @@ def expected_values(files: dict[str, bytes]) -> dict[str, int]:
         for c, v in enumerate(rest.split()):
             out[f"Softirqs:{label.strip()}.{c}.{H}[count]"] = int(v)
     return out
+
+
+def _scan_all(data: bytes, want: np.ndarray) -> list[tuple[int, list[int]]]:
+    """The signature and values of each scanner on ``data``: compiled in modes 0 and
+    FIXED_WIDTH, pure Python in mode FIXED_WIDTH."""
+    buf = np.frombuffer(data, np.uint8)
+    dest = np.arange(want.size, dtype=np.int64)
+    out = []
+    for fn, mode in ((_scan.scan, 0), (_scan.scan, _scan.FIXED_WIDTH), (_scan.scan_py, _scan.FIXED_WIDTH)):
+        values = np.full(want.size, -7, dtype=np.int64)
+        out.append((int(fn(buf, want, dest, values, mode)), values.tolist()))
+    return out
+
+
+@pytest.mark.parametrize("cores", [16, 192])
+def test_the_column_scan_equals_the_byte_scan(cores):
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(cores)
+    for name in ("interrupts", "softirqs", "stat"):
+        text = per_core_files(cores)[name]
+        variants = [text]
+        for _ in range(40):  # corrupted and cut copies: wider numbers, glued columns, labels, signs
+            d = bytearray(text)
+            for _ in range(int(rng.integers(1, 6))):
+                d[int(rng.integers(0, len(d)))] = int(rng.choice(list(b" 0123456789a:\n\t-")))
+            hi = int(rng.integers(0, len(d) + 1))
+            variants.append(bytes(d[int(rng.integers(0, hi + 1)) : hi]))
+        for data in variants:
+            toks = data.split()
+            numeric = [i for i, t in enumerate(toks) if t[:1].isdigit() or t[:1] == b"-" and t[1:2].isdigit()]
+            for want in (numeric, numeric[::7]):
+                a, b, c = _scan_all(data, np.array(want, dtype=np.int64))
+                assert a == b == c, (name, data[:120])
 
 
 def _run(tmp: Path, cores: int, name: str) -> dict[str, np.ndarray]:

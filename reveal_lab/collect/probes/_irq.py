@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from reveal_lab.collect._probe import (
@@ -14,7 +16,12 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     TableProbe,
 )
+from reveal_lab.collect.probes._scan import FIXED_WIDTH
 from reveal_lab.collect.probes._table import Layout, Table
+
+#: the scan mode of the per-core tables: their `` %10u`` columns a column at a time, where a
+#: 64-bit load is little-endian (elsewhere mode 0: the same values, byte by byte)
+PERCPU_MODE = FIXED_WIDTH if sys.byteorder == "little" else 0
 
 
 def _percpu_index(lines: list[bytes]) -> Layout:
@@ -43,7 +50,7 @@ class Interrupts(Probe):
     description = "/proc/interrupts per core: named classes and device IRQs summed"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, ctx.proc("/proc/interrupts"), _percpu_index)
+        self.table = Table(ctx, ctx.proc("/proc/interrupts"), _percpu_index, colons=PERCPU_MODE)
         keys = self.table.keys
         ncpu = max(j for _, j in keys) + 1
         named = list(dict.fromkeys(lab for lab, _ in keys if not lab.isdigit()))
@@ -97,7 +104,7 @@ class Softirqs(TableProbe):
     description = "/proc/softirqs per core and type"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, ctx.proc("/proc/softirqs"), _percpu_index)
+        self.table = Table(ctx, ctx.proc("/proc/softirqs"), _percpu_index, colons=PERCPU_MODE)
         self.channels = [
             Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys
         ]

@@ -4,13 +4,25 @@ fingerprint the file's layout in one pass over the bytes.
 ``scan(buf, want, dest, out, colons)`` walks the whitespace-separated tokens of
 ``buf`` (``:`` counts as whitespace when ``colons`` is true or 1; with ``colons`` 3,
 ``:``, ``.``, ``/`` and ``=`` all do, so ``0.42`` is the two integers ``0`` and ``42``
-and ``avg10=0.42`` the label ``avg10`` and two integers: see :data:`DECIMALS`). The integer at token
+and ``avg10=0.42`` the label ``avg10`` and two integers: see :data:`DECIMALS`; with ``colons``
+:data:`FIXED_WIDTH` the blanks are whitespace only and the kernel's per-core columns are read
+a column at a time, see below). The integer at token
 ``want[j]`` (``want`` sorted) is written to ``out[dest[j]]``. Every token that is
 not a number (labels, headers, units, device names) is fingerprinted by its
 length, first and last byte (FNV-1a over those), together with the token count
 and the number of values found; the returned signature
 changes whenever the layout does (a device, IRQ or counter appeared, vanished or
 moved), which sends the caller back to its slow, label-based path.
+
+``/proc/interrupts`` and ``/proc/softirqs`` print each core's count as `` %10u``: a blank
+and ten characters, spaces then digits (a 32-bit count never needs more). Read byte by byte,
+each column costs a branch where its spaces end and one where its digits end, most of the
+time on a host of many cores. In mode :data:`FIXED_WIDTH` (little-endian hosts), at the first
+blank after a token the scanner checks the next ten bytes in one step, eight of them as one
+64-bit word (spaces then at least one digit, then a blank or the end): such a column is one
+numeric token, with the value and place the byte-by-byte walk gives it; anything else (a
+label, a wider or negative number, a row's description) is walked byte by byte. Values and
+signature are those of mode 0.
 
 Compiled with numba when available (``cache=True``); a pure-Python version with
 the same results is used otherwise. numba is imported on first use of ``scan`` (see
@@ -32,6 +44,7 @@ __all__ = [
     "warmup_args",
     "COMPILED",
     "DECIMALS",
+    "FIXED_WIDTH",
     "split_blanks",
     "drop_stale_cache",
 ]
@@ -40,11 +53,16 @@ __all__ = [
 #: values such as ``/proc/loadavg``'s ``0.42`` and PSI's ``avg10=0.00``, printed by the
 #: kernel as ``%lu.%02lu``, become integer and hundredths)
 DECIMALS = 3
+#: the ``colons`` mode of whitespace blanks with the kernel's `` %10u`` per-core columns read
+#: a column at a time (``/proc/interrupts``, ``/proc/softirqs``); the results of mode 0
+FIXED_WIDTH = 4
 
 
 def split_blanks(data: bytes, colons: int | bool) -> bytes:
     """``data`` with the extra blanks of mode ``colons`` replaced by spaces (what
     :func:`scan` sees)."""
+    if int(colons) == FIXED_WIDTH:
+        return data
     if colons:
         data = data.replace(b":", b" ")
     if int(colons) >= DECIMALS:
@@ -163,6 +181,65 @@ def _jit(fn=None, **options):  # noqa: ANN001, ANN202
         return numba.njit(nogil=True, **options)(fn)
 
 
+def _make_column():  # pragma: no cover - exercised when numba is present
+    """The compiled reader of one `` %10u`` column at ``buf[i : i + 11]`` (``buf[i]`` a
+    blank): its value, or -1 when the ten bytes are not spaces then at least one digit.
+    Bytes 1 and 2 are read one by one, bytes 3 to 10 as one little-endian 64-bit word
+    (a load numba has no array operation for: an intrinsic). The compiled functions refer
+    to each other as module globals, not closure cells: numba keys its cache on the
+    pickled cells, which for a function differ from one process to the next."""
+    global _LOAD8  # noqa: PLW0603
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def load8(typingctx, arr, idx):  # noqa: ANN001, ANN202, ARG001
+        sig = types.uint64(arr, idx)
+
+        def codegen(context, builder, sig, args):  # noqa: ANN001, ANN202
+            ary = context.make_array(sig.args[0])(context, builder, args[0])
+            ptr = builder.bitcast(builder.gep(ary.data, [args[1]]), ir.IntType(64).as_pointer())
+            return builder.load(ptr, align=1)
+
+        return sig, codegen
+
+    _LOAD8 = load8
+
+    @_jit
+    def column(buf, i):  # noqa: ANN001, ANN202
+        x = _LOAD8(buf, i + 3)
+        m10 = np.uint64(0x1010101010101010)
+        lo = x & np.uint64(0x0F0F0F0F0F0F0F0F)
+        dig = (x & m10) >> np.uint64(4)  # 0x01 at the bytes 0x30-0x3F
+        ok = (x & np.uint64(0xE0E0E0E0E0E0E0E0)) == np.uint64(0x2020202020202020)  # all 0x20-0x3F
+        ok &= (lo & ~(dig * np.uint64(15))) == np.uint64(0)  # those not 0x30-0x3F are 0x20
+        nines = (lo + np.uint64(0x0606060606060606)) & m10  # 0x10 where the low nibble is over 9
+        ok &= (nines & (dig << np.uint64(4))) == np.uint64(0)  # so the 0x30-0x3F are '0'-'9'
+        sp = (dig ^ np.uint64(0x0101010101010101)) * np.uint64(255)  # 0xFF at the spaces
+        ok &= (sp & (sp + np.uint64(1))) == np.uint64(0)  # spaces first (the low bytes), then digits
+        ok &= (x >> np.uint64(56)) >= np.uint64(48)  # the last byte a digit
+        d1 = np.int64(buf[i + 1]) - 48
+        d2 = np.int64(buf[i + 2]) - 48
+        isd1 = d1 >= 0 and d1 <= 9
+        isd2 = d2 >= 0 and d2 <= 9
+        ok &= (isd1 or d1 == -16) and (isd2 or d2 == -16)
+        ok &= (not isd1 or isd2) and (not isd2 or sp == np.uint64(0))
+        if not ok:
+            return np.int64(-1)
+        v = (x | m10) - np.uint64(0x3030303030303030)  # spaces read as zeros
+        v = (v * np.uint64(10) + (v >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+        v = (v * np.uint64(100) + (v >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+        v = (v * np.uint64(10000) + (v >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+        return np.int64((d1 if isd1 else 0) * 10 + (d2 if isd2 else 0)) * 100000000 + np.int64(v)
+
+    return column
+
+
+_LOAD8 = None  # the 64-bit load of _make_column, set when it is made
+_COLUMN = None  # its column reader, called by the scanner
+
+
 def _make_compiled():  # pragma: no cover - exercised when numba is present
     # blanks by mode (row): whitespace; and ':' (1, 2); and '.', '/', '=' (3)
     blanks = np.zeros((4, 256), dtype=np.bool_)
@@ -170,6 +247,8 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
         for ch in b" \n\t\r\x0b\x0c" + (b":" if mode_ >= 1 else b"") + (b"./=" if mode_ >= 3 else b""):
             blanks[mode_, ch] = True
     _BLANKS = blanks  # a global of the compiled function: frozen in as a constant
+    global _COLUMN  # noqa: PLW0603
+    _COLUMN = _make_column()
 
     @_jit
     def scan_nb(buf, want, dest, out, colons):  # noqa: ANN001, ANN202
@@ -180,11 +259,25 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
         i = 0
         tok = 0
         w = 0
-        blank = _BLANKS[min(np.int64(colons), 3)]
+        mode = np.int64(colons)
+        fixed = mode == FIXED_WIDTH
+        blank = _BLANKS[0 if fixed else min(mode, 3)]
+        after = False  # at the first blank after a token
         while i < n:
             if blank[buf[i]]:
+                if fixed and after and i + 11 <= n:
+                    v = _COLUMN(buf, i)
+                    if v >= 0 and (i + 11 == n or blank[buf[i + 11]]):
+                        if w < m and want[w] == tok:
+                            out[dest[w]] = v
+                            w += 1
+                        tok += 1
+                        i += 11
+                        continue
+                after = False
                 i += 1
                 continue
+            after = True
             start = i
             while i < n and not blank[buf[i]]:
                 i += 1
