@@ -63,7 +63,9 @@ def _live(frame: pl.DataFrame, warmup_s: float) -> pl.DataFrame:
          "top_subsystem": v.subsystem}
         for v in verdicts if v.phase == "scored"
     ]
-    return pl.DataFrame(rows).with_columns(pl.col("start", "end").cast(pl.Datetime("ms")))
+    schema = {"host": pl.String, "start": pl.Datetime("ms"), "end": pl.Datetime("ms"), "anomalous": pl.Boolean,
+              "top_subsystem": pl.String}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             out["runs"].append({"run": r["run"], "offline": off, "live": live})
             for name, m in (("offline", off), ("live", live)):
                 print(f"{r['run']} {name}: {m['flagged']}/{m['windows']} windows flagged, {m['false_episodes']} "
-                      f"false episodes in {m['hours']:.2f} h = {m['false_episodes_per_hour']:.2f} per host-hour")
+                      f"false episodes in {m['hours']:.2f} h = {m['false_episodes_per_hour']} per host-hour")
     for name in ("offline", "live"):
         eps = sum(x[name]["false_episodes"] for x in out["runs"])
         hours = sum(x[name]["hours"] for x in out["runs"])
