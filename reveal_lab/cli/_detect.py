@@ -25,11 +25,9 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "detect",
         help="detect and explain anomalous windows in runs; write the anomaly report",
         description=(
-            "Score each run's sliding windows with the Z-score, PCA-Mahalanobis and Isolation Forest "
-            "detectors (fit on the run itself, as the paper, or on --baseline runs), attribute every "
-            "anomalous window to metric-feature pairs, subsystems and its host, and write anomalies.csv, "
-            "summary.json, report.md and report.html. RUN is a public-dataset .txt file, "
-            "ARCHIVE.zip::member, a .parquet lab run or a collector run folder."
+            "Score each run's windows with the paper's three detectors (fit on the run itself or on "
+            "--baseline runs), attribute anomalies to metrics, subsystems and hosts, and write the report. "
+            "RUN: a public-dataset .txt, ARCHIVE.zip::member, a lab .parquet or a collector folder."
         ),
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="runs to examine")
