@@ -25,9 +25,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         "detect",
         help="detect and explain anomalous windows in runs; write the anomaly report",
         description=(
-            "Score each run's windows with the paper's three detectors (fit on the run itself or on "
-            "--baseline runs), attribute anomalies to metrics, subsystems and hosts, and write the report. "
-            "RUN: a public-dataset .txt, ARCHIVE.zip::member, a lab .parquet or a collector folder."
+            "Detect, attribute and report anomalous windows of runs (.txt, ZIP::member, .parquet, folder)."
         ),
     )
     p.add_argument("runs", nargs="+", metavar="RUN", help="runs to examine")

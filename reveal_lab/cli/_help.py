@@ -24,8 +24,10 @@ DETECT_HELP: dict[str, str] = {
     "--interval": "nominal sampling interval (default 100ms)",
     "--preset": "window and detector settings: paper, smoke (default paper)",
     "--select": "score only the metric keys listed in FILE (one per line)",
-    "--no-prune": "score every metric (default: pruned with --baseline runs)",
-    "--prune": "fit the pruned space on a run alone too",
+    "--prune": "pruned space on a run alone too / every metric (default: with baselines)",
+    "--no-fold-cores": "alone: per-core channels as they are (default: folded)",
+    "--no-by-family": "alone: the Z-score over every feature (default: by family)",
+    "--keep-startup": "score the collector's own start-up too",
     "--job-pace": "the job's step times (CSV t,step_s): each episode's slowdown",
     "--pruning": "reuse a saved pruning.json as the metric space",
     "--trim": "auto (default), span, active, none: the part of a recording scored",
@@ -47,6 +49,7 @@ DETECT_METAVARS: dict[str, str] = {"--thresholds": "MODE", "--calibration": "RUL
 #: ``detect``'s flags shown under "advanced"
 DETECT_ADVANCED: tuple[str, ...] = (
     "--force", "--interval", "--preset", "--select", "--no-prune", "--prune", "--pruning", "--trim",
+    "--no-fold-cores", "--no-by-family", "--keep-startup",
     "--thresholds", "--calibration", "--z-clip", "--outlier-fence", "--sentinel-samples", "--min-run",
     "--min-agreement", "--false-alarm-rate", "--view",
 )

@@ -151,22 +151,14 @@ KNOBS: tuple[Knob, ...] = (
     Knob("trim", ("--trim",), {"choices": TRIM_CHOICES, "help": TRIM_HELP}),
     Knob(
         "prune",
-        ("--no-prune",),
+        ("--prune",),
         {
-            "action": "store_const",
-            "const": False,
-            "help": "score every metric (default: the pruned space of paper §4.1 fitted on the "
-            "baseline runs; a run alone scores every metric)",
+            "action": argparse.BooleanOptionalAction,
+            "help": "--prune: fit the pruned space of paper §4.1 on a run alone too; --no-prune: score "
+            "every metric (default: the pruned space fitted on the baseline runs; a run alone scores "
+            "every metric)",
         },
         extra=(
-            (
-                ("--prune",),
-                {
-                    "action": "store_const",
-                    "const": True,
-                    "help": "fit the pruned space on a run alone too (default: on the baseline runs only)",
-                },
-            ),
             (
                 ("--pruning",),
                 {"metavar": "FILE", "help": "reuse a saved pruning.json as the metric space"},
@@ -184,6 +176,35 @@ KNOBS: tuple[Knob, ...] = (
         ("--sentinel-samples",),
         {"type": sentinel_samples, "metavar": "N|none", "help": SENTINEL_HELP},
         also=lambda v: {"lone_sentinel": False} if v is None else {},
+    ),
+    Knob(
+        "fold_cores",
+        ("--no-fold-cores",),
+        {
+            "action": "store_const",
+            "const": False,
+            "help": "a run alone: score per-core channels as they are (default: folded into host-level "
+            "totals, maxima and spreads)",
+        },
+    ),
+    Knob(
+        "by_subsystem",
+        ("--no-by-family",),
+        {
+            "action": "store_const",
+            "const": False,
+            "help": "a run alone: the Z-score as the mean over every feature, as the paper (default: by "
+            "metric family, each against its own threshold)",
+        },
+    ),
+    Knob(
+        "skip_startup",
+        ("--keep-startup",),
+        {
+            "action": "store_const",
+            "const": False,
+            "help": "score the collector's own start-up too (default: left out)",
+        },
     ),
     Knob(
         "force_baseline",

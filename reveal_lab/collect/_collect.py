@@ -336,7 +336,11 @@ def _collect_locked(
 ) -> CollectResult:
     """:func:`collect` once ``out`` is locked: open the probes, write ``meta.json``, run the
     loop, close the run (one run's probes, signal handlers and numba deferral opened here
-    and undone in its ``finally``)."""
+    and undone in its ``finally``).
+
+    One long function: the collector's run in the order it happens (open the probes, start, sample,
+    flush, close), kept together so its error handling reads top to bottom.
+    """
     interval_s, duration_s, flush_s, segment_s = opts.interval_s, opts.duration_s, opts.flush_s, opts.segment_s
     info = host_info()
     host_name = sanitize_host(opts.host or info["hostname"])

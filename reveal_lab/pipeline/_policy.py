@@ -285,6 +285,27 @@ class DetectionPolicy:
             return self.prune
         return threshold_mode(self.thresholds, baseline_runs) != "robust"
 
+    def _alone_rules(self, mode: str, why: dict[str, str]) -> tuple[bool, bool]:
+        """``(fold_cores, by_subsystem)`` under threshold mode ``mode`` (``None``: on for a run
+        alone, robust thresholds), with their reasons added to ``why``."""
+        fold = self.fold_cores
+        if fold is None:
+            fold = mode == "robust"
+            why["fold_cores"] = (
+                "auto: a run alone scores per-core families as host-level totals, maxima and spreads"
+                if fold
+                else f"auto: per-core channels scored as they are with {mode} thresholds"
+            )
+        by_sub = self.by_subsystem
+        if by_sub is None:
+            by_sub = mode == "robust"
+            why["by_subsystem"] = (
+                "auto: a run alone takes the Z-score of its most deviant metric family"
+                if by_sub
+                else f"auto: the Z-score is the mean over every feature with {mode} thresholds"
+            )
+        return bool(fold), bool(by_sub)
+
     def for_shares(self) -> DetectionPolicy:
         """This policy with an ``auto`` ``min_agreement`` made :data:`ANY_DETECTOR`: for a
         share of windows compared on two sides alike (``compare``), where a fault one detector
@@ -377,22 +398,7 @@ class DetectionPolicy:
                 if prune is False
                 else f"auto: the pruned space, fitted on the {'baseline runs' if n else 'run itself'}"
             )
-        fold = self.fold_cores
-        if fold is None:
-            fold = mode == "robust"
-            why["fold_cores"] = (
-                "auto: a run alone scores per-core families as host-level totals, maxima and spreads"
-                if fold
-                else f"auto: per-core channels scored as they are with {mode} thresholds"
-            )
-        by_sub = self.by_subsystem
-        if by_sub is None:
-            by_sub = mode == "robust"
-            why["by_subsystem"] = (
-                "auto: a run alone takes the Z-score of its most deviant subsystem"
-                if by_sub
-                else f"auto: the Z-score is the mean over every feature with {mode} thresholds"
-            )
+        fold, by_sub = self._alone_rules(mode, why)
         clip = self.z_clip if mode == "calibrated" or (mode == "robust" and by_sub) else None
         if self.z_clip is not None and clip is None:
             why["z_clip"] = f"clips calibrated thresholds and a run alone by subsystem only, not {mode}"

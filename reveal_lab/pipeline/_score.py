@@ -79,7 +79,7 @@ def family_threshold(rate: float, n_detectors: int, n_groups: int) -> float:
     ``1 − rate / (n_detectors · n_groups)`` (a union bound over detectors and families).
 
     >>> round(family_threshold(0.01, 3, 40), 2)
-    3.77
+    3.76
     """
     from scipy.stats import norm
 

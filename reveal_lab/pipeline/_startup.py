@@ -9,7 +9,8 @@ and ``detect`` named it a memory fault. :func:`collector_startup` finds where th
 ends from the collector's own channels (``Collector:lag``, ``Collector_diff:missed_ticks``,
 ``Collector_diff:cpu_time``): the last sample in the first :data:`STARTUP_LIMIT_S` seconds
 where the collector missed a tick, lagged or spent more than half an interval of CPU in one
-tick, plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds. Where
+tick, plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds; none
+when the first :data:`STARTUP_MIN_S` seconds are calm (a piece cut from a longer recording). Where
 the recording starts with a backlog of dirty page cache (``Memory:Dirty`` above
 :data:`BACKLOG_FACTOR` times its level over the rest of the run and :data:`BACKLOG_MIN_KB`
 more: the 230-244 MB the GPU host's first start had, written back 16-24 s in and flagged as a
@@ -63,7 +64,7 @@ class StartUp:
     def describe(self) -> str:
         """One sentence for the report."""
         if self.end is None:
-            return "no collector start-up in this recording (no collector channels)"
+            return "no collector start-up in this recording (no collector channels, or it starts later)"
         return (
             f"the collector's own start-up (the first {self.seconds:.1f} s: {self.missed_ticks} missed "
             f"ticks, longest gap {self.longest_gap_s:.2f} s) is left out of detection and evidence"
@@ -107,10 +108,12 @@ def collector_startup(frame: pl.DataFrame) -> StartUp:
     >>> t = [dt.datetime(2026, 1, 1) + dt.timedelta(milliseconds=100 * i) for i in range(100)]
     >>> f = pl.DataFrame({"timestamp": t, "Collector:lag.h[us]": [100.0] * 100,
     ...                   "Collector_diff:missed_ticks.h[count]": [0.0] * 50 + [9.0] + [0.0] * 49,
-    ...                   "Collector_diff:cpu_time.h[us]": [1500.0] * 100})
-    >>> s = collector_startup(f)
-    >>> round(s.seconds, 1), s.missed_ticks
-    (7.0, 9)
+    ...                   "Collector_diff:cpu_time.h[us]": [1e5] + [1500.0] * 99})
+    >>> s = collector_startup(f)  # its first tick's CPU, a stall at 5 s, then 10 s to settle
+    >>> float(round(s.seconds, 1)), s.missed_ticks
+    (15.0, 9)
+    >>> collector_startup(f.with_columns(pl.lit(1500.0).alias("Collector_diff:cpu_time.h[us]"))).end is None
+    True
     """
     missed = _column(frame, "Collector_diff:missed_ticks")
     if missed is None or frame.height < 2:
@@ -128,12 +131,14 @@ def collector_startup(frame: pl.DataFrame) -> StartUp:
         disturbed |= cpu > 0.5 * interval * 1e6
     disturbed[1:] |= gaps > 2 * interval
     early = np.flatnonzero(disturbed & (rel <= STARTUP_LIMIT_S))
+    if not early.size or rel[early[0]] > STARTUP_MIN_S:  # calm from its first samples: a piece
+        return StartUp(None, 0.0, 0, 0.0)  # of a recording, not the collector's start
     end_s = max(STARTUP_MIN_S, (rel[early[-1]] + STARTUP_SETTLE_S) if early.size else 0.0)
     end_s = max(end_s, _backlog_written(frame, rel))
     inside = rel < end_s
     longest = float(gaps[inside[1:]].max()) if inside[1:].any() else 0.0
     end = frame.get_column(TIMESTAMP)[0] + dt.timedelta(seconds=end_s)
-    return StartUp(end, end_s, int(missed[inside].sum()), longest)
+    return StartUp(end, float(end_s), int(missed[inside].sum()), longest)
 
 
 def without_startup(run: Run, startup: StartUp | None = None) -> Run:

@@ -307,6 +307,9 @@ def measure_collector_overhead(
     ``pct_lo``/``pct_hi`` its Student-t interval at ``level``, ``pct_sd`` their standard
     deviation. A process that cannot run or did not settle here gives a row with an
     empty value and a note saying why.
+
+    One long function: the measurement's steps in the order they run (quiet gate, start-up excluded,
+    repeats, intervals, sanity check), kept together so the timing reads top to bottom.
     """
     if seconds <= 0 or repeats < 2:
         raise ValueError(f"seconds must be > 0 and repeats >= 2, got {seconds}, {repeats}")
@@ -589,6 +592,9 @@ def measure_runtimes(
     timing, the quiet gate (:func:`quiet_gate` at ``quiet_load`` per core, up to
     ``quiet_timeout_s``): its outcome is in ``quiet`` and every row's note. Columns
     :data:`RUNTIME_COLUMNS`.
+
+    One long function: the timings in the order they run (warm-up call, seeded repeats per stage,
+    intervals), kept together so the timing reads top to bottom.
     """
     from reveal_lab.config import get_preset
     from reveal_lab.detectors import IsolationForestDetector, PCAMahalanobisDetector, ZScoreDetector

@@ -52,7 +52,7 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
     vals[200] = value  # t = 20 s
     spiked = dataclasses.replace(run, frame=run.frame.with_columns(pl.Series(col, vals)))
     t = run.frame["timestamp"][200]
-    for min_run in (1, None):  # every window over a threshold; the default for a run alone (4)
+    for min_run in (1, None):  # every window over a threshold; the default for a run alone (8)
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no numpy overflow warnings
             det = detect_run(spiked, min_run=min_run)
@@ -60,8 +60,8 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
         assert hit.height and (hit["raw_agreement"] >= 1).any(), hit
         if min_run == 1:
             assert (hit["agreement"] >= 1).any(), hit
-        else:  # one sample lies in 3 windows: dropped by the 4-window rule, and counted as dropped
-            assert det.config["min_run_windows"] == 4 and det.summary["short_runs_dropped"] >= 1
+        else:  # one sample lies in 3 windows: dropped by the 8-window rule, and counted as dropped
+            assert det.config["min_run_windows"] == 8 and det.summary["short_runs_dropped"] >= 1
         assert all(np.isfinite(v) for v in det.thresholds[next(iter(det.thresholds))].values())
         # a run alone takes robust thresholds: the fence did not set them, so no note says it did
         assert not any("outlier fence" in w for w in det.warnings)

@@ -155,7 +155,7 @@ def test_a_complete_detect_leaves_no_file_of_the_previous_run(tmp_path):
     names = {p.name for p in out.iterdir()}
     assert "pruning_other.json" not in names
     assert "sentinels.csv" not in names or (out / "sentinels.csv").read_text() != "previous run"
-    assert {"anomalies.csv", "summary.json", "report.md", "report.html", "pruning.json", "notes.txt"} <= names
+    assert {"anomalies.csv", "summary.json", "report.md", "report.html", "notes.txt"} <= names
     assert sorted(x.name for x in tmp_path.iterdir()) == ["rep"]
 
 

@@ -16,8 +16,10 @@ def test_detect_task_scores_the_pruned_space_unless_told_not_to():
         return {parse_metric_name(m).key() for m in res.evidence["metric"].unique()}
 
     # every window over a threshold (min_run=1): the evidence needs rows to say which space it is in
-    pruned = detect_task(run, preset="smoke", min_run=1)
+    pruned = detect_task(run, preset="smoke", prune=True, min_run=1)
     assert keys(pruned) and keys(pruned) <= set(space.selected)
+    alone = detect_task(run, preset="smoke", min_run=1)  # a run alone: every metric by default
+    assert not keys(alone) <= set(space.selected)
     given = detect_task(run, preset="smoke", prune=space, min_run=1)
     assert keys(given) <= set(space.selected)
     every = detect_task(run, preset="smoke", prune=False, min_run=1)
