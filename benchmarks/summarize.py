@@ -40,6 +40,9 @@ EXPECTED: dict[str, str] = {
     "public_scale": "`reproduce --data` on the public-layout proxy at several scales",
     "labelled_servers": "detection + attribution on labelled SMD/ASD servers",
     "host_recordings": "host recordings of this VM detected alone (`detect RUN`'s defaults, and `watch` live)",
+    "collector_cores": "collector CPU per 100 ms tick on synthetic hosts of 2-192 cores and this one",
+    "gpu_host": "the GPU-host set detected alone (`detect RUN`'s defaults; copies with 2-192 cores)",
+    "calm_host": "false episodes per host-hour on a calm recording (offline and `watch` live)",
 }
 
 #: the detection studies of ``scripts/studies/`` (results in ``docs/studies/``), with what each measures
@@ -128,6 +131,34 @@ def host_recordings_table(data: dict) -> list[str]:
             f"| {k} | {_fmt(r['episode_recall'])} | {_fmt(r['fault_free_flagged'])} of {r['fault_free_windows']} "
             f"| {_fmt(r['top1_accuracy'])} | {met} |"
         )
+    return out
+
+
+def gpu_host_table(data: dict) -> list[str]:
+    """One row per labelled episode of ``benchmarks/gpu_host.py``, then each recording's fault-free
+    windows and the core copies."""
+    recs = data["recordings"]
+    out = [
+        "| recording | episode | windows flagged | top subsystem (expected) | job's slowdown | rank |",
+        "|---|---|---:|---|---:|---:|",
+    ]
+    for r in recs:
+        for e in r["episodes"]:
+            out.append(
+                f"| {r['run'][:40]} | {e['fault_type']} | {e['flagged']} of {e['windows']} | "
+                f"{e['top_subsystem'] or '–'} ({e['expected']}) | {_fmt(e['job_slowdown'])} | "
+                f"{e['rank_by_slowdown'] if e['rank_by_slowdown'] is not None else '–'} |"
+            )
+    out += ["", "| recording | fault-free windows flagged | false episodes | start-up left out (s) |", "|---|---:|---:|---:|"]
+    for r in recs:
+        st = r.get("startup") or {}
+        out.append(
+            f"| {r['run'][:40]} | {r['fault_free_flagged']} of {r['fault_free_windows']} | {r['false_episodes']} | "
+            f"{_fmt(st.get('seconds'))} |"
+        )
+    if data.get("cores"):
+        out += ["", "| cores | channels | fault-free flagged, defaults | per-channel rules |", "|---:|---:|---:|---:|"]
+        out += [f"| {c['cores']} | {c['channels']} | {_fmt(c['defaults'])} | {_fmt(c['per_channel'])} |" for c in data["cores"]]
     return out
 
 
@@ -296,6 +327,9 @@ def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
                 line = f"ok, {path.name}"
             elif name == "host_recordings":
                 hosts += [f"**{name}** ({data.get('date', '?')})", "", *host_recordings_table(data), ""]
+                line = f"ok, {path.name}"
+            elif name == "gpu_host":
+                hosts += [f"**{name}** ({data.get('measured_at', '?')})", "", *gpu_host_table(data), ""]
                 line = f"ok, {path.name}"
             else:
                 speed += speed_rows(name, data)
