@@ -7,9 +7,10 @@ writes and dirty pages that is the instrument, not the workload. On the GPU host
 (``data/gpu-host``) a first start stalled the sampling for 4.9-6 s, 6-8 s after the start,
 and ``detect`` named it a memory fault. :func:`collector_startup` finds where the start-up
 ends from the collector's own channels (``Collector:lag``, ``Collector_diff:missed_ticks``,
-``Collector_diff:cpu_time``): the last sample in the first :data:`STARTUP_LIMIT_S` seconds
-where the collector missed a tick, lagged or spent more than half an interval of CPU in one
-tick, plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds; none
+``Collector_diff:cpu_time``): the samples in the first :data:`STARTUP_LIMIT_S` seconds where
+the collector missed a tick, lagged or spent more than half an interval of CPU in one tick,
+chained from the first tick (each within :data:`STARTUP_SETTLE_S` of the one before), the last
+of the chain plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds; none
 when the first :data:`STARTUP_MIN_S` seconds are calm (a piece cut from a longer recording). Where
 the recording starts with a backlog of dirty page cache (``Memory:Dirty`` above
 :data:`BACKLOG_FACTOR` times its level over the rest of the run and :data:`BACKLOG_MIN_KB`
@@ -133,7 +134,12 @@ def collector_startup(frame: pl.DataFrame) -> StartUp:
     early = np.flatnonzero(disturbed & (rel <= STARTUP_LIMIT_S))
     if not early.size or rel[early[0]] > STARTUP_MIN_S:  # calm from its first samples: a piece
         return StartUp(None, 0.0, 0, 0.0)  # of a recording, not the collector's start
-    end_s = max(STARTUP_MIN_S, (rel[early[-1]] + STARTUP_SETTLE_S) if early.size else 0.0)
+    # the start-up is the chain of disturbances from the first tick on, each within the settle
+    # time of the one before: a miss on a loaded host 20 s later is not the start
+    times = rel[early]
+    breaks = np.flatnonzero(np.diff(times) > STARTUP_SETTLE_S)
+    last = times[breaks[0]] if breaks.size else times[-1]
+    end_s = max(STARTUP_MIN_S, float(last) + STARTUP_SETTLE_S)
     end_s = max(end_s, _backlog_written(frame, rel))
     inside = rel < end_s
     longest = float(gaps[inside[1:]].max()) if inside[1:].any() else 0.0
