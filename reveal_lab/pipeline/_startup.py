@@ -10,8 +10,9 @@ ends from the collector's own channels (``Collector:lag``, ``Collector_diff:miss
 ``Collector_diff:cpu_time``): the samples in the first :data:`STARTUP_LIMIT_S` seconds where
 the collector missed a tick, lagged or spent more than half an interval of CPU in one tick,
 chained from the first tick (each within :data:`STARTUP_SETTLE_S` of the one before), the last
-of the chain plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds; none
-when the first :data:`STARTUP_MIN_S` seconds are calm (a piece cut from a longer recording). Where
+of the chain plus :data:`STARTUP_SETTLE_S`; at least the first :data:`STARTUP_MIN_S` seconds of a
+recording that begins with the collector (its first row has no per-tick differences yet, or it is
+disturbed then); none in a piece cut from a longer recording. Where
 the recording starts with a backlog of dirty page cache (``Memory:Dirty`` above
 :data:`BACKLOG_FACTOR` times its level over the rest of the run and :data:`BACKLOG_MIN_KB`
 more: the 230-244 MB the GPU host's first start had, written back 16-24 s in and flagged as a
@@ -132,14 +133,20 @@ def collector_startup(frame: pl.DataFrame) -> StartUp:
         disturbed |= cpu > 0.5 * interval * 1e6
     disturbed[1:] |= gaps > 2 * interval
     early = np.flatnonzero(disturbed & (rel <= STARTUP_LIMIT_S))
-    if not early.size or rel[early[0]] > STARTUP_MIN_S:  # calm from its first samples: a piece
-        return StartUp(None, 0.0, 0, 0.0)  # of a recording, not the collector's start
-    # the start-up is the chain of disturbances from the first tick on, each within the settle
-    # time of the one before: a miss on a loaded host 20 s later is not the start
-    times = rel[early]
-    breaks = np.flatnonzero(np.diff(times) > STARTUP_SETTLE_S)
-    last = times[breaks[0]] if breaks.size else times[-1]
-    end_s = max(STARTUP_MIN_S, float(last) + STARTUP_SETTLE_S)
+    # the collector's first row has no per-tick differences yet; a piece cut from a recording
+    # has them, and is calm from its first samples
+    first = frame.get_column(next(c for c in metric_columns(frame) if c.startswith("Collector_diff:missed_ticks")))
+    begins = first[0] is None or (early.size > 0 and rel[early[0]] <= STARTUP_MIN_S)
+    if not begins:
+        return StartUp(None, 0.0, 0, 0.0)
+    end_s = STARTUP_MIN_S
+    if early.size and rel[early[0]] <= STARTUP_MIN_S:
+        # the chain of disturbances from the first tick on, each within the settle time of the
+        # one before: a miss on a loaded host 20 s later is not the start
+        times = rel[early]
+        breaks = np.flatnonzero(np.diff(times) > STARTUP_SETTLE_S)
+        last = times[breaks[0]] if breaks.size else times[-1]
+        end_s = max(end_s, float(last) + STARTUP_SETTLE_S)
     end_s = max(end_s, _backlog_written(frame, rel))
     inside = rel < end_s
     longest = float(gaps[inside[1:]].max()) if inside[1:].any() else 0.0
