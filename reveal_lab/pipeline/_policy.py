@@ -288,23 +288,24 @@ class DetectionPolicy:
     def _alone_rules(self, mode: str, why: dict[str, str]) -> tuple[bool, bool]:
         """``(fold_cores, by_subsystem)`` under threshold mode ``mode`` (``None``: on for a run
         alone, robust thresholds), with their reasons added to ``why``."""
-        fold = self.fold_cores
-        if fold is None:
-            fold = mode == "robust"
-            why["fold_cores"] = (
-                "auto: a run alone scores per-core families as host-level totals, maxima and spreads"
-                if fold
-                else f"auto: per-core channels scored as they are with {mode} thresholds"
-            )
-        by_sub = self.by_subsystem
-        if by_sub is None:
-            by_sub = mode == "robust"
-            why["by_subsystem"] = (
-                "auto: a run alone takes the Z-score of its most deviant metric family"
-                if by_sub
-                else f"auto: the Z-score is the mean over every feature with {mode} thresholds"
-            )
-        return bool(fold), bool(by_sub)
+        reasons = {  # field: (why when on, why when off)
+            "fold_cores": (
+                "auto: a run alone scores per-core families as host-level totals, maxima and spreads",
+                f"auto: per-core channels scored as they are with {mode} thresholds",
+            ),
+            "by_subsystem": (
+                "auto: a run alone takes the Z-score of its most deviant metric family",
+                f"auto: the Z-score is the mean over every feature with {mode} thresholds",
+            ),
+        }
+        out = []
+        for name, (on, off) in reasons.items():
+            value = getattr(self, name)
+            if value is None:
+                value = mode == "robust"
+                why[name] = on if value else off
+            out.append(bool(value))
+        return out[0], out[1]
 
     def for_shares(self) -> DetectionPolicy:
         """This policy with an ``auto`` ``min_agreement`` made :data:`ANY_DETECTOR`: for a
