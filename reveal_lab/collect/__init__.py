@@ -5,7 +5,9 @@ listed once in :data:`ALL_PROBES` and selected by name and group (:data:`PROBES`
 :data:`GROUPS`, :func:`resolve_probes`); :func:`write_proc_tree` writes a synthetic host of
 any number of cores for them to read (``proc_root``); the on-disk
 format is described in ``FORMAT.md`` and read back by
-:func:`reveal_lab.io.read_collector_run`.
+:func:`reveal_lab.io.read_collector_run`. Collecting needs numpy, numba and pyarrow, not polars
+(a GPU machine lent without this project's environment runs it): the views over a run
+(:data:`DERIVED_VIEWS`, :func:`dataset_view`) load polars when first asked for.
 """
 
 from reveal_lab.collect._collect import CollectOptions, CollectResult, collect, host_info
@@ -21,8 +23,6 @@ from reveal_lab.collect._probe import (
 from reveal_lab.collect._proctree import write_proc_tree
 from reveal_lab.collect._registry import PROBES, probe_table, resolve_probes
 from reveal_lab.collect.probes import ALL_PROBES
-from reveal_lab.collect._views import DERIVED as DERIVED_VIEWS
-from reveal_lab.collect._views import dataset_view
 from reveal_lab.collect._writer import DiskFull
 
 __all__ = [
@@ -46,3 +46,11 @@ __all__ = [
     "DiskFull",
     "write_proc_tree",
 ]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - the lazily loaded views (module docstring)
+    if name in ("DERIVED_VIEWS", "dataset_view"):
+        from reveal_lab.collect import _views
+
+        return _views.DERIVED if name == "DERIVED_VIEWS" else _views.dataset_view
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,12 +10,12 @@ file, and the line and column where it knows them.
 >>> csv_numbers(read_csv_table(p), "samples_per_s", p)
 Traceback (most recent call last):
 ...
-reveal_lab.telemetry._frame.TelemetryError: ...meta.csv, line 3, column 'samples_per_s': 'fast' is not a number
+reveal_lab.telemetry._errors.TelemetryError: ...meta.csv, line 3, column 'samples_per_s': 'fast' is not a number
 >>> _ = p.write_bytes(b"run,host\\nr1,lab\\xe9\\n")
 >>> read_csv_table(p)
 Traceback (most recent call last):
 ...
-reveal_lab.telemetry._frame.TelemetryError: ...line 2, column 'host': bytes that are not UTF-8 text (b'\\xe9\\n'); ...
+reveal_lab.telemetry._errors.TelemetryError: ...line 2, column 'host': bytes that are not UTF-8 text (b'\\xe9\\n'); ...
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
-"""Telemetry naming and frames: the one model every stage of reveal-lab shares."""
+"""Telemetry naming and frames: the one model every stage of reveal-lab shares.
 
-from reveal_lab.telemetry._frame import (
-    TIMESTAMP,
-    TIMESTAMP_DTYPE,
-    Frame,
-    Run,
-    RunMeta,
-    TelemetryError,
-    TelemetryWarning,
-    frame_hosts,
-    metric_columns,
-    split_hosts,
-    to_long,
-    to_wide,
-    validate_frame,
-)
+Names and errors load at once; frames and the metric registry (polars) when first asked for,
+so the collector runs where polars is not installed (a GPU machine lent without this
+project's environment).
+"""
+
+import importlib
+
+from reveal_lab.telemetry._errors import TelemetryError, TelemetryWarning
 from reveal_lab.telemetry._names import (
     DIFF_SUFFIX,
     MetricName,
@@ -23,18 +16,18 @@ from reveal_lab.telemetry._names import (
     parse_metric_name,
     sanitize_host,
 )
-from reveal_lab.telemetry._registry import (
-    DEFAULT_REGISTRY,
-    KINDS,
-    UNSCORED_KINDS,
-    SUBSYSTEMS,
-    MetricInfo,
-    MetricRegistry,
-    MetricRule,
-    catalogue,
-    classify,
-    register_metric,
-)
+
+#: the names loaded with polars, by module
+_LAZY = {
+    "_frame": (
+        "TIMESTAMP", "TIMESTAMP_DTYPE", "Frame", "Run", "RunMeta", "frame_hosts", "metric_columns",
+        "split_hosts", "to_long", "to_wide", "validate_frame",
+    ),
+    "_registry": (
+        "DEFAULT_REGISTRY", "KINDS", "UNSCORED_KINDS", "SUBSYSTEMS", "MetricInfo", "MetricRegistry",
+        "MetricRule", "catalogue", "classify", "register_metric",
+    ),
+}
 
 __all__ = [
     "TIMESTAMP",
@@ -67,3 +60,12 @@ __all__ = [
     "split_hosts",
     "frame_hosts",
 ]
+
+
+def __getattr__(name: str):  # noqa: ANN202 - frames and registry, loaded on first use (module docstring)
+    for module, names in _LAZY.items():
+        if name in names:
+            value = getattr(importlib.import_module(f"reveal_lab.telemetry.{module}"), name)
+            globals()[name] = value
+            return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

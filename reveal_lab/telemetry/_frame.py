@@ -19,6 +19,7 @@ from typing import Any, TypeAlias
 
 import polars as pl
 
+from reveal_lab.telemetry._errors import TelemetryError, TelemetryWarning
 from reveal_lab.telemetry._names import parse_metric_name
 
 __all__ = [
@@ -40,27 +41,6 @@ __all__ = [
 TIMESTAMP = "timestamp"
 TIMESTAMP_DTYPE = pl.Datetime("ms")
 Frame: TypeAlias = pl.DataFrame | pl.LazyFrame
-
-
-class TelemetryError(ValueError):
-    """Bad telemetry input. The message names the file, line and/or column."""
-
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 column: str | None = None) -> None:
-        where = []
-        if path is not None:
-            where.append(str(path))
-        if line is not None:
-            where.append(f"line {line}")
-        if column is not None:
-            where.append(f"column {column!r}")
-        prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
-        self.path, self.line, self.column = path, line, column
-
-
-class TelemetryWarning(UserWarning):
-    """Something odd but recoverable in telemetry input (recorded on the run too)."""
 
 
 @dataclass
@@ -142,7 +122,7 @@ def validate_frame(frame: Frame, *, source: str | None = None, strict_names: boo
     >>> validate_frame(df.rename({"timestamp": "time"}))
     Traceback (most recent call last):
     ...
-    reveal_lab.telemetry._frame.TelemetryError: frame has no 'timestamp' column (columns: ['time', 'Perf:IPC.h[-]'])
+    reveal_lab.telemetry._errors.TelemetryError: frame has no 'timestamp' column (columns: ['time', 'Perf:IPC.h[-]'])
     """
     schema = frame.collect_schema()
     names = schema.names()
