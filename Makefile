@@ -14,8 +14,9 @@ setup:  ## create/reuse .venv with everything (no-op when up to date)
 reproduce: setup  ## the main job: reproduce the studies on the bundled dataset into $(OUT)
 	.venv/bin/reveal-lab reproduce --preset $(PRESET) --out $(OUT) --jobs $(JOBS)
 
-test: setup  ## run the whole test suite
-	.venv/bin/python -m pytest
+test: setup  ## lint (ruff), then the whole test suite on every core (pytest-xdist)
+	.venv/bin/ruff check .
+	.venv/bin/python -m pytest -n auto --dist loadgroup
 
 lab: setup  ## open the notebooks in JupyterLab (the default environment has it)
 	.venv/bin/reveal-lab lab

@@ -23,7 +23,6 @@ import os
 import numpy as np
 import polars as pl
 import pytest
-
 from collect_helpers import run_collect
 
 pytest.importorskip("numba")

@@ -22,8 +22,8 @@ import pytest
 from reveal_lab.collect import MISSING_INT, ProbeContext, collect, write_proc_tree
 from reveal_lab.collect._probe import OP_ADD, OP_COPY, OP_ZERO, apply_ops_py
 from reveal_lab.collect._proctree import per_core_files
-from reveal_lab.collect.probes._cpu import CPU_FIELDS
 from reveal_lab.collect.probes import _scan
+from reveal_lab.collect.probes._cpu import CPU_FIELDS
 from reveal_lab.collect.probes._irq import Interrupts
 from reveal_lab.io import read_collector_run
 

@@ -6,22 +6,22 @@ import pytest
 
 from reveal_lab.io import parse_run_filename
 from reveal_lab.lab import (
+    DEFAULT_PLAN,
     FAULT_SUBSYSTEM,
+    V2_HOSTS,
     WORKLOADS,
     FaultPlan,
     RunPlan,
-    DEFAULT_PLAN,
-    V2_HOSTS,
     default_plan,
-    plan_summary,
-    v1_plan,
-    v2_plan,
     file_name,
     ms_to_stamp,
+    plan_summary,
     read_labels,
     run_stem,
     smoke_plan,
     stamp_to_ms,
+    v1_plan,
+    v2_plan,
 )
 from reveal_lab.telemetry import TelemetryError
 

@@ -21,9 +21,9 @@ import pytest
 from reveal_lab.lab import (
     MAX_HOSTS,
     FaultPlan,
-    bridge_namespace,
     LabError,
     RunPlan,
+    bridge_namespace,
     build_dataset,
     lab_hosts,
     read_labels,

@@ -129,8 +129,8 @@ def test_warmup_too_short_is_a_clear_error():
 
 
 def test_flat_forest_scores_and_explains_like_the_detector():
-    from reveal_lab.detectors import IsolationForestDetector
     from reveal_lab.detectors import FastForestScorer as _FastForest
+    from reveal_lab.detectors import IsolationForestDetector
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 300))

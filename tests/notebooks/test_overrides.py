@@ -5,7 +5,7 @@ import pytest
 
 from reveal_lab.cli import main
 from reveal_lab.notebooks import NotebookFailed, load_manifest, notebook_overrides, parse_param, run_manifest
-from tests.notebooks.test_runner import BAD, GOOD, _manifest
+from tests.notebooks.test_runner import BAD, _manifest
 
 pytestmark = pytest.mark.notebook
 ONLY = ["01-good", "02-second"]

@@ -9,8 +9,7 @@ from polars.testing import assert_frame_equal
 
 from reveal_lab import studies
 from reveal_lab.config import fixtures_dir
-from reveal_lab.scale import INPROCESS, RunRef, map_runs, run_refs, scan, study_refs
-from reveal_lab.scale import _engine, _scan
+from reveal_lab.scale import INPROCESS, RunRef, _engine, _scan, map_runs, run_refs, scan, study_refs
 from reveal_lab.scale._engine import _apply, close_clients, each_run
 from reveal_lab.scale._tasks import detect_task, outcome_of, run_task
 

@@ -7,7 +7,6 @@ import datetime as dt
 import zipfile
 
 import numpy as np
-import pytest
 from polars.testing import assert_frame_equal
 
 from reveal_lab import studies
