@@ -1,9 +1,11 @@
 """The detection pipeline: a run's telemetry in, scored and explained windows out.
 
-Around the detectors, the paper's method (:mod:`reveal_lab.pipeline._method`): the
-trimming rule (:func:`trim_run`), the pruned metric space fitted on fault-free runs and
-saved for reuse (:func:`fit_pruning`, :func:`save_pruning`, :func:`load_pruning`) and the
-threshold modes (:data:`THRESHOLD_MODES`, :func:`robust_threshold`). Which windows are
+Around the detectors, the paper's method: the trimming rule (:mod:`~reveal_lab.pipeline._trim`,
+:func:`trim_run`), the pruned metric space fitted on fault-free runs and saved for reuse
+(:mod:`~reveal_lab.pipeline._pruning`: :func:`fit_pruning`, :func:`save_pruning`,
+:func:`load_pruning`), the threshold modes (:data:`THRESHOLD_MODES`; a run alone:
+:func:`robust_threshold`, :mod:`~reveal_lab.pipeline._robust`) and the reach of one spike
+(:func:`spike_windows`, :mod:`~reveal_lab.pipeline._spikes`). Which windows are
 anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: ``paper``,
 ``default``), resolved per run (:meth:`DetectionPolicy.resolve`).
 """
@@ -11,21 +13,25 @@ anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: `
 from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
 from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
 from reveal_lab.pipeline._detect import detect_many, detect_run
-from reveal_lab.pipeline._method import (
+from reveal_lab.pipeline._pruning import (
     Pruning,
-    Trim,
-    TrimRule,
-    resolve_trim,
-    trim_arguments,
-    active_span,
     fit_pruning,
+    load_pruning,
     pruning_frame,
     pruning_of,
-    load_pruning,
-    recorded_span,
-    robust_threshold,
-    spike_windows,
     save_pruning,
+)
+from reveal_lab.pipeline._robust import robust_threshold
+from reveal_lab.pipeline._spikes import spike_windows
+from reveal_lab.pipeline._trim import (
+    TRIM_RULES,
+    Trim,
+    TrimRule,
+    active_span,
+    recorded_span,
+    resolve_trim,
+    run_source,
+    trim_arguments,
     trim_run,
 )
 from reveal_lab.pipeline._policy import (
@@ -33,13 +39,11 @@ from reveal_lab.pipeline._policy import (
     POLICIES,
     SOURCES,
     THRESHOLD_MODES,
-    TRIM_RULES,
     DetectionPolicy,
     ResolvedPolicy,
     default_min_run,
     get_policy,
     past_a_spike,
-    run_source,
     threshold_mode,
 )
 from reveal_lab.pipeline._result import ANOMALIES_COLUMNS, Detection

@@ -7,7 +7,10 @@ hash of its rows, columns and dtypes, an array by a hash of its bytes, a datacla
 (a preset, a policy) by its ``repr``, plus a fingerprint of the reveal_lab source code.
 A changed file (hence frame), a changed setting or changed code gives another key, so
 a stale entry is never read; entries are pickles written atomically (workers on one
-folder may race: the last writer wins with identical bytes).
+folder may race: the last writer wins with identical bytes), each behind a digest of
+its bytes: an entry that is damaged is computed again and rewritten, and a warning names
+it. An entry that cannot be written (a full disk) leaves no partial file; the warning
+names it and the results are computed from then on.
 
 The cache is on when ``$REVEAL_LAB_CACHE`` names a folder (``reveal-lab reproduce``
 sets it to ``OUT/cache``) or inside :func:`using_cache`; off otherwise.
@@ -54,6 +57,7 @@ __all__ = [
     "content_key",
     "code_fingerprint",
     "cache_stats",
+    "CacheWarning",
 ]
 
 #: the environment variable naming the cache folder (unset or empty: no cache)
@@ -180,26 +184,75 @@ def content_key(*parts: Any) -> str:
     return h.hexdigest()
 
 
-def _read(path: Path) -> tuple[bool, Any]:
+#: every entry starts with this tag and a digest of the pickle after it, so a damaged
+#: entry is found before it is unpickled (a flipped byte can still unpickle, as another object)
+_MAGIC = b"reveal-lab cache 1\n"
+_DIGEST = 32
+
+
+class CacheWarning(UserWarning):
+    """A cache entry could not be used or written; the result was computed instead."""
+
+
+def _read(path: Path) -> tuple[bool, Any, str | None]:
+    """``(found, entry, damage)``: ``damage`` says why an entry that exists cannot be used
+    (torn, damaged, another version's or not an entry at all); it is then computed again."""
     try:
         with open(path, "rb") as f:
-            return True, pickle.load(f)
+            data = f.read()
     except FileNotFoundError:
-        return False, None
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
-        return False, None  # a torn or foreign entry: computed again and rewritten
+        return False, None, None
+    except OSError as exc:
+        return False, None, f"unreadable ({exc.strerror or exc})"
+    head = len(_MAGIC) + _DIGEST
+    if not data.startswith(_MAGIC) or len(data) < head:
+        return False, None, f"not a cache entry of this version ({len(data)} bytes, no header)"
+    body = data[head:]
+    if hashlib.blake2b(body, digest_size=_DIGEST).digest() != data[len(_MAGIC):head]:
+        return False, None, f"damaged ({len(body)} bytes after the header do not match their digest)"
+    try:
+        entry = pickle.loads(body)
+    except Exception as exc:  # noqa: BLE001 - any failure to unpickle: an unusable entry
+        return False, None, f"cannot be read back ({type(exc).__name__}: {exc})"
+    if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[0], list)):
+        return False, None, f"holds a {type(entry).__name__}, not a (warnings, result) pair"
+    return True, entry, None
+
+
+_UNWRITABLE: set[Path] = set()  # cache folders a write failed in: not tried again in this process
 
 
 def _write(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pkl")
+    """Write an entry atomically (a temporary file renamed); a failure (a full disk, a
+    read-only folder) leaves no partial file, is said once per cache folder with the entry's
+    path, and the cache is not written again in this process: the result is kept anyway."""
+    root = path.parents[2]
+    if root in _UNWRITABLE:
+        return
+    tmp = None
     try:
+        body = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(_MAGIC + hashlib.blake2b(body, digest_size=_DIGEST).digest())
+            f.write(body)
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        _UNWRITABLE.add(root)
+        warnings.warn(
+            f"run cache: cannot write {path} ({exc.strerror or exc}); the cache in {root} is not "
+            "written again by this process (results are computed instead)",
+            CacheWarning,
+            stacklevel=3,
+        )
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         raise
 
 
@@ -228,7 +281,9 @@ def memoize(kind: str, *, ignore: tuple[str, ...] = ()) -> Callable[[F], F]:
             except TypeError:
                 return fn(*args, **kwargs)
             path = root / kind / key[:2] / f"{key}.pkl"
-            found, entry = _read(path)
+            found, entry, damage = _read(path)
+            if damage is not None:
+                warnings.warn(f"run cache: entry {path} is {damage}; computed again", CacheWarning, stacklevel=2)
             outcome = "hits" if found else "misses"
             _STATS[outcome] += 1
             _STATS[f"{kind}_{outcome}"] = _STATS.get(f"{kind}_{outcome}", 0) + 1

@@ -20,7 +20,8 @@ import polars as pl
 from reveal_lab.attribution import EVIDENCE_SCHEMA, WINDOW_SCHEMA
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.pipeline._baseline_check import BaselineMismatch, check_metric_overlap
-from reveal_lab.pipeline._method import Pruning, load_pruning, trim_arguments, trim_run
+from reveal_lab.pipeline._pruning import Pruning, load_pruning
+from reveal_lab.pipeline._trim import trim_arguments, trim_run
 from reveal_lab.pipeline._policy import POLICIES, DetectionPolicy, ResolvedPolicy, run_source
 from reveal_lab.pipeline._result import Detection
 from reveal_lab.pipeline._score import ScoreSettings, score_host

@@ -35,7 +35,9 @@ from typing import Any
 
 from reveal_lab.config import Preset, get_preset
 from reveal_lab.detectors import default_detectors
-from reveal_lab.pipeline._method import TRIM_RULES, Pruning, resolve_trim, run_source, spike_windows
+from reveal_lab.pipeline._pruning import Pruning
+from reveal_lab.pipeline._spikes import spike_windows
+from reveal_lab.pipeline._trim import TRIM_RULES, resolve_trim, run_source
 
 __all__ = [
     "DetectionPolicy",

@@ -18,7 +18,7 @@ from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes
 from reveal_lab.numeric import sustained
-from reveal_lab.pipeline._method import robust_threshold
+from reveal_lab.pipeline._robust import robust_threshold
 from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key

@@ -89,7 +89,7 @@ def fitted_space(runs: list[Run], threshold: float) -> Any:
     """The pruned space fitted on ``runs`` as they are (untrimmed: the baseline runs, or
     the run itself; :func:`reveal_lab.pipeline.fit_pruning`); cached by the runs' contents,
     so runs scored against the same baseline runs fit it once."""
-    from reveal_lab.pipeline._method import fit_pruning
+    from reveal_lab.pipeline._pruning import fit_pruning
 
     return fit_pruning(runs, threshold, trim=False)
 

@@ -132,7 +132,7 @@ def test_policies_that_score_alike_share_scores(tmp_path):
 def test_space_fitted_on_baseline_runs_is_shared_and_fresh_on_change(tmp_path):
     """The pruned space fitted on baseline runs: runs scored against the same baseline runs
     fit it once and read back the same space; another baseline run fits afresh."""
-    from reveal_lab.pipeline._method import fit_pruning
+    from reveal_lab.pipeline._pruning import fit_pruning
     from reveal_lab.pipeline._view import fitted_space
 
     runs = _runs()
