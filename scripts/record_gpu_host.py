@@ -5,13 +5,14 @@ a real PyTorch training job runs and one kind of interference is injected at a k
 the faults, the machine) and ``steps.csv`` (the job's step times), the raw form that
 ``scripts/build_gpu_host_set.py`` turns into ``data/gpu-host``.
 
-    python scripts/record_gpu_host.py --plan gpu7 --print              # the plan and its length
-    python scripts/record_gpu_host.py --plan gpu7 --raw /tmp/rec --tar $OUT/gpu-host.tar.gz
+    python scripts/record_gpu_host.py --plan gpu --print              # the plan and its length
+    python scripts/record_gpu_host.py --plan gpu --raw /tmp/rec --tar $OUT/gpu-host.tar.gz
 
 Made for a lent GPU machine without network access that has PyTorch but not this project: it
 needs the standard library and PyTorch, and the collector's own imports (numpy, numba, pyarrow,
-nvidia-ml-py); run it from the repository root with ``PYTHONPATH=.``. Its ``gpu7`` plan (six
-kinds, then a calm job) takes ~8 minutes, inside one 10-minute slice. ``--plan smoke`` is a
+nvidia-ml-py); run it from the repository root with ``PYTHONPATH=.``. Its ``gpu`` plan (six
+kinds, a calm job, then the host at rest: a baseline for runs without a job) takes ~8 minutes,
+inside one 10-minute slice. ``--plan smoke`` is a
 16-second CPU check (a small job, one busy process), the one the suite runs.
 
 Nothing else may run on the machine while it records: the load average before and after each
@@ -52,22 +53,22 @@ class Fault:
 @dataclass(frozen=True)
 class Recording:
     """One recording: the collector for ``seconds``, the job from ``job_s[0]`` to ``job_s[1]``
-    (after the collector's start), the faults."""
+    (after the collector's start; ``None``: no job, the host at rest), the faults."""
 
     name: str
     seconds: float
-    job_s: tuple[float, float]
+    job_s: tuple[float, float] | None
     faults: tuple[Fault, ...] = ()
 
 
 def _one(kind: str, **options: float) -> Recording:
-    return Recording(kind.replace("_", "-"), 65.0, (8.0, 62.0), (Fault(kind, 30.0, 15.0, dict(options)),))
+    return Recording(kind.replace("_", "-"), 60.0, (8.0, 57.0), (Fault(kind, 28.0, 15.0, dict(options)),))
 
 
-#: the plans: ``gpu7`` six kinds on a GPU host, one recording each (the job's calm span about
-#: 2.5x its fault), then a calm job; ``smoke`` a CPU check
+#: the plans: ``gpu`` six kinds on a GPU host, one recording each (the job's calm span about
+#: 2.3x its fault), a calm job, and the host at rest; ``smoke`` a CPU check
 PLANS: dict[str, dict] = {
-    "gpu7": {
+    "gpu": {
         "device": "cuda",
         "size": "full",
         "recordings": (
@@ -77,7 +78,8 @@ PLANS: dict[str, dict] = {
             _one("loader_cpu"),
             _one("host_memory", gb=48),
             _one("storage_write"),
-            Recording("calm-job", 60.0, (8.0, 57.0)),
+            Recording("calm-job", 55.0, (8.0, 52.0)),
+            Recording("idle-host", 40.0, None),
         ),
     },
     "smoke": {
@@ -100,15 +102,16 @@ def check_plan(plan: dict, name: str) -> None:
     """Refuse a plan that cannot run as written (a GPU kind without CUDA, a fault or job outside
     its recording), before anything is recorded."""
     for r in plan["recordings"]:
-        if not 0 <= r.job_s[0] < r.job_s[1] <= r.seconds:
+        if r.job_s is not None and not 0 <= r.job_s[0] < r.job_s[1] <= r.seconds:
             raise SystemExit(f"plan {name}: {r.name}: the job {r.job_s} must lie inside its {r.seconds:g} s")
         for f in r.faults:
             if f.kind not in KINDS:
                 raise SystemExit(f"plan {name}: {r.name}: unknown kind {f.kind!r}; expected one of {', '.join(KINDS)}")
             if f.kind in GPU_KINDS and plan["device"] != "cuda":
                 raise SystemExit(f"plan {name}: {r.name}: {f.kind} needs --device cuda")
-            if not r.job_s[0] <= f.at_s < f.at_s + f.length_s <= r.job_s[1]:
-                raise SystemExit(f"plan {name}: {r.name}: {f.kind} must lie inside the job {r.job_s}")
+            lo, hi = r.job_s or (0.0, r.seconds)
+            if not lo <= f.at_s < f.at_s + f.length_s <= hi:
+                raise SystemExit(f"plan {name}: {r.name}: {f.kind} must lie inside {r.job_s or 'the recording'}")
 
 
 def _loadavg() -> list[str]:
@@ -154,6 +157,17 @@ def _wait_until(t: float) -> None:
         time.sleep(min(d, 0.5))
 
 
+def _start_job(rec: Recording, popen: float, steps: Path, device: str, size: str) -> subprocess.Popen | None:
+    if rec.job_s is None:
+        return None
+    _wait_until(popen + rec.job_s[0])
+    return subprocess.Popen(
+        [sys.executable, str(LOAD), "job", "--device", device, "--size", size,
+         "--duration", f"{rec.job_s[1] - rec.job_s[0]:g}", "--steps", str(steps)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+
+
 def record(rec: Recording, root: Path, device: str, size: str) -> Path:
     """One recording into ``root/<name>``; its folder."""
     folder = root / rec.name
@@ -163,15 +177,10 @@ def record(rec: Recording, root: Path, device: str, size: str) -> Path:
     popen = time.time()
     coll = _collector(folder, rec.seconds)
     faults_log = root / f"{rec.name}.faults.jsonl"
-    procs: list[subprocess.Popen] = []
-    _wait_until(popen + rec.job_s[0])
-    job_start = time.time()
     steps = root / f"{rec.name}.steps.csv"
-    job = subprocess.Popen(
-        [sys.executable, str(LOAD), "job", "--device", device, "--size", size,
-         "--duration", f"{rec.job_s[1] - rec.job_s[0]:g}", "--steps", str(steps)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    job = _start_job(rec, popen, steps, device, size)
+    job_start = time.time()
+    procs: list[subprocess.Popen] = []
     for f in sorted(rec.faults, key=lambda f: f.at_s):
         _wait_until(popen + f.at_s)
         opts = [x for k, v in f.options.items() for x in (f"--{k}", f"{v:g}")]
@@ -180,7 +189,7 @@ def record(rec: Recording, root: Path, device: str, size: str) -> Path:
              "--log", str(faults_log), *opts],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         ))
-    job_out = job.communicate(timeout=rec.seconds + 300)[0].decode(errors="replace")
+    job_out = job.communicate(timeout=rec.seconds + 300)[0].decode(errors="replace") if job else ""
     job_end = time.time()
     fault_out = [p.communicate(timeout=rec.seconds + 300)[0].decode(errors="replace") for p in procs]
     _, status, usage = os.wait4(coll.pid, 0)
@@ -193,22 +202,24 @@ def record(rec: Recording, root: Path, device: str, size: str) -> Path:
             src.replace(folder / dst)
     recorded = [json.loads(x) for x in faults_log.read_text().splitlines()] if faults_log.exists() else []
     faults_log.unlink(missing_ok=True)
+    name = "transformer_train_bf16" if size == "full" else "transformer_train_small"
     labels = {
         "recording": rec.name,
         "collector_popen": popen,
         "collector_exit": coll.returncode,
         "collector_cpu_s": round(usage.ru_utime + usage.ru_stime, 6),
-        "job": {"kind": "job", "name": "transformer_train_bf16" if size == "full" else "transformer_train_small",
-                "device": device, "start": job_start, "end": job_end, "rc": job.returncode},
+        "job": {"kind": "job", "name": name, "device": device, "start": job_start, "end": job_end,
+                "rc": job.returncode} if job else None,
         "faults": recorded,
         "planned": [{"kind": f.kind, "at_s": f.at_s, "length_s": f.length_s, **f.options} for f in rec.faults],
         "machine": machine(),
         "loadavg_before": before,
         "loadavg_after": after,
-        "note": "recorded by scripts/record_gpu_host.py; nothing else ran beside the job and the faults",
+        "note": "recorded by scripts/record_gpu_host.py; nothing else ran beside "
+        + ("the job and the faults" if job else "the collector (the host at rest)"),
     }
     (folder / "labels.json").write_text(json.dumps(labels, indent=1) + "\n")
-    bad = [o for p, o in zip(procs, fault_out, strict=True) if p.returncode] + ([job_out] if job.returncode else [])
+    bad = [o for p, o in zip(procs, fault_out, strict=True) if p.returncode] + ([job_out] if job and job.returncode else [])
     if bad or len(recorded) != len(rec.faults):
         raise SystemExit(f"{folder}: the job or a fault failed (kept what was recorded):\n" + "\n".join(bad))
     return folder
@@ -216,7 +227,7 @@ def record(rec: Recording, root: Path, device: str, size: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--plan", choices=sorted(PLANS), default="gpu7", help="what to record (default gpu7)")
+    p.add_argument("--plan", choices=sorted(PLANS), default="gpu", help="what to record (default gpu)")
     p.add_argument("--raw", type=Path, default=Path("/var/tmp/reveal_lab/gpu-host"), help="where the recordings go")
     p.add_argument("--only", action="append", default=[], help="record only this recording of the plan (repeatable)")
     p.add_argument("--tar", type=Path, default=None, help="also pack the recordings into this .tar.gz")
@@ -233,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.print:
         for r in plan["recordings"]:
             what = ", ".join(f"{f.kind} {f.at_s:g}-{f.at_s + f.length_s:g} s" for f in r.faults) or "nothing injected"
-            print(f"{r.name}: {r.seconds:g} s, job {r.job_s[0]:g}-{r.job_s[1]:g} s, {what}")
+            job = f"job {r.job_s[0]:g}-{r.job_s[1]:g} s" if r.job_s else "no job"
+            print(f"{r.name}: {r.seconds:g} s, {job}, {what}")
         print(f"total: {plan_seconds(plan):.0f} s of recording on {plan['device']}")
         return 0
     a.raw.mkdir(parents=True, exist_ok=True)

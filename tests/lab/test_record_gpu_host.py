@@ -37,8 +37,8 @@ def _as_on_a_lent_machine(tmp_path: Path) -> dict:
     return {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}"}
 
 
-def test_the_plan_prints_its_recordings_and_fits_a_ten_minute_slice():
-    out = _run("--plan", "gpu7", "--print", timeout=60)
+def test_the_gpu_plan_prints_its_recordings_and_fits_a_ten_minute_slice():
+    out = _run("--plan", "gpu", "--print", timeout=60)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     kinds = ("gpu_cotenant_compute", "gpu_cotenant_bandwidth", "pcie_h2d", "loader_cpu", "host_memory", "storage_write")
