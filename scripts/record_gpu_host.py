@@ -13,7 +13,7 @@ needs the standard library and PyTorch, and the collector's own imports (numpy, 
 nvidia-ml-py); run it from the repository root with ``PYTHONPATH=.``. Its ``gpu`` plan (six
 kinds, a calm job, then the host at rest: a baseline for runs without a job) takes ~8 minutes,
 inside one 10-minute slice. ``--plan smoke`` is a
-16-second CPU check (a small job, one busy process), the one the suite runs.
+20-second CPU check (a small job, one busy process), the one the suite runs.
 
 Nothing else may run on the machine while it records: the load average before and after each
 recording goes to its ``labels.json``. A recording folder that exists is never overwritten.
@@ -85,7 +85,7 @@ PLANS: dict[str, dict] = {
     "smoke": {
         "device": "cpu",
         "size": "small",
-        "recordings": (Recording("smoke-cpu", 16.0, (3.0, 14.0), (Fault("loader_cpu", 7.0, 3.0, {"procs": 1}),)),),
+        "recordings": (Recording("smoke-cpu", 20.0, (1.0, 18.0), (Fault("loader_cpu", 10.0, 4.0, {"procs": 1}),)),),
     },
 }
 #: pause between two recordings (the previous job's memory handed back)
