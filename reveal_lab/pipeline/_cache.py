@@ -283,7 +283,8 @@ def memoize(kind: str, *, ignore: tuple[str, ...] = ()) -> Callable[[F], F]:
             path = root / kind / key[:2] / f"{key}.pkl"
             found, entry, damage = _read(path)
             if damage is not None:
-                warnings.warn(f"run cache: entry {path} is {damage}; computed again", CacheWarning, stacklevel=2)
+                warnings.warn(f"run cache: entry {path} is {damage}; computed again",
+                              CacheWarning, stacklevel=2)
             outcome = "hits" if found else "misses"
             _STATS[outcome] += 1
             _STATS[f"{kind}_{outcome}"] = _STATS.get(f"{kind}_{outcome}", 0) + 1

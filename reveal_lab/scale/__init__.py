@@ -11,6 +11,8 @@ Examples
 
 from reveal_lab.scale._cluster import (
     MIN_MEMORY_LIMIT,
+    PATIENCE_S,
+    ClusterLost,
     ClusterPlan,
     dashboard_note,
     dask_client,
@@ -60,6 +62,8 @@ __all__ = [
     "study_space",
     "ClusterPlan",
     "MIN_MEMORY_LIMIT",
+    "PATIENCE_S",
+    "ClusterLost",
     "plan_local_cluster",
     "dask_client",
     "dashboard_note",

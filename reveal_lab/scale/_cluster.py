@@ -10,11 +10,22 @@ import contextlib
 import importlib.util
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ClusterPlan", "plan_local_cluster", "dask_client", "dashboard_note"]
+__all__ = [
+    "ClusterPlan",
+    "plan_local_cluster",
+    "dask_client",
+    "dashboard_note",
+    "ClusterLost",
+    "PATIENCE_S",
+    "connect",
+    "completed",
+    "scheduler_name",
+]
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +36,15 @@ MIN_WORKER_MEMORY = 1_500_000_000
 #: a worker's memory limit below this is refused: the worker's interpreter with the scientific
 #: stack takes ~250 MB before it holds a run, and under its limit it is restarted over and over
 MIN_MEMORY_LIMIT = 512_000_000
+#: the longest any wait on Dask goes without news: reaching the scheduler, a first worker
+#: joining, the scheduler answering, or a worker to run the waiting tasks on
+PATIENCE_S = 10.0
+#: how often a wait for results asks the scheduler how many workers it has (seconds)
+CHECK_EVERY_S = 1.0
+
+
+class ClusterLost(RuntimeError):
+    """The Dask scheduler cannot be reached or went away, or it has no worker to run on."""
 
 
 @dataclass(frozen=True)
@@ -75,11 +95,18 @@ def plan_local_cluster(n_workers: int | None = None, memory_limit: int | str | N
     else:
         mem = int(memory_limit)
     if mem < MIN_MEMORY_LIMIT:
+        if memory_limit is None:  # this machine's memory shared by too many workers
+            fit = max(1, usable // MIN_MEMORY_LIMIT)
+            advice = (
+                f"80 % of this machine's memory ({usable / 1e9:.1f} GB) shared by {n_workers} workers; "
+                f"start {fit} worker(s) or fewer (--workers {fit})"
+            )
+        else:
+            advice = f"give a memory limit of {MIN_MEMORY_LIMIT // 1_000_000}MB or more (scan --memory-limit)"
         raise ValueError(
             f"memory limit {mem / 1e6:.3g} MB per worker is below {MIN_MEMORY_LIMIT / 1e6:.0f} MB: a "
             "worker needs that much for its interpreter and one run, and under the limit Dask would "
-            f"restart it over and over; give --memory-limit {MIN_MEMORY_LIMIT // 1_000_000}MB or more "
-            "(default: 80 % of RAM / workers)"
+            f"restart it over and over: {advice}"
         )
     if mem < MIN_WORKER_MEMORY // 4:
         log.warning("memory limit %.2f GB per worker is small for one full-length run", mem / 1e9)
@@ -136,7 +163,7 @@ def dask_client(
         yield scheduler
         return
     if scheduler is not None:
-        client = Client(scheduler)
+        client = connect(scheduler)
         try:
             if not quiet:
                 log.info(
@@ -145,7 +172,8 @@ def dask_client(
                 log.info("%s", dashboard_note(client))
             yield client
         finally:
-            client.close()
+            with contextlib.suppress(Exception):  # a scheduler gone: nothing left to close there
+                client.close(timeout=PATIENCE_S)
         return
     plan = plan_local_cluster(n_workers, memory_limit)
     has_bokeh = importlib.util.find_spec("bokeh") is not None
@@ -166,3 +194,78 @@ def dask_client(
     finally:
         client.close()
         cluster.close()
+
+
+def connect(address: str, patience: float = PATIENCE_S) -> Any:
+    """A client of the scheduler at ``address`` that has at least one worker; raises
+    :class:`ClusterLost` within about ``patience`` seconds when the scheduler cannot be
+    reached or no worker joins it."""
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=patience)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterLost(
+            f"cannot reach the Dask scheduler {address} within {patience:g} s ({exc}): is it running? "
+            "Start one (dask scheduler) or leave out --scheduler"
+        ) from exc
+    try:
+        client.wait_for_workers(1, timeout=patience)
+    except (OSError, TimeoutError) as exc:
+        with contextlib.suppress(Exception):
+            client.close(timeout=patience)
+        raise ClusterLost(
+            f"the Dask scheduler {address} has no worker: none joined within {patience:g} s; start one "
+            f"(dask worker {address}) or leave out --scheduler"
+        ) from exc
+    return client
+
+
+def _workers(client: Any, patience: float) -> int | None:
+    """How many workers the client's scheduler has now; ``None`` when it cannot be asked."""
+    if client.status != "running":
+        return None
+    try:
+        info = client.sync(client.scheduler.identity, callback_timeout=min(patience, 5.0))
+    except Exception:  # noqa: BLE001 - any failure to ask is a scheduler that does not answer
+        return None
+    return len((info or {}).get("workers", {}))
+
+
+def scheduler_name(client: Any) -> str:
+    """``the Dask scheduler ADDRESS`` of a client, for messages."""
+    return f"the Dask scheduler {getattr(getattr(client, 'scheduler', None), 'address', None) or ''}".rstrip()
+
+
+def completed(client: Any, ac: Any, patience: float = PATIENCE_S) -> Iterator[Any]:
+    """The futures of ``ac`` (a ``distributed.as_completed``, which may grow while this runs)
+    as they complete, like iterating it, but a wait never outlasts ``patience`` seconds without
+    a scheduler that answers or without a worker: then :class:`ClusterLost` says which (the
+    tasks would otherwise wait for ever, Dask's client reconnecting inside the process)."""
+    where = scheduler_name(client)
+    gone_since: float | None = None  # the scheduler stopped answering
+    empty_since: float | None = None  # it answers and has no worker
+    next_check = time.monotonic() + CHECK_EVERY_S
+    while not ac.is_empty():
+        if ac.has_ready():
+            yield next(ac)
+            continue
+        now = time.monotonic()
+        if now >= next_check:
+            n = _workers(client, patience)
+            now = time.monotonic()
+            next_check = now + CHECK_EVERY_S
+            gone_since = (gone_since or now) if n is None else None
+            empty_since = (empty_since or now) if n == 0 else None
+            waiting = ac.count()
+            if gone_since is not None and now - gone_since >= patience:
+                raise ClusterLost(
+                    f"{where} stopped answering {now - gone_since:.0f} s ago (killed, or its host "
+                    f"unreachable) with {waiting} task(s) not done; start it again and rerun"
+                )
+            if empty_since is not None and now - empty_since >= patience:
+                raise ClusterLost(
+                    f"{where} has had no worker for {now - empty_since:.0f} s (the last one stopped or "
+                    f"was killed) with {waiting} task(s) waiting for one; start a worker and rerun"
+                )
+        time.sleep(0.05)

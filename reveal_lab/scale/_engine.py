@@ -36,6 +36,7 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.scale._cluster import ClusterLost, completed, scheduler_name
 from reveal_lab.scale._tasks import RunDone, RunRef, _open_dataset, attempt, load_ref
 
 __all__ = [
@@ -169,6 +170,8 @@ _CLIENTS: dict[tuple[int, str], Any] = {}
 def _client(workers: int, scheduler: str) -> Any:
     """One Dask client per (workers, scheduler) and process, closed when the process exits."""
     key = (int(workers or 0), str(scheduler or ""))
+    if key in _CLIENTS and _CLIENTS[key][1].status != "running":  # its scheduler went away
+        _close(key)
     if key not in _CLIENTS:
         from reveal_lab.scale._cluster import dask_client
 
@@ -311,21 +314,44 @@ def _on_dask(client, fn, refs, extra, args, window, collect, backlog=lambda: 0) 
 
     peak = 0
     ac = as_completed([f for f in (submit() for _ in range(limit)) if f is not None])
-    for f in ac:
-        peak = max(peak, len(pos))
-        i = pos.pop(f.key)
-        try:
-            d = f.result()
-        except Exception as exc:  # noqa: BLE001 - the task died (its worker lost), the others go on
-            d = _dead(refs[i], exc)
-        f.release()
-        collect(i, d)
-        while len(pos) + backlog() < limit:
-            nxt = submit()
-            if nxt is None:
-                break
-            ac.add(nxt)
+    try:
+        for f in completed(client, ac):
+            peak = max(peak, len(pos))
+            _collect_one(f, refs, pos, collect)
+            while len(pos) + backlog() < limit:
+                nxt = submit()
+                if nxt is None:
+                    break
+                ac.add(nxt)
+    except ClusterLost:
+        _forget(client)  # a later map connects again
+        raise
     return peak
+
+
+def _collect_one(
+    f: Any, refs: Sequence[RunRef], pos: dict[str, int], collect: Callable[[int, RunDone], None]
+) -> None:
+    """Hand over the record of a completed future (a task that died: the run's error)."""
+    i = pos.pop(f.key)
+    try:
+        d = f.result()
+    except Exception as exc:  # noqa: BLE001 - the task died (its worker lost), the others go on
+        if f.status == "cancelled":  # never by this engine: the client lost its scheduler
+            raise ClusterLost(
+                f"{scheduler_name(f.client)} stopped answering (killed, or its host unreachable) with "
+                f"{len(pos) + 1} run(s) not done; start it again and rerun"
+            ) from exc
+        d = _dead(refs[i], exc)
+    f.release()
+    collect(i, d)
+
+
+def _forget(client: Any) -> None:
+    """Close and drop a cached client (its scheduler or workers are gone)."""
+    for key, (_cm, c) in list(_CLIENTS.items()):
+        if c is client:
+            _close(key)
 
 
 def map_runs(

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from reveal_lab.scale._cluster import completed
 from reveal_lab.scale._tasks import INPROCESS, RunRef, load_ref, run_refs
 
 __all__ = [
@@ -145,7 +146,7 @@ class _Runner:
             return f
 
         ac = as_completed([f for f in (submit() for _ in range(limit)) if f is not None])
-        for f in ac:
+        for f in completed(self.client, ac):
             out[pos.pop(f.key)] = f.result()  # a study needs every part: an error stops it
             f.release()
             nxt = submit()

@@ -20,7 +20,8 @@ CALLS: list[int] = []
 @memoize("robustness-demo")
 def _table(n: int) -> pl.DataFrame:
     CALLS.append(n)
-    return pl.DataFrame({"name": [f"metric-é-{i}" for i in range(n)], "value": np.arange(n, dtype=np.float64)})
+    names = [f"metric-é-{i}" for i in range(n)]
+    return pl.DataFrame({"name": names, "value": np.arange(n, dtype=np.float64)})
 
 
 def _expected(n: int) -> pl.DataFrame:

@@ -1,0 +1,155 @@
+"""The studies' per-run work on a real Dask scheduler (`reproduce --scheduler ADDR`, the notebooks'
+`scale.map_runs`): a scheduler killed, the last worker killed or no worker at all is said within
+seconds and the map stops; the advice on a worker's memory names a flag that exists.
+
+The scheduler and worker are real `dask scheduler` / `dask worker` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.robustness._dask_task import slow
+from tests.robustness.conftest import ROOT
+
+distributed = pytest.importorskip("distributed")
+
+from reveal_lab import scale  # noqa: E402
+
+#: what "within seconds" means here: the patience of every wait, plus the time to notice
+SAY_WITHIN_S = scale.PATIENCE_S + 15
+DASK = str(Path(sys.executable).with_name("dask"))
+
+
+class Cluster:
+    """A scheduler (and workers) in their own processes, killed at the end."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.file = tmp / "scheduler.json"
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.tmp = tmp
+
+    def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
+        log = open(self.tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed with the process
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}  # a worker imports this module's task function
+        p = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp, env=env, start_new_session=True
+        )
+        self.procs[name] = p
+        return p
+
+    def scheduler(self) -> str:
+        self._start(
+            "scheduler",
+            [DASK, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+             "--scheduler-file", str(self.file)],
+        )
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 60:
+            if self.file.exists():
+                try:
+                    return json.loads(self.file.read_text())["address"]
+                except (ValueError, KeyError):
+                    pass
+            time.sleep(0.2)
+        raise AssertionError(f"the dask scheduler did not start: {(self.tmp / 'scheduler.log').read_text()}")
+
+    def worker(self, address: str) -> None:
+        self._start(
+            "worker",
+            [DASK, "worker", address, "--no-nanny", "--nthreads", "1", "--no-dashboard",
+             "--local-directory", str(self.tmp / "worker-space")],
+        )
+        with distributed.Client(address, timeout=30) as c:
+            c.wait_for_workers(1, timeout=60)
+
+    def kill(self, name: str) -> None:
+        os.killpg(self.procs[name].pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        for p in self.procs.values():
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait(10)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        from reveal_lab.scale._engine import close_clients
+
+        close_clients()
+        c.stop()
+
+
+def _lost(address: str, *, after: Callable[[], None] | None = None) -> tuple[str, float]:
+    """Map runs that take a minute each on ``address``, ``after()`` called 3 s into the map:
+    what :class:`~reveal_lab.scale.ClusterLost` said and how long the map took to say it."""
+    refs = scale.study_refs("synth", max_runs_per_workload=1)
+    scale.load_study_run(refs[0])  # the synthetic runs made here first, not within the 3 s
+    t0 = time.monotonic()
+    if after is not None:
+        threading.Timer(3.0, after).start()
+    with pytest.raises(scale.ClusterLost) as err:
+        res = scale.map_runs(slow, refs, 60.0, scheduler=address, progress=False)
+        raise AssertionError(f"the map ended without a word: {res.pieces}, skipped {res.skipped.to_dicts()}")
+    return str(err.value), time.monotonic() - t0
+
+
+def test_a_scheduler_without_any_worker_is_said_within_seconds(cluster):
+    address = cluster.scheduler()
+    said, took = _lost(address)
+    assert took < SAY_WITHIN_S, f"took {took:.0f} s"
+    assert address in said and "no worker" in said and "dask worker" in said, said
+
+
+@pytest.mark.parametrize(
+    ("killed", "says"), [("worker", "has had no worker for"), ("scheduler", "stopped answering")]
+)
+def test_the_last_worker_or_the_scheduler_killed_is_said_within_seconds(cluster, killed, says):
+    address = cluster.scheduler()
+    cluster.worker(address)
+    said, took = _lost(address, after=lambda: cluster.kill(killed))
+    assert took < 3 + SAY_WITHIN_S, f"took {took:.0f} s"
+    assert address in said and says in said and ("not done" in said or "waiting" in said), said
+
+
+def test_a_scheduler_that_is_not_there_is_said_within_seconds(cluster):
+    address = cluster.scheduler()
+    cluster.kill("scheduler")
+    cluster.procs["scheduler"].wait(10)
+    said, took = _lost(address)
+    assert took < SAY_WITHIN_S, f"took {took:.0f} s"
+    assert address in said and "cannot reach" in said, said
+
+
+def test_the_advice_on_worker_memory_names_flags_that_exist():
+    """Too many local workers for this machine's memory: the advice names a flag of the
+    commands that start them (`reproduce --workers`, `scan --workers`), never one they lack."""
+    import psutil
+
+    from reveal_lab.cli import build_parser
+
+    too_many = int(psutil.virtual_memory().total * 0.8) // scale.MIN_MEMORY_LIMIT + 1
+    with pytest.raises(ValueError) as err:
+        scale.plan_local_cluster(too_many)
+    said = str(err.value)
+    flags = {w.strip("(),;:") for w in said.split() if w.startswith(("--", "(--"))}
+    flags = {f.lstrip("(") for f in flags}
+    assert flags, said
+    subs = next(a for a in build_parser()._actions if getattr(a, "choices", None)).choices
+    for command in ("reproduce", "scan"):
+        options = {o for a in subs[command]._actions for o in a.option_strings}
+        assert flags <= options, f"{command} lacks {flags - options}: {said}"
