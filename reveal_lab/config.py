@@ -77,12 +77,11 @@ class WindowConfig:
 
 @dataclass(frozen=True)
 class DetectConfig:
-    """Detector settings (paper §4.3)."""
+    """Detector settings (paper §4.3). The threshold quantile every detector shares (the
+    paper's top 1 %) is a decision: :class:`reveal_lab.pipeline.DetectionPolicy`'s
+    ``quantile``."""
 
-    zscore_quantile: float = 0.99
     pca_variance: float = 0.95
-    mahalanobis_quantile: float = 0.99
-    iforest_contamination: float = 0.01
     iforest_estimators: int = 200
     seed: int = 0
     #: metric-feature pairs kept as evidence per anomalous window and detector
@@ -92,9 +91,8 @@ class DetectConfig:
     pca_precision: str = "float64"
     #: a fourth detector, PCA reconstruction error (QuoVadis' strongest simple baseline),
     #: in agreement and the combined score when True (off by default: the paper's three
-    #: detectors, and ``min_agreement=3`` keeps meaning "all of them"); its threshold quantile
+    #: detectors, and ``min_agreement=3`` keeps meaning "all of them")
     pcarecon: bool = False
-    pcarecon_quantile: float = 0.99
 
 
 @dataclass(frozen=True)

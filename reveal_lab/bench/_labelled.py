@@ -69,6 +69,7 @@ from pathlib import Path
 import numpy as np
 
 from reveal_lab.bench._data import LabelledServer, label_runs, list_servers, load_server
+from reveal_lab.pipeline import POLICIES
 
 __all__ = [
     "LabelledConfig",
@@ -103,7 +104,8 @@ class LabelledConfig:
     """Settings of the labelled bench (one set for every server)."""
 
     window_rows: int = DEFAULT_WINDOW_ROWS
-    quantile: float = 0.99
+    #: the detectors' threshold quantile: the paper's top 1 %, the ``paper`` detection policy's
+    quantile: float = POLICIES["paper"].quantile
     #: decisions: "pot" (each detector, and the combined score, flags above the
     #: peaks-over-threshold level of its scores on a calibration split that the detectors
     #: did not fit on, see :func:`reveal_lab.detectors.pot_threshold`) or "quantile" (the
@@ -218,7 +220,7 @@ def _fit_detectors(X: np.ndarray, cfg: LabelledConfig):
         "zscore": ZScoreDetector(quantile=cfg.quantile),
         "mahalanobis": PCAMahalanobisDetector(variance=cfg.pca_variance, quantile=cfg.quantile),
         "iforest": IsolationForestDetector(
-            contamination=1.0 - cfg.quantile, n_estimators=cfg.iforest_estimators, random_state=cfg.seed
+            quantile=cfg.quantile, n_estimators=cfg.iforest_estimators, random_state=cfg.seed
         ),
         "pcarecon": PCAReconstructionDetector(variance=cfg.pca_variance, quantile=cfg.quantile),
     }

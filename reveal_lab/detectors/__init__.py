@@ -4,12 +4,18 @@
 ``PCAReconstructionDetector`` share
 :class:`BaseDetector` (``fit``, ``decision_function``, ``predict``, ``fit_predict``,
 ``decision_scores_``, ``threshold_``, ``labels_`` and ``explain``);
-:class:`DetectorEnsemble` runs them together (agreement and a combined score);
+:class:`DetectorEnsemble` runs them together (agreement and a combined score;
+:func:`agreement_score`, the paper's score that grows with the detectors agreeing);
 :func:`pot_threshold` sets a threshold from calibration scores without labels.
 """
 
-from reveal_lab.detectors._base import BaseDetector, FitStats, fit_stats
-from reveal_lab.detectors._ensemble import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.detectors._base import OUTLIER_FENCE_ON, QUANTILE, BaseDetector, FitStats, fit_stats
+from reveal_lab.detectors._ensemble import (
+    DetectorEnsemble,
+    EnsembleResult,
+    agreement_score,
+    default_detectors,
+)
 from reveal_lab.detectors._fitted import FastForestScorer, FittedDetectors, FlatForest, WindowScorer
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
@@ -18,6 +24,8 @@ from reveal_lab.detectors._thresholds import pot_threshold
 from reveal_lab.detectors._zscore import ZScoreDetector
 
 __all__ = [
+    "QUANTILE",
+    "OUTLIER_FENCE_ON",
     "FitStats",
     "fit_stats",
     "FittedDetectors",
@@ -33,4 +41,5 @@ __all__ = [
     "DetectorEnsemble",
     "EnsembleResult",
     "default_detectors",
+    "agreement_score",
 ]

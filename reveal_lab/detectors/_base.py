@@ -25,14 +25,42 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from reveal_lab.numeric import safe_divide  # noqa: F401  (the detectors' helper lives there)
 
-__all__ = ["BaseDetector"]
+__all__ = ["BaseDetector", "QUANTILE", "OUTLIER_FENCE_ON"]
+
+#: every detector's threshold is this quantile of its fit scores unless told otherwise: the top
+#: 1 % flagged (paper §4.3); the detection policy's ``quantile`` sets it for a run
+QUANTILE = 0.99
+#: the outlier fence (:func:`outlier_fence`) caps a fitted quantile threshold unless told otherwise
+OUTLIER_FENCE_ON = True
 
 
 class BaseDetector(BaseEstimator, ABC):
-    """Abstract base: validation, imputation, ``predict``/``fit_predict``, thresholds."""
+    """Abstract base: validation, imputation, ``predict``/``fit_predict``, thresholds.
+
+    The parameters every detector shares are set here, once (a subclass lists them in its own
+    signature, as scikit-learn's ``get_params`` reads it, with these defaults, and passes them
+    on):
+
+    quantile : the threshold is this quantile of the fit scores (:data:`QUANTILE`, the
+        paper's top 1 %).
+    outlier_fence : cap that threshold at the outlier fence when a few windows lie beyond it
+        (:meth:`_fit_threshold`; :data:`OUTLIER_FENCE_ON`). ``False``: the quantile itself.
+    clip : a standardized feature counts at most this many units (``None``: unbounded, as
+        the paper); only detectors that standardize their features (``clips = True``) take it.
+    """
 
     #: short name used in reports (``methods`` column)
     name: str = "detector"
+    #: whether the detector standardizes its features and takes ``clip``
+    clips: bool = False
+
+    def __init__(
+        self, quantile: float = QUANTILE, outlier_fence: bool = OUTLIER_FENCE_ON, clip: float | None = None
+    ) -> None:
+        self.quantile = quantile
+        self.outlier_fence = outlier_fence
+        if self.clips:
+            self.clip = clip
 
     def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type
         tags = super().__sklearn_tags__()
@@ -91,6 +119,7 @@ class BaseDetector(BaseEstimator, ABC):
     def fit(self, X, y=None, *, stats: FitStats | None = None):  # noqa: ANN001, ARG002 - y ignored
         """Fit on ``X``. ``stats``: :func:`fit_stats` of exactly this ``X``, when the caller has
         them (an ensemble computes them once for all its detectors); computed here otherwise."""
+        self._check_shared()
         X = self._validate(X, reset=True)
         try:
             Xi = self._fit_impute(X, stats)
@@ -108,6 +137,7 @@ class BaseDetector(BaseEstimator, ABC):
         :meth:`fit`): ``fit(X).decision_function(X_new)`` without scoring ``X`` or setting a
         threshold, for fits that only score held-out windows. ``decision_scores_``,
         ``threshold_`` and ``labels_`` stay unset."""
+        self._check_shared()
         X = self._validate(X, reset=True)
         try:
             self._fit(self._fit_impute(X, stats))
@@ -155,20 +185,28 @@ class BaseDetector(BaseEstimator, ABC):
         """Scores of the fit data (a detector may reuse what ``_fit`` computed)."""
         return self._score(X)
 
+    def _check_shared(self) -> None:
+        """The shared parameters checked (at fit time, as scikit-learn asks)."""
+        q = self.quantile
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0.5 <= q < 1.0:
+            raise ValueError(f"{self.name}: quantile must be in [0.5, 1), got {q!r}")
+        if not isinstance(self.outlier_fence, bool | np.bool_):
+            raise ValueError(f"{self.name}: outlier_fence must be True or False, got {self.outlier_fence!r}")
+        clip = self.clip if self.clips else None
+        if clip is not None and (isinstance(clip, bool) or not isinstance(clip, int | float) or not clip > 0):
+            raise ValueError(f"{self.name}: clip must be > 0 or None, got {clip!r}")
+
     def _fit_threshold(self, scores: np.ndarray) -> float:
-        """The ``_quantile()`` quantile of the fit scores, capped by the outlier fence
-        (:func:`outlier_fence`) when the detector's ``outlier_fence`` parameter is True (a
-        detector without one: True) and at most :data:`OUTLIER_MAX_SHARE` of the fit windows
-        lie beyond it: a few extreme windows (a 1e25 spike spread over the three windows
-        that hold it) cannot lift the threshold above themselves. With ``outlier_fence=False``
-        the threshold is the quantile itself, so a fit on the run flags its top share.
-        ``n_beyond_fence_`` counts the fit windows beyond the fence when it capped (else 0)."""
-        thr = float(np.quantile(scores, self._quantile()))
+        """The ``quantile`` quantile of the fit scores, capped by the outlier fence
+        (:func:`outlier_fence`) when ``outlier_fence`` is True and at most
+        :data:`OUTLIER_MAX_SHARE` of the fit windows lie beyond it: a few extreme windows (a
+        1e25 spike spread over the three windows that hold it) cannot lift the threshold above
+        themselves. With ``outlier_fence=False`` the threshold is the quantile itself, so a fit
+        on the run flags its top share. ``n_beyond_fence_`` counts the fit windows beyond the
+        fence when it capped (else 0)."""
+        thr = float(np.quantile(scores, self.quantile))
         self.n_beyond_fence_ = 0
-        fenced = getattr(self, "outlier_fence", True)
-        if not isinstance(fenced, bool | np.bool_):
-            raise ValueError(f"outlier_fence must be True or False, got {fenced!r}")
-        if not fenced:
+        if not self.outlier_fence:
             return thr
         fence = outlier_fence(scores)
         if fence < thr:
@@ -178,9 +216,6 @@ class BaseDetector(BaseEstimator, ABC):
                 self.n_beyond_fence_ = beyond
                 return fence
         return thr
-
-    def _quantile(self) -> float:
-        return 0.99
 
 
 #: fit scores beyond median + OUTLIER_FENCE · 1.4826 · MAD are outliers whatever the quantile

@@ -9,52 +9,63 @@ import numpy as np
 from sklearn.base import clone
 
 from reveal_lab.config import DetectConfig
-from reveal_lab.detectors._base import BaseDetector, FitStats, fit_stats
+from reveal_lab.detectors._base import OUTLIER_FENCE_ON, QUANTILE, BaseDetector, FitStats, fit_stats
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._pcarecon import PCAReconstructionDetector
 from reveal_lab.detectors._zscore import ZScoreDetector
 
-__all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors"]
+__all__ = ["EnsembleResult", "DetectorEnsemble", "default_detectors", "agreement_score"]
 
 
 def default_detectors(
-    config: DetectConfig | None = None, *, clip: float | None = None, outlier_fence: bool = True
+    config: DetectConfig | None = None,
+    *,
+    quantile: float = QUANTILE,
+    clip: float | None = None,
+    outlier_fence: bool = OUTLIER_FENCE_ON,
+    zscore: str = "robust",
 ) -> list[BaseDetector]:
     """The paper's three detectors configured from a :class:`~reveal_lab.config.DetectConfig`,
-    and PCA reconstruction error when ``config.pcarecon`` is True. ``clip``: a standardized
-    feature counts at most this many units in the Z-score mean and the Mahalanobis
-    projection (the detection policy's ``z_clip`` with calibrated thresholds; ``None``:
-    unbounded). ``outlier_fence``: each detector's threshold is capped at the outlier fence
-    (the detection policy's ``outlier_fence``; ``False``: the quantile itself, as the paper).
+    and PCA reconstruction error when ``config.pcarecon`` is True. The parameters they share
+    (:class:`~reveal_lab.detectors.BaseDetector`) come from the detection policy:
+    ``quantile`` (each threshold is this quantile of the fit scores, the paper's top 1 %),
+    ``clip`` (a standardized feature counts at most this many units in the Z-score mean and
+    the Mahalanobis projection; ``None``: unbounded) and ``outlier_fence`` (each threshold
+    capped at the outlier fence; ``False``: the quantile itself, as the paper). ``zscore``: the
+    Z-score's form (:attr:`ZScoreDetector.FORMS`; ``standard`` is the paper's).
 
     >>> [d.clip for d in default_detectors()[:2]], [d.clip for d in default_detectors(clip=10.0)[:2]]
     ([None, None], [10.0, 10.0])
     >>> [d.outlier_fence for d in default_detectors(outlier_fence=False)]
     [False, False, False]
+    >>> [d.quantile for d in default_detectors(quantile=0.95)], default_detectors(zscore="standard")[0].robust
+    ([0.95, 0.95, 0.95], False)
     """
     c = config or DetectConfig()
+    shared = {"quantile": quantile, "outlier_fence": outlier_fence}
     dets: list[BaseDetector] = [
-        ZScoreDetector(quantile=c.zscore_quantile, clip=clip, outlier_fence=outlier_fence),
-        PCAMahalanobisDetector(
-            variance=c.pca_variance,
-            quantile=c.mahalanobis_quantile,
-            precision=c.pca_precision,
-            clip=clip,
-            outlier_fence=outlier_fence,
-        ),
-        IsolationForestDetector(
-            contamination=c.iforest_contamination, n_estimators=c.iforest_estimators, random_state=c.seed,
-            outlier_fence=outlier_fence,
-        ),
+        ZScoreDetector(clip=clip, **ZScoreDetector.form_params(zscore), **shared),  # type: ignore[arg-type]
+        PCAMahalanobisDetector(variance=c.pca_variance, precision=c.pca_precision, clip=clip, **shared),
+        IsolationForestDetector(n_estimators=c.iforest_estimators, random_state=c.seed, **shared),
     ]
     if c.pcarecon:
-        dets.append(
-            PCAReconstructionDetector(
-                variance=c.pca_variance, quantile=c.pcarecon_quantile, outlier_fence=outlier_fence
-            )
-        )
+        dets.append(PCAReconstructionDetector(variance=c.pca_variance, **shared))
     return dets
+
+
+def agreement_score(agreement: np.ndarray, combined: np.ndarray) -> np.ndarray:
+    """The paper's anomaly score that "increases with the number of detectors in agreement"
+    (§3.1), whose formula the paper does not give: the number of detectors that flag the
+    window, plus its combined score mapped into [0, 1) (``c / (1 + c)``, ``c`` clipped at 0),
+    so every window flagged by ``k`` detectors ranks above every window flagged by fewer, and
+    the combined score orders windows with the same agreement.
+
+    >>> agreement_score(np.array([1, 2, 2]), np.array([9.0, 0.5, 1.0])).round(3).tolist()
+    [1.9, 2.333, 2.5]
+    """
+    c = np.clip(np.nan_to_num(np.asarray(combined, dtype=np.float64), nan=0.0, posinf=1e300), 0.0, None)
+    return np.asarray(agreement, dtype=np.float64) + c / (1.0 + c)
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from reveal_lab.detectors._base import BaseDetector
+from reveal_lab.detectors._base import OUTLIER_FENCE_ON, QUANTILE, BaseDetector
 
 __all__ = ["IsolationForestDetector"]
 
@@ -239,8 +239,8 @@ class IsolationForestDetector(BaseDetector):
     """scikit-learn's :class:`~sklearn.ensemble.IsolationForest`, seeded.
 
     The score is the forest's anomaly score ``s(x) = 2^(-E[h(x)]/c(ψ))`` (``-score_samples``;
-    higher: isolated sooner, more anomalous); the threshold is its ``1 - contamination``
-    quantile on the fit data (paper: 1 % contamination), capped at the outlier fence unless
+    higher: isolated sooner, more anomalous); the threshold is its ``quantile`` on the fit data
+    (the paper's 1 % contamination is ``quantile=0.99``), capped at the outlier fence unless
     ``outlier_fence=False`` (:class:`~reveal_lab.detectors.ZScoreDetector`'s ``outlier_fence``).
 
     ``explain(X)`` is a DIFFI-style local importance computed from the fitted trees: in
@@ -264,27 +264,20 @@ class IsolationForestDetector(BaseDetector):
 
     def __init__(
         self,
-        contamination: float = 0.01,
+        quantile: float = QUANTILE,
         n_estimators: int = 200,
         max_samples: int | str = "auto",
         random_state: int | None = 0,
         n_jobs: int | None = None,
-        outlier_fence: bool = True,
+        outlier_fence: bool = OUTLIER_FENCE_ON,
     ) -> None:
-        self.contamination = contamination
+        super().__init__(quantile=quantile, outlier_fence=outlier_fence)
         self.n_estimators = n_estimators
         self.max_samples = max_samples
         self.random_state = random_state
         self.n_jobs = n_jobs
-        self.outlier_fence = outlier_fence
-
-    def _quantile(self) -> float:
-        if not 0 < self.contamination < 0.5:
-            raise ValueError(f"contamination must be in (0, 0.5), got {self.contamination}")
-        return 1.0 - self.contamination
 
     def _fit(self, X: np.ndarray) -> None:
-        self._quantile()
         self.model_ = fitted_isolation_forest(
             X,
             n_estimators=self.n_estimators,

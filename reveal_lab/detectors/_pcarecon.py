@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from reveal_lab.detectors._base import BaseDetector
+from reveal_lab.detectors._base import OUTLIER_FENCE_ON, QUANTILE, BaseDetector
 from reveal_lab.detectors._mahalanobis import _top_eigen
 
 __all__ = ["PCAReconstructionDetector", "RESIDUAL_ROUNDOFF"]
@@ -30,15 +30,14 @@ class PCAReconstructionDetector(BaseDetector):
     ----------
     variance : share of the (standardized) variance the kept components explain (at most
         all but one direction of the fit data's span, so that a residual space remains).
-    quantile : threshold quantile of the fit scores.
+    quantile, outlier_fence : shared by every detector
+        (:class:`~reveal_lab.detectors.BaseDetector`).
     standardize : divide by each feature's standard deviation (window features have
         different units); ``False`` only centres (rows of metrics already on one scale,
         e.g. min-max normalised).
     scale_floor : a feature's scale is at least ``scale_floor`` times its range in the
         fit data (a metric almost constant in the fit data does not blow up on its first
         small move); features constant in the fit data are neutral.
-    outlier_fence : cap the threshold at the outlier fence (``True``, the default) or not;
-        see :class:`~reveal_lab.detectors.ZScoreDetector`'s ``outlier_fence``.
 
     Examples
     --------
@@ -56,19 +55,15 @@ class PCAReconstructionDetector(BaseDetector):
     def __init__(
         self,
         variance: float = 0.95,
-        quantile: float = 0.99,
+        quantile: float = QUANTILE,
         standardize: bool = True,
         scale_floor: float = 0.01,
-        outlier_fence: bool = True,
+        outlier_fence: bool = OUTLIER_FENCE_ON,
     ) -> None:
+        super().__init__(quantile=quantile, outlier_fence=outlier_fence)
         self.variance = variance
-        self.quantile = quantile
         self.standardize = standardize
         self.scale_floor = scale_floor
-        self.outlier_fence = outlier_fence
-
-    def _quantile(self) -> float:
-        return self.quantile
 
     def _fit(self, X: np.ndarray) -> None:
         if not 0 < self.variance <= 1:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from reveal_lab.detectors._base import BaseDetector, robust_scale, robust_scale_from_partition, safe_divide
+from reveal_lab.detectors._base import (
+    OUTLIER_FENCE_ON,
+    QUANTILE,
+    BaseDetector,
+    robust_scale,
+    robust_scale_from_partition,
+    safe_divide,
+)
 
 __all__ = ["ZScoreDetector", "GROUP_SCALE_FLOOR"]
 
@@ -21,9 +28,13 @@ class ZScoreDetector(BaseDetector):
 
     Parameters
     ----------
-    quantile : the threshold is this quantile of the fit scores (paper: 0.99).
+    quantile, outlier_fence, clip : shared by every detector
+        (:class:`~reveal_lab.detectors.BaseDetector`); ``clip`` and ``outlier_fence`` as below.
     robust : centre/scale by median and 1.4826·MAD (falling back to the standard
         deviation where the MAD is 0 up to round-off) instead of mean and standard deviation.
+        ``robust=False, constant_floor=0`` is the paper's standardized Z-score (§4.3, the
+        "three-sigma" rule: mean and standard deviation of the fit windows, a feature constant
+        in them neutral): :meth:`standardized`.
     constant_floor : a feature that is constant (but present) in the fit data gets the
         scale ``constant_floor · |centre|`` (or ``10 · constant_floor`` when the centre is
         0, or round-off below ``1e-12`` such as the variance ``3e-30`` of a constant
@@ -75,33 +86,57 @@ class ZScoreDetector(BaseDetector):
     """
 
     name = "zscore"
+    clips = True
 
     def __init__(
         self,
-        quantile: float = 0.99,
+        quantile: float = QUANTILE,
         robust: bool = True,
         constant_floor: float = 0.01,
         clip: float | None = None,
-        outlier_fence: bool = True,
+        outlier_fence: bool = OUTLIER_FENCE_ON,
         groups: tuple[int, ...] | None = None,
         relative_floor: float = 0.0,
         scale_floor: tuple[float, ...] | None = None,
     ) -> None:
-        self.quantile = quantile
+        super().__init__(quantile=quantile, outlier_fence=outlier_fence, clip=clip)
         self.robust = robust
         self.constant_floor = constant_floor
-        self.clip = clip
-        self.outlier_fence = outlier_fence
         self.groups = groups
         self.relative_floor = relative_floor
         self.scale_floor = scale_floor
 
-    def _quantile(self) -> float:
-        return self.quantile
+    #: the two forms of the Z-score: ``robust`` (median and 1.4826·MAD, a constant feature
+    #: floored) and ``standard`` (mean and standard deviation, a constant feature neutral: the
+    #: paper's, :meth:`standardized`)
+    FORMS = ("robust", "standard")
+
+    @classmethod
+    def form_params(cls, form: str) -> dict[str, object]:
+        """The parameters of the Z-score's form ``form`` (one of :data:`FORMS`).
+
+        >>> ZScoreDetector.form_params("standard")
+        {'robust': False, 'constant_floor': 0.0}
+        """
+        if form not in cls.FORMS:
+            raise ValueError(f"Z-score form must be one of {cls.FORMS}, got {form!r}")
+        robust = form == "robust"
+        return {"robust": robust, "constant_floor": 0.01 if robust else 0.0}
+
+    @classmethod
+    def standardized(cls, **params: object) -> ZScoreDetector:
+        """The paper's Z-score (§4.3): standardized deviations from the fit windows' mean in
+        units of their standard deviation, a feature constant in them neutral.
+
+        >>> import numpy as np
+        >>> X = np.r_[np.zeros((99, 1)), [[10.0]]]
+        >>> det = ZScoreDetector.standardized().fit(X)
+        >>> round(float(det.center_[0]), 2), round(float(det.scale_[0]), 3)
+        (0.1, 0.995)
+        """
+        return cls(**cls.form_params("standard"), **params)  # type: ignore[arg-type]
 
     def _fit(self, X: np.ndarray) -> None:
-        if self.clip is not None and not self.clip > 0:
-            raise ValueError(f"clip must be > 0 or None, got {self.clip}")
         stats = getattr(self, "_fit_stats", None)
         P = stats.take_partitioned() if (self.robust and stats is not None) else None
         if P is not None:

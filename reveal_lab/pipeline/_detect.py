@@ -116,7 +116,7 @@ def _detect_run(
     run, baseline, trim_info = _trim(run, baseline, policy)
     run, baseline = _fold(run, baseline, policy)
     pre_notes, prune = _check_baseline_runs(run, baseline, policy)
-    selected, prune_info = _metric_space(run, baseline, preset, selected, prune, timings)
+    selected, prune_info = _metric_space(run, baseline, preset, selected, prune, timings, policy.prune_method)
     parts = run.split_hosts()
     windows, evidence, host_results = _score_hosts(parts, baseline, preset, selected, derive, policy, timings)
     windows, sentinels = _sentinel_rule(windows, parts, baseline, policy, derive, timings)
@@ -199,10 +199,8 @@ def _check_baseline_runs(run: Run, baseline: list[Run] | None, policy: ResolvedP
     if not baseline:
         return [], prune
     force = policy.force_baseline
-    base_keys = {metric_key(c) for b in baseline for c in metric_columns(b.frame)}
-    notes = check_metric_overlap(
-        (metric_key(c) for c in metric_columns(run.frame)), base_keys, where=run.run_id, force=force
-    )
+    base_columns = [c for b in baseline for c in metric_columns(b.frame)]
+    notes = check_metric_overlap(metric_columns(run.frame), base_columns, where=run.run_id, force=force)
     moving = any(
         b.frame.get_column(c).drop_nulls().n_unique() > 1 for b in baseline for c in metric_columns(b.frame)
     )
@@ -217,7 +215,8 @@ def _check_baseline_runs(run: Run, baseline: list[Run] | None, policy: ResolvedP
 
 
 def _metric_space(
-    run: Run, baseline: list[Run] | None, preset: Preset, selected: Any, prune: Any, timings: dict[str, float]
+    run: Run, baseline: list[Run] | None, preset: Preset, selected: Any, prune: Any, timings: dict[str, float],
+    method: str = "complete",
 ) -> tuple[Any, dict[str, Any]]:
     """The metrics scored (``selected`` as given, else the pruned space: given, loaded from a
     path, or fitted on the baseline runs or the run itself) and how it was chosen."""
@@ -232,7 +231,7 @@ def _metric_space(
     elif isinstance(prune, str | os.PathLike):
         pr, src = load_pruning(prune), str(prune)
     else:
-        pr = fitted_space(list(baseline) if baseline else [run], preset.prune.threshold)
+        pr = fitted_space(list(baseline) if baseline else [run], preset.prune.threshold, method)
         src = "fitted on the baseline runs" if baseline else "fitted on the run itself"
     info = {"applied": True, "source": src, "n_selected": len(pr.selected), **pr.params}
     info.pop("fitted_on", None)

@@ -5,8 +5,9 @@ A :class:`DetectionPolicy` holds the choices as asked, ``"auto"`` or ``None`` wh
 choice depends on what the run comes with; :meth:`DetectionPolicy.resolve` turns them into
 concrete values for a run with ``baseline_runs`` baseline runs and says why
 (:class:`ResolvedPolicy`, printed in ``summary.json`` and the report). Two named policies
-(:data:`POLICIES`): ``paper``, the paper's method (fit on the run itself, the top 1 % per
-detector flagged, any detector, no clip, no sentinel rule, no outlier fence), and
+(:data:`POLICIES`): ``paper``, the paper's method (fitted per workload on its other fault-free
+runs, the top 1 % per detector flagged, the standardized Z-score, any detector, no clip, no
+sentinel rule, no outlier fence, no trimming, pairwise pruning), and
 ``default``, reveal-lab's defaults. Window, feature and detector hyper-parameters are not
 decisions: they stay in :mod:`reveal_lab.config` presets.
 
@@ -18,6 +19,8 @@ decisions: they stay in :mod:`reveal_lab.config` presets.
 auto: a run alone (robust thresholds) counts a flag only in an episode that lasts (8 windows in a row)
 >>> get_policy("paper").resolve(baseline_runs=0, source="lab").thresholds
 'self'
+>>> get_policy("paper").resolve(baseline_runs=3, source="lab").thresholds
+'baseline'
 >>> get_policy("paper").outlier_fence, p.outlier_fence
 (False, True)
 >>> p.with_(min_run=0)
@@ -34,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reveal_lab.config import Preset, get_preset
-from reveal_lab.detectors import default_detectors
+from reveal_lab.detectors import QUANTILE, ZScoreDetector, default_detectors
+from reveal_lab.pipeline._departures import paper_departures
 from reveal_lab.pipeline._pruning import Pruning
 from reveal_lab.pipeline._spikes import spike_windows
 from reveal_lab.pipeline._trim import TRIM_RULES, resolve_trim, run_source
@@ -47,6 +51,7 @@ __all__ = [
     "AGREEING_DETECTORS",
     "ANY_DETECTOR",
     "THRESHOLD_MODES",
+    "PRUNE_METHODS",
     "CALIBRATION_RULES",
     "TRIM_RULES",
     "SOURCES",
@@ -61,9 +66,16 @@ __all__ = [
 #: ``robust``: fitted on the run itself, threshold ``median + k·1.4826·MAD`` of the run's own
 #: scores (its calm majority), so no fixed share is flagged (for a run alone with
 #: ``min_run=4``: :func:`~reveal_lab.pipeline.sustained`, :func:`~reveal_lab.pipeline.spike_windows`);
-#: ``self``: the paper's setting, fitted on the run itself, the top share flagged;
-#: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none.
-THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self")
+#: ``self``: fitted on the run itself, the top share flagged;
+#: ``auto``: calibrated with 2+ baseline runs, baseline with one, robust with none;
+#: ``workload``: the paper's (§4.3, per workload): baseline with any baseline runs (the other
+#: fault-free runs of the workload pooled), self for a workload with no other fault-free run.
+THRESHOLD_MODES = ("auto", "calibrated", "baseline", "robust", "self", "workload")
+#: how the pruned space a policy fits is cut (:data:`reveal_lab.pruning.CLUSTER_METHODS`):
+#: ``complete`` (complete-linkage clusters, the representative by priority then the metric's
+#: own variance), ``connected``, ``pairwise`` (the paper's §4.1: one metric of each pair over
+#: the threshold kept, ties broken by the variance of its correlations)
+PRUNE_METHODS = ("complete", "connected", "pairwise")
 #: how calibrated thresholds combine the left-out baseline runs: ``trimmed`` (pooled, less
 #: the most extreme run), ``pooled`` or ``median`` (of each run's quantile)
 CALIBRATION_RULES = ("trimmed", "pooled", "median")
@@ -84,9 +96,11 @@ def threshold_mode(thresholds: str, n_baseline: int) -> str:
 
     >>> threshold_mode("auto", 2), threshold_mode("auto", 1), threshold_mode("auto", 0)
     ('calibrated', 'baseline', 'robust')
-    >>> threshold_mode("self", 3)
-    'self'
+    >>> threshold_mode("self", 3), threshold_mode("workload", 3), threshold_mode("workload", 0)
+    ('self', 'baseline', 'self')
     """
+    if thresholds == "workload":
+        return "baseline" if n_baseline else "self"
     if thresholds != "auto":
         return thresholds
     return "calibrated" if n_baseline >= 2 else "baseline" if n_baseline == 1 else "robust"
@@ -127,6 +141,20 @@ def default_min_run(mode: str, preset: Preset) -> int:
     (8, 1)
     """
     return LONE_EPISODE_SPIKES * past_a_spike(preset) if mode == "robust" else 1
+
+
+def _threshold_reason(asked: str, mode: str, n: int) -> str:
+    """Why ``asked`` thresholds (``auto`` or ``workload``) resolved to ``mode`` with ``n``
+    baseline runs."""
+    if asked == "workload":
+        if n:
+            return f"workload: fitted on the {n} other fault-free runs of the workload pooled, the top share flagged"
+        return "workload: no other fault-free run of the workload, fitted on the run itself"
+    return f"auto: {n} baseline runs" + {
+        "calibrated": " (2+: thresholds cross-fitted on them, out-of-sample)",
+        "baseline": " (one: fitted on it, in-sample thresholds)",
+        "robust": " (a run alone: median + k·MAD of its own scores)",
+    }[mode]
 
 
 def _whole(value: object, name: str, *, none_ok: bool) -> None:
@@ -188,6 +216,14 @@ class DetectionPolicy:
         counter 0 in at least half of the run's samples moves in 90 % of the window's samples,
         :func:`past_a_spike` windows in a row (per-CPU interrupt counters excepted; the window
         is named after the rarest counter that fires, and takes its subsystem).
+    quantile : each detector's threshold fitted as a quantile (``self``, ``baseline``) is this
+        quantile of its fit scores: 0.99, the paper's top 1 % (§4.3); the detectors' shared
+        ``quantile`` (:class:`~reveal_lab.detectors.BaseDetector`).
+    zscore : the Z-score's form (:attr:`~reveal_lab.detectors.ZScoreDetector.FORMS`):
+        ``robust`` (median and MAD, a constant feature floored) or ``standard`` (mean and
+        standard deviation of the fit windows, the paper's "three-sigma" Z-score).
+    prune_method : how a pruned space fitted under this policy is cut (:data:`PRUNE_METHODS`;
+        ``pairwise`` is the paper's). A space given (a path, a :class:`Pruning`) keeps its own.
     outlier_fence : each detector's threshold fitted as a quantile (``self`` and ``baseline``
         thresholds) is capped at median + 100·1.4826·MAD of the fit scores when at most 10 %
         of the fit windows lie beyond that fence (:func:`~reveal_lab.detectors._base.outlier_fence`):
@@ -223,6 +259,9 @@ class DetectionPolicy:
     sentinel_samples: int | None = 5
     lone_sentinel: bool = True
     outlier_fence: bool = True
+    quantile: float = QUANTILE
+    zscore: str = "robust"
+    prune_method: str = "complete"
     force_baseline: bool = False
     fold_cores: bool | None = None
     by_subsystem: bool | None = None
@@ -234,6 +273,11 @@ class DetectionPolicy:
         _choice(self.thresholds, "thresholds", THRESHOLD_MODES)
         _choice(self.calibration, "calibration", CALIBRATION_RULES)
         _choice(self.trim, "trim", TRIM_RULES)
+        _choice(self.zscore, "zscore", ZScoreDetector.FORMS)
+        _choice(self.prune_method, "prune_method", PRUNE_METHODS)
+        q = self.quantile
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0.5 <= q < 1.0:
+            raise ValueError(f"DetectionPolicy.quantile must be in [0.5, 1), got {q!r}")
         rate = self.false_alarm_rate
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 < rate < 1.0:
             raise ValueError(f"DetectionPolicy.false_alarm_rate must be in (0, 1), got {rate!r}")
@@ -309,6 +353,14 @@ class DetectionPolicy:
             out.append(bool(value))
         return out[0], out[1]
 
+    def _quantile_in_force(self, mode: str, why: dict[str, str]) -> float | None:
+        """``quantile`` where thresholds are fitted quantiles (``self``, ``baseline``), else
+        ``None`` with its reason added to ``why``."""
+        if mode in ("self", "baseline"):
+            return self.quantile
+        why["quantile"] = f"{mode} thresholds replace the fitted quantile"
+        return None
+
     def for_shares(self) -> DetectionPolicy:
         """This policy with an ``auto`` ``min_agreement`` made :data:`ANY_DETECTOR`: for a
         share of windows compared on two sides alike (``compare``), where a fault one detector
@@ -347,15 +399,8 @@ class DetectionPolicy:
         n = baseline_runs
         why: dict[str, str] = {}
         mode = threshold_mode(self.thresholds, n)
-        if self.thresholds == "auto":
-            why["thresholds"] = (
-                f"auto: {n} baseline runs"
-                + {
-                    "calibrated": " (2+: thresholds cross-fitted on them, out-of-sample)",
-                    "baseline": " (one: fitted on it, in-sample thresholds)",
-                    "robust": " (a run alone: median + k·MAD of its own scores)",
-                }[mode]
-            )
+        if self.thresholds in ("auto", "workload"):
+            why["thresholds"] = _threshold_reason(self.thresholds, mode, n)
         if mode in ("calibrated", "baseline") and not n:
             raise ValueError(f"DetectionPolicy.thresholds={mode!r} needs baseline runs")
         if mode == "calibrated" and n < 2:
@@ -414,7 +459,7 @@ class DetectionPolicy:
             why["sentinel_rule"] = "a run alone: its own quiet counters (lone_sentinel)"
         elif rule is None and (self.sentinel_samples is not None or self.lone_sentinel):
             why["sentinel_rule"] = f"off: no form of the sentinel rule applies to {mode} thresholds"
-        return ResolvedPolicy(
+        return self._with_departures(ResolvedPolicy(
             name=self.name,
             baseline_runs=n,
             source=source,
@@ -435,8 +480,18 @@ class DetectionPolicy:
             fold_cores=bool(fold),
             by_subsystem=bool(by_sub),
             skip_startup=self.skip_startup,
+            quantile=self._quantile_in_force(mode, why),
+            zscore=self.zscore,
+            prune_method=self.prune_method,
             reasons=why,
-        )
+        ))
+
+    def _with_departures(self, resolved: ResolvedPolicy) -> ResolvedPolicy:
+        """``resolved`` with its departures from the paper's method when this is the ``paper``
+        policy (:func:`~reveal_lab.pipeline._departures.paper_departures`)."""
+        if self.name != "paper":
+            return resolved
+        return dataclasses.replace(resolved, departures=paper_departures(resolved, asked=self))
 
 
 @dataclass(frozen=True)
@@ -465,7 +520,14 @@ class ResolvedPolicy:
     fold_cores: bool = False
     by_subsystem: bool = False
     skip_startup: bool = False
+    quantile: float | None = QUANTILE
+    zscore: str = "robust"
+    prune_method: str = "complete"
     reasons: dict[str, str] = field(default_factory=dict)
+    #: where this decision departs from the paper's method as written (the ``paper`` policy
+    #: only): one entry per departure, with the paper's sentence (``quote``, ``section``), what
+    #: is done here (``here``) and why the paper's cannot be followed (``why``)
+    departures: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: ``prune`` as ``"fit"``, ``"off"``, ``"given"`` or the path."""
@@ -475,26 +537,35 @@ class ResolvedPolicy:
             "fit" if p is True else "off" if p is False else "given" if isinstance(p, Pruning) else os.fspath(p)
         )
         out["reasons"] = dict(self.reasons)
+        out["departures"] = [dict(d) for d in self.departures]
         return out
 
 
-#: the named policies: ``paper`` is the paper's method (docs/METHOD.md): fit on the run itself,
-#: the top share per detector flagged (no outlier fence: the 0.99 quantile of each detector's
-#: fit scores is the threshold), any detector, no clip, no sentinel rule, a lab run by its
-#: recorded span, the pruned space; ``default`` is reveal-lab's (the fields' defaults), with the
-#: outlier fence on: a few extreme windows cannot lift a threshold above themselves
+#: the named policies: ``paper`` is the paper's method as written (docs/METHOD.md): each run
+#: scored by detectors fitted on the other fault-free runs of its workload pooled (``workload``
+#: thresholds), each detector's threshold the 0.99 quantile of its fit scores (no outlier
+#: fence), the standardized Z-score, any detector (windows ranked by the agreement score), no
+#: clip, no sentinel rule, no trimming and no start-up cut, the pruned space cut pairwise;
+#: what it still cannot follow is in each resolved policy's ``departures``. ``default`` is
+#: reveal-lab's (the fields' defaults), with the outlier fence on: a few extreme windows
+#: cannot lift a threshold above themselves
 POLICIES: dict[str, DetectionPolicy] = {
     "paper": DetectionPolicy(
         name="paper",
-        thresholds="self",
+        thresholds="workload",
         min_agreement=1,
         min_run=1,
         z_clip=None,
         sentinel_samples=None,
         lone_sentinel=False,
         outlier_fence=False,
-        trim="span",
+        zscore="standard",
+        prune_method="pairwise",
+        trim="none",
+        skip_startup=False,
         prune=True,
+        fold_cores=False,
+        by_subsystem=False,
     ),
     "default": DetectionPolicy(),
 }

@@ -108,6 +108,8 @@ class ScoreSettings:
     min_run: int
     outlier_fence: bool
     by_subsystem: bool = False
+    quantile: float | None = None
+    zscore: str = "robust"
 
     @classmethod
     def of(cls, policy: ResolvedPolicy) -> ScoreSettings:
@@ -115,6 +117,7 @@ class ScoreSettings:
         return cls(
             policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
             policy.force_baseline, policy.min_run, policy.outlier_fence, policy.by_subsystem,
+            policy.quantile, policy.zscore,
         )
 
 
@@ -152,7 +155,10 @@ def score_host(
     t = time.perf_counter()
     calibrated = policy.thresholds == "calibrated"
     replaced: set[str] = set()  # detectors whose fitted threshold is replaced
-    dets = default_detectors(preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence)
+    dets = default_detectors(
+        preset.detect, clip=policy.z_clip, outlier_fence=policy.outlier_fence, zscore=policy.zscore,
+        **({"quantile": policy.quantile} if policy.quantile is not None else {}),
+    )
     if policy.by_subsystem:
         for d in dets:
             if d.name == "zscore":

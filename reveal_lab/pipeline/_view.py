@@ -85,13 +85,13 @@ def detection_view(
 
 
 @memoize("pruning")
-def fitted_space(runs: list[Run], threshold: float) -> Any:
+def fitted_space(runs: list[Run], threshold: float, method: str = "complete") -> Any:
     """The pruned space fitted on ``runs`` as they are (untrimmed: the baseline runs, or
-    the run itself; :func:`reveal_lab.pipeline.fit_pruning`); cached by the runs' contents,
-    so runs scored against the same baseline runs fit it once."""
+    the run itself; :func:`reveal_lab.pipeline.fit_pruning`, cut by ``method``); cached by the
+    runs' contents, so runs scored against the same baseline runs fit it once."""
     from reveal_lab.pipeline._pruning import fit_pruning
 
-    return fit_pruning(runs, threshold, trim=False)
+    return fit_pruning(runs, threshold, method=method, trim=False)
 
 
 @memoize("silent")

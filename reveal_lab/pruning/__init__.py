@@ -1,7 +1,8 @@
 """Correlation-based metric pruning (paper §4.1).
 
 :func:`prune` keeps one representative per cluster of correlated metrics per
-workload (priority table, then variance) and returns the union over workloads,
+workload (priority table, then variance; ``method="pairwise"``: the paper's pairwise
+rule, ties by the variance of the correlations) and returns the union over workloads,
 the diagnostic space; :func:`pruning_curve` gives the Fig. 4 curves against the
 threshold.
 """
@@ -11,7 +12,9 @@ from reveal_lab.pruning._prune import (
     MetricSpace,
     PruneResult,
     correlation_matrix,
+    correlation_variance,
     metric_space,
+    pairwise_keep,
     prune,
     prune_spaces,
     RunCorrelation,
@@ -26,7 +29,9 @@ __all__ = [
     "MetricSpace",
     "PruneResult",
     "correlation_matrix",
+    "correlation_variance",
     "metric_space",
+    "pairwise_keep",
     "prune",
     "prune_spaces",
     "RunCorrelation",

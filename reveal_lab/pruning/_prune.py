@@ -25,6 +25,8 @@ __all__ = [
     "MetricSpace",
     "PruneResult",
     "correlation_matrix",
+    "correlation_variance",
+    "pairwise_keep",
     "metric_space",
     "prune",
     "prune_spaces",
@@ -35,7 +37,11 @@ __all__ = [
     "pruning_curve",
 ]
 
-CLUSTER_METHODS = ("complete", "connected")
+#: how metrics over the threshold are grouped: ``complete`` (complete-linkage clusters: every
+#: two members reach it), ``connected`` (connected components of the |r| graph), ``pairwise``
+#: (the paper's §4.1: of each pair over the threshold one is kept, metrics taken by priority
+#: and then by the variance of their correlations, :func:`pairwise_keep`)
+CLUSTER_METHODS = ("complete", "connected", "pairwise")
 
 
 def correlation_matrix(X: np.ndarray, min_periods: int = 3) -> np.ndarray:
@@ -291,6 +297,70 @@ def _clusters(corr: np.ndarray, threshold: float, method: str) -> np.ndarray:
     return (labels - 1).astype(np.int64)
 
 
+def correlation_variance(corr: np.ndarray) -> np.ndarray:
+    """Each metric's variance of its correlations with the other metrics (NaN pairs left out;
+    0 with fewer than two): the paper's tie-break, "higher correlation variance" (§4.1), a
+    metric correlated strongly with some and weakly with others carries more distinct
+    information than one uniformly correlated.
+
+    >>> r = np.array([[1.0, 0.9, 0.1], [0.9, 1.0, 0.5], [0.1, 0.5, 1.0]])
+    >>> np.round(correlation_variance(r), 2).tolist()
+    [0.16, 0.04, 0.04]
+    """
+    p = corr.shape[0]
+    if p < 3:
+        return np.zeros(p)
+    r = np.array(corr, dtype=np.float64)
+    np.fill_diagonal(r, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        v = np.nanvar(r, axis=1)
+    return np.where(np.isfinite(v), v, 0.0)
+
+
+def pairwise_keep(
+    corr: np.ndarray, threshold: float, priority: np.ndarray, keys: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The paper's pruning (§4.1) on one workload's mean correlation matrix: metrics taken in
+    the order of the priority table (lowest first), then the larger variance of their
+    correlations (:func:`correlation_variance`), then key; a metric whose |r| with one already
+    kept exceeds ``threshold`` is redundant (it joins the kept metric it correlates with most),
+    any other is kept. Returns ``(labels, reps)`` as the clusterings do: each metric's group
+    and each group's kept metric.
+
+    >>> r = np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.6], [0.2, 0.6, 1.0]])
+    >>> labels, reps = pairwise_keep(r, 0.5, np.array([1, 1, 1]), ["a", "b", "c"])
+    >>> labels.tolist(), reps.tolist()
+    ([0, 0, 1], [0, 2])
+    """
+    p = corr.shape[0]
+    a = np.abs(np.nan_to_num(corr, nan=0.0))
+    cvar = correlation_variance(corr)
+    order = sorted(range(p), key=lambda i: (priority[i], -cvar[i], keys[i]))
+    kept: list[int] = []
+    owner = np.empty(p, dtype=np.int64)
+    for i in order:
+        if kept:
+            r = a[i, kept]
+            j = int(r.argmax())
+            if r[j] > threshold:
+                owner[i] = kept[j]
+                continue
+        kept.append(i)
+        owner[i] = i
+    reps = np.array(sorted(kept), dtype=np.int64)
+    group = {k: g for g, k in enumerate(reps.tolist())}
+    return np.array([group[int(o)] for o in owner], dtype=np.int64), reps
+
+
+def _cut(sp: MetricSpace, threshold: float, method: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(labels, reps)`` of one workload's space cut by ``method`` (:data:`CLUSTER_METHODS`)."""
+    if method == "pairwise":
+        return pairwise_keep(sp.corr, threshold, sp.priority, sp.keys)
+    labels = _clusters(sp.corr, threshold, method)
+    return labels, _representatives(labels, sp.priority, sp.variance, sp.keys)
+
+
 def _representatives(
     labels: np.ndarray, priority: np.ndarray, variance: np.ndarray, keys: list[str]
 ) -> np.ndarray:
@@ -313,7 +383,9 @@ class PruneResult:
     threshold, method : the |r| threshold and the clustering (``complete``: every two
         members of a cluster reach |r| >= threshold, so each pruned metric is
         correlated at least that much with its representative; ``connected``:
-        connected components of the |r| >= threshold graph, single linkage).
+        connected components of the |r| >= threshold graph, single linkage; ``pairwise``:
+        each pruned metric's |r| with its representative exceeds the threshold,
+        :func:`pairwise_keep`).
     selected : workload → selected metric keys (one representative per cluster).
     union : the diagnostic space, the union of the selected keys over workloads.
     clusters : ``workload, cluster, key, representative, is_representative, priority,
@@ -351,8 +423,11 @@ def prune(
     (complete linkage by default; ``method="connected"`` for connected components),
     one representative per cluster by the registry's priority table (utilization
     before throughput before ratios before raw counters) with the larger variance
-    (mean over runs, in the metric's own unit) breaking ties. The union of the
-    selected metrics over workloads is the diagnostic space.
+    (mean over runs, in the metric's own unit) breaking ties. ``method="pairwise"`` is
+    the paper's as written: of each pair over the threshold one metric is kept, ties in
+    the priority table broken by the variance of the metrics' correlations
+    (:func:`pairwise_keep`). The union of the selected metrics over workloads is the
+    diagnostic space.
 
     Examples
     --------
@@ -389,8 +464,7 @@ def prune_spaces(
     ex_rows: list[pl.DataFrame] = []
     spaces = dict(spaces)
     for wl, sp in spaces.items():
-        labels = _clusters(sp.corr, threshold, method)
-        reps = _representatives(labels, sp.priority, sp.variance, sp.keys)
+        labels, reps = _cut(sp, threshold, method)
         selected[wl] = sorted(sp.keys[i] for i in reps)
         cl_rows.append(
             pl.DataFrame(
@@ -422,8 +496,7 @@ def prune_spaces(
 
 
 def _curve_point(sp: MetricSpace, threshold: float, method: str) -> dict[str, float]:
-    labels = _clusters(sp.corr, threshold, method)
-    reps = _representatives(labels, sp.priority, sp.variance, sp.keys)
+    _, reps = _cut(sp, threshold, method)
     p = len(sp.keys)
     sel = np.zeros(p, dtype=bool)
     sel[reps] = True

@@ -111,9 +111,11 @@ def _intro(det: Detection) -> str:
     the metric space."""
     s = det.summary
     hosts = ", ".join(s["hosts"])
+    q = det.config.get("policy", {}).get("quantile")
+    top = f"{100 * (1 - q):g} %" if q is not None else "a share"
     fit = {
-        "self": "fit on the run itself (the paper's setting: each detector flags about the top "
-        f"{100 * (1 - det.config.get('zscore_quantile', 0.99)):.0f} % of windows)",
+        "self": f"fit on the run itself (each detector flags about the top {top} of its windows)",
+        "baseline": f"fit on baseline runs (each detector's threshold the top {top} of their scores)",
         "robust": "fit on the run itself, thresholds at median + k·MAD of the run's own scores "
         f"(false-alarm budget {det.config.get('false_alarm_rate')})",
         "calibrated": "fit on baseline runs, thresholds from their out-of-sample scores "
@@ -124,7 +126,7 @@ def _intro(det: Detection) -> str:
             else "; unclipped z"
         )
         + ")",
-    }.get(det.fit_mode, "fit on baseline runs (thresholds from the baseline's scores)")
+    }[det.fit_mode]
     trim = det.config.get("trim", {}).get("run")
     prune = det.config.get("pruning", {})
     intro = (
@@ -213,6 +215,9 @@ def _policy_section(det: Detection) -> list[tuple[str, str, pl.DataFrame | None]
                 _policy_table(policy),
             )
         )
+        deps = _departures_table(policy)
+        if deps is not None:
+            out.append(("Departures from the paper", "Where this run's decision is not the paper's method as written, and why.", deps))
     return out
 
 
@@ -286,9 +291,21 @@ def _policy_table(policy: Mapping[str, Any]) -> pl.DataFrame:
     rows = [
         {"decision": k, "value": "none" if v is None else str(v), "why": reasons.get(k, "")}
         for k, v in policy.items()
-        if k not in ("name", "reasons", "baseline_runs", "source")
+        if k not in ("name", "reasons", "baseline_runs", "source", "departures")
     ]
     return pl.DataFrame(rows, schema={"decision": pl.String, "value": pl.String, "why": pl.String})
+
+
+def _departures_table(policy: Mapping[str, Any]) -> pl.DataFrame | None:
+    """Where the resolved ``paper`` policy departs from the paper (its ``departures``): the
+    paper's sentence with its section, what is done here and why; ``None`` when there is none."""
+    deps = policy.get("departures") or []
+    if not deps:
+        return None
+    return pl.DataFrame(
+        [{"paper": f"{d['section']}: \"{d['quote']}\"", "here": d["here"], "why": d["why"]} for d in deps],
+        schema={"paper": pl.String, "here": pl.String, "why": pl.String},
+    )
 
 
 def _png(fig: Any) -> str:  # noqa: ANN401 - a matplotlib Figure

@@ -897,6 +897,17 @@ def _preset_value(ctx: ClaimContext, part: str, name: str) -> Reading:
                    "none (a setting of the run)", f"notebook 03's parameters ({ctx.out.name}/notebooks)")
 
 
+def _policy_value(ctx: ClaimContext, name: str, fn: Callable[[float], float] = float) -> Reading:
+    """A decision of the paper's method as the studies run it: the field ``name`` of the
+    ``paper`` detection policy (:data:`reveal_lab.pipeline.POLICIES`), through ``fn`` (e.g. the
+    share flagged from the quantile)."""
+    from reveal_lab.pipeline import POLICIES
+
+    v = getattr(POLICIES["paper"], name)
+    return Reading(fn(v), f"the paper policy's {name} = {v!r} (reveal_lab.pipeline.POLICIES)", None,
+                   "none (a setting of the code)", "reveal_lab.pipeline")
+
+
 def _flag_share(method: str) -> Callable[[pl.DataFrame, ClaimContext], Reading]:
     def pick(df: pl.DataFrame, ctx: ClaimContext) -> Reading:
         sel = df.filter(pl.col("method") == method)

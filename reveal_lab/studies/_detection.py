@@ -19,6 +19,7 @@ import polars as pl
 
 from reveal_lab.attribution import EVIDENCE_SCHEMA as _ATTRIBUTION_EVIDENCE
 from reveal_lab.config import get_preset
+from reveal_lab.detectors import agreement_score
 from reveal_lab.telemetry import TIMESTAMP, Run
 
 __all__ = [
@@ -134,7 +135,9 @@ def run_detection(
     ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
 
     ``windows`` has one row per scored window and host (``window_id, start, end, host,
-    label_<detector>, score_<detector>, agreement, combined, anomalous``); ``evidence``
+    label_<detector>, score_<detector>, agreement, combined, anomalous, agreement_score``:
+    the paper's score that grows with the detectors agreeing,
+    :func:`~reveal_lab.detectors.agreement_score`); ``evidence``
     the pipeline's evidence rows. ``pruning``: the metric space
     (:func:`study_pruning`; ``None``: every metric); ``selected`` (metric keys) overrides it.
     ``policy``: the :class:`~reveal_lab.pipeline.DetectionPolicy` (default
@@ -142,7 +145,8 @@ def run_detection(
     ``min_run``, ``trim``, ``thresholds``, ...). Its ``thresholds``: ``auto`` fits each run
     on the other fault-free runs of its workload (:func:`baseline_runs`) with calibrated
     thresholds where there are 2 or more, robust thresholds on the run itself where not;
-    ``self`` is the paper's setting (top 1 % per detector of each run).
+    ``workload`` is the paper's setting (fitted on the same runs pooled, the top 1 % of their
+    scores per detector; a workload with no other fault-free run fitted on the run itself).
     """
     pr, policy = detection_setup(preset, window_s, stride_s, policy, **changes)
     runs = list(runs)
@@ -183,7 +187,7 @@ def detection_setup(
 
 def needs_baseline(policy: Any) -> bool:
     """Whether ``policy``'s thresholds fit on baseline runs (else a run is detected alone)."""
-    return policy.thresholds in ("auto", "calibrated", "baseline")
+    return policy.thresholds in ("auto", "calibrated", "baseline", "workload")
 
 
 def detect_one(
@@ -216,7 +220,10 @@ def detect_one(
         pl.lit(run.meta.run_id).alias("run_id"),
         pl.lit(run.meta.workload, pl.String).alias("workload"),
     ]
-    w = det.windows.with_columns(det.decision.alias("anomalous"), fit_mode=pl.lit(det.fit_mode))
+    score = agreement_score(det.windows["agreement"].to_numpy(), det.windows["combined"].to_numpy())
+    w = det.windows.with_columns(
+        det.decision.alias("anomalous"), pl.Series("agreement_score", score), fit_mode=pl.lit(det.fit_mode)
+    )
     return w.select(*ids, pl.all()), _conform(det.evidence.with_columns(*ids))
 
 

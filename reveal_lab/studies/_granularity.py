@@ -23,6 +23,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import WindowConfig, get_preset
+from reveal_lab.studies._detection import needs_baseline
 from reveal_lab.studies._intervals import hit_rate_count, hit_rate_length, interval_iou, merge_windows
 
 __all__ = [
@@ -88,6 +89,7 @@ def detect_windows(
     pruning: object | None = None,
     policy: object | None = None,
     sentinel: bool = False,
+    baseline: Sequence[object] | None = None,
     **changes: object,
 ) -> pl.DataFrame:
     """Default detection for the study: :func:`reveal_lab.pipeline.detect_run` with
@@ -105,7 +107,11 @@ def detect_windows(
     interval the fine one does: ``docs/RESULTS.md``). ``sentinel`` (default ``False``): the
     sentinel rule for a run alone, which is not the paper's (the detectors' own decision, as
     Table 2). ``thresholds``: the pipeline's threshold mode (``auto``: robust for a run
-    alone; ``self``: the paper's top 1 % of the run's windows per detector)."""
+    alone; ``workload``: the paper's, fitted on ``baseline``, the other fault-free runs of the
+    run's workload (:func:`~reveal_lab.studies.baseline_runs`), the top 1 % of their scores per
+    detector; without them, on the run itself, said in the resolved policy's ``departures``).
+    ``baseline`` is used only by threshold modes that fit on baseline runs
+    (:func:`~reveal_lab.studies.needs_baseline`)."""
     from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
 
     if "trim" in changes:
@@ -115,7 +121,8 @@ def detect_windows(
     if not sentinel:
         changes.update(sentinel_samples=None, lone_sentinel=False)
     policy = (policy or POLICIES["default"]).with_(**changes, prune=pruning if pruning is not None else False)
-    det = detect_run(run, preset=get_preset(preset, window=window), policy=policy)
+    base = list(baseline) if baseline and needs_baseline(policy) else None
+    det = detect_run(run, baseline=base, preset=get_preset(preset, window=window), policy=policy)
     return detection_windows(det, run)
 
 

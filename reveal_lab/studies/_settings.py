@@ -1,9 +1,11 @@
 """The two settings every detection claim is computed under: ``paper``, the paper's method
-as it states it (each run fitted on itself, the top 1 % per detector flagged with no outlier
-fence, any detector, every window over a threshold, no clip, no sentinel rule, the §4.1 pruned
-space), and
-``default``, reveal-lab's defaults (thresholds calibrated on the workload's other
-fault-free runs where there are two or more, the clip and the sentinel rule on).
+as it states it (each run scored by detectors fitted on the other fault-free runs of its
+workload pooled, the top 1 % of their scores per detector flagged with no outlier fence, the
+standardized Z-score, any detector, every window over a threshold, no clip, no sentinel rule,
+no trimming; a workload with no other fault-free run is fitted on the run itself and says so
+in its ``departures``), and ``default``, reveal-lab's defaults (thresholds calibrated on the
+workload's other fault-free runs where there are two or more, the clip and the sentinel rule
+on).
 
 A notebook detects once per setting and writes one table with a ``policy`` column
 (:func:`policy_table`); the claims read each setting's rows.
@@ -11,6 +13,7 @@ A notebook detects once per setting and writes one table with a ``policy`` colum
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import polars as pl
@@ -27,14 +30,21 @@ def setting_arguments(
     """Keyword arguments of :func:`~reveal_lab.studies.run_detection` (``lone_run=False``)
     or :func:`~reveal_lab.studies.detect_windows` (``lone_run=True``: a run detected alone)
     for setting ``name`` (one of :data:`SETTINGS`); the pipeline builds its
-    :class:`~reveal_lab.pipeline.DetectionPolicy` from them.
+    :class:`~reveal_lab.pipeline.DetectionPolicy` from them (over ``POLICIES["default"]``).
 
+    ``paper``: every field in which ``POLICIES["paper"]`` differs from the default, but the
+    metric space (``prune``: the study's, given apart), so the study detects with the paper's
+    policy itself (its name included: its resolved ``departures`` are kept).
     ``min_agreement``: the detectors that must agree under ``default``; ``None`` or 0: the
     default policy's own (2 with calibrated thresholds, else 1). The paper's setting always
     counts any one detector.
 
-    >>> setting_arguments("paper")
-    {'thresholds': 'self', 'min_agreement': 1, 'min_run': 1, 'outlier_fence': False}
+    >>> args = setting_arguments("paper")
+    >>> args["name"], args["thresholds"], args["zscore"], args["trim"], args["min_agreement"]
+    ('paper', 'workload', 'standard', 'none', 1)
+    >>> from reveal_lab.pipeline import POLICIES
+    >>> POLICIES["default"].with_(**args, prune=True) == POLICIES["paper"]
+    True
     >>> setting_arguments("default", lone_run=True)
     {'thresholds': 'auto', 'min_agreement': None, 'min_run': None, 'sentinel': True}
     >>> setting_arguments("ours")
@@ -45,9 +55,12 @@ def setting_arguments(
     from reveal_lab.pipeline import POLICIES
 
     if name == "paper":
-        paper = POLICIES["paper"]
-        keys = ("thresholds", "min_agreement", "min_run", "outlier_fence")
-        args: dict[str, object] = {k: getattr(paper, k) for k in keys}
+        paper, default = POLICIES["paper"], POLICIES["default"]
+        args: dict[str, object] = {
+            f.name: getattr(paper, f.name)
+            for f in dataclasses.fields(paper)
+            if f.name != "prune" and getattr(paper, f.name) != getattr(default, f.name)
+        }
         sentinel = False
     elif name == "default":
         agree = int(min_agreement) if min_agreement else None

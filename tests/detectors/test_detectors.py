@@ -77,8 +77,8 @@ def test_not_fitted_and_too_few_rows():
         ZScoreDetector().decision_function(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="sample"):
         PCAMahalanobisDetector().fit(np.zeros((1, 3)))
-    with pytest.raises(ValueError, match="contamination"):
-        IsolationForestDetector(contamination=0.7).fit(_data())
+    with pytest.raises(ValueError, match="quantile"):
+        IsolationForestDetector(quantile=0.3).fit(_data())
 
 
 def test_zscore_explain_is_abs_z_and_constant_columns_are_neutral():
@@ -450,3 +450,44 @@ def test_outlier_fence_reaches_every_default_detector_and_refuses_a_non_bool():
         assert [d.outlier_fence for d in dets] == [fence] * 4
     with pytest.raises(ValueError, match="outlier_fence must be True or False"):
         ZScoreDetector(outlier_fence="no").fit(_data())
+
+
+def test_shared_parameters_are_set_once_on_the_base_class():
+    """quantile, outlier_fence (and clip where a detector standardizes) come from
+    BaseDetector: every detector's signature defaults to the base's constants, and the
+    threshold reads them, not a per-detector default."""
+    import inspect
+
+    from reveal_lab.detectors import OUTLIER_FENCE_ON, QUANTILE, BaseDetector, PCAReconstructionDetector
+
+    for cls in (ZScoreDetector, PCAMahalanobisDetector, IsolationForestDetector, PCAReconstructionDetector):
+        sig = inspect.signature(cls.__init__).parameters
+        assert sig["quantile"].default == QUANTILE and sig["outlier_fence"].default is OUTLIER_FENCE_ON, cls
+        assert ("clip" in sig) == cls.clips, cls
+        assert "_quantile" not in vars(cls) and "contamination" not in sig, cls
+    assert BaseDetector.__init__.__defaults__ == (QUANTILE, OUTLIER_FENCE_ON, None)
+    X = _data()
+    for cls in (ZScoreDetector, PCAMahalanobisDetector, IsolationForestDetector):
+        d = cls(quantile=0.9, outlier_fence=False).fit(X)
+        assert d.threshold_ == pytest.approx(np.quantile(d.decision_scores_, 0.9)), cls
+        with pytest.raises(ValueError, match="quantile"):
+            cls(quantile=1.0).fit(X)
+
+
+def test_standardized_zscore_is_mean_and_standard_deviation():
+    """The paper's Z-score (§4.3): standardized by the fit windows' mean and standard
+    deviation; a feature constant in them is neutral (the robust form floors it)."""
+    rng = np.random.default_rng(5)
+    X = np.c_[rng.normal(3.0, 2.0, size=300), np.zeros(300)]
+    X[:10, 0] += 30.0  # a few outliers move the mean and std, not the median and MAD
+    std = ZScoreDetector.standardized().fit(X)
+    np.testing.assert_allclose(std.center_, [X[:, 0].mean(), 0.0])
+    np.testing.assert_allclose(std.scale_[0], X[:, 0].std())
+    assert std.scale_[1] == 0.0  # neutral
+    rob = ZScoreDetector().fit(X)
+    assert rob.scale_[1] > 0 and rob.scale_[0] < std.scale_[0]
+    new = np.array([[3.0, 5.0]])  # a counter that never moved in the fit now moves
+    assert std.decision_function(new)[0] < 1.0 < rob.decision_function(new)[0]
+    assert ZScoreDetector.form_params("standard") == {"robust": False, "constant_floor": 0.0}
+    with pytest.raises(ValueError, match="form"):
+        ZScoreDetector.form_params("median")

@@ -64,14 +64,45 @@ def test_default_resolves_two_or_more_baseline_runs(n):
 
 def test_paper_policy_is_the_papers_method():
     p = POLICIES["paper"]
-    assert (p.thresholds, p.min_agreement, p.min_run, p.z_clip) == ("self", 1, 1, None)
-    assert (p.sentinel_samples, p.lone_sentinel, p.trim, p.prune) == (None, False, "span", True)
+    assert (p.thresholds, p.min_agreement, p.min_run, p.z_clip) == ("workload", 1, 1, None)
+    assert (p.sentinel_samples, p.lone_sentinel, p.trim, p.prune) == (None, False, "none", True)
+    assert (p.zscore, p.prune_method, p.quantile, p.skip_startup) == ("standard", "pairwise", 0.99, False)
     assert p.outlier_fence is False and POLICIES["default"].outlier_fence is True
-    for n in (0, 1, 3):  # baseline runs given or not, the paper fits on the run itself
+    for n in (1, 3):  # per workload: fitted on the other fault-free runs, in-sample quantile thresholds
         r = p.resolve(baseline_runs=n, source="lab")
-        assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("self", "run", 1, 1)
+        assert (r.thresholds, r.fit_on, r.min_agreement, r.min_run) == ("baseline", "baseline", 1, 1)
         assert (r.sentinel_rule, r.z_clip, r.false_alarm_rate, r.outlier_fence) == (None, None, None, False)
+        assert (r.trim, r.quantile, r.zscore) == ("none", 0.99, "standard")
+        assert "thresholds" not in {d["field"] for d in r.departures}
+    # a workload with no other fault-free run: fitted on the run itself, said as a departure
+    alone = p.resolve(baseline_runs=0, source="lab")
+    assert (alone.thresholds, alone.fit_on) == ("self", "run")
+    (dep,) = [d for d in alone.departures if d["field"] == "thresholds"]
+    assert dep["section"] == "§4.3" and "per workload" in dep["quote"] and dep["why"]
+    # every departure cites the paper and says why
+    assert all(d["quote"] and d["section"].startswith("§") and d["why"] for d in alone.departures)
+    assert alone.to_dict()["departures"] == alone.departures
     assert POLICIES["default"] == DetectionPolicy()
+    assert get_policy("default").resolve(baseline_runs=2).departures == []
+
+
+def test_a_paper_policy_changed_by_the_caller_lists_the_change():
+    r = get_policy("paper", min_agreement=2, zscore="robust").resolve(baseline_runs=2)
+    changed = {d["field"]: d for d in r.departures}
+    assert {"min_agreement", "zscore"} <= set(changed)
+    assert changed["zscore"]["here"] == "zscore = 'robust'"
+    untouched = get_policy("paper").resolve(baseline_runs=2).departures
+    assert "min_agreement" not in {d["field"] for d in untouched}
+
+
+def test_quantile_is_a_policy_field_that_reaches_the_detectors():
+    with pytest.raises(ValueError, match="quantile"):
+        get_policy("default", quantile=1.5)
+    r = get_policy("paper", quantile=0.95).resolve(baseline_runs=0)
+    assert r.quantile == 0.95
+    # calibrated thresholds replace the fitted quantile: none in force, and why
+    c = get_policy("default", quantile=0.95).resolve(baseline_runs=3)
+    assert c.quantile is None and "quantile" in c.reasons
 
 
 def test_explicit_values_are_kept_without_a_reason():
@@ -144,7 +175,9 @@ def test_detect_run_with_a_policy_equals_the_same_fields_as_keywords():
     paper = get_policy("paper", trim="none", prune=False)
     a = detect_run(run, preset=FAST, policy=paper)
     b = detect_run(
-        run, preset=FAST, thresholds="self", min_agreement=1, min_run=1, trim=False, prune=False
+        run, preset=FAST, thresholds="self", min_agreement=1, min_run=1, trim=False, prune=False,
+        zscore="standard", skip_startup=False, outlier_fence=False, sentinel_samples=None,
+        lone_sentinel=False, z_clip=None,
     )
     assert a.anomalies().equals(b.anomalies())
     assert a.config["policy"]["name"] == "paper" and a.fit_mode == "self"
@@ -249,7 +282,11 @@ def test_paper_policy_flags_the_top_share_of_a_lab_run():
         assert det.thresholds[host][m] == pytest.approx(np.quantile(scores, 0.99), rel=1e-12), m
         assert int(w[f"label_{m}"].sum()) == int((scores > det.thresholds[host][m]).sum()) == top, m
     assert not any("outlier fence" in x for x in det.warnings)
-    fenced = detect_run(run, preset=FAST, policy=get_policy("paper", outlier_fence=True))
-    assert fenced.thresholds[host]["zscore"] < det.thresholds[host]["zscore"]
+    # the robust Z-score (median/MAD, constant features floored) of the workload span in a
+    # complete-linkage space has a few extreme windows; the fence caps its threshold
+    before = {"zscore": "robust", "trim": "span", "prune_method": "complete"}
+    robust = detect_run(run, preset=FAST, policy=get_policy("paper", **before))
+    fenced = detect_run(run, preset=FAST, policy=get_policy("paper", outlier_fence=True, **before))
+    assert fenced.thresholds[host]["zscore"] < robust.thresholds[host]["zscore"]
     assert int(fenced.windows["label_zscore"].sum()) > top
     assert any("outlier fence" in x for x in fenced.warnings)

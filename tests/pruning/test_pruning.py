@@ -147,3 +147,37 @@ def test_multi_host_frame_counts_as_one_run_per_host():
     assert sp.n_runs == 2
     assert "Perf:Cycles" in sp.keys and not any("nserver" in k for k in sp.keys)
     assert prune({"w": [both]}, 0.5).selected == prune({"w": [a, b]}, 0.5).selected
+
+
+def test_pairwise_keeps_one_of_each_pair_and_breaks_ties_by_correlation_variance():
+    """The paper's rule (§4.1): of each pair over the threshold one metric is kept; within a
+    priority class the metric with the larger variance of its correlations is taken first."""
+    from reveal_lab.pruning import correlation_variance, pairwise_keep
+
+    # b correlates with a and c; a and c do not: a chain. Complete linkage cannot put all three
+    # together; pairwise keeps b only if it comes first, else a and c
+    r = np.array([[1.0, 0.8, 0.1], [0.8, 1.0, 0.7], [0.1, 0.7, 1.0]])
+    cv = correlation_variance(r)
+    assert cv[0] > cv[1] and cv[2] > cv[1]  # the chain's middle is uniformly correlated
+    labels, reps = pairwise_keep(r, 0.5, np.array([1, 1, 1]), ["a", "b", "c"])
+    assert reps.tolist() == [0, 2] and labels.tolist() == [0, 0, 1]
+    # the priority table comes before the tie rule: b first, and it stands for both others
+    labels, reps = pairwise_keep(r, 0.5, np.array([1, 0, 1]), ["a", "b", "c"])
+    assert reps.tolist() == [1] and labels.tolist() == [0, 0, 0]
+    # every pruned metric exceeds the threshold with a kept one; no two kept ones do
+    rng = np.random.default_rng(3)
+    R = np.corrcoef(rng.normal(size=(40, 200)) + np.repeat(rng.normal(size=(8, 200)), 5, axis=0))
+    labels, reps = pairwise_keep(R, 0.5, np.zeros(40, dtype=int), [f"m{i}" for i in range(40)])
+    kept = set(reps.tolist())
+    A = np.abs(R)
+    assert all(A[i, j] <= 0.5 for i in kept for j in kept if i != j)
+    assert all(max(A[i, k] for k in kept) > 0.5 for i in range(40) if i not in kept)
+
+
+def test_prune_pairwise_method_differs_from_complete_on_a_chain():
+    frames = {"w": [two_groups(s, "h1") for s in (1, 2)]}
+    pw = prune(frames, 0.5, method="pairwise")
+    assert pw.method == "pairwise" and pw.union
+    assert "Turbostat:Busy%.-" in pw.union  # the utilization stands for its correlated group
+    with pytest.raises(ValueError, match="cluster method"):
+        prune(frames, 0.5, method="single")

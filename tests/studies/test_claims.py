@@ -343,12 +343,13 @@ def test_counts_line_per_setting(out):
 
 
 def test_settings_arguments():
-    assert setting_arguments("paper") == {
-        "thresholds": "self",
-        "min_agreement": 1,
-        "min_run": 1,
-        "outlier_fence": False,
-    }
+    from reveal_lab.pipeline import POLICIES, DetectionPolicy
+
+    paper = setting_arguments("paper")
+    # the paper's policy itself, but the metric space (given apart by the study)
+    assert DetectionPolicy().with_(**paper, prune=POLICIES["paper"].prune) == POLICIES["paper"]
+    assert "prune" not in paper and paper["name"] == "paper"
+    assert (paper["thresholds"], paper["zscore"], paper["trim"]) == ("workload", "standard", "none")
     assert setting_arguments("default", min_agreement=2)["min_agreement"] == 2
     assert setting_arguments("default", min_agreement=0)["min_agreement"] is None  # the policy's own
     assert setting_arguments("paper", lone_run=True)["sentinel"] is False

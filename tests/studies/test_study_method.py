@@ -59,3 +59,37 @@ def test_window_flags_and_dataset_episodes_for_per_host_timelines():
     n_labels = pl.read_csv(data_dir() / "labels.csv").height
     assert eps.height == n_labels > 0 and set(eps["scope"]) == {"episode", "run"}
     assert studies.dataset_episodes("synth").height == 0
+
+
+def test_the_paper_setting_fits_each_run_on_its_workloads_other_fault_free_runs(monkeypatch):
+    """Per workload (paper §4.3): each run scored by detectors fitted on the other fault-free
+    runs of its workload pooled, never on itself; a workload with one run falls back to the
+    run itself and says so in the resolved policy's departures."""
+    import reveal_lab.pipeline as pipeline
+
+    runs = studies.synthetic_runs(n_workloads=2, runs_per_workload=3, n_seconds=20.0, n_channels=30)
+    seen: dict[str, list[str]] = {}
+    departures: dict[str, list[str]] = {}
+    real = pipeline.detect_run
+
+    def spy(run, baseline=None, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen[run.meta.run_id] = [b.meta.run_id for b in baseline or []]
+        det = real(run, baseline=baseline, **kw)
+        departures[run.meta.run_id] = [d["field"] for d in det.config["policy"]["departures"]]
+        return det
+
+    monkeypatch.setattr(pipeline, "detect_run", spy)
+    args = studies.setting_arguments("paper")
+    windows, _ = studies.run_detection(runs[:4], preset="smoke", pruning=None, **args)
+    for r in runs[:3]:  # the three runs of the first workload: the two others each time
+        others = [o.meta.run_id for o in runs[:3] if o is not r]
+        assert seen[r.meta.run_id] == others
+        assert "thresholds" not in departures[r.meta.run_id]
+    assert set(windows.filter(pl.col("run_id") != runs[3].meta.run_id)["fit_mode"]) == {"baseline"}
+    # the fourth run is alone in its workload among the runs given: fitted on itself, a departure
+    assert seen[runs[3].meta.run_id] == []
+    assert windows.filter(pl.col("run_id") == runs[3].meta.run_id)["fit_mode"][0] == "self"
+    assert "thresholds" in departures[runs[3].meta.run_id]
+    # the paper's agreement score is in the windows table and grows with the agreeing detectors
+    w = windows.sort("agreement_score")
+    assert w["agreement"].to_list() == sorted(w["agreement"].to_list())
