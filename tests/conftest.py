@@ -13,6 +13,9 @@ The groups:
 - ``timing``: tests that assert how soon something happens (the collector's first sample, its
   gaps, a measured overhead's interval): they run one at a time.
 - ``browser``: tests that drive a headless Chromium (memory).
+- ``module:<path>``: the tests of a module that use a fixture of ``scope="module"`` (a
+  recording, a detected run, a built dataset), so the fixture is built once, on one worker,
+  not once per worker that takes one of its tests.
 
 A test that only writes under its own ``tmp_path`` and sets the environment through
 ``monkeypatch`` or a child's ``env=`` needs no group.
@@ -45,7 +48,13 @@ def group_of(item: pytest.Item) -> str | None:
         if fixture in getattr(item, "fixturenames", ()):
             return group
     path = item.nodeid.split("::", 1)[0]
-    return FILE_GROUPS.get(path)
+    if path in FILE_GROUPS:
+        return FILE_GROUPS[path]
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs.values() if info is not None else ()
+    if any(d and d[-1].scope == "module" for d in defs):
+        return f"module:{path}"
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
