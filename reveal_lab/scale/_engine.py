@@ -414,6 +414,7 @@ def study_space(
     prune: bool | str | Path = True,
     *,
     threshold: float = 0.5,
+    method: str = "complete",
     max_seconds: float | None = None,
     workers: int = 0,
     scheduler: str = "",
@@ -421,7 +422,9 @@ def study_space(
 ) -> Any:
     """The reproduction's pruned space as :func:`reveal_lab.studies.study_pruning` gives it
     (``prune``: ``False``/``""`` none; a path, or ``True`` for ``out_dir/pruning.json``: read
-    when it exists), fitted here otherwise by the per-run map
+    when it exists; cut by ``method`` of :data:`reveal_lab.pruning.CLUSTER_METHODS`, a method
+    other than ``complete`` in its own file, ``STEM-METHOD.json``, e.g. the paper's
+    ``pruning-pairwise.json``), fitted here otherwise by the per-run map
     (:func:`~reveal_lab.studies.pruning_piece` folded into a :class:`~reveal_lab.studies.PruningFold`)
     on the runs of ``refs`` and saved there."""
     from reveal_lab.pipeline import load_pruning, save_pruning
@@ -434,6 +437,8 @@ def study_space(
         path = Path(prune)
         if not path.is_absolute() and not path.exists():
             path = Path(out_dir) / path
+    if method != "complete":
+        path = path.with_name(f"{path.stem}-{method}{path.suffix}")
     if path.exists():
         return load_pruning(path)
     fold = PruningFold()
@@ -441,7 +446,7 @@ def study_space(
         pruning_piece, refs, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
         progress=progress, desc="pruned space", fold=fold,
     )
-    _, space = fold.result(threshold)
+    _, space = fold.result(threshold, fit_method=method)
     save_pruning(space, path)
     return space
 
@@ -456,7 +461,9 @@ def _detect_piece(
     pruning: Any,
     max_seconds: float | None,
 ) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
-    """One run detected under every setting, its baseline runs loaded here when a setting needs them."""
+    """One run detected under every setting (``pruning``: one space, or a dict of them by
+    setting), its baseline runs (its workload's other fault-free runs, never the run itself)
+    loaded here when a setting needs them."""
     from reveal_lab.studies import detect_one, detection_setup, needs_baseline
 
     loaded: list[Any] | None = None
@@ -465,7 +472,8 @@ def _detect_piece(
         pr, policy = detection_setup(preset, window_s, stride_s, **changes)
         if needs_baseline(policy) and loaded is None:
             loaded = [load_study_run(ref, max_seconds) for ref in candidates]
-        out[name] = detect_one(run, loaded if needs_baseline(policy) else [], pr, policy, None, pruning)
+        space = pruning.get(name) if isinstance(pruning, dict) else pruning
+        out[name] = detect_one(run, loaded if needs_baseline(policy) else [], pr, policy, None, space)
     return out
 
 
@@ -486,7 +494,10 @@ def detect_runs(
     keyword arguments, e.g. :func:`reveal_lab.studies.setting_arguments`) by the per-run
     map: a first pass reads what chooses each run's baseline
     (:func:`~reveal_lab.studies.run_facts`), the second detects each run where it is
-    loaded, with its baseline runs loaded beside it (one workload's runs at most).
+    loaded, with its baseline runs loaded beside it (one workload's runs at most): the other
+    fault-free runs of its workload, phase and hosts, for every setting that fits on baseline
+    runs (the paper's per-workload fit among them). ``pruning``: the metric space, or a dict of
+    spaces by setting (the paper's cut pairwise).
     Returns ``{setting: (windows, evidence)}`` and the map: the detected runs' facts as its
     pieces, the runs skipped in either pass."""
     from reveal_lab.studies import baseline_ids, concat_detections, run_facts

@@ -23,6 +23,7 @@ from reveal_lab.studies._claim_tables import (
     PAPER_GROUPS,
     anomalous_time,
     correlation_groups,
+    label_detection,
     metric_family,
 )
 from reveal_lab.studies._claims_doc import CLAIMS_DOC, claims_markdown, claims_page, write_claims_doc
@@ -184,6 +185,7 @@ __all__ = [
     "ANOMALOUS_TIME_COLUMNS",
     "PAPER_GROUPS",
     "anomalous_time",
+    "label_detection",
     "correlation_groups",
     "metric_family",
     "CLAIM_COLUMNS",

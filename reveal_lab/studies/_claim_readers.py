@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -941,3 +942,56 @@ def _loss_rates(ctx: ClaimContext) -> Reading:
         max(rates) if rates else None,
         f"loss rates in DATA: {'/'.join(f'{r:g}' for r in rates)} % (the largest shown)",
     )
+
+
+#: notebook 03's table of detection against ``labels.csv`` (:func:`~reveal_lab.studies.label_detection`)
+LABEL_TABLE = "detection_vs_labels"
+
+
+def _f1(row: Mapping[str, Any]) -> float | None:
+    r, p = row.get("recall"), row.get("precision")
+    if r is None or p is None:
+        return None
+    return 0.0 if r + p == 0 else 2 * r * p / (r + p)
+
+
+def _rp(row: Mapping[str, Any]) -> str:
+    def pct(v: Any) -> str:  # noqa: ANN401 - a table cell
+        return "n/a" if v is None else f"{100 * v:.0f} %"
+
+    return (f"recall {pct(row['recall'])} ({row['detected']} of {row['episodes']} episodes), precision "
+            f"{pct(row['precision'])} ({row['in_episode']} of {row['anomalous']} anomalous windows)")
+
+
+def _label_rows(df: pl.DataFrame, space: str) -> pl.DataFrame:
+    return df.filter(pl.col("space") == space) if "space" in df.columns else df.clear()
+
+
+def _kinds_found(df: pl.DataFrame, ctx: ClaimContext) -> Reading:  # noqa: ARG001 - a reader's signature
+    """The share of the labelled fault kinds of which at least one episode is detected (in the
+    setting's pruned space), with each kind's recall and precision in the note."""
+    rows = _label_rows(df, "pruned").filter(pl.col("fault_type") != "(all)")
+    if rows.height == 0:
+        return Reading(None, f"tables/{LABEL_TABLE}.csv has no labelled fault kind")
+    found = rows.filter(pl.col("detected") > 0)
+    per = "; ".join(f"{r['fault_type']}: {_rp(r)}" for r in rows.iter_rows(named=True))
+    return Reading(found.height / rows.height,
+                   f"{found.height} of {rows.height} labelled fault kinds found ({per})")
+
+
+def _pruning_gain(df: pl.DataFrame, ctx: ClaimContext) -> Reading:  # noqa: ARG001 - a reader's signature
+    """F1 against ``labels.csv`` in the pruned space less F1 in every metric (all runs, the
+    ``(all)`` rows); holds when pruning raises it."""
+    got = {}
+    for space in ("pruned", "every metric"):
+        rows = _label_rows(df, space).filter(pl.col("fault_type") == "(all)")
+        if rows.height == 0:
+            return Reading(None, f"tables/{LABEL_TABLE}.csv has no '{space}' rows (notebook 03 run with "
+                                 "unpruned=False)")
+        got[space] = rows.row(0, named=True)
+    f_p, f_e = _f1(got["pruned"]), _f1(got["every metric"])
+    if f_p is None or f_e is None:
+        return Reading(None, f"no F1: pruned {_rp(got['pruned'])}; every metric {_rp(got['every metric'])}")
+    return Reading(f_p - f_e, f"F1 {f_p:.2f} pruned against {f_e:.2f} in every metric (pruned: "
+                              f"{_rp(got['pruned'])}; every metric: {_rp(got['every metric'])})",
+                   holds=f_p > f_e)

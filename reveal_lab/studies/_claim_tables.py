@@ -13,7 +13,15 @@ import polars as pl
 
 from reveal_lab.studies._intervals import merge_intervals
 
-__all__ = ["ANOMALOUS_TIME_COLUMNS", "PAPER_GROUPS", "anomalous_time", "correlation_groups", "metric_family"]
+__all__ = [
+    "ANOMALOUS_TIME_COLUMNS",
+    "LABEL_DETECTION_COLUMNS",
+    "PAPER_GROUPS",
+    "anomalous_time",
+    "correlation_groups",
+    "label_detection",
+    "metric_family",
+]
 
 ANOMALOUS_TIME_COLUMNS = (
     "run_id", "workload", "fault", "host", "subsystem", "family", "n_windows", "seconds", "longest_s",
@@ -150,3 +158,76 @@ def correlation_groups(
         rows, schema={"group": pl.String, "workload": pl.String, "metric_a": pl.String, "metric_b": pl.String,
                       "abs_r": pl.Float64}
     )
+
+
+LABEL_DETECTION_COLUMNS = (
+    "fault_type", "runs", "episodes", "detected", "recall", "anomalous", "in_episode", "precision",
+)
+
+
+def label_detection(windows: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame:
+    """Detection against ``labels.csv`` (:func:`reveal_lab.io.read_labels`): per labelled fault
+    kind (``fault_type``) the episodes of the detected runs (``episodes``), those that at least
+    one anomalous window of the same run and host overlaps (``detected``, ``recall``), and the
+    anomalous windows of the runs with that kind (``anomalous``) of which ``in_episode`` overlap
+    one of its episodes (``precision``); a last row ``(all)`` over every run detected, fault-free
+    ones included (their anomalous windows are false alarms). A study's run id may carry the
+    host (``<run>_<host>``). Recall is null without episodes, precision without anomalous
+    windows.
+
+    >>> import datetime as dt
+    >>> t = lambda s: dt.datetime(2026, 1, 1) + dt.timedelta(seconds=s)
+    >>> w = pl.DataFrame({"run_id": ["r1"] * 3 + ["r2"], "host": ["h"] * 4,
+    ...                   "start": [t(0), t(10), t(30), t(0)], "end": [t(3), t(13), t(33), t(3)],
+    ...                   "anomalous": [False, True, True, True]})
+    >>> lab = pl.DataFrame({"run": ["r1", "r1"], "host": ["h", "h"], "fault_type": ["disk", "disk"],
+    ...                     "start": [t(9), t(50)], "end": [t(20), t(60)]})
+    >>> label_detection(w, lab).select("fault_type", "episodes", "detected", "recall", "anomalous",
+    ...                                "in_episode", "precision").rows()
+    [('disk', 2, 1, 0.5, 2, 1, 0.5), ('(all)', 2, 1, 0.5, 3, 1, 0.3333333333333333)]
+    """
+    schema = {"fault_type": pl.String, "runs": pl.Int64, "episodes": pl.Int64, "detected": pl.Int64,
+              "recall": pl.Float64, "anomalous": pl.Int64, "in_episode": pl.Int64, "precision": pl.Float64}
+    if windows.height == 0:
+        return pl.DataFrame(schema=schema)
+    runs = windows["run_id"].unique().to_list()
+    eps = []
+    for lab in labels.iter_rows(named=True) if labels.height else []:
+        for r in runs:
+            if r in (lab["run"], f"{lab['run']}_{lab['host']}"):
+                eps.append({"run_id": r, "host": lab["host"], "fault_type": lab["fault_type"],
+                            "e_start": _stamp(lab["start"]), "e_end": _stamp(lab["end"])})
+    ep = pl.DataFrame(eps, schema={"run_id": pl.String, "host": pl.String, "fault_type": pl.String,
+                                   "e_start": pl.Float64, "e_end": pl.Float64})
+    w = windows.select("run_id", "host", "anomalous", w_start=_as_seconds(windows, "start"),
+                       w_end=_as_seconds(windows, "end")).with_row_index("_w")
+    hits = w.join(ep.with_row_index("_e"), on=["run_id", "host"]).filter(
+        (pl.col("w_start") < pl.col("e_end")) & (pl.col("w_end") > pl.col("e_start"))
+    )
+    found = set(hits.filter("anomalous")["_e"].to_list())
+    inside = set(hits.filter("anomalous")["_w"].to_list())
+    kind_of_run = ep.group_by("run_id").agg(pl.col("fault_type").first())
+    rows = []
+    for kind in sorted(ep["fault_type"].unique().to_list()) + ["(all)"]:
+        every = kind == "(all)"
+        e = ep.with_row_index("_e")
+        e = e if every else e.filter(pl.col("fault_type") == kind)
+        kruns = runs if every else kind_of_run.filter(pl.col("fault_type") == kind)["run_id"].to_list()
+        a = w.filter(pl.col("anomalous") & pl.col("run_id").is_in(kruns))
+        n_det = sum(1 for i in e["_e"].to_list() if i in found)
+        n_in = sum(1 for i in a["_w"].to_list() if i in inside)
+        rows.append({"fault_type": kind, "runs": len(kruns), "episodes": e.height, "detected": n_det,
+                     "recall": n_det / e.height if e.height else None, "anomalous": a.height,
+                     "in_episode": n_in, "precision": n_in / a.height if a.height else None})
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _stamp(v: object) -> float:
+    """Epoch seconds of a label's time (a datetime, or its text as ``labels.csv`` writes it)."""
+    import datetime as dt
+
+    if isinstance(v, str):
+        v = dt.datetime.fromisoformat(v)
+    if isinstance(v, dt.datetime):
+        return (v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v).timestamp()
+    return float(v)  # type: ignore[arg-type]

@@ -244,3 +244,50 @@ def test_setting_rows_read_what_notebook_03_ran_with(tmp_path):
     assert w["ours_paper_method"] == 5.0 and w["status_paper_method"] == DIFFERS
     assert "notebook 03" in w["note"]
     assert _row(df, "pca_variance")["ours_paper_method"] == pytest.approx(0.95)
+
+
+def _label_table(tmp_path, rows):  # noqa: ANN001, ANN202
+    from reveal_lab.studies._claim_model import ClaimContext
+
+    cols = ("policy", "fault_type", "runs", "episodes", "detected", "recall", "anomalous", "in_episode",
+            "precision", "space")
+    (tmp_path / "tables").mkdir(exist_ok=True)
+    pl.DataFrame([dict(zip(cols, r, strict=True)) for r in rows]).write_csv(
+        tmp_path / "tables" / "detection_vs_labels.csv")
+    return {p: ClaimContext(tmp_path, policy=p) for p in ("paper", "default")}
+
+
+def test_label_rows_read_each_setting_and_can_fail(tmp_path):
+    """The recall rows against labels.csv: 'five issues' needs every labelled fault kind found,
+    'pruning improves accuracy' needs F1 in the pruned space above F1 in every metric; each
+    setting reads its own rows, and a value that must fail does."""
+    from reveal_lab.studies._claim_model import claim_status
+    from reveal_lab.studies._claims import CLAIMS
+
+    five = next(c for c in CLAIMS if c.claim_id == "five_issues_found")
+    gain = next(c for c in CLAIMS if c.claim_id == "pruning_improves_accuracy")
+    assert five.detection and gain.detection
+    ctx = _label_table(tmp_path, [
+        ("paper", "disk", 1, 2, 1, 0.5, 4, 2, 0.5, "pruned"),
+        ("paper", "cpu", 1, 2, 0, 0.0, 3, 0, 0.0, "pruned"),
+        ("paper", "(all)", 3, 4, 1, 0.25, 9, 2, 0.22, "pruned"),
+        ("paper", "(all)", 3, 4, 2, 0.5, 9, 4, 0.44, "every metric"),
+        ("default", "disk", 1, 2, 2, 1.0, 2, 2, 1.0, "pruned"),
+        ("default", "cpu", 1, 2, 1, 0.5, 1, 1, 1.0, "pruned"),
+        ("default", "(all)", 3, 4, 3, 0.75, 3, 3, 1.0, "pruned"),
+        ("default", "(all)", 3, 4, 3, 0.75, 6, 3, 0.5, "every metric"),
+    ])
+    r = five.read(ctx["paper"])
+    assert r.value == 0.5 and "cpu: recall 0 %" in r.note
+    assert claim_status(five.rule, five.paper, r.value, five.tol) == "differs"
+    r = five.read(ctx["default"])
+    assert r.value == 1.0 and claim_status(five.rule, five.paper, r.value, five.tol) == "reproduced"
+    g = gain.read(ctx["paper"])
+    assert g.holds is False and g.value < 0
+    assert claim_status(gain.rule, gain.paper, g.value, gain.tol, holds=g.holds) == "differs"
+    g = gain.read(ctx["default"])
+    assert g.holds is True
+    assert claim_status(gain.rule, gain.paper, g.value, gain.tol, holds=g.holds) == "reproduced"
+    # without the every-metric rows the gain cannot be checked, and says why
+    ctx = _label_table(tmp_path, [("paper", "(all)", 3, 4, 1, 0.25, 9, 2, 0.22, "pruned")])
+    assert gain.read(ctx["paper"]).value is None and "every metric" in gain.read(ctx["paper"]).note
