@@ -212,8 +212,9 @@ KNOBS: tuple[Knob, ...] = (
         {
             "action": "store_const",
             "const": True,
-            "help": "use a --baseline that shares fewer than half of a run's metrics, or never moves "
-            "(refused otherwise); the report warns",
+            "help": "use a --baseline that shares fewer than half of a run's metrics, none of one of "
+            "its subsystems, a metric in another unit, or never moves (refused otherwise); the "
+            "report warns",
         },
     ),
 )

@@ -54,7 +54,7 @@ def register(sub) -> None:  # noqa: ANN001 - argparse's private subparsers type
         metavar="DURATION",
         help="sampling interval (default: the preset's, 100ms)",
     )
-    add_policy_arguments(p, ("min_agreement", "prune", "outlier_fence", "sentinel_samples"))
+    add_policy_arguments(p, ("min_agreement", "prune", "outlier_fence", "sentinel_samples", "force_baseline"))
     p.add_argument("--all", action="store_true", help="print every window's verdict, not only anomalies")
     p.add_argument("--tail", action="store_true", help="start at the end of what DIR holds now (tail -f)")
     p.add_argument(

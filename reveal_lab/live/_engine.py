@@ -50,6 +50,7 @@ from reveal_lab.pipeline import (
     POLICIES,
     DetectionPolicy,
     Pruning,
+    check_metric_overlap,
     detection_view,
     fit_pruning,
     load_pruning,
@@ -66,6 +67,7 @@ from reveal_lab.telemetry import (
     Run,
     RunMeta,
     TelemetryError,
+    metric_columns,
     parse_metric_name,
 )
 
@@ -261,6 +263,9 @@ class LiveDetector:
         #: with a baseline (and the policy's ``sentinel_samples``): host-free keys of the counters 0
         #: in every baseline sample, for the sentinel rule
         self.silent: set[str] = set()
+        #: the baseline runs' metric columns (checked against the stream's first rows) and the notes
+        self._baseline_columns: list[str] | None = None
+        self.baseline_notes: list[str] = []
         self._silent_idx = np.empty(0, dtype=np.int64)  # their positions in the plan's metrics
         self._silent_names: list[str] = []
         if isinstance(prune, Pruning):
@@ -321,6 +326,7 @@ class LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
         runs = [baseline] if isinstance(baseline, Run) else list(baseline)
         self._alone_rules = False  # a baseline: the reference is the baseline's, not a run alone's
+        self._baseline_columns = [c for r in runs for c in metric_columns(r.frame)]
         if self.sentinel_samples is not None:
             self.silent = silent_counters([per_interval_counts(r, self.derive) for r in runs])
         if self._prune_pending:
@@ -345,6 +351,21 @@ class LiveDetector:
             raise TelemetryError("baseline runs hold no host to fit on")
         self._fit(np.vstack(blocks), pairs, f"baseline {', '.join(names)}")
         return self
+
+    def check_baseline(self, columns: Sequence[str]) -> list[str]:
+        """The checks ``detect`` makes of a baseline against a run
+        (:func:`reveal_lab.pipeline.check_metric_overlap`: the share of metrics, every
+        subsystem, units), on the stream's first columns; raises
+        :class:`~reveal_lab.pipeline.BaselineMismatch` unless the policy's ``force_baseline``,
+        when each problem is logged as a warning. The notes are kept in ``baseline_notes``."""
+        notes = check_metric_overlap(
+            columns, self._baseline_columns or [], where="the stream", force=self.policy.force_baseline
+        )
+        for note in notes:
+            if "--force" in note:  # a problem let through: said as detect's report says it
+                log.warning("%s", note)
+        self.baseline_notes = notes
+        return notes
 
     # -- the detection view -----------------------------------------------------------------
     def _view(self, frame: pl.DataFrame) -> pl.DataFrame:
@@ -430,6 +451,14 @@ class LiveDetector:
         start = self._t0 + round(k * self.window.stride_s * 1000)
         return start, start + round(self.window.window_s * 1000)
 
+    def _first_rows(self, rows: pl.DataFrame, t0: int) -> None:
+        """The stream starts: a baseline is checked against its columns, its host named."""
+        if self._baseline_columns is not None:
+            self.check_baseline(metric_columns(rows))
+        self._t0 = t0
+        m = parse_metric_name(next((c for c in rows.columns if c != TIMESTAMP), ""))
+        self.host = m.host if m is not None else None
+
     def push(self, rows: pl.DataFrame) -> list[Verdict]:
         """Add new rows (any number, in time order); return the verdicts of the windows they complete."""
         if rows.height == 0:
@@ -445,9 +474,7 @@ class LiveDetector:
                     return []
                 ts = rows.get_column(TIMESTAMP).dt.epoch("ms")
         if self._t0 is None:
-            self._t0 = int(ts[0])
-            m = parse_metric_name(next((c for c in rows.columns if c != TIMESTAMP), ""))
-            self.host = m.host if m is not None else None
+            self._first_rows(rows, int(ts[0]))
         self._last_ts = int(ts[-1])
         if self.derive and self._derive_state is None:
             # hold the first stretch back until the derived-metric plan can be decided on it

@@ -10,7 +10,12 @@ anomalous is decided by one frozen :class:`DetectionPolicy` (:data:`POLICIES`: `
 ``default``), resolved per run (:meth:`DetectionPolicy.resolve`).
 """
 
-from reveal_lab.pipeline._baseline_check import MIN_BASELINE_OVERLAP, BaselineMismatch, check_baseline
+from reveal_lab.pipeline._baseline_check import (
+    MIN_BASELINE_OVERLAP,
+    BaselineMismatch,
+    check_baseline,
+    check_metric_overlap,
+)
 from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
 from reveal_lab.pipeline._detect import detect_many, detect_run
 from reveal_lab.pipeline._pruning import (
@@ -113,6 +118,7 @@ __all__ = [
     "BaselineMismatch",
     "MIN_BASELINE_OVERLAP",
     "check_baseline",
+    "check_metric_overlap",
     "THRESHOLD_MODES",
     "threshold_mode",
     "CALIBRATION_RULES",

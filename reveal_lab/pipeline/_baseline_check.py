@@ -15,7 +15,16 @@ from collections.abc import Collection, Iterable
 import numpy as np
 import polars as pl
 
-__all__ = ["MIN_BASELINE_OVERLAP", "BaselineMismatch", "check_baseline", "check_metric_overlap", "outlier_notes"]
+from reveal_lab.telemetry import classify, metric_key, parse_metric_name
+
+__all__ = [
+    "MIN_BASELINE_OVERLAP",
+    "MIN_SUBSYSTEM_METRICS",
+    "BaselineMismatch",
+    "check_baseline",
+    "check_metric_overlap",
+    "outlier_notes",
+]
 
 #: the share of the run's metrics (host-free keys) the baseline must also hold
 MIN_BASELINE_OVERLAP = 0.5
@@ -26,33 +35,94 @@ class BaselineMismatch(ValueError):
 
 
 def check_metric_overlap(
-    run_keys: Iterable[str],
-    baseline_keys: set[str],
+    run_columns: Iterable[str],
+    baseline_columns: Iterable[str],
     *,
     where: str,
     force: bool = False,
     min_overlap: float = MIN_BASELINE_OVERLAP,
 ) -> list[str]:
-    """The overlap rule of :func:`check_baseline` on the raw metrics, before any pruning:
-    a pruned space fitted on the baseline holds only the baseline's metrics, so the
-    per-host check after pruning would always find full overlap.
+    """What a baseline must share with a run, on the raw metric columns before any pruning (a
+    pruned space fitted on the baseline holds only the baseline's metrics, so the per-host
+    check after pruning would always find full overlap); notes for the report, or
+    :class:`BaselineMismatch` unless ``force``:
 
-    >>> print(check_metric_overlap(["a", "b"], {"a", "b", "c"}, where="r")[0])
+    * at least ``min_overlap`` of the run's metrics (host-free keys), as :func:`check_baseline`;
+    * every subsystem of the run with :data:`MIN_SUBSYSTEM_METRICS` metrics or more has some of
+      them in the baseline (a GPU run against baselines without a GPU: its GPU goes unjudged,
+      however much of the rest is shared);
+    * a metric shared in another unit (``[MB]`` against ``[kB]``, the unit in the column name)
+      is refused with both names: its values are not comparable as they stand.
+
+    Columns outside the metric-name grammar are compared by name (no subsystem, no unit).
+
+    >>> print(check_metric_overlap(["a", "b"], ["a", "b", "c"], where="r")[0])
     r: the baseline holds 2 of the run's 2 metrics (100 %) before pruning
-    >>> check_metric_overlap(["a", "b", "c"], {"a"}, where="r")
+    >>> check_metric_overlap(["a", "b", "c"], ["a"], where="r")
     Traceback (most recent call last):
     ...
     reveal_lab.pipeline._baseline_check.BaselineMismatch: r: the baseline shares 1 of the run's 3 metrics (33 %; at least 50 % are needed: 2 metrics are unknown to the detectors, e.g. b, c). Give a baseline recorded the same way (same dataset, probes and view), or --force to use it anyway
+    >>> check_metric_overlap(["Mem:used.h1[MB]"], ["Mem:used.h2[kB]"], where="r")
+    Traceback (most recent call last):
+    ...
+    reveal_lab.pipeline._baseline_check.BaselineMismatch: r: 1 metric(s) of the run are in other units in the baseline, e.g. Mem:used.h1[MB] against the baseline's Mem:used.h2[kB]; their values cannot be compared as they stand. Give a baseline recorded the same way (same dataset, probes and view), or --force to use it anyway
     """
-    keys = list(dict.fromkeys(run_keys))
-    pairs = pl.DataFrame({"key": keys}, schema={"key": pl.String})
-    shared = sum(k in baseline_keys for k in keys)
-    if keys and shared / len(keys) >= min_overlap:
-        return [f"{where}: the baseline holds {shared} of the run's {len(keys)} metrics "
-                f"({100 * shared / len(keys):.0f} %) before pruning"]
-    # below the limit: the same message and rule as the per-host check (no windows needed)
-    return [n for n in check_baseline(pairs, np.full((2, len(keys)), np.nan), baseline_keys, where=where,
-                                      force=force, min_overlap=min_overlap, check_moving=False)]
+    run_cols = list(dict.fromkeys(run_columns))
+    keys = list(dict.fromkeys(metric_key(c) for c in run_cols))
+    base_units: dict[str, str] = {}
+    for c in baseline_columns:
+        base_units.setdefault(metric_key(c), c)
+    shared = sum(k in base_units for k in keys)
+    if not (keys and shared / len(keys) >= min_overlap):
+        # below the limit: the same message and rule as the per-host check (no windows needed)
+        pairs = pl.DataFrame({"key": keys}, schema={"key": pl.String})
+        return check_baseline(pairs, np.full((2, len(keys)), np.nan), set(base_units), where=where,
+                              force=force, min_overlap=min_overlap, check_moving=False)
+    notes = [f"{where}: the baseline holds {shared} of the run's {len(keys)} metrics "
+             f"({100 * shared / len(keys):.0f} %) before pruning"]
+    problems = _absent_subsystems(run_cols, base_units) + _other_units(run_cols, base_units)
+    for problem in problems:
+        if not force:
+            raise BaselineMismatch(f"{where}: {problem}. {_ADVICE}")
+        notes.append(f"{where}: {problem}; used because of --force")
+    return notes
+
+
+#: a subsystem of the run with this many metrics must have some of them in the baseline
+MIN_SUBSYSTEM_METRICS = 3
+_ADVICE = "Give a baseline recorded the same way (same dataset, probes and view), or --force to use it anyway"
+
+
+def _absent_subsystems(run_cols: list[str], base: dict[str, str]) -> list[str]:
+    """A sentence per subsystem of the run the baseline holds none of the metrics of."""
+    by_sub: dict[str, list[str]] = {}
+    for c in run_cols:
+        if parse_metric_name(c) is not None:
+            by_sub.setdefault(classify(c).subsystem, []).append(c)
+    out = []
+    for sub, cols in sorted(by_sub.items()):
+        if len(cols) >= MIN_SUBSYSTEM_METRICS and not any(metric_key(c) in base for c in cols):
+            out.append(
+                f"the baseline holds none of the run's {len(cols)} {sub} metrics (e.g. {', '.join(cols[:2])}), "
+                f"so the run's {sub} would go unjudged"
+            )
+    return out
+
+
+def _other_units(run_cols: list[str], base: dict[str, str]) -> list[str]:
+    """A sentence on the shared metrics whose unit (in the column name) differs in the baseline."""
+    odd = []
+    for c in run_cols:
+        b = base.get(metric_key(c))
+        m, mb = parse_metric_name(c), parse_metric_name(b) if b is not None else None
+        if m is not None and mb is not None and (m.unit or "") != (mb.unit or ""):
+            odd.append(f"{c} against the baseline's {b}")
+    if not odd:
+        return []
+    return [
+        f"{len(odd)} metric(s) of the run are in other units in the baseline, e.g. {'; '.join(odd[:3])}; "
+        "their values cannot be compared as they stand"
+    ]
 
 
 def check_baseline(

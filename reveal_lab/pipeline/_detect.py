@@ -199,10 +199,8 @@ def _check_baseline_runs(run: Run, baseline: list[Run] | None, policy: ResolvedP
     if not baseline:
         return [], prune
     force = policy.force_baseline
-    base_keys = {metric_key(c) for b in baseline for c in metric_columns(b.frame)}
-    notes = check_metric_overlap(
-        (metric_key(c) for c in metric_columns(run.frame)), base_keys, where=run.run_id, force=force
-    )
+    base_columns = [c for b in baseline for c in metric_columns(b.frame)]
+    notes = check_metric_overlap(metric_columns(run.frame), base_columns, where=run.run_id, force=force)
     moving = any(
         b.frame.get_column(c).drop_nulls().n_unique() > 1 for b in baseline for c in metric_columns(b.frame)
     )

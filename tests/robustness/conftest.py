@@ -166,3 +166,11 @@ def small_tmpfs(tmp_path: Path) -> Iterator[callable]:
     finally:
         for d in mounted:
             subprocess.run(["umount", "-l", str(d)], capture_output=True)
+
+
+def collected(folder: Path, probes: str, duration: str = "1s") -> Path:
+    """A finished collector run of ``probes`` in ``folder/run`` (a real `reveal-lab collect`)."""
+    out = folder / "run"
+    res = cli("collect", "--probes", probes, "--out", str(out), "--duration", duration)
+    assert res.rc == 0, res.text
+    return out

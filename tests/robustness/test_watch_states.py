@@ -7,15 +7,12 @@ import time
 
 import pytest
 
-from .conftest import assert_clean_error, cli
+from .conftest import assert_clean_error, cli, collected
 
 
 @pytest.fixture(scope="module")
 def short_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("w") / "run"
-    res = cli("collect", "--probes", "meminfo,loadavg", "--out", str(out), "--duration", "1s")
-    assert res.rc == 0, res.text
-    return out
+    return collected(tmp_path_factory.mktemp("w"), "meminfo,loadavg")
 
 
 def test_missing_folder_is_an_error_after_wait(tmp_path):
