@@ -290,3 +290,18 @@ def test_paper_policy_flags_the_top_share_of_a_lab_run():
     assert fenced.thresholds[host]["zscore"] < robust.thresholds[host]["zscore"]
     assert int(fenced.windows["label_zscore"].sum()) > top
     assert any("outlier fence" in x for x in fenced.warnings)
+
+
+def test_method_md_lists_every_departure_the_paper_policy_can_give():
+    """docs/METHOD.md's table of the paper setting's departures quotes the same sentences as
+    the resolved policy (pipeline/_departures.py), and no longer calls two-detector agreement
+    the paper's."""
+    from reveal_lab.config import PROJECT_ROOT
+    from reveal_lab.pipeline._departures import ALWAYS
+
+    text = (PROJECT_ROOT / "docs" / "METHOD.md").read_text()
+    alone = get_policy("paper").resolve(baseline_runs=0).departures
+    given = get_policy("paper", prune=False).resolve(baseline_runs=2).departures
+    for d in [*ALWAYS, *alone, *given]:
+        assert f'{d["section"]} "{d["quote"]}"' in text.replace("\\|", "|"), d["field"]
+    assert "(the paper's agreement)" not in text
