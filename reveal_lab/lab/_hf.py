@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 from collections.abc import Iterator, Sequence
@@ -170,6 +171,20 @@ def export_hf(
     return out
 
 
+def _write_parquet(df: pl.DataFrame, path: Path, out: Path, **options: object) -> None:
+    """``df.write_parquet``; polars reports a failed write (a full disk) as a ``ComputeError``
+    holding the system's error number: it becomes that ``OSError``, naming the file inside
+    the export (the folder is named by the command: ``while writing --hf OUT``)."""
+    try:
+        df.write_parquet(path, **options)
+    except pl.exceptions.ComputeError as exc:
+        code = re.search(r"os error (\d+)", str(exc))
+        if code is None:
+            raise
+        n = int(code.group(1))
+        raise OSError(n, f"{os.strerror(n)} (writing {path.relative_to(out).as_posix()})") from exc
+
+
 def _write_export(
     root: Path,
     out: Path,
@@ -215,7 +230,7 @@ def _write_export(
             )
             df = df.select([pl.col(c).cast(schema[c]) for c in order])
             shard = out / "data" / f"{split}-{k:05d}-of-{len(chunks):05d}.parquet"
-            df.write_parquet(shard, compression="zstd", compression_level=10, statistics=False)
+            _write_parquet(df, shard, out, compression="zstd", compression_level=10, statistics=False)
             counts["rows"] += df.height
             counts["bytes"] += shard.stat().st_size
         splits[split] = counts
@@ -225,12 +240,12 @@ def _write_export(
     for name in ("meta_lab.csv", "labels.csv"):
         if (root / name).exists():
             shutil.copy2(root / name, out / name)
-    meta.write_parquet(out / "tables" / "meta_lab.parquet")
+    _write_parquet(meta, out / "tables" / "meta_lab.parquet", out)
     tables = [("meta", "meta_lab.parquet")]
     if (root / "labels.csv").exists():
         labels = read_labels(root / "labels.csv")
         if labels.height:  # `datasets` refuses a config without rows
-            labels.write_parquet(out / "tables" / "labels.parquet")
+            _write_parquet(labels, out / "tables" / "labels.parquet", out)
             tables.insert(0, ("labels", "labels.parquet"))
     # datasets reads a timestamp column as timestamp[ms]; the card says so
     features = [(c, "timestamp[ms]" if c == TIMESTAMP else _DTYPES.get(schema[c], "string")) for c in order]

@@ -1,5 +1,6 @@
 """The per-run cache (`reveal_lab.pipeline` `memoize`, `--cache` / `REVEAL_LAB_CACHE`): a damaged
-entry is computed again and named, a full disk leaves no partial entry and names the path."""
+entry is computed again and named, a full disk leaves no partial entry and names the path; a full
+disk under `dataset export --hf` is one line naming the file and the folder, and leaves nothing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from reveal_lab.pipeline import memoize, using_cache
+
+from .conftest import ROOT, assert_clean_error, cli
 
 CALLS: list[int] = []
 
@@ -88,3 +91,12 @@ def test_a_full_disk_under_the_cache_names_the_entry_and_leaves_nothing_partial(
     assert str(fs / "robustness-demo") in said[0] and "No space left on device" in said[0]
     left = [p for p in fs.rglob("*") if p.is_file()]
     assert left == [], f"partial cache files left behind: {left}"
+
+
+def test_a_full_disk_under_dataset_export_hf_is_one_line_and_leaves_nothing(small_tmpfs):
+    fs = small_tmpfs("2m")
+    out = fs / "export"
+    res = cli("dataset", "export", "--data", str(ROOT / "data/lab"), "--hf", str(out))
+    assert_clean_error(res, "No space left on device", f"--hf {out}", ".parquet", rc=1)
+    assert "ComputeError" not in res.text and len(res.err.strip().splitlines()) == 1, res.text
+    assert list(fs.iterdir()) == [], f"left behind: {list(fs.rglob('*'))}"
