@@ -137,7 +137,7 @@ def replay(path: Path, warmup_s: float) -> tuple[list, object]:
 
 def measure_live(data: Path, warmup_s: float) -> dict:
     """The three measures of :func:`measure` for ``watch``'s live engine (:func:`replay`)."""
-    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.io import read_labels, read_meta
 
     meta = read_meta(data / "meta_lab.csv")
     labels = read_labels(data / "labels.csv").filter(pl.col("scope") == "episode")

@@ -41,8 +41,7 @@ import polars as pl
 from IPython.display import Image
 
 from reveal_lab import plots, studies
-from reveal_lab.io import load_run, open_dataset
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import load_run, open_dataset, read_labels, read_meta
 from reveal_lab.pipeline import detect_run
 from reveal_lab.telemetry import TelemetryWarning
 

@@ -58,7 +58,7 @@ from pathlib import Path
 import polars as pl
 
 from reveal_lab import plots, scale, studies
-from reveal_lab.lab import read_labels
+from reveal_lab.io import read_labels
 from reveal_lab.pipeline import POLICIES
 from reveal_lab.telemetry import TelemetryWarning
 

@@ -50,7 +50,7 @@ root = Path(str(studies.resolve_data(data)))
 labelled = (root / "meta_lab.csv").exists() and (root / "labels.csv").exists()
 if labelled:
     from reveal_lab.evaluation import evaluate_dataset
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
 
     subset = read_meta(root / "meta_lab.csv")["run"].unique(maintain_order=True).to_list()[:max_runs] \
         if max_runs else None

@@ -298,7 +298,7 @@ def _episodes_near(path: str, run_id: str):  # noqa: ANN202 - a polars frame or 
     one of the two folders above it (the lab dataset's layout), else ``None``."""
     from pathlib import Path
 
-    from reveal_lab.lab import read_labels
+    from reveal_lab.io import read_labels
     from reveal_lab.studies import labelled_episodes
     from reveal_lab.telemetry import TelemetryError
 

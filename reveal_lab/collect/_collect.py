@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import signal
-import socket
 import sys
 import time
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from reveal_lab.collect._probe import MISSING_INT, Probe, ProbeContext, ProbeUna
 from reveal_lab.collect._registry import PROBES, probe_periods, resolve_probes, tick_divisors
 from reveal_lab.collect._start import RESERVE_BYTES, RunStart
 from reveal_lab.collect._writer import DiskFull, RunWriter, write_json_atomic
-from reveal_lab.machine import cpu_model
+from reveal_lab.machine import machine_info
 from reveal_lab.telemetry import sanitize_host
 
 __all__ = ["collect", "CollectOptions", "CollectResult", "host_info"]
@@ -74,21 +73,13 @@ class CollectResult:
 
 
 def host_info() -> dict[str, Any]:
-    """Host facts for ``meta.json`` (kernel, CPU model, core count, network namespace)."""
-    u = os.uname()
+    """Host facts for ``meta.json``: :func:`reveal_lab.machine.machine_info` and the
+    collector's network namespace and user id."""
     try:
         netns = os.readlink("/proc/self/ns/net")
     except OSError:
         netns = None
-    return {
-        "hostname": socket.gethostname(),
-        "kernel": f"{u.sysname} {u.release} {u.version}",
-        "machine": u.machine,
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "net_namespace": netns,
-        "uid": os.getuid(),
-    }
+    return {**machine_info(), "net_namespace": netns, "uid": os.getuid()}
 
 
 def _safe_close(probe: Probe) -> None:

@@ -84,7 +84,7 @@ class RunSpec:
 
 
 def _meta_rows(root: Path) -> pl.DataFrame | None:
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
 
     p = root / "meta_lab.csv"
     return read_meta(p) if p.exists() else None

@@ -49,6 +49,7 @@ from reveal_lab.evaluation._score import (
     score_episodes,
     summarize,
 )
+from reveal_lab.io import check_labels, load_run, read_labels, read_meta
 from reveal_lab.telemetry import SUBSYSTEMS, TelemetryError
 
 if TYPE_CHECKING:
@@ -348,7 +349,6 @@ def _config(  # noqa: ANN202
 def _read_lab(root: Path) -> tuple[pl.DataFrame, pl.DataFrame, list[str]]:
     """``meta_lab.csv`` (checked for the lab columns, ``repeat`` as whole numbers) and the
     checked ``labels.csv`` of ``root``, with the labels' notes."""
-    from reveal_lab.lab import check_labels, read_labels, read_meta
 
     meta = read_meta(root / "meta_lab.csv")
     labels, label_notes = check_labels(read_labels(root / "labels.csv"), meta, path=root / "labels.csv")
@@ -379,7 +379,6 @@ class _RunLoader:
         self._runs: dict[str, Any] = {}
 
     def __call__(self, source_file: str):  # noqa: ANN204 - a Run
-        from reveal_lab.io import load_run
         from reveal_lab.pipeline import trim_run
 
         if source_file not in self._runs:

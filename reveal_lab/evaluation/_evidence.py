@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.evaluation._evaluate import fault_free_refs
+from reveal_lab.io import load_run, read_labels, read_meta
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, classify, metric_columns
 
 __all__ = ["EVIDENCE_COLUMNS", "episode_evidence", "evidence_summary", "span_envelope"]
@@ -138,8 +139,6 @@ def episode_evidence(
     same workload, phase and host with ``fault == "none"``, each cut to its recorded workload
     span when ``trim`` (``workload_start``/``workload_end``).
     """
-    from reveal_lab.io import load_run
-    from reveal_lab.lab import read_labels, read_meta
     from reveal_lab.pipeline import trim_run
 
     from reveal_lab.config import data_dir

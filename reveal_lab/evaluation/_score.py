@@ -10,7 +10,7 @@ detections with known answers:
     windows of fault-free runs.
 ``labels``
     ``run, host, fault_type, start, end, expected_subsystem`` and optionally ``scope``
-    (``episode`` | ``run``) and ``magnitude`` (:func:`reveal_lab.lab.read_labels`).
+    (``episode`` | ``run``) and ``magnitude`` (:func:`reveal_lab.io.read_labels`).
 
 Definitions (per fault type and overall):
 

@@ -1,5 +1,6 @@
 """Loading: the public Reveal dataset (zipped or not), our lab dataset and collector output,
-all into the canonical telemetry frame (:mod:`reveal_lab.telemetry`)."""
+all into the canonical telemetry frame (:mod:`reveal_lab.telemetry`); the datasets' run
+tables (:func:`read_meta_csv`, :func:`read_meta`) and ground truth (:func:`read_labels`)."""
 
 from reveal_lab.io._collector import is_collector_run, merge_hosts, read_collector_run
 from reveal_lab.io._csv import csv_datetimes, csv_numbers, read_csv_table
@@ -7,7 +8,23 @@ from reveal_lab.io._describe import describe_dataset
 from reveal_lab.io._export_tsv import export_tsv
 from reveal_lab.io._identity import run_identity
 from reveal_lab.io._load import PARQUET_META_KEY, load_run, read_parquet_run, write_parquet_run
-from reveal_lab.io._meta import META_COLUMNS, read_meta_csv
+from reveal_lab.io._labels import (
+    LABEL_COLUMNS,
+    STAMP_FMT,
+    check_labels,
+    ms_to_stamp,
+    read_labels,
+    stamp_to_ms,
+)
+from reveal_lab.io._meta import (
+    EXTRA_META_COLUMNS,
+    META_COLUMNS,
+    META_NUMBER_COLUMNS,
+    META_TIME_COLUMNS,
+    read_meta,
+    read_meta_csv,
+    workload_spans,
+)
 from reveal_lab.io._pace import PACE_COLUMNS, JobPace, read_job_pace, steady_span
 from reveal_lab.io._names import LLM_MODELS, PREFIX_PHASE, RunFileName, meta_from_name, parse_run_filename
 from reveal_lab.io._public import INDEX_SCHEMA, Dataset, open_dataset
@@ -38,7 +55,18 @@ __all__ = [
     "export_tsv",
     "is_collector_run",
     "META_COLUMNS",
+    "EXTRA_META_COLUMNS",
+    "META_NUMBER_COLUMNS",
+    "META_TIME_COLUMNS",
     "read_meta_csv",
+    "read_meta",
+    "workload_spans",
+    "LABEL_COLUMNS",
+    "STAMP_FMT",
+    "ms_to_stamp",
+    "stamp_to_ms",
+    "read_labels",
+    "check_labels",
     "LLM_MODELS",
     "PREFIX_PHASE",
     "reconcile",

@@ -15,7 +15,8 @@
 * :mod:`~reveal_lab.lab._gate` -- recording hygiene: the load gate checked before each slot;
 * :mod:`~reveal_lab.lab._plan` -- the plans (v2, the default; v1; smoke) and their time estimate.
 
-Recording needs root; reading labels and plans does not. torch is imported lazily.
+Recording needs root; reading plans does not (the dataset's tables are read by
+:func:`reveal_lab.io.read_meta` and :func:`reveal_lab.io.read_labels`). torch is imported lazily.
 """
 
 from reveal_lab.lab._faults import FAULT_SUBSYSTEM, make_fault, prepare_read_file
@@ -54,17 +55,7 @@ from reveal_lab.lab._hosts import (
     setup_hosts,
     teardown_hosts,
 )
-from reveal_lab.lab._labels import (
-    LABEL_COLUMNS,
-    META_COLUMNS,
-    check_labels,
-    file_name,
-    ms_to_stamp,
-    read_labels,
-    read_meta,
-    run_stem,
-    stamp_to_ms,
-)
+from reveal_lab.lab._labels import file_name, run_stem
 from reveal_lab.lab._plan import (
     DEFAULT_PLAN,
     PLANS,
@@ -117,8 +108,6 @@ __all__ = [
     "read_page_cache_kb",
     "read_process_table",
     "FAULT_SUBSYSTEM",
-    "LABEL_COLUMNS",
-    "META_COLUMNS",
     "DEFAULT_PLAN",
     "PLANS",
     "SLOT_OVERHEAD_S",
@@ -146,11 +135,7 @@ __all__ = [
     "lab_hosts",
     "machine_provenance",
     "make_fault",
-    "ms_to_stamp",
     "prepare_read_file",
-    "read_labels",
-    "read_meta",
-    "check_labels",
     "record_plans",
     "record_slot",
     "WARMUP_DIR",
@@ -163,7 +148,6 @@ __all__ = [
     "run_workload",
     "setup_hosts",
     "smoke_plan",
-    "stamp_to_ms",
     "teardown_hosts",
     "workload_spec",
 ]

@@ -10,16 +10,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from reveal_lab.io import EXTRA_META_COLUMNS, LABEL_COLUMNS, META_COLUMNS, ms_to_stamp
 from reveal_lab.lab._hosts import LabError
-from reveal_lab.lab._labels import (
-    EXTRA_META_COLUMNS,
-    LABEL_COLUMNS,
-    META_COLUMNS,
-    file_name,
-    ms_to_stamp,
-    split_dir,
-    write_csv,
-)
+from reveal_lab.lab._labels import file_name, split_dir, write_csv
 from reveal_lab.lab._provenance import provenance_readme
 from reveal_lab.lab._workloads import workload_spec
 from reveal_lab.telemetry import Run, RunMeta

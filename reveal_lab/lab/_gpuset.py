@@ -30,8 +30,16 @@ from pathlib import Path
 
 import numpy as np
 
-from reveal_lab.io import JobPace, read_job_pace, steady_span
-from reveal_lab.lab._labels import EXTRA_META_COLUMNS, LABEL_COLUMNS, META_COLUMNS, ms_to_stamp, write_csv
+from reveal_lab.io import (
+    EXTRA_META_COLUMNS,
+    LABEL_COLUMNS,
+    META_COLUMNS,
+    JobPace,
+    ms_to_stamp,
+    read_job_pace,
+    steady_span,
+)
+from reveal_lab.lab._labels import write_csv
 
 __all__ = [
     "GPU_FAULT_SUBSYSTEMS",

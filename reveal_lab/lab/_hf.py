@@ -32,8 +32,7 @@ from urllib.parse import urlparse
 import polars as pl
 
 from reveal_lab.config import data_dir
-from reveal_lab.io import check_not_nested, staged_folder
-from reveal_lab.lab._labels import LABEL_COLUMNS, read_labels, read_meta
+from reveal_lab.io import LABEL_COLUMNS, check_not_nested, read_labels, read_meta, staged_folder
 from reveal_lab.telemetry import TIMESTAMP, TelemetryError, metric_columns, parse_metric_name
 
 __all__ = ["export_hf", "push_hf", "hf_column_name", "HubError", "ID_COLUMNS", "hub_request_timeouts"]

@@ -37,10 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
+from reveal_lab.io import EXTRA_META_COLUMNS, LABEL_COLUMNS, META_COLUMNS, ms_to_stamp
 from reveal_lab.lab._faults import STRESS_SCRIPT, now_ms, prepare_read_file
 from reveal_lab.lab._gate import LoadGate
 from reveal_lab.lab._hosts import LabError, require_root
-from reveal_lab.lab._labels import EXTRA_META_COLUMNS, LABEL_COLUMNS, META_COLUMNS, ms_to_stamp, write_csv
+from reveal_lab.lab._labels import write_csv
 
 __all__ = [
     "HOST_JOBS",
@@ -416,7 +417,7 @@ def build_host_set(raw: str | Path, out: str | Path, *, command: str = "") -> tu
             f"`{k}` ({v.subsystem}: `{' '.join(v.args)}`" + (f" x{v.procs}" if v.procs > 1 else "") + ")"
             for k, v in HOST_JOBS.items()
         ) + ". `net_send` sends over a veth pair to a sink in the namespace `rlhsink`.",
-        f"* Machine: {mach.get('cpu_model')}, {mach.get('cpu_count')} cores, kernel {mach.get('kernel')}; "
+        f"* Machine: {mach.get('cpu_model')}, {mach.get('cores')} cores, kernel {mach.get('kernel')}; "
         f"reveal-lab commit {str(mach.get('git_commit'))[:12]}.",
         *([f"* Command: `{command}`"] if command else []),
         "",

@@ -1,16 +1,10 @@
-"""Names, metadata and ground-truth labels of the lab dataset.
+"""Names of the lab dataset's files and the writer of its tables.
 
 Files follow the public dataset's grammar
 ``{prefix}_{MODEL}for{Task}_{dataset}_{YYYY-MM-DDTHH-MM-SS}_{host}.parquet`` under
 ``train_separated/`` and ``infer_separated/``. A *run* is the file stem without the host
-(both hosts of a two-host DDP run share it); ``labels.csv`` keys on ``(run, host)``.
-
-``labels.csv`` columns: ``run, host, fault_type, start, end, expected_subsystem,
-magnitude, unit, scope, source_file`` -- ``start``/``end`` are naive wall-clock
-timestamps with milliseconds (``YYYY-MM-DD HH:MM:SS.mmm``) on the collector's clock
-(wall clock, UTC, naive -- exactly how the collector stamps its rows),
-``scope`` is ``episode`` (a fault inside a run, with calm before and after) or ``run``
-(a configuration difference that lasts the whole run).
+(both hosts of a two-host DDP run share it). The tables' columns and their one reader are
+in :mod:`reveal_lab.io` (:func:`~reveal_lab.io.read_meta`, :func:`~reveal_lab.io.read_labels`).
 """
 
 from __future__ import annotations
@@ -20,85 +14,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-import polars as pl
-
-from reveal_lab.io import META_COLUMNS, csv_datetimes, csv_numbers, read_csv_table
-from reveal_lab.telemetry import TelemetryError
-
-__all__ = [
-    "META_COLUMNS",
-    "LABEL_COLUMNS",
-    "run_stem",
-    "file_name",
-    "split_dir",
-    "ms_to_stamp",
-    "stamp_to_ms",
-    "read_labels",
-    "write_csv",
-    "read_meta",
-    "check_labels",
-]
-
-#: our columns after the public meta CSV's (META_COLUMNS, defined once by the public loader)
-EXTRA_META_COLUMNS = (
-    "run",
-    "host",
-    "core",
-    "run_group",
-    "world_size",
-    "fault",
-    "repeat",
-    "seed",
-    "start",
-    "end",
-    "steps",
-    "samples_per_s",
-    "workload_start",
-    "workload_end",
-    "cpu_quota",
-    "threads",
-    "case",
-    "n_dropped_nan_columns",
-)
-LABEL_COLUMNS = (
-    "run",
-    "host",
-    "fault_type",
-    "start",
-    "end",
-    "expected_subsystem",
-    "magnitude",
-    "unit",
-    "scope",
-    "source_file",
-)
-
-#: meta_lab.csv columns that hold numbers and timestamps (checked by :func:`read_meta`)
-META_NUMBER_COLUMNS = (
-    "n_rows", "n_cols", "world_size", "repeat", "seed", "steps", "samples_per_s", "cpu_quota", "threads"
-)
-META_TIME_COLUMNS = ("start", "end", "workload_start", "workload_end")
-
-STAMP_FMT = "%Y-%m-%d %H:%M:%S.%f"
-_POLARS_FMT = "%Y-%m-%d %H:%M:%S%.f"
-
-
-def ms_to_stamp(ms: int) -> str:
-    """Epoch milliseconds as the naive UTC timestamp the collector's rows carry.
-
-    >>> ms_to_stamp(0)[-4:]
-    '.000'
-    """
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime(STAMP_FMT)[:-3]
-
-
-def stamp_to_ms(stamp: str) -> int:
-    """Inverse of :func:`ms_to_stamp`.
-
-    >>> stamp_to_ms(ms_to_stamp(1_700_000_000_123))
-    1700000000123
-    """
-    return round(datetime.strptime(stamp, STAMP_FMT).replace(tzinfo=UTC).timestamp() * 1000)
+__all__ = ["run_stem", "file_name", "split_dir", "write_csv"]
 
 
 def run_stem(phase: str, model: str, task: str, dataset: str, start_ms: int) -> str:
@@ -127,114 +43,3 @@ def write_csv(path: str | Path, rows: Iterable[Mapping], columns: Iterable[str])
         for r in rows:
             w.writerow({c: r.get(c, "") for c in cols})
     return path
-
-
-def read_labels(path: str | Path) -> pl.DataFrame:
-    """``labels.csv`` as a frame with ``start``/``end`` parsed to ``Datetime("ms")``."""
-    path = Path(path)
-    df = read_csv_table(path, what="labels file")
-    missing = [
-        c for c in ("run", "host", "fault_type", "start", "end", "expected_subsystem") if c not in df.columns
-    ]
-    if missing:
-        raise TelemetryError(
-            f"labels file lacks columns {missing}; expected {list(LABEL_COLUMNS)}", path=str(path)
-        )
-    for i, (s, e) in enumerate(zip(df["start"], df["end"], strict=True)):
-        for col, v in (("start", s), ("end", e)):
-            try:
-                datetime.strptime(v, STAMP_FMT)
-            except (TypeError, ValueError):
-                raise TelemetryError(
-                    f"{col}={v!r} is not a 'YYYY-MM-DD HH:MM:SS.mmm' timestamp",
-                    path=str(path),
-                    line=i + 2,
-                    column=col,
-                ) from None
-    df = df.with_columns(
-        pl.col("start").str.strptime(pl.Datetime("ms"), _POLARS_FMT),
-        pl.col("end").str.strptime(pl.Datetime("ms"), _POLARS_FMT),
-    )
-    if "magnitude" in df.columns:
-        df = df.with_columns(pl.col("magnitude").cast(pl.Float64, strict=False))
-    if "scope" not in df.columns:
-        df = df.with_columns(pl.lit("episode").alias("scope"))
-    bad = df.with_row_index("_i").filter(pl.col("end") <= pl.col("start"))
-    if bad.height:
-        r = bad.row(0, named=True)
-        raise TelemetryError(
-            f"the label ends ({r['end']}) before it starts ({r['start']})",
-            path=str(path),
-            line=int(r["_i"]) + 2,
-            column="end",
-        )
-    return df
-
-
-def check_labels(
-    labels: pl.DataFrame, meta: pl.DataFrame, *, path: str | Path = "labels.csv"
-) -> tuple[pl.DataFrame, list[str]]:
-    """``labels`` without repeated rows and without labels of a run or host ``meta`` does not
-    have, and one warning per kind left out, naming the lines: a repeated label would count its
-    episode twice, and one of an unknown run or host would vanish from every score unseen.
-
-    >>> m = pl.DataFrame({"run": ["r1"], "host": ["labA"]})
-    >>> lab = pl.DataFrame({"run": ["r1", "r1", "r9", "r1"], "host": ["labA", "labA", "labA", "labZ"],
-    ...                     "fault_type": ["cpu"] * 4, "start": ["t0"] * 4, "end": ["t1"] * 4})
-    >>> kept, notes = check_labels(lab, m)
-    >>> kept.height
-    1
-    >>> for n in notes:
-    ...     print(n)
-    labels.csv: line 3 repeats an earlier label (counted once; left out)
-    labels.csv: line 4: run r9 is not in meta_lab.csv (label left out)
-    labels.csv: line 5: host labZ has no run r1 in meta_lab.csv (label left out)
-    """
-    key = ["run", "host", "fault_type", "start", "end"]
-    df = labels.with_row_index("_line", offset=2)  # line 1 is the header
-    notes: list[str] = []
-    dup = df.filter(~pl.struct(key).is_first_distinct())
-    if dup.height:
-        lines = ", ".join(str(i) for i in dup["_line"].to_list()[:5])
-        notes.append(f"{path}: line {lines} repeats an earlier label (counted once; left out)")
-        df = df.filter(~pl.col("_line").is_in(dup["_line"].to_list()))
-    runs = set(meta["run"].cast(pl.String).to_list()) if "run" in meta.columns else None
-    pairs = (
-        set(zip(meta["run"].cast(pl.String), meta["host"].cast(pl.String), strict=True))
-        if {"run", "host"} <= set(meta.columns)
-        else None
-    )
-    bad: list[int] = []
-    for r in df.iter_rows(named=True):
-        if runs is not None and r["run"] not in runs:
-            notes.append(f"{path}: line {r['_line']}: run {r['run']} is not in meta_lab.csv (label left out)")
-            bad.append(r["_line"])
-        elif pairs is not None and (r["run"], r["host"]) not in pairs:
-            notes.append(
-                f"{path}: line {r['_line']}: host {r['host']} has no run {r['run']} in meta_lab.csv "
-                "(label left out)"
-            )
-            bad.append(r["_line"])
-    return df.filter(~pl.col("_line").is_in(bad)).drop("_line"), notes
-
-
-def read_meta(path: str | Path) -> pl.DataFrame:
-    """``meta_lab.csv`` as a frame (all public columns required)."""
-    path = Path(path)
-    df = read_csv_table(path, what="meta file", infer=True)
-    missing = [c for c in META_COLUMNS if c not in df.columns]
-    if missing:
-        raise TelemetryError(f"meta file lacks columns {missing}", path=str(path), line=1)
-    for c in META_NUMBER_COLUMNS:
-        if c in df.columns:
-            csv_numbers(df, c, path)
-    stamps = {c: csv_datetimes(df, c, path) for c in META_TIME_COLUMNS if c in df.columns}
-    for a, b in (("start", "end"), ("workload_start", "workload_end")):
-        if a in stamps and b in stamps:
-            back = (stamps[b] < stamps[a]).fill_null(False).arg_true()
-            if back.len():
-                i = int(back[0])
-                raise TelemetryError(
-                    f"{b} {df[b][i]} is before {a} {df[a][i]}", path=str(path), line=i + 2, column=b
-                )
-    return df

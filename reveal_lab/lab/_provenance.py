@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import platform
 import subprocess
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -13,7 +11,8 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.machine import cpu_model
+from reveal_lab.io import read_labels, read_meta
+from reveal_lab.machine import machine_cores, machine_info
 
 __all__ = ["provenance_readme", "STORY_MARKER", "machine_provenance", "recorded_slots"]
 
@@ -38,8 +37,8 @@ def provenance_readme(raw_dir: str | Path, out_dir: str | Path) -> str:
     """Markdown provenance for the dataset in ``out_dir`` recorded into ``raw_dir``; the part
     of ``out_dir/README.md`` from :data:`STORY_MARKER` on is written by hand and kept."""
     raw, out = Path(raw_dir), Path(out_dir)
-    meta = pl.read_csv(out / "meta_lab.csv", infer_schema_length=10000)
-    labels = pl.read_csv(out / "labels.csv", infer_schema_length=10000)
+    meta = read_meta(out / "meta_lab.csv", required=())
+    labels = read_labels(out / "labels.csv")
     sessions = _sessions(raw)
     s0 = sessions[0] if sessions else {}
     m = s0.get("machine", {})
@@ -173,8 +172,8 @@ def _machine(m: dict, sessions: list[dict]) -> list[str]:
     return [
         "## Machine and software",
         "",
-        f"* CPU: {m.get('cpu_model', '?')}, {m.get('cpu_count', '?')} cores (a VM); memory "
-        f"{int(m.get('mem_total_kb', 0)) / 1048576:.1f} GiB; kernel {m.get('kernel', '?')}; Python "
+        f"* CPU: {m.get('cpu_model', '?')}, {machine_cores(m) or '?'} cores (a VM); memory "
+        f"{int(m.get('mem_total_kb') or 0) / 1048576:.1f} GiB; kernel {m.get('kernel', '?')}; Python "
         f"{m.get('python', '?')}.",
         f"* Packages: {', '.join(f'{k} {v}' for k, v in m.get('versions', {}).items())}; "
         f"reveal-lab commit {m.get('git_commit', '?')[:12]}.",
@@ -417,21 +416,12 @@ def _load_range(sessions: list[dict]) -> str:
 
 
 def machine_provenance() -> dict:
-    """What the recording ran on: kernel, CPU, cores, memory, package versions, load."""
+    """What the recording ran on (:func:`reveal_lab.machine.machine_info`), the package
+    versions and the commit."""
     import numpy
     import polars
 
-    info: dict = {
-        "kernel": " ".join(os.uname()[2:4]),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "cpu_count": os.cpu_count(),
-    }
-    info["cpu_model"] = cpu_model()
-    with contextlib.suppress(OSError):
-        info["mem_total_kb"] = int(open("/proc/meminfo").readline().split()[1])
-    with contextlib.suppress(OSError):
-        info["loadavg"] = open("/proc/loadavg").read().strip()
+    info: dict = machine_info()
     versions = {"numpy": numpy.__version__, "polars": polars.__version__}
     for mod in ("torch", "pyarrow"):
         with contextlib.suppress(ImportError):

@@ -32,10 +32,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from reveal_lab.io import ms_to_stamp
 from reveal_lab.lab._faults import now_ms, prepare_read_file
 from reveal_lab.lab._gate import GateRefused, LoadGate, lab_active_tasks, lab_cpu_seconds
 from reveal_lab.lab._hosts import LabError, lab_hosts
-from reveal_lab.lab._labels import ms_to_stamp
 from reveal_lab.lab._provenance import machine_provenance, recorded_slots
 from reveal_lab.lab._record import record_slot_retry, warm_up
 from reveal_lab.lab._runplan import (

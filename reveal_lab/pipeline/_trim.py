@@ -26,7 +26,6 @@ Nothing is trimmed when the trimmed span would be shorter than ``min_keep_s``. E
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from reveal_lab.io import csv_datetimes, read_csv_table
-from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, metric_columns, parse_metric_name
+from reveal_lab.io import workload_spans
+from reveal_lab.telemetry import TIMESTAMP, Run, metric_columns, parse_metric_name
 
 __all__ = [
     "TrimRule",
@@ -172,30 +171,6 @@ class Trim:
         }
 
 
-@functools.lru_cache(maxsize=16)
-def _lab_spans(meta_csv: str, mtime: float) -> dict[str, tuple[dt.datetime, dt.datetime]]:
-    del mtime  # part of the cache key only
-    meta = read_csv_table(meta_csv, what="meta file")
-    if not {"source_file", "workload_start", "workload_end"} <= set(meta.columns):
-        return {}
-    a, b = (csv_datetimes(meta, c, meta_csv) for c in ("workload_start", "workload_end"))  # or line, column
-    back = (b < a).fill_null(False).arg_true()
-    if back.len():
-        i = int(back[0])
-        raise TelemetryError(
-            f"workload_end {b[i]} is before workload_start {a[i]}",
-            path=meta_csv,
-            line=i + 2,
-            column="workload_end",
-        )
-    out = {}
-    for r in meta.iter_rows(named=True):
-        a, b = r["workload_start"], r["workload_end"]
-        if a and b:
-            out[Path(r["source_file"]).stem] = (_parse_stamp(a), _parse_stamp(b))
-    return out
-
-
 def _parse_stamp(text: str) -> dt.datetime:
     return dt.datetime.fromisoformat(text.strip()).replace(tzinfo=None)
 
@@ -213,7 +188,7 @@ def recorded_span(run: Run) -> tuple[dt.datetime, dt.datetime] | None:
     for folder in (p.parent, p.parent.parent):
         csv = folder / "meta_lab.csv"
         if csv.is_file():
-            span = _lab_spans(str(csv), csv.stat().st_mtime).get(p.stem)
+            span = workload_spans(csv).get(p.stem)
             if span is not None:
                 return span
     return None

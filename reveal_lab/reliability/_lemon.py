@@ -249,7 +249,7 @@ def lab_lemon_hosts(
     from pathlib import Path
 
     from reveal_lab.evaluation import evaluate_dataset
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
     from reveal_lab.pipeline import POLICIES
 
     root = Path(root)

@@ -53,7 +53,7 @@ def _root(root: str | Path | None) -> Path:
 
 
 def _tables(root: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
-    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.io import read_labels, read_meta
 
     return read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
 

@@ -474,7 +474,7 @@ def dataset_episodes(data: str | Path | None = None) -> pl.DataFrame:
     root = resolve_data(data)
     if root == SYNTH or not (Path(root) / "labels.csv").exists():
         return pl.DataFrame(schema=schema)
-    from reveal_lab.lab import read_labels
+    from reveal_lab.io import read_labels
 
     lab = read_labels(Path(root) / "labels.csv")
     return lab.select([pl.col(c).cast(t) for c, t in schema.items()])

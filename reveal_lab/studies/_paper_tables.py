@@ -80,7 +80,7 @@ def flag_timelines(windows: pl.DataFrame, methods: list[str] | None = None) -> p
 
 def labelled_episodes(labels: pl.DataFrame, runs: list[str]) -> pl.DataFrame:
     """The fault episodes of ``runs`` (``run, host, fault_type, start, end``) from a
-    ``labels.csv`` frame (:func:`reveal_lab.lab.read_labels`); run ids may carry the host
+    ``labels.csv`` frame (:func:`reveal_lab.io.read_labels`); run ids may carry the host
     suffix (``<run>_<host>``) as the study runs' ids do."""
     if labels.height == 0:
         return pl.DataFrame(

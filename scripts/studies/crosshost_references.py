@@ -35,8 +35,7 @@ import polars as pl
 
 from reveal_lab.config import data_dir
 from reveal_lab.crosshost import deviation, judge_deviation
-from reveal_lab.io import load_run
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import load_run, read_labels, read_meta
 from reveal_lab.pipeline import trim_run
 from reveal_lab.studies import own_core_view
 

@@ -45,8 +45,7 @@ import polars as pl
 
 from reveal_lab.config import data_dir
 from reveal_lab.evaluation import fault_free_refs
-from reveal_lab.io import load_run
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import load_run, read_labels, read_meta
 from reveal_lab.pipeline import silent_columns, silent_counters, trim_run
 from reveal_lab.telemetry import TIMESTAMP, Run
 

@@ -7,7 +7,7 @@ import polars as pl
 
 from reveal_lab.cli import main
 from reveal_lab.config import PROJECT_ROOT
-from reveal_lab.lab import read_labels
+from reveal_lab.io import read_labels
 
 LAB = PROJECT_ROOT / "data" / "lab"
 

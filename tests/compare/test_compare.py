@@ -69,7 +69,7 @@ def test_compare_rejects_bad_input(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="neither a file"):
         resolve_runs(["no_such_run"], tmp_path)
-    from reveal_lab.lab import META_COLUMNS
+    from reveal_lab.io import META_COLUMNS
     from reveal_lab.telemetry import TelemetryError
 
     row = ["./train_separated/a.parquet"] + ["1"] * (len(META_COLUMNS) - 1)
@@ -84,7 +84,7 @@ def test_compare_rejects_bad_input(tmp_path):
 def test_case_study_runs_fall_back_to_the_v1_pairs():
     from reveal_lab.compare import case_study_runs
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
 
     meta = read_meta(data_dir() / "meta_lab.csv")
     pairs = case_study_runs(max_runs_per_side=3)

@@ -10,7 +10,7 @@ import pytest
 from reveal_lab.cli import main
 from reveal_lab.config import data_dir
 from reveal_lab.evaluation import TABLE_COLUMNS, evaluate_dataset
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import read_labels, read_meta
 
 pytestmark = pytest.mark.slow
 

@@ -37,7 +37,7 @@ def _dataset(tmp_path):
     retransmits (a counter at 0 in every fault-free span goes to 3 per sample), hA sees
     out-of-order segments (0 -> 0.5); CPU busy is 80 % on hA for the whole fault run, calm
     included (the run differs, not the episode); two fault-free runs per host."""
-    from reveal_lab.lab import META_COLUMNS
+    from reveal_lab.io import META_COLUMNS
 
     rng = np.random.default_rng(0)
     rows = []

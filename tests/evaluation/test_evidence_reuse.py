@@ -8,7 +8,7 @@ import polars as pl
 from reveal_lab.config import data_dir
 from reveal_lab.evaluation import episode_evidence, span_envelope
 from reveal_lab.evaluation._evidence import _envelope, _prefix_sums, _stamp
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import read_labels, read_meta
 
 
 def test_envelope_from_prefix_sums_is_span_envelope():

@@ -105,7 +105,7 @@ def test_json_without_magnitudes_has_no_magnitude_part(scored):
 def test_evaluate_cli_writes_json(tmp_path, capsys):
     from reveal_lab.cli import main
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_labels
+    from reveal_lab.io import read_labels
 
     labels = read_labels(data_dir() / "labels.csv")
     run = labels.filter(pl.col("fault_type") == "storage_read")["run"][0]
@@ -126,7 +126,7 @@ def test_evaluate_cli_z_clip_reaches_the_calibrated_settings(tmp_path):
     the JSON settings say; ``none`` turns it off."""
     from reveal_lab.cli import main
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_labels
+    from reveal_lab.io import read_labels
 
     run = read_labels(data_dir() / "labels.csv").filter(pl.col("fault_type") == "storage_read")["run"][0]
     for flag, want in (("5", 5.0), ("none", None)):

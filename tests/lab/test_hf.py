@@ -13,7 +13,8 @@ import polars as pl
 import pytest
 
 from reveal_lab.config import data_dir
-from reveal_lab.lab import HubError, export_hf, hf_column_name, push_hf, read_labels, read_meta
+from reveal_lab.io import read_labels, read_meta
+from reveal_lab.lab import HubError, export_hf, hf_column_name, push_hf
 from reveal_lab.telemetry import TelemetryError
 
 datasets = pytest.importorskip("datasets")

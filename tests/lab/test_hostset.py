@@ -13,15 +13,13 @@ import polars as pl
 import pytest
 
 from reveal_lab.evaluation import evaluate_dataset
-from reveal_lab.io import load_run
+from reveal_lab.io import load_run, read_labels, read_meta
 from reveal_lab.lab import (
     HOST_JOBS,
     HostJob,
     HostRecordingPlan,
     build_host_set,
     host_set_plan,
-    read_labels,
-    read_meta,
     record_host_recording,
     record_host_set,
 )

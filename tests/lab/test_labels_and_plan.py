@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reveal_lab.io import parse_run_filename
+from reveal_lab.io import ms_to_stamp, parse_run_filename, read_labels, stamp_to_ms
 from reveal_lab.lab import (
     DEFAULT_PLAN,
     FAULT_SUBSYSTEM,
@@ -14,12 +14,9 @@ from reveal_lab.lab import (
     RunPlan,
     default_plan,
     file_name,
-    ms_to_stamp,
     plan_summary,
-    read_labels,
     run_stem,
     smoke_plan,
-    stamp_to_ms,
     v1_plan,
     v2_plan,
 )

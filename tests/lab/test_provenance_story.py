@@ -14,7 +14,7 @@ def _dataset(tmp_path):
     out.mkdir()
     (raw / "recording.json").write_text(json.dumps({"sessions": [{"argv": ["record"], "slots": []}]}))
     (out / "meta_lab.csv").write_text("run,model,phase,world_size,fault\nr,MLP,train,1,none\n")
-    (out / "labels.csv").write_text("run,host,fault_type,expected_subsystem,magnitude\n")
+    (out / "labels.csv").write_text("run,host,fault_type,start,end,expected_subsystem,magnitude\n")
     return raw, out
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from reveal_lab.io import read_labels, read_meta
 from reveal_lab.lab import (
     MAX_HOSTS,
     FaultPlan,
@@ -26,8 +27,6 @@ from reveal_lab.lab import (
     bridge_namespace,
     build_dataset,
     lab_hosts,
-    read_labels,
-    read_meta,
     record_plans,
 )
 

@@ -207,7 +207,7 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     trimmed rule (default) leaves the most extreme left-out run out, so its thresholds are
     never above the pooled rule's, and the summary says which rule set them."""
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.io import read_labels, read_meta
 
     root = data_dir()
     meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
@@ -249,7 +249,7 @@ def test_detect_cross_host_against_the_jobs_fault_free_runs(tmp_path, capsys):
     baseline files are grouped into runs by their run_group, each host is judged against itself
     in them, and labB alone deviates, in the network."""
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_labels, read_meta
+    from reveal_lab.io import read_labels, read_meta
 
     root = data_dir()
     meta, labels = read_meta(root / "meta_lab.csv"), read_labels(root / "labels.csv")
@@ -277,7 +277,7 @@ def test_detect_asks_two_detectors_with_calibrated_thresholds_as_evaluate(tmp_pa
     """With 2+ baseline runs the thresholds are calibrated and a window needs two detectors
     (as `reveal-lab evaluate` measures it); alone, or with --min-agreement, as asked."""
     from reveal_lab.config import data_dir
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
 
     root = data_dir()
     meta = read_meta(root / "meta_lab.csv").filter(

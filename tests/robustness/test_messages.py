@@ -16,8 +16,7 @@ from reveal_lab.bench import InterpretationSegment, LabelledServer
 from reveal_lab.bench._data import read_matrix
 from reveal_lab.bench._labelled import LabelledConfig, bench_server
 from reveal_lab.config import data_dir
-from reveal_lab.io import load_run, write_parquet_run
-from reveal_lab.lab import read_labels, read_meta
+from reveal_lab.io import load_run, read_labels, read_meta, write_parquet_run
 from reveal_lab.telemetry import TelemetryError
 
 from .conftest import assert_clean_error, cli

@@ -42,7 +42,7 @@ def small_lab(tmp_path) -> Path:
     """Two runs and the tables of the bundled lab dataset, in a folder of their own."""
     import polars as pl
 
-    from reveal_lab.lab import read_meta
+    from reveal_lab.io import read_meta
 
     src = copy_lab_runs(read_meta(LAB / "meta_lab.csv").head(2), tmp_path / "lab")
     (src / "labels.csv").write_text(pl.read_csv(LAB / "labels.csv").head(0).write_csv())

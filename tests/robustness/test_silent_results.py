@@ -22,8 +22,7 @@ from reveal_lab.cli._checks import (
 )
 from reveal_lab.compare import resolve_runs
 from reveal_lab.config import data_dir
-from reveal_lab.io import load_run, write_parquet_run
-from reveal_lab.lab import check_labels, read_labels, read_meta
+from reveal_lab.io import check_labels, load_run, read_labels, read_meta, write_parquet_run
 from reveal_lab.pipeline import Pruning
 from reveal_lab.reliability import SimulationResult
 
