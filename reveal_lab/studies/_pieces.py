@@ -229,11 +229,12 @@ def granularity_piece(
 
     out = {}
     for p in settings:
-        args = setting_arguments(p, min_agreement=min_agreement, lone_run=True)
+        # the setting's own trim where it has one (the paper's: none), else the study's
+        kw = {"trim": trim, **setting_arguments(p, min_agreement=min_agreement, lone_run=True)}
         out[p] = granularity_intervals(
             [run],
             granularities,
-            detect=lambda r, wc, args=args: detect_windows(r, wc, preset, pruning=pruning, trim=trim, **args),
+            detect=lambda r, wc, kw=kw: detect_windows(r, wc, preset, pruning=pruning, **kw),
         )
     return out
 

@@ -101,7 +101,7 @@ def test_granularity_pieces_equal_the_intervals_of_the_runs():
     want = studies.granularity_intervals(
         runs,
         grans,
-        detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, trim=True, **args),
+        detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, **{"trim": True, **args}),
     )
     assert got.height > 0
     assert_frame_equal(got, want)
