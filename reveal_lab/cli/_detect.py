@@ -122,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
         if saved is not None:
             pruning = load_pruning(saved)
         elif baseline:  # fitted once on the baseline runs, saved beside the report
-            pruning = fit_pruning(baseline, preset.prune.threshold, trim=policy.trim)
+            pruning = fit_pruning(baseline, preset.prune.threshold, method=policy.prune_method, trim=policy.trim)
             save_pruning(pruning, out / "pruning.json")
     dets = []
     frames_by_run: dict[str, object] = {}  # for the report's raw traces
@@ -147,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         run_pruning = pruning
         alone_space = policy.pruned_space(len(run_baseline) if run_baseline else 0)
         if selected is None and alone_space is not False and run_pruning is None:  # the run alone: its own space
-            run_pruning = fit_pruning([run], preset.prune.threshold, trim=policy.trim)
+            run_pruning = fit_pruning([run], preset.prune.threshold, method=policy.prune_method, trim=policy.trim)
             name = "pruning.json" if len(args.runs) == 1 else f"pruning_{run.run_id}.json"
             save_pruning(run_pruning, out / name)
         det = detect_run(
