@@ -10,7 +10,7 @@ from reveal_lab.config import Preset
 from reveal_lab.detectors import DetectorEnsemble, default_detectors
 from reveal_lab.pipeline._view import baseline_matrix
 
-__all__ = ["cross_fit_thresholds", "left_out_notes"]
+__all__ = ["cross_fit_thresholds", "left_out_notes", "unreachable_notes"]
 
 
 def cross_fit_thresholds(
@@ -21,6 +21,7 @@ def cross_fit_thresholds(
     rule: str = "trimmed",
     left_out: dict[str, int] | None = None,
     clip: float | None = None,
+    setters: dict[str, tuple[int, float, float]] | None = None,
 ) -> dict[str, float]:
     """Per-detector thresholds from out-of-sample scores of the baseline runs.
 
@@ -51,6 +52,9 @@ def cross_fit_thresholds(
         of ``false_alarm_rate / n``.
 
     ``clip``: the Z-score and Mahalanobis detectors' clip (the policy's ``z_clip``).
+    ``setters``: when a dict is given, detector → (the baseline run whose left-out scores are
+    highest among those kept, the median of its left-out scores, the 90th percentile of all
+    kept left-out scores), for :func:`unreachable_notes`.
     """
     runs = sorted({entry[2] for entry in base_feats})
     if len(runs) < 2:
@@ -86,6 +90,10 @@ def cross_fit_thresholds(
                 left_out[m] = kept[worst][0]
             kept = [k for i, k in enumerate(kept) if i != worst]
         out[m] = float(np.quantile(np.concatenate([p for _, p in kept]), q, method="higher"))
+        if setters is not None:
+            r, p = max(kept, key=lambda k: float(np.max(k[1])))
+            bulk = float(np.quantile(np.concatenate([p for _, p in kept]), 0.9))
+            setters[m] = (r, float(np.median(p)), bulk)
     return out
 
 
@@ -101,4 +109,43 @@ def left_out_notes(left: dict[str, int], base_feats: list, host: str) -> list[st
         "(trimmed calibration): scored by detectors fitted on the other baseline runs it was the "
         "most extreme, so it is unlike them"
         for r, ms in sorted(by_run.items())
+    ]
+
+
+#: a calibrated threshold this many times the 90th percentile of the left-out scores is set by
+#: a few outlying baseline windows, not by the baseline runs' ordinary spread
+OUTLYING_THRESHOLD = 10.0
+
+
+def unreachable_notes(
+    setters: dict[str, tuple[int, float, float]], result: object, base_feats: list, host: str
+) -> list[str]:
+    """A note when no window of the run reaches any detector's calibrated threshold and some
+    threshold is set by a few outlying baseline windows (more than :data:`OUTLYING_THRESHOLD`
+    times the 90th percentile of the left-out scores): a brief disturbance in a fault-free
+    baseline run then decides that nothing here can be flagged. It names, per such detector,
+    the threshold, the baseline run whose windows set it (with its median left-out window) and
+    the run's highest score. ``result``: the ensemble's scores of the run (``scores``,
+    ``thresholds``)."""
+    scores, thresholds = result.scores, result.thresholds  # type: ignore[attr-defined]
+    top = {m: float(np.nanmax(scores[m], initial=-np.inf)) for m in setters}
+    if not setters or any(not np.isfinite(thresholds[m]) or top[m] >= thresholds[m] for m in setters):
+        return []
+    odd = {m: v for m, v in setters.items() if thresholds[m] > OUTLYING_THRESHOLD * max(v[2], 1e-12)}
+    if not odd:
+        return []
+    ids = {e[2]: e[3] for e in base_feats}
+    parts = [
+        f"{m} {thresholds[m]:.3g}, {thresholds[m] / max(bulk, 1e-12):.0f}x the 90th percentile of the "
+        f"left-out scores (set by windows of baseline run {ids[r]}, whose median window scores {med:.3g}; "
+        f"this run's highest {top[m]:.3g})"
+        for m, (r, med, bulk) in odd.items()
+    ]
+    return [
+        f"{host}: no window of this run reaches a calibrated threshold, and {'; '.join(parts)}. A few "
+        "windows of a fault-free baseline run, scored by detectors fitted on the other baseline runs, "
+        "score far above the rest (with few baseline windows a threshold is their highest), so one brief "
+        "disturbance there decides that nothing here can be flagged. Give baseline runs without such "
+        "disturbances, or four or more (the most unlike is then left out), or --thresholds baseline "
+        "(in-sample thresholds: more alarms)"
     ]

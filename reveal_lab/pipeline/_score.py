@@ -16,7 +16,7 @@ from reveal_lab.config import Preset
 from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
-from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes
+from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes, unreachable_notes
 from reveal_lab.numeric import sustained
 from reveal_lab.pipeline._robust import robust_threshold
 from reveal_lab.pipeline._policy import ResolvedPolicy
@@ -175,16 +175,18 @@ def score_host(
             pairs, Xfit, base_keys, where=f"{run.run_id} {host}", force=policy.force_baseline
         )
         ens.fit(Xfit)
+        setters: dict[str, tuple[int, float, float]] = {}  # detector → what set its calibrated threshold
         if calibrated:  # out-of-sample thresholds instead of in-sample ones
             left: dict[str, int] = {}
             for m, thr in cross_fit_thresholds(
                 baseline, pairs, preset, policy.false_alarm_rate, policy.calibration, left_out=left,
-                clip=policy.z_clip,
+                clip=policy.z_clip, setters=setters,
             ).items():
                 ens.detectors_[m].threshold_ = thr
                 replaced.add(m)
             notes += left_out_notes(left, baseline, host)
         result = ens.score(wf.X)
+        notes += unreachable_notes(setters, result, baseline, host)
     else:
         if wf.n_windows < 2:
             raise TelemetryError(
