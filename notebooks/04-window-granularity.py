@@ -60,17 +60,19 @@ grans = [tuple(float(x) for x in g.split("/")) for g in studies.parse_list(granu
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
 settings = studies.parse_list(policies)
 # each platform of the data apart, in its own pruned space (one platform: every run together); per run:
-# its merged anomalous intervals at every granularity and setting, detected alone
+# its merged anomalous intervals at every granularity and setting, detected alone (the paper's setting: fitted
+# on its workload's other fault-free runs)
 sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
     space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    mapped = scale.map_runs(studies.granularity_piece, refs, grans, settings, preset, space, trim, min_agreement,
-                            desc=f"04 granularity ({section})", **engine)
+    mapped = scale.granularity_runs(refs, grans, settings, preset, space, trim, min_agreement,
+                                    desc=f"04 granularity ({section})", **engine)
     skipped.append(mapped.skipped)
     parts[section] = studies.reduce_granularity(mapped.pieces, settings)
-    print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run, each detected alone"),
+    print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run, each detected alone "
+                            "(the paper's setting: on its workload's other fault-free runs)"),
           f"({scale.engine_label(workers, scheduler)}), {mapped.skipped.height} skipped")
 scale.record_skipped(out_dir, "04-window-granularity", pl.concat(skipped))
 comparison = {s: {p: studies.granularity_comparison(iv) for p, iv in intervals.items()}

@@ -500,21 +500,67 @@ def detect_runs(
     spaces by setting (the paper's cut pairwise).
     Returns ``{setting: (windows, evidence)}`` and the map: the detected runs' facts as its
     pieces, the runs skipped in either pass."""
-    from reveal_lab.studies import baseline_ids, concat_detections, run_facts
+    from reveal_lab.studies import concat_detections
 
     engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler, "progress": progress}
-    facts = map_runs(run_facts, refs, desc="baselines", **engine)
-    cand = baseline_ids(facts.pieces)
-    by_id = {r.run_id: r for r in refs}
-    used = [by_id[i] for i in facts.run_ids]
+    facts, used, per_run = _with_baselines(refs, engine)
     mapped = map_runs(
         _detect_piece, used, settings, preset, window_s, stride_s, pruning, max_seconds,
-        per_run=[([by_id[i] for i in cand[r.run_id]],) for r in used], desc="detection", **engine,
+        per_run=per_run, desc="detection", **engine,
     )
     skipped = pl.concat([facts.skipped, mapped.skipped])
     result = {name: concat_detections([p[name] for p in mapped.pieces]) for name in settings}
     kept = set(mapped.run_ids)
     return result, RunMap([f for f in facts.pieces if f["run_id"] in kept], mapped.run_ids, skipped)
+
+
+def _granularity_piece(
+    run: Any, candidates: Sequence[RunRef], max_seconds: float | None, granularities: Any, settings: Any,
+    *rest: Any,
+) -> dict[str, pl.DataFrame]:
+    """One run's intervals at every granularity (:func:`~reveal_lab.studies.granularity_piece`
+    of ``granularities``, ``settings`` and ``rest``), its baseline runs loaded here when a
+    setting fits per workload (the paper's)."""
+    from reveal_lab.studies import granularity_piece, setting_arguments
+
+    per_workload = any(setting_arguments(p).get("thresholds") == "workload" for p in settings)
+    base = [load_study_run(ref, max_seconds) for ref in candidates] if per_workload else []
+    return granularity_piece(run, granularities, settings, *rest, baseline=base)
+
+
+def _with_baselines(
+    refs: Sequence[RunRef], engine: dict[str, Any]
+) -> tuple[RunMap, list[RunRef], list[tuple]]:
+    """The first pass of a map whose runs need their baseline runs: each run's facts
+    (:func:`~reveal_lab.studies.run_facts`), the runs it could read and, per run, the
+    references of its workload's other fault-free runs (:func:`~reveal_lab.studies.baseline_ids`)."""
+    from reveal_lab.studies import baseline_ids, run_facts
+
+    facts = map_runs(run_facts, refs, desc="baselines", **engine)
+    cand = baseline_ids(facts.pieces)
+    by_id = {r.run_id: r for r in refs}
+    used = [by_id[i] for i in facts.run_ids]
+    return facts, used, [([by_id[i] for i in cand[r.run_id]],) for r in used]
+
+
+def granularity_runs(
+    refs: Sequence[RunRef],
+    *args: Any,
+    max_seconds: float | None = None,
+    workers: int = 0,
+    scheduler: str = "",
+    progress: bool = True,
+    desc: str = "granularity",
+) -> RunMap:
+    """:func:`~reveal_lab.studies.granularity_piece` of every run (``args``: its arguments
+    after the run, from ``granularities`` and ``settings`` on) by the per-run map, each run
+    given its baseline runs as :func:`detect_runs` gives them (a first pass reads what chooses
+    them): a setting fitted per workload (the paper's) is fitted on the run's workload's other
+    fault-free runs, the others detect the run alone. Pieces: ``{setting: intervals}``."""
+    engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler, "progress": progress}
+    facts, used, per_run = _with_baselines(refs, engine)
+    mapped = map_runs(_granularity_piece, used, max_seconds, *args, per_run=per_run, desc=desc, **engine)
+    return RunMap(mapped.pieces, mapped.run_ids, pl.concat([facts.skipped, mapped.skipped]))
 
 
 class LazyRun:

@@ -220,10 +220,13 @@ def granularity_piece(
     pruning: Any = None,
     trim: Any = True,
     min_agreement: int | None = None,
+    baseline: Sequence[Run] = (),
 ) -> dict[str, pl.DataFrame]:
     """The run's merged anomalous intervals at every granularity, per detection setting
-    (:func:`granularity_intervals` on this run, detected alone with
-    :func:`detect_windows` and :func:`setting_arguments`)."""
+    (:func:`granularity_intervals` on this run with :func:`detect_windows` and
+    :func:`setting_arguments`): detected alone, but for a setting fitted per workload (the
+    paper's, ``thresholds="workload"``), fitted on ``baseline``, the other fault-free runs of
+    its workload (:func:`baseline_runs`)."""
     from reveal_lab.studies._granularity import detect_windows, granularity_intervals
     from reveal_lab.studies._settings import setting_arguments
 
@@ -231,6 +234,8 @@ def granularity_piece(
     for p in settings:
         # the setting's own trim where it has one (the paper's: none), else the study's
         kw = {"trim": trim, **setting_arguments(p, min_agreement=min_agreement, lone_run=True)}
+        if kw.get("thresholds") == "workload":
+            kw["baseline"] = list(baseline)
         out[p] = granularity_intervals(
             [run],
             granularities,

@@ -199,3 +199,28 @@ def test_window_feature_fold_through_the_map_equals_the_table_on_the_runs():
     assert X.shape[0] == rows.height > 0
     assert np.array_equal(X, X0, equal_nan=True)
     assert_frame_equal(rows, rows0)
+
+
+def test_granularity_runs_fit_the_paper_setting_on_the_workloads_other_runs(monkeypatch):
+    """Table 2's study by the per-run map: the paper's setting is fitted on the run's workload's
+    other fault-free runs (loaded beside it), the default's runs are detected alone."""
+    import reveal_lab.studies._granularity as gran
+    from reveal_lab.scale import granularity_runs
+
+    seen: dict[tuple[str, str], list[str]] = {}
+    real = gran.detect_windows
+
+    def spy(run, window, preset="paper", pruning=None, policy=None, sentinel=False, baseline=None,  # noqa: ANN001
+            **changes):  # noqa: ANN003, ANN202
+        seen[(run.meta.run_id, changes.get("name", "default"))] = [b.meta.run_id for b in baseline or []]
+        return real(run, window, preset, pruning, policy, sentinel, baseline, **changes)
+
+    monkeypatch.setattr(gran, "detect_windows", spy)
+    refs = study_refs("", max_runs_per_workload=3, max_runs=6)
+    mapped = granularity_runs(refs, [(3.0, 1.0)], ["paper", "default"], "smoke", max_seconds=40.0, progress=False)
+    assert mapped.skipped.height == 0 and len(mapped.run_ids) == 6
+    ids = set(mapped.run_ids)
+    for rid in ids:
+        assert rid not in seen[(rid, "paper")]  # never fitted on itself
+        assert set(seen[(rid, "paper")]) <= ids and seen[(rid, "default")] == []
+    assert any(seen[(rid, "paper")] for rid in ids)  # the workload's others, where it has them
