@@ -17,6 +17,7 @@ BENCH = PROJECT_ROOT / "benchmarks"
 pytest.importorskip("numba")
 
 
+@pytest.mark.slow
 def test_quick_run_writes_the_result_schema(tmp_path, monkeypatch):
     out = tmp_path / "collector_cores.json"
     res = subprocess.run(

@@ -61,6 +61,7 @@ def test_trim_choices_are_the_pipelines():
 
 
 @pytest.mark.parametrize("kind", ["lab", "public", "host"])
+@pytest.mark.slow
 def test_default_detect_says_what_it_left_out_or_scores_everything(kind, collector_run, tmp_path, capsys):
     path = {"lab": _lab_run, "public": _public_run, "host": lambda: collector_run}[kind]()
     run = load_run(path)

@@ -59,6 +59,7 @@ def test_a_pace_from_another_clock_is_refused(tmp_path, capsys):
     assert not (tmp_path / "r").exists()  # nothing half-written
 
 
+@pytest.mark.slow
 def test_the_gpu_host_set_builds_again_from_its_raw_recordings(tmp_path):
     from reveal_lab.lab import build_gpu_host_set
 

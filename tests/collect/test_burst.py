@@ -102,6 +102,7 @@ def test_a_python_probe_every_tick_runs_partial_ticks(tmp_path, python_probe):
     assert (lag >= 0).all()
 
 
+@pytest.mark.slow
 def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
     comp, py = pair
     mc, mp = _meta(comp), _meta(py)
@@ -129,6 +130,7 @@ def test_compiled_loop_runs_the_ticks_and_matches_the_interpreted_one(pair):
     )
 
 
+@pytest.mark.slow
 def test_compiled_loop_keeps_the_slow_probe_rules(pair):
     comp, _ = pair
     rawf, meta, channels, _ = read_raw_frame(comp)
@@ -217,6 +219,7 @@ def test_python_probes_run_on_their_ticks_between_compiled_ones(tmp_path, python
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root and iproute2")
+@pytest.mark.slow
 def test_a_new_interface_mid_run_is_relearnt(tmp_path):
     """Two devices appearing change /proc/net/dev's layout: the compiled loop hands that
     tick to the probe's own label-based path and carries on compiled."""

@@ -41,6 +41,7 @@ def short_run(tmp_path_factory):
     return out, res
 
 
+@pytest.mark.slow
 def test_rows_and_monotonic_timestamps(short_run):
     out, _ = short_run
     meta = json.loads((out / "meta.json").read_text())

@@ -53,6 +53,7 @@ def _run(defer: str, cache: str, seconds: float = 1.0) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_first_sample_comes_before_the_cached_code_is_loaded(tmp_path):
     cache = str(tmp_path / "numba-cache")
     first = _run("1", cache, 0.3)  # an empty cache: compiled before the first sample
@@ -69,6 +70,7 @@ def test_first_sample_comes_before_the_cached_code_is_loaded(tmp_path):
     assert out["cpu_nulls"] == 0  # the interpreted scan filled every tick
 
 
+@pytest.mark.slow
 def test_without_deferral_the_compiled_code_is_loaded_before_the_first_sample(tmp_path):
     out = _run("0", str(tmp_path / "numba-cache"), 0.3)
     assert out["seen"][0] is True

@@ -36,6 +36,7 @@ def _samples(run) -> pl.DataFrame:  # noqa: ANN001
     return pl.concat([pl.read_parquet(p) for p in sorted(run.glob("segment-*.parquet"))]).sort("seq")
 
 
+@pytest.mark.slow
 def test_first_start_with_an_empty_cache_has_no_gap(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     env.pop("REVEAL_LAB_COLLECT_DEFER", None)  # the default start, as a user runs it

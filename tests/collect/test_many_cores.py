@@ -105,6 +105,7 @@ def _run(tmp: Path, cores: int, name: str) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("cores", [16, 192])
+@pytest.mark.slow
 def test_channels_and_values_match_the_text(tmp_path, monkeypatch, cores):
     want = expected_values(per_core_files(cores))
     compiled = _run(tmp_path, cores, "compiled")
@@ -166,6 +167,7 @@ print(json.dumps({"code": meta["compiled_code"], "hot": meta["hot_loop"], "n": m
 """
 
 
+@pytest.mark.slow
 def test_a_cache_filled_on_this_host_serves_a_host_of_other_cores(tmp_path):
     pytest.importorskip("numba")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "REVEAL_LAB_COLLECT_DEFER": "1"}

@@ -30,6 +30,7 @@ def _run(args: list[str], cache: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_warm_step_makes_the_next_start_load_from_cache(tmp_path):
     cache = str(tmp_path / "numba-cache")  # empty: a fresh install
     warm = _run(["-m", "reveal_lab.collect.warm"], cache)

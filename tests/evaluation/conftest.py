@@ -2,7 +2,7 @@
 per-run cache (``reveal_lab.pipeline.memoize``) per module, so a host scored under the same
 settings by an earlier test is read back (``tests/pipeline/test_cache.py`` checks that a value
 read back equals the one computed). Module-scoped, so pytest-xdist keeps a module's tests on
-one worker (``tests/conftest.py``)."""
+one worker (the repository's ``conftest.py``)."""
 
 from __future__ import annotations
 

@@ -174,6 +174,7 @@ def test_moment_tolerance_is_not_vacuous():
         assert moment_tolerance(x, f, v) < 1e-7 * abs(v)
 
 
+@pytest.mark.slow
 def test_parity_on_a_high_level_low_spread_metric(exact_adf):
     """MemAvailable-like: ~1.2e7 kB moving by a few hundred per sample. Higher moments of
     such windows lose digits unless the kernel works on shifted values (a live /proc

@@ -33,6 +33,7 @@ def test_training_lowers_the_loss_and_logs_progress(tmp_path):
     assert lines[0]["event"] == "start" and lines[-1]["steps"] == s["steps"]
 
 
+@pytest.mark.slow
 def test_workload_module_runs_as_a_process():
     r = subprocess.run(
         [

@@ -49,6 +49,7 @@ def test_each_window_features_equal_the_offline_features():
     assert [v.start for v in verdicts] == starts
 
 
+@pytest.mark.slow
 def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
     """Fitted on its warm-up, the stream is a run alone: a 10 s level shift of the network is
     flagged from its 8th window in a row on (the causal form of a run alone's ``min_run``),

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reveal_lab.live import watch
 
 CLI = str(Path(sys.executable).with_name("reveal-lab"))
@@ -40,6 +42,7 @@ def _kill(*procs: subprocess.Popen) -> None:
         p.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     out, jsonl = tmp_path / "run", tmp_path / "verdicts.jsonl"
     collector = subprocess.Popen(
@@ -102,6 +105,7 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     assert "pruned space of" in stdout
 
 
+@pytest.mark.slow
 def test_watch_function_with_a_baseline_run(tmp_path):
     """Fit on a finished collector run, then follow a second one: no warm-up, every window scored."""
     base, live = tmp_path / "base", tmp_path / "live"
@@ -148,6 +152,7 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     assert all(v.anomalous == (v.agreement >= 1) for v in quiet if v.phase == "scored")
 
 
+@pytest.mark.slow
 def test_warm_up_waits_for_enough_windows_of_a_collector_that_starts_late_and_stalls(tmp_path):
     """``watch`` first, the collector a moment later; the collector is stopped (SIGSTOP) half a
     second after it started writing and resumed 6 s later, as on a machine too busy to let it

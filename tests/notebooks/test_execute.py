@@ -47,6 +47,7 @@ def placeholders(files) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", discover_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.slow
 def test_notebook_runs_in_smoke_mode(path, manifest, smoke_data, tmp_path):
     entry = manifest.entry(path.name)
     executed = run_notebook(manifest, entry, preset="smoke", data=smoke_data, out=tmp_path)

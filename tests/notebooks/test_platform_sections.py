@@ -75,6 +75,7 @@ def test_a_claim_reads_its_platform_section(tmp_path):
 
 
 @pytest.mark.notebook
+@pytest.mark.slow
 def test_notebook_01_writes_each_platform_apart_and_its_gpu_section_equals_gpu_alone(proxy, manifest, tmp_path):
     from reveal_lab.io import open_dataset
 

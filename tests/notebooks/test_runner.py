@@ -49,6 +49,7 @@ def _manifest(tmp_path, second):
     return d / "manifest.yml"
 
 
+@pytest.mark.slow
 def test_stops_at_first_failing_cell_and_shows_it(tmp_path):
     m = load_manifest(_manifest(tmp_path, BAD))
     out = tmp_path / "out"
@@ -80,6 +81,7 @@ def test_notebook_that_forgets_an_output_fails(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_cli_reproduce_writes_index_and_reports_failure(tmp_path, capsys):
     mpath = _manifest(tmp_path, BAD)
     out = tmp_path / "cli"
@@ -110,6 +112,7 @@ def test_cli_reproduce_writes_index_and_reports_failure(tmp_path, capsys):
     assert main(["reproduce", "--list", "--manifest", str(mpath)]) == 0
 
 
+@pytest.mark.slow
 def test_reproduce_output_is_quiet(tmp_path, capfd):
     """Broken variant: the kernel over TCP (no ``_ipc_config``) prints ipykernel's
     "running over TCP without encryption" warning for every notebook."""

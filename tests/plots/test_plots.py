@@ -38,6 +38,7 @@ def _check(fig, tmp_path, name, *, empty: bool = False):
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
 
 
+@pytest.mark.slow
 def test_detection_figures(synth_detection, tmp_path):
     runs, windows, evidence = synth_detection
     counts = studies.detector_window_counts(windows)
@@ -70,6 +71,7 @@ def test_detection_figures(synth_detection, tmp_path):
     _check(plots.plot_raw_traces(tr, title="x"), tmp_path, "fig7")
 
 
+@pytest.mark.slow
 def test_usage_granularity_dtw_projection_figures(synth_detection, tmp_path):
     runs, _, _ = synth_detection
     samples = studies.usage_samples(runs)

@@ -66,6 +66,7 @@ def _foreign_baseline(path: Path, n: int = 10) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_watch_refuses_a_baseline_of_another_host_as_detect_does(tmp_path):
     collected = collected_run(tmp_path, "meminfo,loadavg,cpu", "4s")
     base = _foreign_baseline(tmp_path / "other_host.parquet")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import CLI_LIMIT_S, ROOT
 
 
@@ -30,6 +32,7 @@ def test_an_empty_a_against_a_full_b_differs(tmp_path):
     assert f"missing: tables/table4_detection_summary.csv (not in {a})" in res.stdout
 
 
+@pytest.mark.slow
 def test_a_missing_some_of_bs_files_differs(tmp_path):
     a = _reproduction(tmp_path / "a", {"fig2_detector_windows": "a\n1\n"})
     b = _reproduction(tmp_path / "b", {"fig2_detector_windows": "a\n1\n", "pruning_curve": "t\n0.5\n"})

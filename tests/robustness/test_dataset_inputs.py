@@ -152,6 +152,7 @@ def test_stride_longer_than_window_is_refused(tmp_path, good_lines):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 def test_interval_mismatching_the_data_is_warned(tmp_path, good_lines):
     run = tmp_path / GOOD
     run.write_text("\n".join(good_lines) + "\n")

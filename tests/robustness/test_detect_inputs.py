@@ -73,6 +73,7 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
     assert (hit["agreement"] >= 1).any(), hit
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs):
     from reveal_lab.io import write_parquet_run
 

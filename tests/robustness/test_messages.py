@@ -78,6 +78,7 @@ def test_non_utf8_tables_name_file_line_and_column(lab_copy, name):
         reader(p)
 
 
+@pytest.mark.slow
 def test_a_broken_labels_file_beside_a_run_is_warned_and_the_report_written(lab_copy, tmp_path):
     (lab_copy / "labels.csv").write_text("run,host,start\nx,labA,2026-01-01 00:00:00.000\n")
     out = tmp_path / "r"
@@ -100,6 +101,7 @@ def test_label_ending_before_it_starts_names_line_and_column(lab_copy):
         read_labels(p)
 
 
+@pytest.mark.slow
 def test_a_run_shorter_than_a_window_says_so(tmp_path):
     run = load_run(RUN)
     one = write_parquet_run(dataclasses.replace(run, frame=run.frame.head(1)), tmp_path / "one.parquet")
@@ -115,6 +117,7 @@ def test_output_path_with_a_line_break_is_refused_at_once(tmp_path):
     assert len([ln for ln in res.err.splitlines() if ln.strip()]) == 1
 
 
+@pytest.mark.slow
 def test_unwritable_reproduce_out_is_refused_before_the_first_notebook(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -119,6 +119,7 @@ def test_staged_folder_refuses_a_file_and_a_non_empty_target_without_overwrite(t
         StagedFolder(d)
 
 
+@pytest.mark.slow
 def test_sigterm_during_detect_leaves_the_previous_report_whole(tmp_path):
     out = tmp_path / "rep"
     out.mkdir()
@@ -147,6 +148,7 @@ def test_sigterm_during_detect_leaves_the_previous_report_whole(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["rep"]
 
 
+@pytest.mark.slow
 def test_a_complete_detect_leaves_no_file_of_the_previous_run(tmp_path):
     old = {"sentinels.csv": "previous run", "pruning_other.json": "previous run", "notes.txt": "the user's"}
     out = _folder(tmp_path / "rep", old)
@@ -169,6 +171,7 @@ def test_staged_folder_into_the_working_folder_keeps_it_in_place(tmp_path, monke
 
 
 @pytest.mark.notebook
+@pytest.mark.slow
 def test_sigterm_during_reproduce_leaves_an_index_that_says_what_did_not_run(tmp_path):
     from tests.notebooks.test_runner import _manifest
 

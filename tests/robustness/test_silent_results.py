@@ -45,6 +45,7 @@ def mlp():
     return load_run(_runs("MLP", 1)[0])
 
 
+@pytest.mark.slow
 def test_run_in_its_own_baseline_is_left_out_and_said(tmp_path):
     f, g = _runs("CNN", 2)
     copy = tmp_path / "renamed_copy.parquet"  # the same run under another name
@@ -66,6 +67,7 @@ def test_compare_refuses_the_same_run_however_spelled(tmp_path):
     assert_clean_error(res, "the same run on both sides", rc=1)
 
 
+@pytest.mark.slow
 def test_compare_with_one_run_a_side_claims_no_interval_and_warns_of_other_workloads(tmp_path):
     a, b = _runs("CNN", 1)[0], _runs("MLP", 1)[0]
     out = tmp_path / "c"
@@ -148,6 +150,7 @@ def test_other_workload_in_the_baseline_is_warned(cnn, mlp):
     assert w and "MLP" in w and "differs from the baseline" in w
 
 
+@pytest.mark.slow
 def test_thresholds_on_too_few_windows_are_warned(tmp_path, cnn):
     run = cnn[0]
     short = dataclasses.replace(run, frame=run.frame.slice(200, 50))  # 5 s: 3 windows

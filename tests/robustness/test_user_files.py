@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from .conftest import ROOT, assert_clean_error, cli
 
 LAB_RUN = (
@@ -53,6 +55,7 @@ def _report_with_pruning(rep: Path) -> bytes:
     return (rep / "pruning.json").read_bytes()
 
 
+@pytest.mark.slow
 def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
     rep = tmp_path / "reveal-report"
     pruning = _report_with_pruning(rep)
@@ -65,6 +68,7 @@ def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reveal-report"]
 
 
+@pytest.mark.slow
 def test_detect_with_a_relative_pruning_inside_the_default_report_folder(tmp_path):
     """The issue's spelling: default ``--out reveal-report``, a relative ``--pruning`` path."""
     before = _report_with_pruning(tmp_path / "reveal-report")

@@ -44,6 +44,7 @@ def test_scan_and_map_runs_go_through_the_one_engine(monkeypatch):
     assert seen == [run_task, _apply]
 
 
+@pytest.mark.slow
 def test_the_same_per_run_function_gives_equal_results_here_and_on_a_local_cluster(client):
     refs = run_refs(FIXTURE)[:3]
     # a scan: scan's per-run function

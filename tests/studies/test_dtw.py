@@ -32,6 +32,7 @@ def test_shifted_trace_warps_to_zero_but_euclidean_does_not():
 
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("window", [None, 5, 40])
+@pytest.mark.slow
 def test_matches_tslearn(seed, window):
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=180).cumsum(), rng.normal(size=180).cumsum()

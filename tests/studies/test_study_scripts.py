@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from reveal_lab.config import PROJECT_ROOT
 
 STUDIES = PROJECT_ROOT / "scripts" / "studies"
@@ -32,6 +34,7 @@ def _refused(name: str, *args: str) -> str:
     return p.stderr
 
 
+@pytest.mark.slow
 def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
     """v3: counters never non-zero in the fault-free runs move in every loss episode (5 of a
     window's 30 samples), and rarely if ever in fault-free windows; bad input is refused by name."""
@@ -42,6 +45,7 @@ def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
     assert "--min-samples" in _refused("sentinel_counters", "--min-samples", "0")
 
 
+@pytest.mark.slow
 def test_crosshost_references_study_on_the_bundled_ddp_runs(tmp_path: Path):
     """v3, all 4 other fault-free runs as references (what evaluate uses): every whole-run label
     found on its host, no host of a fault-free run flagged; a number of references the data
