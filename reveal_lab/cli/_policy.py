@@ -45,7 +45,11 @@ __all__ = [
 #: imports no pipeline (a test checks the two agree)
 POLICY_NAMES = ("default", "paper")
 #: ``--thresholds`` choices: the pipeline's ``THRESHOLD_MODES`` (a test checks the two agree)
-THRESHOLD_CHOICES = ("auto", "calibrated", "baseline", "robust", "self")
+THRESHOLD_CHOICES = ("auto", "calibrated", "baseline", "robust", "self", "workload")
+#: ``--prune-method`` and ``--zscore`` choices: the pipeline's ``PRUNE_METHODS`` and the Z-score's
+#: forms (a test checks they agree)
+PRUNE_METHOD_CHOICES = ("complete", "connected", "pairwise")
+ZSCORE_CHOICES = ("robust", "standard")
 #: ``--calibration`` choices: the pipeline's ``CALIBRATION_RULES`` (a test checks the two agree)
 CALIBRATIONS = ("trimmed", "pooled", "median")
 #: ``--trim`` choices: the pipeline's ``TRIM_RULES`` (a test checks the two agree)
@@ -102,8 +106,9 @@ KNOBS: tuple[Knob, ...] = (
         {
             "choices": THRESHOLD_CHOICES,
             "help": "auto (default): calibrated on 2+ --baseline runs (out-of-sample), in-sample on one, "
-            "robust (median + k*MAD of the run's own scores) without; self: the paper's setting "
-            "(fit on the run, the top 1%% per detector flagged)",
+            "robust (median + k*MAD of the run's own scores) without; self: fit on the run, the top "
+            "1%% per detector flagged; workload: the paper's, fit on the --baseline runs (the workload's "
+            "other fault-free runs) with in-sample thresholds, on the run itself without",
         },
     ),
     Knob(
@@ -164,6 +169,35 @@ KNOBS: tuple[Knob, ...] = (
                 {"metavar": "FILE", "help": "reuse a saved pruning.json as the metric space"},
             ),
         ),
+    ),
+    Knob(
+        "prune_method",
+        ("--prune-method",),
+        {
+            "choices": PRUNE_METHOD_CHOICES,
+            "help": "how a pruned space fitted here is cut: complete (default: complete-linkage clusters); "
+            "connected; pairwise (the paper's: one of each pair over |r| 0.5 kept, ties by the variance "
+            "of the correlations)",
+        },
+    ),
+    Knob(
+        "quantile",
+        ("--quantile",),
+        {
+            "type": share,
+            "metavar": "Q",
+            "help": "each detector's threshold fitted as a quantile (self and baseline thresholds) is this "
+            "quantile of its fit scores (default 0.99: the paper's top 1 %%)",
+        },
+    ),
+    Knob(
+        "zscore",
+        ("--zscore",),
+        {
+            "choices": ZSCORE_CHOICES,
+            "help": "the Z-score's centre and scale: robust (default: median and MAD, a counter constant "
+            "in the fit floored); standard (mean and standard deviation, as the paper)",
+        },
     ),
     Knob("z_clip", ("--z-clip",), {"type": z_clip, "metavar": "UNITS|none", "help": Z_CLIP_HELP}),
     Knob(

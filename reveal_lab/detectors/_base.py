@@ -59,7 +59,8 @@ class BaseDetector(BaseEstimator, ABC):
     ) -> None:
         self.quantile = quantile
         self.outlier_fence = outlier_fence
-        if self.clips:
+        # ``clip`` is a parameter of a detector that clips, and of one that takes this signature
+        if self.clips or type(self).__init__ is BaseDetector.__init__:
             self.clip = clip
 
     def __sklearn_tags__(self):  # noqa: ANN204 - sklearn's Tags type

@@ -23,6 +23,16 @@ def test_parser_choices_are_the_pipelines():
     assert {k.field for k in KNOBS} <= fields
     trim = next(k for k in KNOBS if k.field == "trim")
     assert tuple(trim.options["choices"]) == TRIM_RULES
+    from reveal_lab.cli._policy import PRUNE_METHOD_CHOICES, ZSCORE_CHOICES
+    from reveal_lab.detectors import ZScoreDetector
+    from reveal_lab.pipeline._policy import PRUNE_METHODS
+
+    assert PRUNE_METHOD_CHOICES == PRUNE_METHODS and ZSCORE_CHOICES == ZScoreDetector.FORMS
+    p = policy_from_args(
+        _detect("--policy", "paper", "--zscore", "robust", "--quantile", "0.95", "--prune-method", "complete")
+    )
+    assert (p.name, p.zscore, p.quantile) == ("paper", "robust", 0.95)
+    assert (p.prune_method, p.thresholds) == ("complete", "workload")
 
 
 def test_no_flag_is_the_named_policy():
