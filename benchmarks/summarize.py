@@ -162,6 +162,23 @@ def gpu_host_table(data: dict) -> list[str]:
     return out
 
 
+def calm_host_table(data: dict) -> list[str]:
+    """Per recording of ``benchmarks/calm_host.py``: windows flagged, false episodes outside labelled
+    activity and per calm host-hour, offline and live."""
+    out = [
+        "| recording | how | windows flagged | false episodes | calm hours | per host-hour | during activity |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in data["runs"]:
+        for how in ("offline", "live"):
+            m = r[how]
+            out.append(
+                f"| {r['run'][:40]} | {how} | {m['flagged']} of {m['windows']} | {m['false_episodes']} | "
+                f"{_fmt(m['hours'])} | {_fmt(m['false_episodes_per_hour'])} | {m.get('during_activity', 0)} |"
+            )
+    return out
+
+
 def labelled_table(data: dict) -> list[str]:
     res = data.get("results")
     if not isinstance(res, dict) or not res:
@@ -327,6 +344,9 @@ def summarize(results_dir: Path, studies_dir: Path | None = None) -> str:
                 line = f"ok, {path.name}"
             elif name == "host_recordings":
                 hosts += [f"**{name}** ({data.get('date', '?')})", "", *host_recordings_table(data), ""]
+                line = f"ok, {path.name}"
+            elif name == "calm_host":
+                hosts += [f"**{name}** ({data.get('measured_at', '?')})", "", *calm_host_table(data), ""]
                 line = f"ok, {path.name}"
             elif name == "gpu_host":
                 hosts += [f"**{name}** ({data.get('measured_at', '?')})", "", *gpu_host_table(data), ""]

@@ -439,6 +439,9 @@ def _column_ranges(frame: pl.DataFrame, cols: list[str]) -> tuple[np.ndarray, np
     (NaN where none is), from one matrix rather than three expressions per column."""
     if not cols:
         return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    if not frame.height:  # no rows: nothing present, no least or largest
+        nan = np.full(len(cols), np.nan)
+        return np.zeros(len(cols), dtype=np.int64), nan, nan.copy()
     a = frame.select(cols).cast(pl.Float64).to_numpy()  # null -> NaN
     present = ~np.isnan(a)
     return present.sum(axis=0), np.fmin.reduce(a, axis=0), np.fmax.reduce(a, axis=0)

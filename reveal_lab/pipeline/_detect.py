@@ -113,7 +113,7 @@ def _detect_run(
     """The steps of :func:`detect_run`, in order, under the resolved ``policy``."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    run, baseline, trim_info = _trim(run, baseline, policy)
+    run, baseline, trim_info = _trim(run, baseline, policy, preset.window.window_s)
     run, baseline = _fold(run, baseline, policy)
     pre_notes, prune = _check_baseline_runs(run, baseline, policy)
     selected, prune_info = _metric_space(run, baseline, preset, selected, prune, timings, policy.prune_method)
@@ -158,18 +158,26 @@ def _detect_run(
 
 
 def _trim(
-    run: Run, baseline: Sequence[Run] | None, policy: ResolvedPolicy
+    run: Run, baseline: Sequence[Run] | None, policy: ResolvedPolicy, window_s: float
 ) -> tuple[Run, list[Run] | None, dict[str, Any]]:
     """The run (and the baseline runs) cut to the policy's span; what was left out and why,
-    always (``trim_info["run"]``)."""
+    always (``trim_info["run"]``). A collector's start-up that leaves less than one window
+    (``window_s``) of a short recording is kept, and said."""
     startup = collector_startup(run.frame) if policy.skip_startup else None  # on the whole recording
     run, tr = trim_run(run, mode=policy.trim, reason=policy.reasons.get("trim"))
     trim_info: dict[str, Any] = {"applied": tr.cut_start_s + tr.cut_end_s > 0, "mode": tr.mode, "run": tr.to_dict()}
     if startup is not None and startup.end is not None:
         trim_info["startup"] = startup.to_dict()
         if run.frame.height and run.frame[TIMESTAMP][0] < startup.end:  # the kept span starts inside it
-            run = without_startup(run, startup)
-            run = Run(run.meta, run.frame, [*run.warnings, f"{run.run_id}: {startup.describe()}"])
+            after = without_startup(run, startup)
+            ts = after.frame[TIMESTAMP]
+            if after.frame.height and (ts[-1] - ts[0]).total_seconds() >= window_s:
+                run = Run(run.meta, after.frame, [*run.warnings, f"{run.run_id}: {startup.describe()}"])
+            else:
+                trim_info["startup"]["kept"] = True
+                run = Run(run.meta, run.frame, [*run.warnings, (
+                    f"{run.run_id}: {startup.describe()}; kept: less than one {window_s:g} s window of the "
+                    "recording follows it")])
     if policy.trim != "none" and baseline:
         trimmed = [trim_run(b, mode=policy.trim) for b in baseline]
         baseline = [b for b, _ in trimmed]

@@ -4,6 +4,7 @@ what ``detect``'s defaults find, what they name, and what they leave out."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,22 @@ def test_the_collectors_start_up_is_found_and_never_flagged():
     assert det.windows["start"].min() >= s.end
     assert "collector's own start-up" in " ".join(det.warnings)
     assert det.config["trim"]["startup"]["missed_ticks"] == s.missed_ticks
+
+
+@pytest.mark.parametrize("seconds", [12.0, 18.0])
+def test_a_start_up_that_would_leave_less_than_a_window_is_kept_and_said(seconds):
+    """The first 12 s (the start-up runs past the end) and 18 s (2 s after it) of a recording:
+    scoring it without the start-up would leave less than a window (before: a numpy error on an
+    empty frame), so the start-up is kept and the warning says so."""
+    run = read_collector_run(SET / "raw" / "gpu-a")
+    t0 = run.frame["timestamp"][0]
+    short = Run(run.meta, run.frame.filter(pl.col("timestamp") < t0 + dt.timedelta(seconds=seconds)))
+    s = collector_startup(short.frame)
+    assert s.end is not None and (short.frame["timestamp"][-1] - s.end).total_seconds() < 3.0
+    det = detect_run(short)
+    assert det.windows.height > 0 and det.windows["start"].min() < s.end
+    assert det.config["trim"]["startup"]["kept"] is True
+    assert any("kept: less than one 3 s window" in w for w in det.warnings)
 
 
 @pytest.mark.slow
