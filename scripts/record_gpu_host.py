@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -119,11 +118,11 @@ def _loadavg() -> list[str]:
 
 
 def machine() -> dict:
-    """What the recording ran on: CPUs, memory, kernel, Python, PyTorch and the GPUs (``nvidia-smi``)."""
-    info: dict = {"cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version()}
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            info["mem_gib"] = round(int(line.split()[1]) / 2**20, 1)
+    """What the recording ran on: :func:`reveal_lab.machine.machine_info` (standard library only),
+    PyTorch's version and the GPUs (``nvidia-smi``)."""
+    from reveal_lab.machine import machine_info
+
+    info: dict = machine_info()
     try:
         from importlib.metadata import version
 

@@ -69,7 +69,7 @@ def test_a_smoke_recording_without_the_projects_environment_builds_into_a_set(tm
     assert labels["collector_popen"] < job["start"] < fault["start"] < fault["end"] < job["end"]
     assert fault["kind"] == "loader_cpu" and fault["procs"] == 1
     assert 3.5 < fault["end"] - fault["start"] < 8
-    assert labels["machine"]["cpus"] >= 1 and len(labels["loadavg_before"]) == 3
+    assert labels["machine"]["cores"] >= 1 and len(labels["loadavg_before"]) == 3
     with open(rec / "steps.csv") as f:
         steps = list(csv.DictReader(f))
     assert len(steps) > 10
