@@ -36,6 +36,7 @@ from pathlib import Path
 
 import polars as pl
 
+from reveal_lab.machine import machine_cores
 from reveal_lab.studies._claim_model import (
     APPROX,
     CANNOT,
@@ -549,7 +550,7 @@ def dataset_machine(data: str, platforms: set[str] | frozenset[str] = frozenset(
     seen = []
     for s in sessions:
         m = s.get("machine") or {}
-        label = (f"{m.get('cpu_model', '?')}, {m.get('cpu_count', '?')} cores, "
+        label = (f"{m.get('cpu_model', '?')}, {machine_cores(m) or '?'} cores, "
                  f"{(m.get('mem_total_kb') or 0) / 2**20:.1f} GiB, kernel {m.get('kernel', '?')}")
         if label not in seen:
             seen.append(label)
