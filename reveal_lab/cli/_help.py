@@ -31,7 +31,10 @@ DETECT_HELP: dict[str, str] = {
     "--job-pace": "the job's step times (CSV t,step_s): each episode's slowdown",
     "--pruning": "reuse a saved pruning.json as the metric space",
     "--trim": "auto (default), span, active, none: the part of a recording scored",
-    "--thresholds": "auto (default), calibrated, baseline, robust, self (the paper's)",
+    "--thresholds": "auto (default), calibrated, baseline, robust, self, workload (paper)",
+    "--prune-method": "how a space is cut: complete (default), connected, pairwise (paper)",
+    "--quantile": "fit-score quantile a threshold is (0.99: top 1 %)",
+    "--zscore": "robust (default: median, MAD) or standard (mean, SD: the paper's)",
     "--calibration": "trimmed (default), pooled, median: how calibrated thresholds pool",
     "--z-clip": "cap on a feature's |z| (10; calibrated, alone)",
     "--outlier-fence": "cap quantile thresholds at median + 100 MADs (on; paper: off)",
@@ -44,12 +47,13 @@ DETECT_HELP: dict[str, str] = {
 
 #: shorter placeholders for flags whose choices the help text lists
 DETECT_METAVARS: dict[str, str] = {"--thresholds": "MODE", "--calibration": "RULE", "--trim": "RULE",
-                                   "--view": "VIEW", "--policy": "NAME"}
+                                   "--view": "VIEW", "--policy": "NAME", "--prune-method": "HOW",
+                                   "--zscore": "HOW"}
 
 #: ``detect``'s flags shown under "advanced"
 DETECT_ADVANCED: tuple[str, ...] = (
     "--force", "--interval", "--preset", "--select", "--no-prune", "--prune", "--pruning", "--trim",
-    "--no-fold-cores", "--no-by-family", "--keep-startup",
+    "--no-fold-cores", "--no-by-family", "--keep-startup", "--prune-method", "--quantile", "--zscore",
     "--thresholds", "--calibration", "--z-clip", "--outlier-fence", "--sentinel-samples", "--min-run",
     "--min-agreement", "--false-alarm-rate", "--view",
 )

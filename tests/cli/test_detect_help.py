@@ -13,7 +13,7 @@ from reveal_lab.cli import build_parser, main
 from reveal_lab.cli._help import DETECT_ADVANCED
 from reveal_lab.config import PROJECT_ROOT
 
-SCREEN_LINES = 42  # a run alone's three rules added their own lines (fold, by family, start-up)
+SCREEN_LINES = 44  # a run alone's three rules and the paper's three knobs (prune method, quantile, Z-score)
 SCREEN_COLUMNS = 100
 
 

@@ -154,7 +154,7 @@ def test_gate_readings_reach_the_dataset_readme(tmp_path):
     sessions = [{"load_gate": 0.5, "argv": ["record"], "slots": [slot]}]
     (raw / "recording.json").write_text(json.dumps({"sessions": sessions}))
     (out / "meta_lab.csv").write_text("run,model,phase,world_size,fault\nr,MLP,train,1,none\n")
-    (out / "labels.csv").write_text("run,host,fault_type,expected_subsystem,magnitude\n")
+    (out / "labels.csv").write_text("run,host,fault_type,start,end,expected_subsystem,magnitude\n")
     text = provenance_readme(raw, out)
     assert "| 3 | recorded | 1.90 | 1.70 | 0.20 | 12 | sshd 0.05 |" in text
     assert "load gate: 0.5" in text and "0.20 to 0.20" in text
@@ -325,7 +325,7 @@ def test_a_slot_recorded_again_supersedes_the_earlier_runs(tmp_path):
     assert recorded_slots(sessions) == {0: [new], 1: [other]}
     (raw / "recording.json").write_text(json.dumps({"sessions": sessions}))
     (out / "meta_lab.csv").write_text("run,model,phase,world_size,fault\nr,MLP,train,1,none\n")
-    (out / "labels.csv").write_text("run,host,fault_type,expected_subsystem,magnitude\n")
+    (out / "labels.csv").write_text("run,host,fault_type,start,end,expected_subsystem,magnitude\n")
     text = provenance_readme(raw, out)
     assert "| 0 | superseded (recorded again later) |" in text and "| 1 | recorded |" in text
     assert f"* slot 0: replaces `{old}`" in text
