@@ -15,7 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from reveal_lab.cli._environment import prepare_process, resource_message
+from reveal_lab.cli._environment import address_space_message, prepare_process, resource_message
 from reveal_lab.cli._ranges import document_ranges
 
 __all__ = ["main", "build_parser"]
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    bad_path = _path_with_line_break(args)
+    bad_path = _path_with_line_break(args) or address_space_message()
     if bad_path:
         print(f"reveal-lab {args.command}: error: {bad_path}", file=sys.stderr)
         return 2

@@ -119,6 +119,34 @@ def prepare_process() -> None:
     _writable_caches()
 
 
+#: the least address space (``ulimit -v``) a command starts under: below it numba's compiler
+#: (llvmlite) fails to load with a message about a missing shared object (seen at 1 GiB; 2 GiB ran
+#: ``detect`` on a host recording)
+MIN_ADDRESS_SPACE = 2 * 2**30
+
+
+def address_space_message(limit: int | None = None) -> str | None:
+    """Why a command cannot start under the address-space limit ``limit`` (default: this
+    process's soft ``RLIMIT_AS``), or ``None`` when it can.
+
+    >>> print(address_space_message(2**30))  # doctest: +ELLIPSIS
+    the address-space limit (ulimit -v) is 1.0 GiB; ...: raise it (ulimit -v 2097152 or more)
+    >>> address_space_message(-1) is None and address_space_message(4 * 2**30) is None
+    True
+    """
+    import resource
+
+    if limit is None:
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY or limit < 0 or limit >= MIN_ADDRESS_SPACE:
+        return None
+    return (
+        f"the address-space limit (ulimit -v) is {limit / 2**30:.1f} GiB; reveal-lab needs at least "
+        f"{MIN_ADDRESS_SPACE / 2**30:.1f} GiB (numba's compiler and the columnar libraries reserve address "
+        f"space): raise it (ulimit -v {MIN_ADDRESS_SPACE // 1024} or more)"
+    )
+
+
 #: the options that name what a command writes, in the order a message names them
 OUTPUT_OPTIONS = ("out", "hf", "dest", "cache", "jsonl", "json", "raw")
 

@@ -190,3 +190,25 @@ def test_synth_larger_than_the_disk_is_refused_with_its_estimate(tmp_path):
               "--seconds", "600", limit=60)
     assert_clean_error(res, "40,000,000 runs need about", "free", "--scale", rc=1)
     assert not (tmp_path / "big").exists()
+
+
+@pytest.mark.parametrize(
+    "command", [["detect", "RUN", "--out", "OUT"], ["watch", "OUT"], ["reproduce", "--preset", "smoke", "--out", "OUT"]]
+)
+def test_a_one_gib_address_space_limit_is_refused_with_what_to_raise(tmp_path, command):
+    """Under ``ulimit -v`` 1 GiB numba's compiler failed to load ("Could not find/load shared
+    object file 'libllvmlite.so'"; before that, an allocator's abort): every command says the limit
+    and the least it needs, before any work."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2**30, 2**30))
+
+    res = subprocess.run(
+        [sys.executable, "-c", "import sys; from reveal_lab.cli import main; sys.exit(main())",
+         *[str(tmp_path / "out") if a == "OUT" else a for a in command]],
+        capture_output=True, text=True, timeout=120, preexec_fn=cap, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert "address-space limit (ulimit -v) is 1.0 GiB" in res.stderr and "ulimit -v 2097152" in res.stderr
+    assert not (tmp_path / "out").exists()
