@@ -2,7 +2,7 @@
 papermill execution in order with a stop at the first failing cell, and an
 ``index.html`` linking every executed notebook, figure and table."""
 
-from reveal_lab.notebooks._index import NotebookResult, write_index
+from reveal_lab.notebooks._index import NotebookResult, cache_section, write_index
 from reveal_lab.notebooks._kernel import KERNEL_NAME, ensure_kernel, install_kernel, kernel_spec
 from reveal_lab.notebooks._manifest import (
     INJECTED,
@@ -25,6 +25,7 @@ from reveal_lab.notebooks._runner import (
 )
 
 __all__ = [
+    "cache_section",
     "notebook_overrides",
     "parse_param",
     "resume_from",

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import polars as pl
 
+from reveal_lab.pipeline import lookup_counts
 from reveal_lab.render import render, table_cells
 
-__all__ = ["NotebookResult", "figure_files", "write_index"]
+__all__ = ["NotebookResult", "cache_section", "figure_files", "write_index"]
 
 
 @dataclass
@@ -100,6 +101,29 @@ def _skipped_runs(out: Path) -> dict[str, list[dict[str, str]]]:
     return rows
 
 
+def cache_section(folder: Path, since: int = 0) -> dict[str, object]:
+    """What ``index.html`` shows of the per-run cache: the lookups from byte ``since`` of its
+    log on, hits and misses per kind (``run``: a run read from its file, ``view``: derived, ...)
+    in all and per kind and notebook, and a line saying how many runs were read and how often
+    they were read back."""
+    counts = lookup_counts(folder, since)
+    kinds = counts.group_by("kind", maintain_order=True).agg(pl.col("hits").sum(), pl.col("misses").sum())
+    per_kind = {k: (h, m) for k, h, m in kinds.iter_rows()}
+    reads, reread = per_kind.get("run", (0, 0))[1], per_kind.get("run", (0, 0))[0]
+    line = (
+        f"{int(kinds['misses'].sum()) if kinds.height else 0} results computed, "
+        f"{int(kinds['hits'].sum()) if kinds.height else 0} read back; "
+        f"{reads} run file(s) read, {reread} later use(s) of them read back from the cache"
+    )
+    per_nb = counts.filter(pl.col("notebook") != "").sort("notebook", "kind", maintain_order=True)
+    return {
+        "folder": str(folder),
+        "line": line,
+        "kinds": table_cells(kinds.sort("kind")) if kinds.height else None,
+        "notebooks": table_cells(per_nb) if per_nb.height else None,
+    }
+
+
 def write_index(
     out: Path,
     results: list[NotebookResult],
@@ -113,6 +137,7 @@ def write_index(
     max_rows: int = 30,
     wall_s: float | None = None,
     jobs: int = 1,
+    cache: tuple[Path, int] | None = None,
 ) -> Path:
     """Write ``out/index.html`` (relative links, so the folder can be moved or zipped).
 
@@ -122,6 +147,8 @@ def write_index(
     be written (shown in their place). ``reliability``: the reliability paper's rows
     (``reliability_vs_paper.csv``), in a section of their own. ``wall_s``: the notebooks'
     time from the first start to the last end; ``jobs``: how many ran at once at most.
+    ``cache``: the per-run cache folder and the size of its lookup log when the reproduction
+    began: the reproduction's hits and misses per kind and notebook (:func:`cache_section`).
     """
     out = Path(out)
     skipped = _skipped_runs(out)
@@ -152,6 +179,7 @@ def write_index(
         jobs=jobs,
         results=sections,
         claims=_claims_section(claims, data, claims_error, reliability),
+        cache=cache_section(*cache) if cache is not None else None,
     )
     path = out / "index.html"
     tmp = path.with_name(f".index.html.{os.getpid()}.tmp")  # a stopped write leaves the old page whole

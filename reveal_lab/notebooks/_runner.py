@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import sys
 import tempfile
 import threading
@@ -23,7 +24,7 @@ from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifes
 from reveal_lab.notebooks._lock import output_lock
 from reveal_lab.notebooks._overrides import notebook_overrides, read_status, resume_from, write_status
 from reveal_lab.notebooks._provenance import code_identity, data_identity, describe_change, input_keys
-from reveal_lab.pipeline import using_cache
+from reveal_lab.pipeline import LOOKUPS, NOTEBOOK_ENV, using_cache
 
 __all__ = ["ClaimsFailed", "NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
 
@@ -344,9 +345,12 @@ def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_ma
         with status_lock:
             write_status(out, e.notebook, rec)
 
+    mark = _lookup_mark(cache_folder)
+
     def execute(i: int) -> None:
         e, r = entries[i], results[i]
         log(f"[{i + 1}/{n}] {e.notebook} ({e.title}) ...")
+        _count_lookups_as(e.notebook, jobs)
         record(e, "running", 0.0)  # a notebook stopped part way leaves no record saying "ok"
         t0 = time.perf_counter()
         try:
@@ -377,6 +381,7 @@ def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_ma
             else:
                 run_concurrently(entries, range(start, n), execute, jobs)
     finally:
+        os.environ.pop(NOTEBOOK_ENV, None)
         wall_s = time.perf_counter() - t_all
         claims, claims_error, reliability = None, None, None
         try:
@@ -394,6 +399,7 @@ def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_ma
             out, results, preset=preset, data=data_s, started=started, claims=claims,
             claims_error=None if claims_error is None else f"{type(claims_error).__name__}: {claims_error}",
             reliability=reliability, wall_s=wall_s, jobs=jobs,
+            cache=mark,
         )
         log(f"index: {index}")
         if claims_error is not None and sys.exc_info()[0] is not None:
@@ -402,6 +408,22 @@ def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_ma
             raise ClaimsFailed(f"the claims could not be written: {type(claims_error).__name__}: "
                                f"{claims_error}") from claims_error
     return results
+
+
+def _lookup_mark(cache_folder: Path | None) -> tuple[Path, int] | None:
+    """The cache folder and the size of its lookup log now: the lookups after it are this
+    reproduction's (``index.html`` counts them); ``None`` without a cache."""
+    if cache_folder is None:
+        return None
+    log = cache_folder / LOOKUPS
+    return cache_folder, log.stat().st_size if log.exists() else 0
+
+
+def _count_lookups_as(notebook: str, jobs: int) -> None:
+    """Count the cache lookups of the kernel started next under ``notebook`` (it inherits the
+    variable); with several notebooks at once they are counted in all only."""
+    if jobs == 1:
+        os.environ[NOTEBOOK_ENV] = Path(notebook).stem
 
 
 def write_reliability_vs_paper(out: Path) -> Path | None:

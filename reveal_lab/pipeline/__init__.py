@@ -16,7 +16,16 @@ from reveal_lab.pipeline._baseline_check import (
     check_baseline,
     check_metric_overlap,
 )
-from reveal_lab.pipeline._cache import CACHE_ENV, cache_dir, cache_stats, memoize, using_cache
+from reveal_lab.pipeline._cache import (
+    CACHE_ENV,
+    LOOKUPS,
+    NOTEBOOK_ENV,
+    cache_dir,
+    cache_stats,
+    lookup_counts,
+    memoize,
+    using_cache,
+)
 from reveal_lab.pipeline._detect import detect_many, detect_run
 from reveal_lab.pipeline._pruning import (
     Pruning,
@@ -97,6 +106,9 @@ __all__ = [
     "CACHE_ENV",
     "cache_dir",
     "cache_stats",
+    "lookup_counts",
+    "LOOKUPS",
+    "NOTEBOOK_ENV",
     "memoize",
     "using_cache",
     "DetectionPolicy",

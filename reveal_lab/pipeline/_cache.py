@@ -57,6 +57,9 @@ __all__ = [
     "content_key",
     "code_fingerprint",
     "cache_stats",
+    "LOOKUPS",
+    "NOTEBOOK_ENV",
+    "lookup_counts",
     "CacheWarning",
 ]
 
@@ -66,6 +69,13 @@ CACHE_ENV = "REVEAL_LAB_CACHE"
 F = TypeVar("F", bound=Callable[..., Any])
 
 _STATS = {"hits": 0, "misses": 0}
+
+#: the file in the cache folder each lookup is appended to (``notebook<TAB>kind<TAB>hit|miss``):
+#: one line per lookup from every process that shares the folder (kernels, Dask workers)
+LOOKUPS = "lookups.tsv"
+
+#: the environment variable naming the notebook whose lookups are counted (the runner sets it)
+NOTEBOOK_ENV = "REVEAL_LAB_NOTEBOOK"
 
 
 def cache_dir() -> Path | None:
@@ -91,6 +101,49 @@ def using_cache(folder: str | Path | None) -> Iterator[Path | None]:
 def cache_stats() -> dict[str, int]:
     """Hits and misses of this process so far, in all and per kind (``view_hits``, ...)."""
     return dict(_STATS)
+
+
+def _log_lookup(root: Path, kind: str, outcome: str) -> None:
+    """Append one lookup to ``root/LOOKUPS`` (one ``O_APPEND`` write: lines of processes that
+    share the folder do not interleave); a folder that cannot be written is not counted."""
+    line = f"{os.environ.get(NOTEBOOK_ENV, '')}\t{kind}\t{outcome}\n".encode()
+    with contextlib.suppress(OSError):
+        root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(root / LOOKUPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+
+def lookup_counts(folder: str | Path, since: int = 0) -> pl.DataFrame:
+    """The lookups of every process that used the cache ``folder``, from byte ``since`` of its
+    log on (the log's size when a reproduction began: that reproduction's lookups), counted
+    per notebook and kind: ``notebook, kind, hits, misses`` (``notebook`` empty outside one).
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     for outcome in ("miss", "hit", "hit"):
+    ...         _log_lookup(Path(d), "view", outcome)
+    ...     lookup_counts(d).rows()
+    [('', 'view', 2, 1)]
+    """
+    schema = {"notebook": pl.String, "kind": pl.String, "hits": pl.Int64, "misses": pl.Int64}
+    try:
+        with open(Path(folder) / LOOKUPS, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return pl.DataFrame(schema=schema)
+    counts: dict[tuple[str, str], list[int]] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if len(parts) != 3 or parts[2] not in ("hit", "miss"):
+            continue  # a line torn by a full disk
+        c = counts.setdefault((parts[0], parts[1]), [0, 0])
+        c[parts[2] == "miss"] += 1
+    rows = [(nb, kind, h, m) for (nb, kind), (h, m) in counts.items()]
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 @functools.lru_cache(maxsize=1)
@@ -288,6 +341,7 @@ def memoize(kind: str, *, ignore: tuple[str, ...] = ()) -> Callable[[F], F]:
             outcome = "hits" if found else "misses"
             _STATS[outcome] += 1
             _STATS[f"{kind}_{outcome}"] = _STATS.get(f"{kind}_{outcome}", 0) + 1
+            _log_lookup(root, kind, "hit" if found else "miss")
             if not found:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")

@@ -20,6 +20,8 @@ from typing import Any
 
 import polars as pl
 
+from reveal_lab.pipeline import DetectionPolicy, memoize
+
 __all__ = [
     "INPROCESS",
     "run_refs",
@@ -87,7 +89,31 @@ def _open_dataset(root: str) -> Any:
 
 
 def load_ref(ref: RunRef) -> Any:
-    """Load the run ``ref`` points at (on the worker), streaming it out of its archive."""
+    """Load the run ``ref`` points at (on the worker), streaming it out of its archive; with
+    the per-run cache on, read once per cache folder (kind ``run``, keyed by the reference and
+    the size and modification time of the file it is read from) and read back after."""
+    stamp = _file_stamp(ref)
+    if stamp is None:
+        return _open_dataset(ref.root).load(ref.run_id)
+    return _load_cached(ref, stamp)
+
+
+def _file_stamp(ref: RunRef) -> tuple[str, int, int] | None:
+    """``(path, size, mtime_ns)`` of the file ``ref`` is read from (its archive, else its
+    member), or ``None`` when there is none to stat."""
+    name = ref.archive or ref.member
+    if not name:
+        return None
+    path = Path(ref.root) / name
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return str(path), st.st_size, st.st_mtime_ns
+
+
+@memoize("run")
+def _load_cached(ref: RunRef, stamp: tuple[str, int, int]) -> Any:
     return _open_dataset(ref.root).load(ref.run_id)
 
 
@@ -246,10 +272,10 @@ def summarize_detection(run: Any, det: Any) -> RunResult:
     return RunResult(summary, evidence)
 
 
-def detect_task(run: Any, preset: str = "paper", policy: Any = None, **changes: Any) -> RunResult:
+def detect_task(run: Any, preset: str = "paper", policy: DetectionPolicy | None = None) -> RunResult:
     """The default per-run work: :func:`reveal_lab.pipeline.detect_run` of the run alone
     under ``policy`` (a :class:`~reveal_lab.pipeline.DetectionPolicy`, default
-    ``POLICIES["default"]``, with ``changes``: its fields to replace; derive, trimmed to the
+    ``POLICIES["default"]``; derive, trimmed to the
     workload's span, windows, features in the pruned space, the three detectors fitted on the
     run with robust thresholds, attribution) then a summary. The policy's ``prune``:
     ``True`` (the run's own pruned space), a :class:`~reveal_lab.pipeline.Pruning` (one space
@@ -257,5 +283,5 @@ def detect_task(run: Any, preset: str = "paper", policy: Any = None, **changes: 
     from reveal_lab.config import get_preset
     from reveal_lab.pipeline import detect_run
 
-    det = detect_run(run, preset=get_preset(preset), policy=policy, **changes)
+    det = detect_run(run, preset=get_preset(preset), policy=policy)
     return summarize_detection(run, det)
