@@ -31,7 +31,8 @@ def passes(runs: list, space: object, cache: str, profile: bool) -> dict:
 
     def detect() -> tuple[float, object, object]:
         t0 = time.perf_counter()
-        w, ev = studies.run_detection(runs, preset="paper", pruning=space, trim=True, thresholds="auto")
+        default = studies.setting_policy("default")
+        w, ev = studies.run_detection(runs, preset="paper", pruning=space, policy=default)
         return time.perf_counter() - t0, w, ev
 
     prof = cProfile.Profile() if profile else None

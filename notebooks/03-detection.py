@@ -59,14 +59,12 @@ import polars as pl
 
 from reveal_lab import plots, scale, studies
 from reveal_lab.io import read_labels
-from reveal_lab.pipeline import POLICIES
 from reveal_lab.telemetry import TelemetryWarning
 
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-settings = studies.parse_list(policies)
-args = {p: {"trim": trim, **studies.setting_arguments(p, min_agreement=min_agreement)} for p in settings}
+settings = studies.setting_policies(studies.parse_list(policies), min_agreement=min_agreement, trim=trim)
 labels_csv = Path(str(studies.resolve_data(data))) / "labels.csv"
 labels = read_labels(labels_csv) if labels_csv.exists() else pl.DataFrame()
 # each platform of the data apart, in its own pruned space (one platform: every run together); per run:
@@ -77,14 +75,14 @@ parts, every, skipped = {}, {}, []
 for section, refs in sections.items():
     # each setting in its own cut of the section's pruned space (the paper's: pairwise)
     file = studies.section_file(pruning, section, sections)
-    spaces = {p: scale.study_space(refs, out_dir, prune=file, method=POLICIES[p].prune_method, **engine)
-              for p in settings}
-    detections, mapped = scale.detect_runs(refs, args, preset=preset, window_s=window_s, stride_s=stride_s,
+    spaces = {p: scale.study_space(refs, out_dir, prune=file, method=policy.prune_method, **engine)
+              for p, policy in settings.items()}
+    detections, mapped = scale.detect_runs(refs, settings, preset=preset, window_s=window_s, stride_s=stride_s,
                                            pruning=spaces, **engine)
     skipped.append(mapped.skipped)
     parts[section] = (detections, {f["run_id"]: f["fault"] for f in mapped.pieces})
     if unpruned and labels.height:
-        every[section], again = scale.detect_runs(refs, args, preset=preset, window_s=window_s,
+        every[section], again = scale.detect_runs(refs, settings, preset=preset, window_s=window_s,
                                                   stride_s=stride_s, pruning=None, **engine)
         skipped.append(again.skipped)
     print(studies.runs_used(section, len(mapped.run_ids), len(refs), "every selected run; the baseline of a "
@@ -101,7 +99,7 @@ def per_section(table) -> pl.DataFrame:  # noqa: ANN001 - table(detections, faul
 
 def save_figures(name: str, draw) -> object:  # noqa: ANN001 - draw(windows of the first setting)
     for section, (d, _) in parts.items():
-        fig = draw(d[settings[0]][0])
+        fig = draw(d[next(iter(settings))][0])
         plots.save_figure(fig, out_dir, studies.section_figure(out_dir, name, section, sections))
         display(fig)  # noqa: F821 - IPython's
 

@@ -58,7 +58,7 @@ warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 grans = [tuple(float(x) for x in g.split("/")) for g in studies.parse_list(granularities)]
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
-settings = studies.parse_list(policies)
+settings = studies.setting_policies(studies.parse_list(policies), min_agreement=min_agreement, trim=trim)
 # each platform of the data apart, in its own pruned space (one platform: every run together); per run:
 # its merged anomalous intervals at every granularity and setting, detected alone (the paper's setting: fitted
 # on its workload's other fault-free runs)
@@ -67,7 +67,7 @@ sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_
 parts, skipped = {}, []
 for section, refs in sections.items():
     space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    mapped = scale.granularity_runs(refs, grans, settings, preset, space, trim, min_agreement,
+    mapped = scale.granularity_runs(refs, grans, settings, preset, space,
                                     desc=f"04 granularity ({section})", **engine)
     skipped.append(mapped.skipped)
     parts[section] = studies.reduce_granularity(mapped.pieces, settings)
@@ -88,6 +88,6 @@ table2
 
 # %%
 for section, intervals in parts.items():
-    fig = plots.plot_granularity_timelines(intervals[settings[0]], max_runs=timeline_runs)
+    fig = plots.plot_granularity_timelines(intervals[next(iter(settings))], max_runs=timeline_runs)
     plots.save_figure(fig, out_dir, studies.section_figure(out_dir, "fig6_granularity_timelines", section, sections))
     display(fig)  # noqa: F821 - IPython's

@@ -56,14 +56,14 @@ from reveal_lab.telemetry import TelemetryError, TelemetryWarning
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+setting = studies.setting_policies([policy], trim=trim)
 # each platform of the data apart, in its own pruned space (one platform: every run together)
 sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
     space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    detections, mapped = scale.detect_runs(refs, {policy: {"trim": trim, **studies.setting_arguments(policy)}},
-                                           preset=preset, pruning=space, **engine)
+    detections, mapped = scale.detect_runs(refs, setting, preset=preset, pruning=space, **engine)
     skipped.append(mapped.skipped)
     runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
     parts[section] = (runs, studies.top_windows(detections[policy][1], 2, agreement_at_least=min_agreement))

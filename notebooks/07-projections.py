@@ -54,14 +54,14 @@ from reveal_lab.telemetry import TelemetryWarning
 warnings.simplefilter("ignore", TelemetryWarning)  # kept on each run (see 01)
 
 engine = {"max_seconds": max_seconds, "workers": workers, "scheduler": scheduler}
+flags = studies.setting_policy("default", trim=trim).with_(thresholds=thresholds)
 # each platform of the data apart, in its own pruned space and feature pairs (one platform: every run together)
 sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_workload=max_runs_per_workload,
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
     space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    detections, mapped = scale.detect_runs(refs, {"flags": {"trim": trim, "thresholds": thresholds}},
-                                           preset=preset, pruning=space, **engine)
+    detections, mapped = scale.detect_runs(refs, {"flags": flags}, preset=preset, pruning=space, **engine)
     windows, _ = detections["flags"]
     anom = windows.filter("anomalous").select("run_id", "window_id")
     flagged = {(r, int(w)): True for r, w in anom.iter_rows()}

@@ -29,15 +29,18 @@ import contextlib
 import functools
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from reveal_lab.scale._cluster import ClusterLost, completed, scheduler_name
 from reveal_lab.scale._tasks import RunDone, RunRef, _open_dataset, attempt, load_ref
+
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
 
 __all__ = [
     "SKIPPED_SCHEMA",
@@ -454,22 +457,22 @@ def study_space(
 def _detect_piece(
     run: Any,
     candidates: Sequence[RunRef],
-    settings: dict[str, dict[str, Any]],
+    settings: Mapping[str, DetectionPolicy],
     preset: str,
     window_s: float | None,
     stride_s: float | None,
     pruning: Any,
     max_seconds: float | None,
 ) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
-    """One run detected under every setting (``pruning``: one space, or a dict of them by
-    setting), its baseline runs (its workload's other fault-free runs, never the run itself)
-    loaded here when a setting needs them."""
+    """One run detected under every setting (name → policy; ``pruning``: one space, or a
+    dict of them by setting), its baseline runs (its workload's other fault-free runs, never
+    the run itself) loaded here when a setting needs them."""
     from reveal_lab.studies import detect_one, detection_setup, needs_baseline
 
     loaded: list[Any] | None = None
     out = {}
-    for name, changes in settings.items():
-        pr, policy = detection_setup(preset, window_s, stride_s, **changes)
+    for name, asked in settings.items():
+        pr, policy = detection_setup(preset, window_s, stride_s, asked)
         if needs_baseline(policy) and loaded is None:
             loaded = [load_study_run(ref, max_seconds) for ref in candidates]
         space = pruning.get(name) if isinstance(pruning, dict) else pruning
@@ -479,7 +482,7 @@ def _detect_piece(
 
 def detect_runs(
     refs: Sequence[RunRef],
-    settings: dict[str, dict[str, Any]],
+    settings: Mapping[str, DetectionPolicy],
     *,
     preset: str = "paper",
     window_s: float | None = None,
@@ -491,8 +494,8 @@ def detect_runs(
     progress: bool = True,
 ) -> tuple[dict[str, tuple[pl.DataFrame, pl.DataFrame]], RunMap]:
     """:func:`reveal_lab.studies.run_detection` under each of ``settings`` (name → its
-    keyword arguments, e.g. :func:`reveal_lab.studies.setting_arguments`) by the per-run
-    map: a first pass reads what chooses each run's baseline
+    :class:`~reveal_lab.pipeline.DetectionPolicy`, e.g. :func:`reveal_lab.studies.setting_policies`)
+    by the per-run map: a first pass reads what chooses each run's baseline
     (:func:`~reveal_lab.studies.run_facts`), the second detects each run where it is
     loaded, with its baseline runs loaded beside it (one workload's runs at most): the other
     fault-free runs of its workload, phase and hosts, for every setting that fits on baseline
@@ -515,15 +518,15 @@ def detect_runs(
 
 
 def _granularity_piece(
-    run: Any, candidates: Sequence[RunRef], max_seconds: float | None, granularities: Any, settings: Any,
-    *rest: Any,
+    run: Any, candidates: Sequence[RunRef], max_seconds: float | None, granularities: Any,
+    settings: Mapping[str, DetectionPolicy], *rest: Any,
 ) -> dict[str, pl.DataFrame]:
     """One run's intervals at every granularity (:func:`~reveal_lab.studies.granularity_piece`
     of ``granularities``, ``settings`` and ``rest``), its baseline runs loaded here when a
     setting fits per workload (the paper's)."""
-    from reveal_lab.studies import granularity_piece, setting_arguments
+    from reveal_lab.studies import granularity_piece
 
-    per_workload = any(setting_arguments(p).get("thresholds") == "workload" for p in settings)
+    per_workload = any(p.thresholds == "workload" for p in settings.values())
     base = [load_study_run(ref, max_seconds) for ref in candidates] if per_workload else []
     return granularity_piece(run, granularities, settings, *rest, baseline=base)
 

@@ -43,7 +43,7 @@ from reveal_lab.studies._claims import (
     paper_vs_reproduced,
     write_paper_vs_reproduced,
 )
-from reveal_lab.studies._settings import SETTINGS, policy_table, setting_arguments
+from reveal_lab.studies._settings import SETTINGS, policy_table, setting_policies, setting_policy
 from reveal_lab.studies._crosshost import crosshost_subsystem
 from reveal_lab.studies._data import (
     crop_run,
@@ -89,6 +89,7 @@ from reveal_lab.studies._dtw import (
 from reveal_lab.studies._granularity import (
     GRANULARITIES,
     detect_windows,
+    granularity_policy,
     detection_windows,
     granularity_comparison,
     granularity_intervals,
@@ -208,7 +209,8 @@ __all__ = [
     "write_claims_doc",
     "SETTINGS",
     "policy_table",
-    "setting_arguments",
+    "setting_policy",
+    "setting_policies",
     "evidence_by_subsystem",
     "OVERHEAD_COLUMNS",
     "RUNTIME_COLUMNS",
@@ -266,6 +268,7 @@ __all__ = [
     "znormalize",
     "GRANULARITIES",
     "detect_windows",
+    "granularity_policy",
     "detection_windows",
     "granularity_comparison",
     "granularity_intervals",

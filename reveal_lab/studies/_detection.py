@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -21,6 +21,9 @@ from reveal_lab.attribution import EVIDENCE_SCHEMA as _ATTRIBUTION_EVIDENCE
 from reveal_lab.config import get_preset
 from reveal_lab.detectors import agreement_score
 from reveal_lab.telemetry import TIMESTAMP, Run
+
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
 
 __all__ = [
     "run_detection",
@@ -126,10 +129,9 @@ def run_detection(
     preset: str = "paper",
     window_s: float | None = None,
     stride_s: float | None = None,
-    policy: object | None = None,
+    policy: DetectionPolicy | None = None,
     selected: object | None = None,
     pruning: object | None = None,
-    **changes: object,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Detect every run with :func:`reveal_lab.pipeline.detect_run`; return
     ``(windows, evidence)`` over all runs, each with ``run_id`` and ``workload`` first.
@@ -139,16 +141,17 @@ def run_detection(
     the paper's score that grows with the detectors agreeing,
     :func:`~reveal_lab.detectors.agreement_score`); ``evidence``
     the pipeline's evidence rows. ``pruning``: the metric space
-    (:func:`study_pruning`; ``None``: every metric); ``selected`` (metric keys) overrides it.
+    (:func:`study_pruning`; ``None``: every metric), which replaces the policy's ``prune``;
+    ``selected`` (metric keys) overrides it.
     ``policy``: the :class:`~reveal_lab.pipeline.DetectionPolicy` (default
-    ``POLICIES["default"]``) with ``changes``, its fields to replace (``min_agreement``,
-    ``min_run``, ``trim``, ``thresholds``, ...). Its ``thresholds``: ``auto`` fits each run
+    ``POLICIES["default"]``; a study's setting: :func:`~reveal_lab.studies.setting_policy`).
+    Its ``thresholds``: ``auto`` fits each run
     on the other fault-free runs of its workload (:func:`baseline_runs`) with calibrated
     thresholds where there are 2 or more, robust thresholds on the run itself where not;
     ``workload`` is the paper's setting (fitted on the same runs pooled, the top 1 % of their
     scores per detector; a workload with no other fault-free run fitted on the run itself).
     """
-    pr, policy = detection_setup(preset, window_s, stride_s, policy, **changes)
+    pr, policy = detection_setup(preset, window_s, stride_s, policy)
     runs = list(runs)
     return concat_detections(
         [detect_one(run, baseline_runs(run, runs), pr, policy, selected, pruning) for run in runs]
@@ -159,19 +162,15 @@ def detection_setup(
     preset: str = "paper",
     window_s: float | None = None,
     stride_s: float | None = None,
-    policy: object | None = None,
-    **changes: object,
-) -> tuple[Any, Any]:
+    policy: DetectionPolicy | None = None,
+) -> tuple[Any, DetectionPolicy]:
     """``(preset, policy)`` as :func:`run_detection` detects with them: the named preset
-    with ``window_s``/``stride_s`` over its windows, the policy (default
-    ``POLICIES["default"]``) with ``changes``."""
+    with ``window_s``/``stride_s`` over its windows, and ``policy`` (default
+    ``POLICIES["default"]``) as it is."""
     from dataclasses import replace
 
-    from reveal_lab.pipeline import POLICIES, trim_arguments
+    from reveal_lab.pipeline import POLICIES
 
-    if "trim" in changes:
-        changes["trim"] = trim_arguments(changes["trim"])[0]
-    policy = (policy or POLICIES["default"]).with_(**changes)
     pr = get_preset(preset)
     if window_s or stride_s:
         pr = replace(
@@ -182,10 +181,10 @@ def detection_setup(
                 **({"stride_s": stride_s} if stride_s else {}),
             ),
         )
-    return pr, policy
+    return pr, policy or POLICIES["default"]
 
 
-def needs_baseline(policy: Any) -> bool:
+def needs_baseline(policy: DetectionPolicy) -> bool:
     """Whether ``policy``'s thresholds fit on baseline runs (else a run is detected alone)."""
     return policy.thresholds in ("auto", "calibrated", "baseline", "workload")
 
@@ -194,7 +193,7 @@ def detect_one(
     run: Run,
     candidates: Sequence[Run],
     preset: Any,
-    policy: Any,
+    policy: DetectionPolicy,
     selected: object = None,
     pruning: object = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -26,11 +27,15 @@ from reveal_lab.config import WindowConfig, get_preset
 from reveal_lab.studies._detection import needs_baseline
 from reveal_lab.studies._intervals import hit_rate_count, hit_rate_length, interval_iou, merge_windows
 
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
+
 __all__ = [
     "GRANULARITIES",
     "granularity_label",
     "detection_windows",
     "detect_windows",
+    "granularity_policy",
     "granularity_intervals",
     "granularity_comparison",
     "granularity_table",
@@ -82,45 +87,52 @@ def detection_windows(det: object, run: object) -> pl.DataFrame:
     )
 
 
+def granularity_policy(trim: bool | str = True) -> DetectionPolicy:
+    """The policy :func:`detect_windows` detects with when given none: ``POLICIES["default"]``
+    with every window over a threshold counted (``min_run`` of the paper's policy) and no
+    sentinel rule (the detectors' own decision, as the paper's Table 2 compares them), and
+    ``trim`` (``True``: ``auto``, ``False``: ``none``, or a mode).
+
+    The default policy's ``min_run`` for a run alone (``None``) asks
+    :func:`reveal_lab.pipeline.past_a_spike` windows in a row, a span that grows with the
+    stride (4 s at 1 s, several times that at coarse strides), so the granularities would
+    be compared under different rules (on the lab data the coarse setting then finds no
+    interval the fine one does: ``docs/RESULTS.md``).
+
+    >>> p = granularity_policy(trim=False)
+    >>> p.min_run, p.sentinel_samples, p.lone_sentinel, p.trim
+    (1, None, False, 'none')
+    """
+    from reveal_lab.pipeline import POLICIES, trim_arguments
+
+    return POLICIES["default"].with_(
+        min_run=POLICIES["paper"].min_run, sentinel_samples=None, lone_sentinel=False,
+        trim=trim_arguments(trim)[0],
+    )
+
+
 def detect_windows(
     run: object,
     window: WindowConfig,
     preset: str = "paper",
     pruning: object | None = None,
-    policy: object | None = None,
-    sentinel: bool = False,
+    policy: DetectionPolicy | None = None,
     baseline: Sequence[object] | None = None,
-    **changes: object,
 ) -> pl.DataFrame:
-    """Default detection for the study: :func:`reveal_lab.pipeline.detect_run` with
-    ``window`` replacing the preset's window settings, in the ``pruning`` space (``None``:
-    every metric), trimmed, thresholds as the pipeline's default for a run alone.
-
-    ``policy``: the :class:`~reveal_lab.pipeline.DetectionPolicy` (default
-    ``POLICIES["default"]``) with ``changes``, its fields to replace (``min_agreement``,
-    ``min_run``, ``trim``, ``thresholds``), and ``min_run`` 1 unless ``changes`` say
-    otherwise: every window over a threshold counts, as the paper's Table 2 compares them.
-    The policy's default for a run alone (``min_run=None``) asks
-    :func:`reveal_lab.pipeline.past_a_spike` windows in a row, a span that grows with the
-    stride (4 s at 1 s, several times that at coarse strides), so the granularities would
-    be compared under different rules (on the lab data the coarse setting then finds no
-    interval the fine one does: ``docs/RESULTS.md``). ``sentinel`` (default ``False``): the
-    sentinel rule for a run alone, which is not the paper's (the detectors' own decision, as
-    Table 2). ``thresholds``: the pipeline's threshold mode (``auto``: robust for a run
-    alone; ``workload``: the paper's, fitted on ``baseline``, the other fault-free runs of the
-    run's workload (:func:`~reveal_lab.studies.baseline_runs`), the top 1 % of their scores per
-    detector; without them, on the run itself, said in the resolved policy's ``departures``).
-    ``baseline`` is used only by threshold modes that fit on baseline runs
+    """Detection for the study: :func:`reveal_lab.pipeline.detect_run` with ``window``
+    replacing the preset's window settings, in the ``pruning`` space (``None``: every
+    metric; it replaces the policy's ``prune``), under ``policy`` (default
+    :func:`granularity_policy`: every window over a threshold, no sentinel rule, trimmed,
+    thresholds as the pipeline's default for a run alone; a study's setting:
+    :func:`~reveal_lab.studies.setting_policy`). Its ``thresholds``: ``auto``, robust for a
+    run alone; ``workload``: the paper's, fitted on ``baseline``, the other fault-free runs
+    of the run's workload (:func:`~reveal_lab.studies.baseline_runs`), the top 1 % of their
+    scores per detector; without them, on the run itself, said in the resolved policy's
+    ``departures``. ``baseline`` is used only by threshold modes that fit on baseline runs
     (:func:`~reveal_lab.studies.needs_baseline`)."""
-    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
+    from reveal_lab.pipeline import detect_run
 
-    if "trim" in changes:
-        changes["trim"] = trim_arguments(changes["trim"])[0]
-    # Table 2 compares the detectors' own decisions: every window over a threshold, as the paper
-    changes.setdefault("min_run", POLICIES["paper"].min_run)
-    if not sentinel:
-        changes.update(sentinel_samples=None, lone_sentinel=False)
-    policy = (policy or POLICIES["default"]).with_(**changes, prune=pruning if pruning is not None else False)
+    policy = (policy or granularity_policy()).with_(prune=pruning if pruning is not None else False)
     base = list(baseline) if baseline and needs_baseline(policy) else None
     det = detect_run(run, baseline=base, preset=get_preset(preset, window=window), policy=policy)
     return detection_windows(det, run)

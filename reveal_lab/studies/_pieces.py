@@ -19,14 +19,17 @@ computed on the list of runs, with the same numbers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from reveal_lab.telemetry import Run
+
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
 
 __all__ = [
     "overview_piece",
@@ -215,31 +218,27 @@ def reduce_dtw(
 def granularity_piece(
     run: Run,
     granularities: Sequence[tuple[float, float]],
-    settings: Sequence[str],
+    settings: Mapping[str, DetectionPolicy],
     preset: str = "paper",
     pruning: Any = None,
-    trim: Any = True,
-    min_agreement: int | None = None,
     baseline: Sequence[Run] = (),
 ) -> dict[str, pl.DataFrame]:
     """The run's merged anomalous intervals at every granularity, per detection setting
-    (:func:`granularity_intervals` on this run with :func:`detect_windows` and
-    :func:`setting_arguments`): detected alone, but for a setting fitted per workload (the
+    (name → policy, :func:`setting_policies`; :func:`granularity_intervals` on this run with
+    :func:`detect_windows`): detected alone, but for a setting fitted per workload (the
     paper's, ``thresholds="workload"``), fitted on ``baseline``, the other fault-free runs of
     its workload (:func:`baseline_runs`)."""
     from reveal_lab.studies._granularity import detect_windows, granularity_intervals
-    from reveal_lab.studies._settings import setting_arguments
 
     out = {}
-    for p in settings:
-        # the setting's own trim where it has one (the paper's: none), else the study's
-        kw = {"trim": trim, **setting_arguments(p, min_agreement=min_agreement, lone_run=True)}
-        if kw.get("thresholds") == "workload":
-            kw["baseline"] = list(baseline)
-        out[p] = granularity_intervals(
+    for name, policy in settings.items():
+        base = list(baseline) if policy.thresholds == "workload" else None
+        out[name] = granularity_intervals(
             [run],
             granularities,
-            detect=lambda r, wc, kw=kw: detect_windows(r, wc, preset, pruning=pruning, **kw),
+            detect=lambda r, wc, policy=policy, base=base: detect_windows(
+                r, wc, preset, pruning=pruning, policy=policy, baseline=base
+            ),
         )
     return out
 

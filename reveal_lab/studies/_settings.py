@@ -13,64 +13,65 @@ A notebook detects once per setting and writes one table with a ``policy`` colum
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-__all__ = ["SETTINGS", "setting_arguments", "policy_table"]
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
+
+__all__ = ["SETTINGS", "setting_policy", "setting_policies", "policy_table"]
 
 #: the settings, in the order the claims show them
 SETTINGS: tuple[str, ...] = ("paper", "default")
 
 
-def setting_arguments(
-    name: str, *, min_agreement: int | None = None, lone_run: bool = False
-) -> dict[str, object]:
-    """Keyword arguments of :func:`~reveal_lab.studies.run_detection` (``lone_run=False``)
-    or :func:`~reveal_lab.studies.detect_windows` (``lone_run=True``: a run detected alone)
-    for setting ``name`` (one of :data:`SETTINGS`); the pipeline builds its
-    :class:`~reveal_lab.pipeline.DetectionPolicy` from them (over ``POLICIES["default"]``).
+def setting_policy(
+    name: str, *, min_agreement: int | None = None, trim: bool | str = True
+) -> DetectionPolicy:
+    """The :class:`~reveal_lab.pipeline.DetectionPolicy` of setting ``name`` (one of
+    :data:`SETTINGS`), as a study detects with it (its metric space given apart, the
+    ``pruning`` of the study, which replaces the policy's ``prune``).
 
-    ``paper``: every field in which ``POLICIES["paper"]`` differs from the default, but the
-    metric space (``prune``: the study's, given apart), so the study detects with the paper's
-    policy itself (its name included: its resolved ``departures`` are kept).
-    ``min_agreement``: the detectors that must agree under ``default``; ``None`` or 0: the
-    default policy's own (2 with calibrated thresholds, else 1). The paper's setting always
-    counts any one detector.
+    ``paper``: ``POLICIES["paper"]`` itself (its name included: its resolved ``departures``
+    are kept), the whole recording whatever ``trim`` says. ``default``: ``POLICIES["default"]``
+    with ``trim`` (``True``: ``auto``, ``False``: ``none``, or a mode of
+    :data:`~reveal_lab.pipeline.TRIM_RULES`) and ``min_agreement``, the detectors that must
+    agree (``None`` or 0: the policy's own, 2 with calibrated thresholds, else 1). The paper's
+    setting always counts any one detector.
 
-    >>> args = setting_arguments("paper")
-    >>> args["name"], args["thresholds"], args["zscore"], args["trim"], args["min_agreement"]
-    ('paper', 'workload', 'standard', 'none', 1)
     >>> from reveal_lab.pipeline import POLICIES
-    >>> POLICIES["default"].with_(**args, prune=True) == POLICIES["paper"]
+    >>> setting_policy("paper") == POLICIES["paper"]
     True
-    >>> setting_arguments("default", lone_run=True)
-    {'thresholds': 'auto', 'min_agreement': None, 'min_run': None, 'sentinel': True}
-    >>> setting_arguments("ours")
+    >>> p = setting_policy("default", min_agreement=2, trim=False)
+    >>> p.name, p.thresholds, p.min_agreement, p.trim
+    ('default', 'auto', 2, 'none')
+    >>> setting_policy("ours")
     Traceback (most recent call last):
     ...
     ValueError: unknown setting 'ours'; expected one of ('paper', 'default')
     """
-    from reveal_lab.pipeline import POLICIES
+    from reveal_lab.pipeline import POLICIES, trim_arguments
 
-    if name == "paper":
-        paper, default = POLICIES["paper"], POLICIES["default"]
-        args: dict[str, object] = {
-            f.name: getattr(paper, f.name)
-            for f in dataclasses.fields(paper)
-            if f.name != "prune" and getattr(paper, f.name) != getattr(default, f.name)
-        }
-        sentinel = False
-    elif name == "default":
-        agree = int(min_agreement) if min_agreement else None
-        args = {"thresholds": "auto", "min_agreement": agree, "min_run": None}
-        sentinel = True
-    else:
+    if name not in SETTINGS:
         raise ValueError(f"unknown setting {name!r}; expected one of {SETTINGS}")
-    if lone_run:
-        args["sentinel"] = sentinel
-    return args
+    policy = POLICIES[name]
+    if name == "paper":
+        return policy
+    agree = int(min_agreement) if min_agreement else policy.min_agreement
+    return policy.with_(trim=trim_arguments(trim)[0], min_agreement=agree)
+
+
+def setting_policies(
+    names: Sequence[str], *, min_agreement: int | None = None, trim: bool | str = True
+) -> dict[str, DetectionPolicy]:
+    """:func:`setting_policy` of each of ``names`` (a notebook's ``policies``), by name, in order.
+
+    >>> list(setting_policies(["paper", "default"]))
+    ['paper', 'default']
+    """
+    return {n: setting_policy(n, min_agreement=min_agreement, trim=trim) for n in names}
 
 
 def policy_table(tables: Mapping[str, pl.DataFrame]) -> pl.DataFrame:

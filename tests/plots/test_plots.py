@@ -7,6 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from reveal_lab import plots, studies
+from reveal_lab.pipeline import POLICIES
 
 matplotlib.use("Agg")
 
@@ -15,7 +16,8 @@ matplotlib.use("Agg")
 def synth_detection():
     runs = studies.load_study_runs("synth", max_runs_per_workload=1, max_runs=2)
     # runs alone (robust thresholds); every window over a threshold, so the figures have bars
-    windows, evidence = studies.run_detection(runs, preset="smoke", min_run=1)
+    every_window = POLICIES["default"].with_(min_run=1)
+    windows, evidence = studies.run_detection(runs, preset="smoke", policy=every_window)
     return runs, windows, evidence
 
 

@@ -9,6 +9,7 @@ from polars.testing import assert_frame_equal
 
 from reveal_lab import studies
 from reveal_lab.config import fixtures_dir
+from reveal_lab.pipeline import POLICIES
 from reveal_lab.scale import INPROCESS, RunRef, _engine, _scan, map_runs, run_refs, scan, study_refs
 from reveal_lab.scale._engine import _apply, close_clients, each_run
 from reveal_lab.scale._tasks import detect_task, outcome_of, run_task
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::reveal_lab.telemetry.TelemetryW
 
 FIXTURE = fixtures_dir() / "reveal_sample"
 #: every window over a threshold counts (min_run 1), so the evidence tables have rows to compare
-TASK = (detect_task, {"preset": "smoke", "min_run": 1}, None)
+TASK = (detect_task, {"preset": "smoke", "policy": POLICIES["default"].with_(min_run=1)}, None)
 #: a study's per-run arguments for ``_apply``: the overview piece of each run's first minute
 STUDY = (studies.overview_piece, (300,), 60.0, False)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reveal_lab.pipeline import fit_pruning
+from reveal_lab.pipeline import POLICIES, fit_pruning
 from reveal_lab.scale._tasks import detect_task
 from reveal_lab.synth import Anomaly, make_run
 from reveal_lab.telemetry import parse_metric_name
@@ -16,11 +16,12 @@ def test_detect_task_scores_the_pruned_space_unless_told_not_to():
         return {parse_metric_name(m).key() for m in res.evidence["metric"].unique()}
 
     # every window over a threshold (min_run=1): the evidence needs rows to say which space it is in
-    pruned = detect_task(run, preset="smoke", prune=True, min_run=1)
+    every_window = POLICIES["default"].with_(min_run=1)
+    pruned = detect_task(run, preset="smoke", policy=every_window.with_(prune=True))
     assert keys(pruned) and keys(pruned) <= set(space.selected)
-    alone = detect_task(run, preset="smoke", min_run=1)  # a run alone: every metric by default
+    alone = detect_task(run, preset="smoke", policy=every_window)  # a run alone: every metric by default
     assert not keys(alone) <= set(space.selected)
-    given = detect_task(run, preset="smoke", prune=space, min_run=1)
+    given = detect_task(run, preset="smoke", policy=every_window.with_(prune=space))
     assert keys(given) <= set(space.selected)
-    every = detect_task(run, preset="smoke", prune=False, min_run=1)
+    every = detect_task(run, preset="smoke", policy=every_window.with_(prune=False))
     assert not keys(every) <= set(space.selected)

@@ -28,7 +28,8 @@ from reveal_lab.studies import (
     paper_vs_reproduced,
     policy_table,
     save_table,
-    setting_arguments,
+    setting_policies,
+    setting_policy,
 )
 
 REPRODUCED, DIFFERS, CANNOT = CLAIM_STATUSES
@@ -342,19 +343,19 @@ def test_counts_line_per_setting(out):
     assert "paper's method" in lines[0] and "default" in lines[1]
 
 
-def test_settings_arguments():
-    from reveal_lab.pipeline import POLICIES, DetectionPolicy
+def test_settings_are_policies():
+    from reveal_lab.pipeline import POLICIES
 
-    paper = setting_arguments("paper")
-    # the paper's policy itself, but the metric space (given apart by the study)
-    assert DetectionPolicy().with_(**paper, prune=POLICIES["paper"].prune) == POLICIES["paper"]
-    assert "prune" not in paper and paper["name"] == "paper"
-    assert (paper["thresholds"], paper["zscore"], paper["trim"]) == ("workload", "standard", "none")
-    assert setting_arguments("default", min_agreement=2)["min_agreement"] == 2
-    assert setting_arguments("default", min_agreement=0)["min_agreement"] is None  # the policy's own
-    assert setting_arguments("paper", lone_run=True)["sentinel"] is False
+    # the paper's setting is the paper's policy itself, whatever the study's trim
+    assert setting_policy("paper") == setting_policy("paper", trim="active") == POLICIES["paper"]
+    default = setting_policy("default", trim="active")
+    assert default == POLICIES["default"].with_(trim="active")
+    assert setting_policy("default", min_agreement=2).min_agreement == 2
+    assert setting_policy("default", min_agreement=0).min_agreement is None  # the policy's own
+    assert setting_policy("default", trim=False).trim == "none" and setting_policy("default").trim == "auto"
+    assert list(setting_policies(["default", "paper"])) == ["default", "paper"]
     with pytest.raises(ValueError, match="unknown setting"):
-        setting_arguments("nope")
+        setting_policy("nope")
 
 
 def _status_literals(module) -> list[tuple[int, str]]:

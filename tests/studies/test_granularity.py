@@ -66,7 +66,7 @@ def test_the_study_detects_with_the_papers_decision_not_the_lone_run_defaults():
     (the paper's Table 2 compares the detectors' own decisions), while ``detect_run``'s defaults
     for a run alone drop a one-sample spike (8 windows in a row) and add the sentinel rule."""
     from reveal_lab.pipeline import detect_run
-    from reveal_lab.studies import detect_windows
+    from reveal_lab.studies import detect_windows, granularity_policy
     from reveal_lab.synth import make_run
 
     run = make_run(60, 40, seed=5).run
@@ -75,7 +75,7 @@ def test_the_study_detects_with_the_papers_decision_not_the_lone_run_defaults():
     vals[200] = 1e9  # one sample, t = 20 s
     run = Run(run.meta, run.frame.with_columns(pl.Series(col, vals)), [])
     wc = WindowConfig(window_s=3.0, stride_s=1.0)
-    win = detect_windows(run, wc, preset="smoke", trim=False)
+    win = detect_windows(run, wc, preset="smoke", policy=granularity_policy(trim=False))
     spike = (win["start_s"] <= 20.0) & (win["end_s"] > 20.0)
     assert win.filter(spike)["anomalous"].any()
     det = detect_run(run, preset=get_preset("smoke"), prune=False, trim=False)

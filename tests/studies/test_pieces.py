@@ -94,14 +94,14 @@ def test_dtw_pieces_equal_the_study_on_the_traces():
 
 def test_granularity_pieces_equal_the_intervals_of_the_runs():
     grans = [(3.0, 1.0), (5.0, 2.0)]
-    pieces, runs = _mapped(studies.granularity_piece, grans, ["paper"], "smoke", None, True, None,
+    settings = studies.setting_policies(["paper"])
+    pieces, runs = _mapped(studies.granularity_piece, grans, settings, "smoke", None,
                            max_runs_per_workload=1, max_runs=2, max_seconds=40.0)
-    got = studies.reduce_granularity(pieces, ["paper"])["paper"]
-    args = studies.setting_arguments("paper", lone_run=True)
+    got = studies.reduce_granularity(pieces, settings)["paper"]
     want = studies.granularity_intervals(
         runs,
         grans,
-        detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, **{"trim": True, **args}),
+        detect=lambda r, wc: studies.detect_windows(r, wc, "smoke", pruning=None, policy=settings["paper"]),
     )
     assert got.height > 0
     assert_frame_equal(got, want)
@@ -113,13 +113,13 @@ def test_detection_by_the_map_equals_run_detection():
     sel = {"max_runs_per_workload": 3, "max_runs": 6}
     refs = study_refs("", **sel)
     runs = studies.load_study_runs("", max_seconds=40.0, **sel)
-    settings = {p: {"trim": True, **studies.setting_arguments(p)} for p in ("paper", "default")}
+    settings = studies.setting_policies(["paper", "default"])
     got, mapped = detect_runs(refs, settings, preset="smoke", max_seconds=40.0, progress=False)
     assert mapped.run_ids == [r.meta.run_id for r in runs] and mapped.skipped.height == 0
     assert {f["run_id"]: f["fault"] for f in mapped.pieces}
     modes = set()
-    for p, changes in settings.items():
-        w, e = studies.run_detection(runs, preset="smoke", **changes)
+    for p, policy in settings.items():
+        w, e = studies.run_detection(runs, preset="smoke", policy=policy)
         assert_frame_equal(got[p][0], w)
         assert_frame_equal(got[p][1], e)
         modes |= set(w["fit_mode"].unique())
@@ -210,14 +210,14 @@ def test_granularity_runs_fit_the_paper_setting_on_the_workloads_other_runs(monk
     seen: dict[tuple[str, str], list[str]] = {}
     real = gran.detect_windows
 
-    def spy(run, window, preset="paper", pruning=None, policy=None, sentinel=False, baseline=None,  # noqa: ANN001
-            **changes):  # noqa: ANN003, ANN202
-        seen[(run.meta.run_id, changes.get("name", "default"))] = [b.meta.run_id for b in baseline or []]
-        return real(run, window, preset, pruning, policy, sentinel, baseline, **changes)
+    def spy(run, window, preset="paper", pruning=None, policy=None, baseline=None):  # noqa: ANN001, ANN202
+        seen[(run.meta.run_id, policy.name)] = [b.meta.run_id for b in baseline or []]
+        return real(run, window, preset, pruning, policy, baseline)
 
     monkeypatch.setattr(gran, "detect_windows", spy)
     refs = study_refs("", max_runs_per_workload=3, max_runs=6)
-    mapped = granularity_runs(refs, [(3.0, 1.0)], ["paper", "default"], "smoke", max_seconds=40.0, progress=False)
+    settings = studies.setting_policies(["paper", "default"])
+    mapped = granularity_runs(refs, [(3.0, 1.0)], settings, "smoke", max_seconds=40.0, progress=False)
     assert mapped.skipped.height == 0 and len(mapped.run_ids) == 6
     ids = set(mapped.run_ids)
     for rid in ids:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 
 from reveal_lab import studies
-from reveal_lab.pipeline import load_pruning
+from reveal_lab.pipeline import POLICIES, load_pruning
 from reveal_lab.telemetry import parse_metric_name
 
 
@@ -26,7 +26,9 @@ def test_pruned_space_is_fitted_once_and_reaches_the_detection_study(tmp_path):
     assert keys and keys <= set(space.selected)
     # three runs per workload: each run is fitted on its two siblings, calibrated
     assert set(windows["fit_mode"]) == {"calibrated"}
-    _, ev_all = studies.run_detection(runs[:1], preset="smoke", pruning=None, thresholds="self")
+    _, ev_all = studies.run_detection(
+        runs[:1], preset="smoke", pruning=None, policy=POLICIES["default"].with_(thresholds="self")
+    )
     all_keys = {parse_metric_name(m).key() for m in ev_all["metric"].unique()}
     assert not all_keys <= set(space.selected)  # every metric: some outside the pruned space
 
@@ -79,8 +81,8 @@ def test_the_paper_setting_fits_each_run_on_its_workloads_other_fault_free_runs(
         return det
 
     monkeypatch.setattr(pipeline, "detect_run", spy)
-    args = studies.setting_arguments("paper")
-    windows, _ = studies.run_detection(runs[:4], preset="smoke", pruning=None, **args)
+    paper = studies.setting_policy("paper")
+    windows, _ = studies.run_detection(runs[:4], preset="smoke", pruning=None, policy=paper)
     for r in runs[:3]:  # the three runs of the first workload: the two others each time
         others = [o.meta.run_id for o in runs[:3] if o is not r]
         assert seen[r.meta.run_id] == others
