@@ -312,3 +312,43 @@ def test_a_forgotten_knob_step_is_caught():
     p = argparse.ArgumentParser()
     add_policy_arguments(p, knobs=[*KNOBS, row])
     assert ThrowawayPolicy().with_(**policy_changes(p.parse_args(["--max-gap", "3"]), [*KNOBS, row])).max_gap == 3
+
+
+def test_every_policy_field_is_in_the_score_key_or_said_not_to_score():
+    """The score cache's key (``pipeline._score.ScoreSettings``) holds every policy field that
+    scoring one host reads; a field left out of it is listed with why it cannot change a score."""
+    from reveal_lab.pipeline import DetectionPolicy, ResolvedPolicy
+    from reveal_lab.pipeline._score import unkeyed_fields
+
+    assert unkeyed_fields(DetectionPolicy, ResolvedPolicy) == []
+
+
+def test_a_knob_forgotten_in_the_score_key_is_caught():
+    """A throwaway knob added to the policy and its resolved form but neither to the score key
+    nor to the fields said not to score: named; once in the key, the cached score's key moves."""
+    import dataclasses
+
+    from reveal_lab.pipeline import DetectionPolicy, ResolvedPolicy, get_policy
+    from reveal_lab.pipeline._cache import content_key
+    from reveal_lab.pipeline._score import ScoreSettings, unkeyed_fields
+
+    @dataclasses.dataclass(frozen=True)
+    class ThrowawayPolicy(DetectionPolicy):
+        max_gap: int = 1
+
+    @dataclasses.dataclass(frozen=True)
+    class ThrowawayResolved(ResolvedPolicy):
+        max_gap: int = 1
+
+    want = ["max_gap: neither in ScoreSettings nor in UNSCORED_FIELDS"]
+    assert unkeyed_fields(ThrowawayPolicy, ThrowawayResolved) == want
+
+    @dataclasses.dataclass(frozen=True)
+    class ThrowawayKey(ScoreSettings):
+        max_gap: int = 1
+
+    resolved = get_policy("default").resolve(baseline_runs=0, source="lab")
+    fields = {f.name: getattr(resolved, f.name) for f in dataclasses.fields(resolved)}
+    one, three = (ThrowawayResolved(**{**fields, "max_gap": g}) for g in (1, 3))
+    assert content_key(ThrowawayKey.of(one)) != content_key(ThrowawayKey.of(three))
+    assert content_key(ScoreSettings.of(one)) == content_key(ScoreSettings.of(three))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,10 @@ from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
 
-__all__ = ["score_host", "sustained_result", "ScoreSettings", "family_groups", "family_threshold"]
+__all__ = [
+    "score_host", "sustained_result", "ScoreSettings", "UNSCORED_FIELDS", "unkeyed_fields", "family_groups",
+    "family_threshold",
+]
 
 
 #: a run alone by subsystem: each feature's Z-score scale is at least this share of its level
@@ -98,7 +101,12 @@ def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
 class ScoreSettings:
     """The fields of a :class:`ResolvedPolicy` that scoring one host reads, and nothing else:
     the score cache's key, so that two policies that score alike (other names, reasons,
-    agreement counts, trimming notes or sentinel rules, applied after scoring) share entries."""
+    agreement counts, trimming notes or sentinel rules, applied after scoring) share entries.
+
+    Every field of :class:`~reveal_lab.pipeline.DetectionPolicy` and of
+    :class:`ResolvedPolicy` is either one of these (same name) or in :data:`UNSCORED_FIELDS`
+    with the reason scoring does not read it (:func:`unkeyed_fields` lists those that are
+    neither); :meth:`of` copies these fields by name."""
 
     thresholds: str
     false_alarm_rate: float | None
@@ -113,12 +121,48 @@ class ScoreSettings:
 
     @classmethod
     def of(cls, policy: ResolvedPolicy) -> ScoreSettings:
-        """The scoring fields of ``policy``."""
-        return cls(
-            policy.thresholds, policy.false_alarm_rate, policy.calibration, policy.z_clip,
-            policy.force_baseline, policy.min_run, policy.outlier_fence, policy.by_subsystem,
-            policy.quantile, policy.zscore,
-        )
+        """The scoring fields of ``policy``, copied by name."""
+        return cls(**{f.name: getattr(policy, f.name) for f in fields(cls)})
+
+
+#: the policy fields (:class:`~reveal_lab.pipeline.DetectionPolicy`, :class:`ResolvedPolicy`)
+#: that are not in :class:`ScoreSettings`, and why a score cached without them is still right
+UNSCORED_FIELDS: dict[str, str] = {
+    "name": "a label printed with the policy",
+    "reasons": "why each value was chosen: printed, never read",
+    "departures": "where the paper's policy departs from the paper: printed, never read",
+    "baseline_runs": "the baseline runs reach the key as their features (score_host's baseline)",
+    "source": "decides other fields at resolution; scoring reads those",
+    "fit_on": "follows from thresholds and the baseline features, both in the key",
+    "min_agreement": "counted over the detectors' labels after scoring",
+    "sentinel_samples": "the sentinel rule, applied to the windows after scoring",
+    "sentinel_rule": "the sentinel rule, applied to the windows after scoring",
+    "sentinel_min_run": "the sentinel rule, applied to the windows after scoring",
+    "lone_sentinel": "resolved into sentinel_rule, applied after scoring",
+    "trim": "cuts the run before scoring: the key holds the cut frame's contents",
+    "skip_startup": "cuts the run before scoring: the key holds the cut frame's contents",
+    "fold_cores": "folds the run's columns before scoring: the key holds the folded frame",
+    "prune": "the metric space reaches the key as score_host's selected metrics",
+    "prune_method": "how the metric space is cut: it reaches the key as the selected metrics",
+}
+
+
+def unkeyed_fields(*policies: type) -> list[str]:
+    """Fields of the dataclasses ``policies`` in neither :class:`ScoreSettings` nor
+    :data:`UNSCORED_FIELDS` (a knob that could change scores without changing the score
+    cache's key), and entries of :data:`UNSCORED_FIELDS` that are keyed too or name no field.
+
+    >>> from reveal_lab.pipeline import DetectionPolicy, ResolvedPolicy
+    >>> unkeyed_fields(DetectionPolicy, ResolvedPolicy)
+    []
+    """
+    keyed = {f.name for f in fields(ScoreSettings)}
+    names = {f.name for cls in policies for f in fields(cls)}
+    said = set(UNSCORED_FIELDS)
+    out = [f"{n}: neither in ScoreSettings nor in UNSCORED_FIELDS" for n in sorted(names - keyed - said)]
+    out += [f"{n}: in UNSCORED_FIELDS and in ScoreSettings" for n in sorted(keyed & said)]
+    out += [f"{n}: in UNSCORED_FIELDS but no field of the policies" for n in sorted(said - names)]
+    return out
 
 
 @memoize("score", ignore=("timings",))
