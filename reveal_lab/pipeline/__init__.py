@@ -20,10 +20,12 @@ from reveal_lab.pipeline._cache import (
     CACHE_ENV,
     LOOKUPS,
     NOTEBOOK_ENV,
+    append_line,
     cache_dir,
     cache_stats,
     lookup_counts,
     memoize,
+    read_lines,
     using_cache,
 )
 from reveal_lab.pipeline._detect import detect_many, detect_run
@@ -107,6 +109,8 @@ __all__ = [
     "cache_dir",
     "cache_stats",
     "lookup_counts",
+    "append_line",
+    "read_lines",
     "LOOKUPS",
     "NOTEBOOK_ENV",
     "memoize",

@@ -60,6 +60,8 @@ __all__ = [
     "LOOKUPS",
     "NOTEBOOK_ENV",
     "lookup_counts",
+    "append_line",
+    "read_lines",
     "CacheWarning",
 ]
 
@@ -103,17 +105,34 @@ def cache_stats() -> dict[str, int]:
     return dict(_STATS)
 
 
-def _log_lookup(root: Path, kind: str, outcome: str) -> None:
-    """Append one lookup to ``root/LOOKUPS`` (one ``O_APPEND`` write: lines of processes that
-    share the folder do not interleave); a folder that cannot be written is not counted."""
-    line = f"{os.environ.get(NOTEBOOK_ENV, '')}\t{kind}\t{outcome}\n".encode()
+def append_line(folder: Path, name: str, line: str) -> None:
+    """Append ``line`` to the log ``folder/name`` in one ``O_APPEND`` write, so that lines of
+    processes sharing the folder (kernels, Dask workers) do not interleave; a folder that
+    cannot be written is left alone."""
     with contextlib.suppress(OSError):
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(root / LOOKUPS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line)
+            os.write(fd, line.encode())
         finally:
             os.close(fd)
+
+
+def _log_lookup(root: Path, kind: str, outcome: str) -> None:
+    """Append one lookup to ``root/LOOKUPS``, under the notebook of :data:`NOTEBOOK_ENV`."""
+    append_line(root, LOOKUPS, f"{os.environ.get(NOTEBOOK_ENV, '')}\t{kind}\t{outcome}\n")
+
+
+def read_lines(folder: Path, name: str, since: int, fields: int) -> list[list[str]]:
+    """The tab-separated lines of the log ``folder/name`` from byte ``since`` on, those with
+    ``fields`` fields (a line torn by a full disk is left out); none when there is no log."""
+    try:
+        with open(folder / name, "rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+    except OSError:
+        return []
+    return [p for p in (line.split("\t") for line in text.splitlines()) if len(p) == fields]
 
 
 def lookup_counts(folder: str | Path, since: int = 0) -> pl.DataFrame:
@@ -129,17 +148,10 @@ def lookup_counts(folder: str | Path, since: int = 0) -> pl.DataFrame:
     [('', 'view', 2, 1)]
     """
     schema = {"notebook": pl.String, "kind": pl.String, "hits": pl.Int64, "misses": pl.Int64}
-    try:
-        with open(Path(folder) / LOOKUPS, "rb") as f:
-            f.seek(since)
-            text = f.read().decode(errors="replace")
-    except OSError:
-        return pl.DataFrame(schema=schema)
     counts: dict[tuple[str, str], list[int]] = {}
-    for line in text.splitlines():
-        parts = line.split("\t")
-        if len(parts) != 3 or parts[2] not in ("hit", "miss"):
-            continue  # a line torn by a full disk
+    for parts in read_lines(Path(folder), LOOKUPS, since, 3):
+        if parts[2] not in ("hit", "miss"):
+            continue
         c = counts.setdefault((parts[0], parts[1]), [0, 0])
         c[parts[2] == "miss"] += 1
     rows = [(nb, kind, h, m) for (nb, kind), (h, m) in counts.items()]

@@ -36,6 +36,7 @@ from reveal_lab.scale._engine import (
 from reveal_lab.scale._platforms import PLATFORMS, section_refs, study_platforms
 from reveal_lab.scale._scan import INPROCESS, ScanResult, run_refs, scan
 from reveal_lab.scale._tasks import (
+    TASKS,
     RunOutcome,
     RunRef,
     RunResult,
@@ -43,9 +44,12 @@ from reveal_lab.scale._tasks import (
     execute,
     load_ref,
     summarize_detection,
+    task_times,
 )
 
 __all__ = [
+    "TASKS",
+    "task_times",
     "RunMap",
     "LazyRun",
     "lazy_runs",

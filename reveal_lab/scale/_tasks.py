@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from reveal_lab.pipeline import DetectionPolicy, memoize
+from reveal_lab.pipeline import NOTEBOOK_ENV, DetectionPolicy, append_line, cache_dir, memoize, read_lines
 
 __all__ = [
     "INPROCESS",
@@ -36,7 +36,15 @@ __all__ = [
     "execute",
     "load_ref",
     "summarize_detection",
+    "TASKS",
+    "task_times",
 ]
+
+#: the file in the cache folder each per-run task is appended to, wherever it ran:
+#: ``notebook, task, run_id, ok, seconds, reads, read_seconds`` (tab-separated)
+TASKS = "tasks.tsv"
+
+_READS = [0, 0.0]  # runs loaded by this process so far, and the seconds it took
 
 
 @dataclass(frozen=True)
@@ -92,10 +100,15 @@ def load_ref(ref: RunRef) -> Any:
     """Load the run ``ref`` points at (on the worker), streaming it out of its archive; with
     the per-run cache on, read once per cache folder (kind ``run``, keyed by the reference and
     the size and modification time of the file it is read from) and read back after."""
-    stamp = _file_stamp(ref)
-    if stamp is None:
-        return _open_dataset(ref.root).load(ref.run_id)
-    return _load_cached(ref, stamp)
+    t0 = time.perf_counter()
+    try:
+        stamp = _file_stamp(ref)
+        if stamp is None:
+            return _open_dataset(ref.root).load(ref.run_id)
+        return _load_cached(ref, stamp)
+    finally:
+        _READS[0] += 1
+        _READS[1] += time.perf_counter() - t0
 
 
 def _file_stamp(ref: RunRef) -> tuple[str, int, int] | None:
@@ -180,11 +193,14 @@ def attempt(fn: Callable[..., Any], ref: RunRef, args: tuple = ()) -> RunDone:
     with the run, the error and its traceback. The engine runs exactly this, in this process
     or on a Dask worker."""
     t0 = time.perf_counter()
+    reads = tuple(_READS)
     where = f"{os.uname().nodename}:{os.getpid()}"
+    name = getattr(args[0], "__name__", fn.__name__) if args and callable(args[0]) else fn.__name__
     try:
         value = fn(ref, *args)
     except Exception as exc:  # noqa: BLE001 - kept with its run, the others go on
         last = traceback.extract_tb(exc.__traceback__)[-1:]
+        _log_task(name, ref, False, time.perf_counter() - t0, reads)
         return RunDone(
             ref,
             False,
@@ -196,7 +212,32 @@ def attempt(fn: Callable[..., Any], ref: RunRef, args: tuple = ()) -> RunDone:
             peak_rss_mb=_peak_rss_mb(),
         )
     seconds = time.perf_counter() - t0
+    _log_task(name, ref, True, seconds, reads)
     return RunDone(ref, True, value, seconds=seconds, worker=where, peak_rss_mb=_peak_rss_mb())
+
+
+def _log_task(name: str, ref: RunRef, ok: bool, seconds: float, reads_before: tuple[int, float]) -> None:
+    """Append one per-run task to ``TASKS`` in the cache folder (one ``O_APPEND`` write), with
+    the runs it loaded and the seconds that took; nothing without a cache folder."""
+    root = cache_dir()
+    if root is None:
+        return
+    n, read_s = _READS[0] - reads_before[0], _READS[1] - reads_before[1]
+    append_line(root, TASKS, f"{os.environ.get(NOTEBOOK_ENV, '')}\t{name}\t{ref.run_id}\t{int(ok)}"
+                f"\t{seconds:.4f}\t{n}\t{read_s:.4f}\n")
+
+
+def task_times(folder: str | Path, since: int = 0) -> pl.DataFrame:
+    """The per-run tasks logged in the cache ``folder`` from byte ``since`` of its log on: one
+    row per task (``notebook, task, run_id, ok, seconds, reads, read_seconds``), in all
+    processes that shared the folder (the notebooks' kernels, Dask workers)."""
+    schema = {"notebook": pl.String, "task": pl.String, "run_id": pl.String, "ok": pl.Boolean,
+              "seconds": pl.Float64, "reads": pl.Int64, "read_seconds": pl.Float64}
+    rows = [
+        (p[0], p[1], p[2], p[3] == "1", float(p[4]), int(p[5]), float(p[6]))
+        for p in read_lines(Path(folder), TASKS, since, 7)
+    ]
+    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def run_task(

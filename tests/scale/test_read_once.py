@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 from reveal_lab.config import fixtures_dir
 from reveal_lab.notebooks import cache_section
 from reveal_lab.pipeline import lookup_counts, using_cache
-from reveal_lab.scale import map_runs, study_refs
+from reveal_lab.scale import map_runs, study_refs, task_times
 from reveal_lab.studies import overview_piece, run_facts
 
 SAMPLE = fixtures_dir() / "reveal_sample"
@@ -59,3 +59,15 @@ def test_the_index_counts_only_this_reproductions_lookups(tmp_path):
     section = cache_section(folder, since)
     assert section["line"].endswith("0 run file(s) read, 2 later use(s) of them read back from the cache")
     assert section["kinds"]["rows"] == [["run", "2", "0"]]
+
+
+def test_every_task_is_logged_with_the_runs_it_read(tmp_path):
+    refs = study_refs(SAMPLE)[:3]
+    with using_cache(tmp_path / "cache"):
+        map_runs(overview_piece, refs, progress=False)
+        map_runs(run_facts, refs, progress=False)
+    tasks = task_times(tmp_path / "cache")
+    assert tasks["task"].to_list() == ["overview_piece"] * 3 + ["run_facts"] * 3
+    assert tasks["run_id"].to_list() == [r.run_id for r in refs] * 2
+    assert tasks["ok"].all() and (tasks["reads"] == 1).all()
+    assert (tasks["read_seconds"] <= tasks["seconds"]).all()
