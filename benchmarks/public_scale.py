@@ -22,6 +22,14 @@ and a projection of the real dataset (4,522 files) from the measured per-run cos
 ``fixed + per_run x 4522`` on one machine and ``fixed + per_run x 4522 / N`` on N workers
 (per-run cost from the difference between the largest and smallest scale).
 
+Beside them (``_run_budget.py``): ``map_steps`` per reproduction, each study's map step as it
+ran (per notebook and task: seconds per run, share, the seconds spent reading runs; from the
+reproduction's ``OUT/cache/tasks.tsv``); ``stage_budget``, the detection stages one by one
+(read, derive, window, features, each detector, attribution) on ``--budget-runs`` runs of the
+smallest proxy, seconds per run and share; ``dtw_sample``, notebook 05's study on that proxy
+with each run compared with K other workloads' medians (``--dtw-samples``) against every other
+workload: the labels and ranks that change.
+
 Measure on a quiet machine; every figure in the docs names this command and the date.
 """
 
@@ -36,6 +44,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from _harness import ROOT, Session, parser, row, side
+from _run_budget import dtw_sample_effect, map_step_budget, stage_budget
 
 REAL_FILES = 4522
 CLI = [str(Path(sys.executable).parent / "reveal-lab")]
@@ -195,6 +204,7 @@ def measure_scale(k: int, args, work: Path) -> Iterator[dict]:  # noqa: ANN001 -
             "notebook_seconds": status,
             "notebook_peak_tree_rss_mb": notebook_peaks(samples, out / "notebooks"),
             "skipped_runs": (sum(1 for _ in open(skipped)) - 1) if skipped.exists() else 0,
+            "map_steps": map_step_budget(out / "cache", n_runs or 0),
         }
         print(f"  exit {m['exit']}, {m['wall_s']} s, peak tree RSS {m['peak_tree_rss_mb']} MB", flush=True)
         yield measured
@@ -210,9 +220,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=240.0)
     ap.add_argument("--only", action="append", default=[], help="reproduce only this notebook (repeatable)")
     ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: temporary)")
+    ap.add_argument("--budget-runs", type=int, default=8,
+                    help="runs of the smallest proxy the detection stages are timed on (0: none)")
+    ap.add_argument("--dtw-samples", default="1,2,4",
+                    help="sample sizes of other workloads notebook 05 is measured with against all (empty: none)")
     args = ap.parse_args(argv)
     if args.quick:
         args.scales, args.engines, args.preset = "1,2", "inprocess", "smoke"
+        args.budget_runs, args.dtw_samples = 2, "1"
         args.runs_per_workload, args.seconds, args.only = 2, 10.0, args.only or ["01-dataset-overview"]
     session = Session("public_scale", argv, versions=("dask", "distributed", "psutil"))
     import tempfile
@@ -223,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     planned = [f"K={k} {engine}" for k in scales for engine in args.engines.split(",")]
     settings = {name: v for name, v in vars(args).items() if name not in ("out", "work")}
     measured: list[dict] = []
+    extra: dict = {}
     for k in scales:
         for one in measure_scale(k, args, work):
             measured.append(one)
@@ -234,8 +250,18 @@ def main(argv: list[str] | None = None) -> int:
                 "measured": measured,
                 "issue29_ratios": _ratios(measured),
                 "projection": _projection(measured),
+                **extra,
             }
             session.write(Path(args.out), rows(measured, args.preset), details)
+    smallest = work / f"proxy-K{min(scales)}"
+    if args.budget_runs and smallest.exists():
+        print(f"detection stages on {args.budget_runs} runs of {smallest}", flush=True)
+        extra["stage_budget"] = stage_budget(smallest, args.budget_runs)
+    if args.dtw_samples and smallest.exists():
+        print(f"notebook 05 with samples of {args.dtw_samples} other workloads on {smallest}", flush=True)
+        extra["dtw_sample"] = dtw_sample_effect(smallest, tuple(int(x) for x in args.dtw_samples.split(",")))
+    if extra:
+        session.write(Path(args.out), rows(measured, args.preset), {**details, **extra})
     print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")
     for r in measured:
         print(f"| {r['scale']} | {r['runs']} | {r['engine']} | {r['wall_s']} | {r['peak_tree_rss_mb']} |")
