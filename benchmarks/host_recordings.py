@@ -33,6 +33,7 @@ import polars as pl
 
 from reveal_lab.config import PROJECT_ROOT
 from reveal_lab.evaluation import evaluate_dataset, score_episodes
+from reveal_lab.pipeline import POLICIES
 
 HERE = Path(__file__).resolve().parent
 #: the goals of issue #34
@@ -58,7 +59,7 @@ def _outside_episodes(windows: pl.DataFrame, episodes: pl.DataFrame) -> tuple[in
 def measure(data: Path, min_run: int | None) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ev = evaluate_dataset(data, mode="alone", min_agreement=1, min_run=min_run)
+        ev = evaluate_dataset(data, mode="alone", policy=POLICIES["default"].with_(min_agreement=1, min_run=min_run))
     t = {r["fault_type"]: r for r in ev.table.iter_rows(named=True)}
     overall = t["overall"]
     flagged, n = _outside_episodes(ev.windows, ev.episodes)

@@ -51,14 +51,15 @@ labelled = (root / "meta_lab.csv").exists() and (root / "labels.csv").exists()
 if labelled:
     from reveal_lab.evaluation import evaluate_dataset
     from reveal_lab.io import read_meta
+    from reveal_lab.pipeline import POLICIES
 
     subset = read_meta(root / "meta_lab.csv")["run"].unique(maintain_order=True).to_list()[:max_runs] \
         if max_runs else None
     saved = bool(pruning) and (Path(out_dir) / pruning).exists()  # 02's space, else fitted here
     space = studies.study_pruning([], out_dir, prune=pruning) if saved else bool(pruning)
-    ev = evaluate_dataset(root, mode=mode, preset=preset, min_agreement=min_agreement, runs=subset,
-                          crosshost=crosshost, false_alarm_rate=false_alarm_rate, prune=space,
-                          calibration=calibration)
+    policy = POLICIES["default"].with_(min_agreement=min_agreement, false_alarm_rate=false_alarm_rate,
+                                       prune=space, calibration=calibration)
+    ev = evaluate_dataset(root, mode=mode, preset=preset, policy=policy, runs=subset, crosshost=crosshost)
     table, episodes, alarms = ev.table, ev.episodes, ev.baseline_by_workload
     by_repeat = ev.false_alarms_by_repeat if ev.false_alarms_by_repeat is not None else \
         pl.DataFrame({"note": ["the runs have no repeat number"]})

@@ -29,12 +29,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from reveal_lab.telemetry import TIMESTAMP, Run, TelemetryError, parse_metric_name
+
+if TYPE_CHECKING:
+    from reveal_lab.pipeline import DetectionPolicy
 
 __all__ = [
     "COMPARE_COLUMNS",
@@ -376,19 +379,18 @@ def compare_runs(
     data: str | Path | None = None,
     reference: str = "a",
     preset: str = "paper",
-    policy: Any = None,
+    policy: DetectionPolicy | None = None,
     n_boot: int = 2000,
     seed: int = 0,
     level: float = 0.95,
     a_label: str = "A",
     b_label: str = "B",
     memo: dict | None = None,
-    **changes: Any,
 ) -> Comparison:
     """Compare run sets ``a`` and ``b`` (see the module doc); items as :func:`resolve_runs` takes.
 
-    ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default ``POLICIES["default"]``,
-    with ``changes``: its fields to replace) decides each run's anomalous windows; its
+    ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default ``POLICIES["default"]``)
+    decides each run's anomalous windows; its
     ``min_agreement`` left to ``auto`` is 1 here (the shares count the windows any detector
     flags, on both sides alike, so a fault one detector sees still moves them). Its
     ``trim`` (unless ``none``) keeps each lab run's workload span only (from
@@ -401,11 +403,9 @@ def compare_runs(
     a run another call scored alike is read from it, not scored again.
     """
     from reveal_lab.config import get_preset
-    from reveal_lab.pipeline import POLICIES, detect_run, trim_arguments
+    from reveal_lab.pipeline import POLICIES, detect_run
 
-    if "trim" in changes:
-        changes["trim"] = trim_arguments(changes["trim"])[0]
-    policy = (policy or POLICIES["default"]).with_(**changes).for_shares()
+    policy = (policy or POLICIES["default"]).for_shares()
     trim = policy.trim != "none"
 
     if reference not in ("a", "self"):

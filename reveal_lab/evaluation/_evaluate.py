@@ -210,13 +210,12 @@ def evaluate_dataset(
     runs: Sequence[str] | None = None,
     crosshost: bool = True,
     persist: int = 1,
-    **changes: Any,
 ) -> Evaluation:
     """Detect on every host file of a labelled dataset and score it (see the module doc).
 
     ``policy`` (:class:`~reveal_lab.pipeline.DetectionPolicy`, default
-    ``POLICIES["default"]``, with ``changes``: its fields to replace, e.g.
-    ``min_agreement=2``) decides which windows are flagged; ``mode`` sets its thresholds.
+    ``POLICIES["default"]``, e.g. ``POLICIES["default"].with_(min_agreement=2)``) decides
+    which windows are flagged; ``mode`` sets its thresholds.
     Its ``min_agreement``: a window counts as flagged when at least this many detectors flag
     it (auto: 2 in the calibrated mode, which keeps one detector's false alarms out, else 1;
     what each choice flags on the lab data: ``docs/RESULTS.md``). Its ``calibration``: how
@@ -228,7 +227,7 @@ def evaluate_dataset(
     ``meta_lab.csv``, from the first step to the last progress line), for the run and its
     baseline runs alike; the collector's start, the calm seconds, the interpreter start-up
     and the teardown are left out. A run without a recorded span (a host recording) is
-    scored whole (a ``trim`` change may also be ``True``: ``auto``, ``False``: ``none``).
+    scored whole.
 
     ``mode="alone"`` detects each run by itself with ``detect RUN``'s defaults (robust
     thresholds against the run's own calm majority, the space pruned on the run itself,
@@ -261,17 +260,15 @@ def evaluate_dataset(
     (:func:`reveal_lab.evaluation.persistent`), on fault and fault-free runs alike.
     """
     from reveal_lab.config import Preset, data_dir, get_preset
-    from reveal_lab.pipeline import POLICIES, trim_arguments
+    from reveal_lab.pipeline import POLICIES
 
     if mode not in FIT_MODES:
         raise ValueError(f"mode must be one of {FIT_MODES}, got {mode!r}")
     root = Path(root) if root is not None else data_dir()
     meta, labels, label_notes = _read_lab(root)
     pre = preset if isinstance(preset, Preset) else get_preset(preset)
-    if "trim" in changes:
-        changes["trim"] = trim_arguments(changes["trim"])[0]
     thr_mode = {"calibrated": "calibrated", "baseline": "baseline", "self": "self", "alone": "robust"}[mode]
-    policy = (policy or POLICIES["default"]).with_(**changes, thresholds=thr_mode)
+    policy = (policy or POLICIES["default"]).with_(thresholds=thr_mode)
     n_base = {"calibrated": 2, "baseline": 1}.get(mode, 0)
     resolved = policy.resolve(baseline_runs=n_base, source="lab", preset=pre)
     loader = _RunLoader(root, meta, policy.trim)

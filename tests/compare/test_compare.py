@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from reveal_lab.compare import COMPARE_COLUMNS, RunSpec, bootstrap_compare, compare_runs, table_markdown
+from reveal_lab.pipeline import POLICIES
 from reveal_lab.synth import Anomaly, make_run
 
 
@@ -40,7 +41,8 @@ def test_compare_runs_sees_the_planted_network_fault(tmp_path):
     b = [_spec(10 + i, True, 80.0 + i) for i in range(4)]
     # the utilisation rule (trim active, asked: synthetic runs have no recorded span) keeps the healthy
     # side near the false-alarm rate (whole runs: 0.16 of A's windows flagged by any one detector)
-    cmp = compare_runs(a, b, n_boot=1000, a_label="healthy", b_label="network fault", trim="active")
+    active = POLICIES["default"].with_(trim="active")
+    cmp = compare_runs(a, b, n_boot=1000, a_label="healthy", b_label="network fault", policy=active)
     t = cmp.table
     assert t.columns == list(COMPARE_COLUMNS)
     row = {(r["level"], r["name"]): r for r in t.iter_rows(named=True)}
@@ -120,7 +122,7 @@ def test_compare_cases_scores_shared_runs_once_with_equal_tables(tmp_path, monke
 
     a = [spec(i, False) for i in range(3)]
     cases = {"x": (a, [spec(10, True), spec(11, True)]), "y": (a, [spec(20, True), spec(21, False)])}
-    kw = {"n_boot": 200, "trim": "active"}
+    kw = {"n_boot": 200, "policy": POLICIES["default"].with_(trim="active")}
     alone = {c: compare_runs(sa, sb, a_label="A", b_label=c, **kw) for c, (sa, sb) in cases.items()}
     calls = []
     real = cmp_mod.run_shares

@@ -11,6 +11,7 @@ from reveal_lab.cli import main
 from reveal_lab.config import data_dir
 from reveal_lab.evaluation import TABLE_COLUMNS, evaluate_dataset
 from reveal_lab.io import read_labels, read_meta
+from reveal_lab.pipeline import POLICIES
 
 pytestmark = pytest.mark.slow
 
@@ -87,10 +88,11 @@ def test_evaluate_alone_detects_each_run_as_detect_run_does():
     in a row and the sentinel rule for a run alone (which finds the storage bursts the
     detectors miss); the lab run keeps its recorded span; ``min_run=1`` flags more."""
     run = _storage_run()
-    ev = evaluate_dataset(mode="alone", runs=[run], min_agreement=1)
+    any_one = POLICIES["default"].with_(min_agreement=1)
+    ev = evaluate_dataset(mode="alone", runs=[run], policy=any_one)
     assert ev.config["mode"] == "alone" and ev.config["trim"] == "auto" and ev.config["trimmed_s_per_run"] > 0
     assert ev.episodes["detected"].all() and ev.config["sentinel_windows"] > 0
-    every = evaluate_dataset(mode="alone", runs=[run], min_agreement=1, min_run=1)
+    every = evaluate_dataset(mode="alone", runs=[run], policy=any_one.with_(min_run=1))
     assert every.config["min_run"] == 1
     assert every.windows["flagged"].sum() >= ev.windows["flagged"].sum()
     with pytest.raises(ValueError, match="mode must be one of"):
@@ -108,7 +110,7 @@ def test_calibrated_thresholds_flag_the_storage_bursts():
     ep = ev.episodes
     assert ev.config["min_agreement"] == 2 and ev.config["calibration"] == "trimmed"
     assert ep["detected"].all() and ep["top3"].all()
-    pooled = evaluate_dataset(mode="calibrated", runs=[run], calibration="pooled")
+    pooled = evaluate_dataset(mode="calibrated", runs=[run], policy=POLICIES["default"].with_(calibration="pooled"))
     assert pooled.episodes["n_flagged"].sum() < ep["n_flagged"].sum()
 
 
@@ -175,7 +177,7 @@ def test_the_sentinel_rule_finds_packet_loss_the_detectors_miss(tmp_path, capsys
 
     labels = read_labels(data_dir() / "labels.csv")
     run = labels.filter(pl.col("fault_type") == "packet_loss")["run"][0]
-    ev = evaluate_dataset(mode="calibrated", runs=[run], prune=False)
+    ev = evaluate_dataset(mode="calibrated", runs=[run], policy=POLICIES["default"].with_(prune=False))
     assert ev.config["sentinel_samples"] == 5 and ev.config["sentinel_windows"] > 0
     tab = {r["fault_type"]: r for r in ev.table.iter_rows(named=True)}
     assert tab["packet_loss"]["episode_recall"] == 1.0 and tab["packet_loss"]["top1_accuracy"] == 1.0

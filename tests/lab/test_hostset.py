@@ -23,7 +23,7 @@ from reveal_lab.lab import (
     record_host_recording,
     record_host_set,
 )
-from reveal_lab.pipeline import trim_run
+from reveal_lab.pipeline import POLICIES, trim_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,7 +75,7 @@ def test_one_real_recording_builds_the_lab_layout(tmp_path):
     readme = (tmp_path / "data" / "README.md").read_text()
     assert "Load average before and after" in readme and man["stem"] in readme
     # evaluate takes the set as it is: each recording detected alone, scored whole
-    ev = evaluate_dataset(tmp_path / "data", mode="alone", prune=False, min_run=1)
+    ev = evaluate_dataset(tmp_path / "data", mode="alone", policy=POLICIES["default"].with_(prune=False, min_run=1))
     assert ev.config["runs_scored"] == 1 and ev.config["trim"] == "auto" and ev.config["trimmed_s_per_run"] == 0
     assert ev.windows.height >= 3 and ev.episodes.height == 1
 

@@ -23,7 +23,7 @@ from reveal_lab.cli._checks import (
 from reveal_lab.compare import resolve_runs
 from reveal_lab.config import data_dir
 from reveal_lab.io import check_labels, load_run, read_labels, read_meta, write_parquet_run
-from reveal_lab.pipeline import Pruning
+from reveal_lab.pipeline import POLICIES, Pruning
 from reveal_lab.reliability import SimulationResult
 
 from .conftest import assert_clean_error, cli, copy_lab_runs
@@ -127,7 +127,7 @@ def test_evaluate_counts_a_repeated_label_once_and_names_the_unknown_ones(tmp_pa
     bad = pl.concat([mine, mine.head(1), mine.head(1).with_columns(host=pl.lit("labZ"))])
     stamps = pl.col("start", "end").dt.strftime("%Y-%m-%d %H:%M:%S%.3f")
     bad.with_columns(stamps).write_csv(root / "labels.csv")
-    ev = evaluate_dataset(root, mode="self", prune=False, crosshost=False)
+    ev = evaluate_dataset(root, mode="self", policy=POLICIES["default"].with_(prune=False), crosshost=False)
     assert ev.episodes.height == mine.height
     assert any("repeats an earlier label" in f for f in ev.failures)
     assert any("host labZ" in f for f in ev.failures)
