@@ -238,7 +238,7 @@ def _preset_from_args(args: argparse.Namespace):  # noqa: ANN202 - a Preset
             if d <= 0:
                 raise ValueError(f"--{arg} must be positive, got {v!r}")
             changes[fieldname] = d
-    if changes:
+    if changes:  # the preset's window hyper-parameters (WindowConfig), not a detection decision
         preset = dataclasses.replace(preset, window=dataclasses.replace(win, **changes))
     check_stride(preset.window)
     return preset

@@ -293,9 +293,9 @@ def policy_changes(args: argparse.Namespace, knobs: Iterable[Knob] = KNOBS) -> d
     return out
 
 
-def policy_from_args(args: argparse.Namespace, **changes: Any):  # noqa: ANN201 - DetectionPolicy
-    """The :class:`~reveal_lab.pipeline.DetectionPolicy` of ``args``: ``--policy`` with the
-    fields its flags set, then ``changes`` (what the command decides itself)."""
+def policy_from_args(args: argparse.Namespace):  # noqa: ANN201 - DetectionPolicy
+    """The :class:`~reveal_lab.pipeline.DetectionPolicy` of ``args``, built once at the
+    command's entry and handed down as it is: ``--policy`` with the fields its flags set."""
     from reveal_lab.pipeline import get_policy
 
-    return get_policy(getattr(args, "policy", "default"), **{**policy_changes(args), **changes})
+    return get_policy(getattr(args, "policy", "default"), **policy_changes(args))

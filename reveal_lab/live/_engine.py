@@ -177,7 +177,6 @@ class LiveDetector:
         (``baseline``): ``min_agreement`` detectors must flag a window, ``sentinel_samples``
         is the sentinel rule's with a baseline, ``prune`` the metric space, ``outlier_fence``
         whether the fitted thresholds are capped at the outlier fence.
-    changes : policy fields to replace (``min_agreement=2``, ``prune=False``, ...).
     derive : apply the pipeline's derived metrics (``detection_view``).
     fast_forest : score and explain the Isolation Forest with the flattened forest.
     keep_features : keep every window's feature vector in :attr:`history` (tests,
@@ -202,7 +201,6 @@ class LiveDetector:
         fast_forest: bool = True,
         keep_features: bool = False,
         prune_threshold: float = 0.5,
-        **changes: Any,
     ) -> None:
         self.window = window or WindowConfig()
         self.detect = detect or DetectConfig()
@@ -211,7 +209,7 @@ class LiveDetector:
             raise ValueError(f"warmup_wait_s must be >= 0, got {warmup_wait_s}")
         self.warmup_wait_s = float(warmup_wait_s)
         #: the decision: thresholds fitted on a reference (the baseline or the warm-up)
-        self.policy = (policy or POLICIES["default"]).with_(**changes)
+        self.policy = policy or POLICIES["default"]
         resolved = self.policy.with_(thresholds="baseline").resolve(baseline_runs=1, source="host")
         #: fitted on the warm-up (no baseline), the stream is a run alone: detect_run's rules for
         #: one (per-core families folded, the Z-score by family against its per-family

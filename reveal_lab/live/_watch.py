@@ -14,6 +14,7 @@ from typing import IO, Any
 from reveal_lab.config import Preset, WindowConfig, get_preset
 from reveal_lab.live._engine import LiveDetector, Verdict
 from reveal_lab.live._follow import CollectorFollower
+from reveal_lab.pipeline import DetectionPolicy
 from reveal_lab.telemetry import Run
 
 __all__ = ["watch", "WatchSummary"]
@@ -85,7 +86,7 @@ def watch(
     warmup_s: float = 30.0,
     window: WindowConfig | None = None,
     preset: str | Preset = "paper",
-    policy: Any = None,
+    policy: DetectionPolicy | None = None,
     jsonl: str | Path | None = None,
     duration_s: float | None = None,
     max_windows: int | None = None,
@@ -96,7 +97,6 @@ def watch(
     show: str = "anomalies",
     echo: Callable[[str], None] | None = print,
     on_verdict: Callable[[Verdict], None] | None = None,
-    **changes: Any,
 ) -> WatchSummary:
     """Follow the collector output ``directory`` and score each window as it completes.
 
@@ -110,8 +110,7 @@ def watch(
         default ``POLICIES["default"]``; see :class:`LiveDetector`): its ``prune`` is the
         metric space (fitted on the baseline or on the warm-up; a ``pruning.json`` path
         reuses a saved one, e.g. ``reveal-lab detect``'s; ``False`` scores every metric), its
-        ``sentinel_samples`` the sentinel rule's with a baseline. ``changes``: policy fields
-        to replace (``min_agreement=2``, ``prune=False``, ...).
+        ``sentinel_samples`` the sentinel rule's with a baseline.
     jsonl : append one JSON object per scored window (and per warm-up fit) to this file.
     duration_s, max_windows, idle_exit_s : stop after this long / this many windows /
         this long without new data (counted from the start while the run has not
@@ -144,7 +143,6 @@ def watch(
         baseline=_load_baseline(baseline),
         policy=policy,
         prune_threshold=p.prune.threshold,
-        **changes,
     )
     summary = WatchSummary(fitted_on=det.fitted_on)
     out: IO[str] | None = None

@@ -51,6 +51,7 @@ def detect_run(
     policy: DetectionPolicy | None = None,
     derive: bool = True,
     blas_threads: int | None = None,
+    # folded into the one policy at this entry, before any step reads it; no layer forwards it
     **changes: Any,
 ) -> Detection:
     """Detect and explain anomalous windows of one run.

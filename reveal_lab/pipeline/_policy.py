@@ -301,6 +301,7 @@ class DetectionPolicy:
                     f"DetectionPolicy.{flag} must be True, False or None (auto), got {getattr(self, flag)!r}"
                 )
 
+    # the one constructor of a changed policy: its fields by name, validated into the one object
     def with_(self, **changes: Any) -> DetectionPolicy:
         """A copy with ``changes`` (field names), validated as a new policy.
 
@@ -571,6 +572,7 @@ POLICIES: dict[str, DetectionPolicy] = {
 }
 
 
+# builds the one object (a named policy with fields changed, as with_); never forwarded further
 def get_policy(name: str, **changes: Any) -> DetectionPolicy:
     """A named policy of :data:`POLICIES`, with ``changes`` applied (:meth:`DetectionPolicy.with_`).
 

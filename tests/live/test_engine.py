@@ -11,7 +11,7 @@ import pytest
 from reveal_lab.config import WindowConfig
 from reveal_lab.features import window_features
 from reveal_lab.live import LiveDetector
-from reveal_lab.pipeline import Pruning, detection_view, fit_pruning, save_pruning
+from reveal_lab.pipeline import POLICIES, Pruning, detection_view, fit_pruning, save_pruning
 from reveal_lab.synth import Anomaly, make_run
 from reveal_lab.telemetry import Run, RunMeta, parse_metric_name
 
@@ -29,7 +29,7 @@ def _stream(det: LiveDetector, frame: pl.DataFrame, seed: int = 0) -> list:
 
 def test_each_window_features_equal_the_offline_features():
     run, _ = make_run(40, n_channels=150, seed=5)
-    det = LiveDetector(warmup_s=20, keep_features=True, prune=False)
+    det = LiveDetector(warmup_s=20, keep_features=True, policy=POLICIES["default"].with_(prune=False))
     verdicts = _stream(det, run.frame)
     # the live view decides on the warm-up what the pipeline decides on the whole run (derived
     # metrics; static, all-missing and constant columns out): only columns constant during the
@@ -65,7 +65,7 @@ def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
         return a < 65.0 and b > 55.0
 
     for min_run in (None, 1):
-        det = LiveDetector(warmup_s=40, **({} if min_run is None else {"min_run": min_run}))
+        det = LiveDetector(warmup_s=40, policy=POLICIES["default"].with_(min_run=min_run))
         verdicts = _stream(det, run.frame, seed=1)
         scored = [v for v in verdicts if v.phase == "scored"]
         assert scored and all(v.phase == "warmup" for v in verdicts[: len(verdicts) - len(scored)])
@@ -100,7 +100,7 @@ def test_baseline_from_another_host_and_evidence_named_by_the_stream():
         profile_seed=7,
         anomalies=[Anomaly("cpu", 10.0, 20.0, magnitude=12.0)],
     )
-    det = LiveDetector(baseline=base, min_agreement=2)
+    det = LiveDetector(baseline=base, policy=POLICIES["default"].with_(min_agreement=2))
     assert det.fitted and "baseline" in (det.fitted_on or "")
     verdicts = _stream(det, live.frame)
     assert verdicts and all(v.phase == "scored" for v in verdicts)  # no warm-up with a baseline
@@ -148,8 +148,8 @@ def test_verdicts_do_not_depend_on_how_rows_arrive():
     run, _ = make_run(45, n_channels=120, seed=9, anomalies=[Anomaly("memory", 33.0, 38.0, magnitude=8.0)])
     # every window over a threshold counts (min_run=1): the 5 s anomaly is shorter than a run
     # alone's 8 windows in a row
-    a = _stream(LiveDetector(warmup_s=25, min_run=1), run.frame, seed=1)
-    b = _stream(LiveDetector(warmup_s=25, min_run=1), run.frame, seed=2)
+    a = _stream(LiveDetector(warmup_s=25, policy=POLICIES["default"].with_(min_run=1)), run.frame, seed=1)
+    b = _stream(LiveDetector(warmup_s=25, policy=POLICIES["default"].with_(min_run=1)), run.frame, seed=2)
     assert [(v.window_id, v.phase, v.anomalous, v.methods) for v in a] == [
         (v.window_id, v.phase, v.anomalous, v.methods) for v in b
     ]
@@ -164,7 +164,8 @@ def test_pruned_space_fitted_on_the_warmup_equals_the_pipelines():
     (Broken variant caught: the live view ignoring the pruning.)"""
     run, _ = make_run(40, n_channels=150, seed=5)
     assert LiveDetector(warmup_s=20).pruning is None and not LiveDetector(warmup_s=20)._prune_pending
-    det = LiveDetector(warmup_s=20, keep_features=True, prune=True, fold_cores=False)
+    folded = POLICIES["default"].with_(prune=True, fold_cores=False)
+    det = LiveDetector(warmup_s=20, keep_features=True, policy=folded)
     verdicts = _stream(det, run.frame)
     assert det.pruning is not None and det.pruning_source == "fitted on the warm-up"
     t0 = run.frame.get_column("timestamp")[0]
@@ -187,15 +188,15 @@ def test_a_saved_pruning_restricts_the_live_space(tmp_path):
     view = detection_view(run.frame)[0]
     chosen = [c for c in view.columns if c != "timestamp"][:5]
     path = save_pruning(Pruning(chosen, {"threshold": 0.5}, {}), tmp_path / "pruning.json")
-    det = LiveDetector(warmup_s=12, prune=path)
+    det = LiveDetector(warmup_s=12, policy=POLICIES["default"].with_(prune=path))
     _stream(det, run.frame)
     assert det.fitted and det.pruning_source == str(path)
     assert {p.split("|")[0] for p in det.keys} == {parse_metric_name(c).key() for c in chosen}
     with pytest.raises(ValueError, match="not a pruning file"):
-        LiveDetector(prune=tmp_path / "missing.json")
+        LiveDetector(policy=POLICIES["default"].with_(prune=tmp_path / "missing.json"))
     other = save_pruning(Pruning(["Nothing:here.-"], {}, {}), tmp_path / "other.json")
     with pytest.raises(Exception, match="none of the 1 metrics of the pruned space"):
-        _stream(LiveDetector(warmup_s=12, prune=other), run.frame)
+        _stream(LiveDetector(warmup_s=12, policy=POLICIES["default"].with_(prune=other)), run.frame)
 
 
 def _ofo_run(name: str, seed: int, ofo_at: range | None = None, n: int = 600) -> Run:
@@ -226,7 +227,7 @@ def test_the_sentinel_rule_holds_while_streaming_as_offline():
 
     base = [_ofo_run("b1", 1), _ofo_run("b2", 2)]
     run = _ofo_run("r", 3, ofo_at=range(300, 320))
-    det = LiveDetector(baseline=base, min_agreement=2)
+    det = LiveDetector(baseline=base, policy=POLICIES["default"].with_(min_agreement=2))
     assert det.silent == {"Nstat_diff:TcpExtTCPOFOQueue"}
     assert "Nstat_diff:TcpExtTCPOFOQueue" not in det.pruning.selected  # constant: pruned away
     verdicts = _stream(det, run.frame)
@@ -242,7 +243,8 @@ def test_the_sentinel_rule_holds_while_streaming_as_offline():
             if v.agreement < 2:
                 assert v.subsystems == "network" and len(v.evidence) == 1
             assert "[" in v.line() and "sentinel" in v.line()
-    off = LiveDetector(baseline=base, min_agreement=2, sentinel_samples=None)
+    no_sentinel = POLICIES["default"].with_(min_agreement=2, sentinel_samples=None)
+    off = LiveDetector(baseline=base, policy=no_sentinel)
     assert off.silent == set()
     quiet = _stream(off, run.frame)
     assert not any(v.sentinel for v in quiet)

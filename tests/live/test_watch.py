@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from reveal_lab.live import watch
+from reveal_lab.pipeline import POLICIES
 
 CLI = str(Path(sys.executable).with_name("reveal-lab"))
 
@@ -129,7 +130,7 @@ def test_watch_function_with_a_baseline_run(tmp_path):
             show="none",
             echo=None,
             on_verdict=seen.append,
-            prune=prune,
+            policy=POLICIES["default"].with_(prune=prune),
             jsonl=jsonl,
         )
         assert summary.fitted_on and "baseline" in summary.fitted_on
@@ -148,7 +149,7 @@ def test_watch_function_with_a_baseline_run(tmp_path):
     assert verdicts and all("sentinel" in e for e in verdicts)
     quiet: list = []
     summary = watch(live, baseline=base, idle_exit_s=1.0, duration_s=60, show="none", echo=None,
-                    on_verdict=quiet.append, sentinel_samples=None)  # fmt: skip
+                    on_verdict=quiet.append, policy=POLICIES["default"].with_(sentinel_samples=None))  # fmt: skip
     assert summary.scored >= 2 and not any(v.sentinel for v in quiet)
     assert all(v.anomalous == (v.agreement >= 1) for v in quiet if v.phase == "scored")
 

@@ -100,10 +100,10 @@ def test_watch_stops_when_the_run_folder_is_deleted(tmp_path):
 def test_a_pruned_space_the_stream_lacks_advises_a_flag_that_exists():
     from reveal_lab.cli import build_parser
     from reveal_lab.live import LiveDetector
-    from reveal_lab.pipeline import Pruning
+    from reveal_lab.pipeline import POLICIES, Pruning
     from reveal_lab.telemetry import TelemetryError
 
-    det = LiveDetector(prune=Pruning(["nosuch:metric"], {}, {}))
+    det = LiveDetector(policy=POLICIES["default"].with_(prune=Pruning(["nosuch:metric"], {}, {})))
     with pytest.raises(TelemetryError) as exc:
         det._selected(["timestamp", "cpu:user.h1"])
     assert "prune=False" not in str(exc.value) and "watch --no-prune" in str(exc.value)

@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 
 from reveal_lab.config import fixtures_dir, get_preset
 from reveal_lab.io import open_dataset
-from reveal_lab.pipeline import detect_run
+from reveal_lab.pipeline import POLICIES, detect_run
 from reveal_lab.scale import INPROCESS, plan_local_cluster, run_refs, scan
 
 distributed = pytest.importorskip("distributed")
@@ -51,7 +51,7 @@ def test_local_cluster_matches_in_process_pipeline(client, reference, pipeline_r
     res = scan(
         FIXTURE,
         scheduler=client,
-        task_kwargs={"preset": PRESET, "min_run": MIN_RUN},
+        task_kwargs={"preset": PRESET, "policy": POLICIES["default"].with_(min_run=MIN_RUN)},
         progress=False,
         echo=lambda _m: None,
     )
@@ -77,7 +77,7 @@ def test_in_process_backend_runs_the_same_code(reference):
         FIXTURE,
         scheduler=INPROCESS,
         run_ids=ids,
-        task_kwargs={"preset": PRESET, "min_run": MIN_RUN},
+        task_kwargs={"preset": PRESET, "policy": POLICIES["default"].with_(min_run=MIN_RUN)},
         progress=False,
     )
     want = reference.filter(pl.col("run_id").is_in(ids))
@@ -222,7 +222,7 @@ def test_a_scan_that_flags_nothing_keeps_the_anomalies_columns(tmp_path):
         FIXTURE,
         scheduler=INPROCESS,
         run_ids=ids,
-        task_kwargs={"preset": PRESET, "min_run": 100_000},
+        task_kwargs={"preset": PRESET, "policy": POLICIES["default"].with_(min_run=100_000)},
         progress=False,
     )
     assert len(res.succeeded) == 2 and res.anomalies.height == 0
