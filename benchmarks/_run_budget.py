@@ -111,19 +111,22 @@ def map_step_budget(cache: Path, runs: int) -> dict[str, Any]:
     }
 
 
-def dtw_sample_effect(data: Path, samples: tuple[int, ...] = (1, 2, 4), length: int = 256) -> dict[str, Any]:
+def dtw_sample_effect(
+    data: Path, samples: tuple[int, ...] = (1, 2, 3), length: int = 256, max_metrics: int | None = None
+) -> dict[str, Any]:
     """Notebook 05's study (fault-free runs, by phase, every platform apart) on ``data`` with
     each run compared with K other workloads' medians (one seeded order per platform) against
     the full comparison (every other workload): per K, the workload-metric pairs whose labels
     change (two-sided significance, one-sided significance, closer within) and the metrics whose
-    rank by effect size changes, with the seconds of each study."""
+    rank by effect size changes, with the seconds of each study. ``max_metrics``: the first so
+    many metrics (sorted), as notebook 05's parameter of that name."""
     from reveal_lab import scale, studies
 
     sections = scale.section_refs(str(data), "each", fault_free=True)
-    out: dict[str, Any] = {"samples": list(samples), "sections": {}}
+    out: dict[str, Any] = {"samples": list(samples), "max_metrics": max_metrics, "sections": {}}
     for section, refs in sections.items():
         mapped = scale.map_runs(studies.dtw_piece, refs, True, length, fault_free=True, progress=False)
-        traces = studies.reduce_dtw(mapped.pieces)
+        traces = studies.reduce_dtw(mapped.pieces, max_metrics=max_metrics)
         t = time.perf_counter()
         full = studies.dtw_reproducibility(traces, length=length, pairing="auto", prepared=True,
                                            max_other_workloads=None)

@@ -26,9 +26,9 @@ Beside them (``_run_budget.py``): ``map_steps`` per reproduction, each study's m
 ran (per notebook and task: seconds per run, share, the seconds spent reading runs; from the
 reproduction's ``OUT/cache/tasks.tsv``); ``stage_budget``, the detection stages one by one
 (read, derive, window, features, each detector, attribution) on ``--budget-runs`` runs of the
-smallest proxy, seconds per run and share; ``dtw_sample``, notebook 05's study on that proxy
-with each run compared with K other workloads' medians (``--dtw-samples``) against every other
-workload: the labels and ranks that change.
+smallest proxy, seconds per run and share; ``dtw_sample``, notebook 05's study on the largest
+proxy with each run compared with K other workloads' medians (``--dtw-samples``) against every
+other workload: the labels and ranks that change.
 
 Measure on a quiet machine; every figure in the docs names this command and the date.
 """
@@ -222,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=None, help="folder for the proxies and outputs (default: temporary)")
     ap.add_argument("--budget-runs", type=int, default=8,
                     help="runs of the smallest proxy the detection stages are timed on (0: none)")
-    ap.add_argument("--dtw-samples", default="1,2,4",
+    ap.add_argument("--dtw-samples", default="1,2,3",
                     help="sample sizes of other workloads notebook 05 is measured with against all (empty: none)")
     args = ap.parse_args(argv)
     if args.quick:
@@ -257,9 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget_runs and smallest.exists():
         print(f"detection stages on {args.budget_runs} runs of {smallest}", flush=True)
         extra["stage_budget"] = stage_budget(smallest, args.budget_runs)
-    if args.dtw_samples and smallest.exists():
-        print(f"notebook 05 with samples of {args.dtw_samples} other workloads on {smallest}", flush=True)
-        extra["dtw_sample"] = dtw_sample_effect(smallest, tuple(int(x) for x in args.dtw_samples.split(",")))
+    largest = work / f"proxy-K{max(scales)}"  # the most workloads: where a sample leaves most out
+    if args.dtw_samples and largest.exists():
+        print(f"notebook 05 with samples of {args.dtw_samples} other workloads on {largest}", flush=True)
+        extra["dtw_sample"] = dtw_sample_effect(largest, tuple(int(x) for x in args.dtw_samples.split(",")))
     if extra:
         session.write(Path(args.out), rows(measured, args.preset), {**details, **extra})
     print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")

@@ -11,8 +11,8 @@ How each study is cut into tasks (each worker loads its own runs by reference):
   :func:`reveal_lab.studies.dtw_reproducibility` on that metric across all
   workloads. Metrics are independent in the test, so the union of the per-metric
   results is the single-process result (the other workloads each run is compared with,
-  ``max_other_workloads`` in ``dtw_kwargs``, are chosen by a hash of the workload names,
-  the same on every engine).
+  ``max_other_workloads`` in ``dtw_kwargs``, come from one seeded order of the workload
+  names, the same on every engine and in every metric's task).
 * ``pruning`` — one task per workload: load that workload's runs (at most
   ``max_runs_per_workload``), prune (:func:`reveal_lab.pruning.prune`); the client
   takes the union of the selected metric keys.

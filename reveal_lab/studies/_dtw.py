@@ -11,10 +11,13 @@ For each workload ``w`` and metric ``m``:
 2. the *median trace* of a workload is the pointwise median of its runs' traces;
 3. for each run ``r`` of ``w``: ``d_within(r) = DTW(r, median of w without r)``
    (leave-one-out, so a run is never compared with a median it helped build) and
-   ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``, over at most
-   ``max_other_workloads`` other workloads (:func:`reference_workloads`: a fixed choice per
-   workload by a stable hash of the two names; every other workload while there are no
-   more than that; the ``n_others`` column of the pairs says how many);
+   ``d_between(r) = mean over other workloads w' of DTW(r, median of w')``, over
+   ``max_other_workloads`` other workloads (:func:`reference_order`: one seeded order of the
+   study's workloads, drawn once per study, that is once per platform; each workload takes
+   the first ``max_other_workloads`` of it other than itself that have the metric; every
+   other workload while there are no more than that; the ``n_others`` column of the pairs
+   says how many). The paper compares with every other workload: a departure, written down
+   in ``docs/METHOD.md`` with its effect on the proxy;
 4. a two-sided Wilcoxon signed-rank test on the paired ``(d_within, d_between)``
    over the runs of ``w`` (``pairing="run"``), or over every (run, other workload)
    pair (``pairing="run_x_workload"``: more pairs, but they are not independent);
@@ -32,9 +35,10 @@ fewer usable runs are reported with ``p = NaN`` and ``reason`` filled, never
 silently dropped. When all paired differences are 0 the test is undefined; we
 report ``p = 1`` (no evidence of a difference).
 
-The cap keeps each run's cost bounded: with every other workload, the DTW calls of the
+The sample keeps each run's cost fixed: with every other workload, the DTW calls of the
 study grow as runs × workloads × metrics, quadratic in the number of workloads (hundreds in
-the public dataset); with the cap they grow as runs × (``max_other_workloads`` + 1) × metrics.
+the public dataset); with the sample they grow as runs × (``max_other_workloads`` + 1) ×
+metrics, linear in the runs.
 
 DTW is exact (no FastDTW approximation): dtaidistance's C implementation on
 float64 C-contiguous arrays (a run's distances to the chosen medians in one call of its
@@ -47,7 +51,6 @@ radius in samples, as tslearn's ``sakoe_chiba_radius``). It returns
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -61,6 +64,7 @@ __all__ = [
     "median_trace",
     "dtw_distance",
     "dtw_distances",
+    "reference_order",
     "reference_workloads",
     "MAX_OTHER_WORKLOADS",
     "dtw_to_median",
@@ -190,36 +194,41 @@ def dtw_distances(
     return np.asarray(d, dtype=np.float64).reshape(n, k)
 
 
-MAX_OTHER_WORKLOADS = 32
-"""Default cap on the other workloads each run is compared with (:func:`reference_workloads`)."""
+MAX_OTHER_WORKLOADS = 3
+"""Default number of other workloads each run is compared with (:func:`reference_workloads`)."""
 
 
-def reference_workloads(workload: str, others: Sequence[str], max_others: int | None) -> list[str]:
-    """The other workloads whose median traces the runs of ``workload`` are compared with.
+def reference_order(workloads: Sequence[str], seed: int = 0) -> list[str]:
+    """The study's workloads in one seeded order, drawn once per study (a platform): the other
+    workloads each workload is compared with are taken from its front. The same order on every
+    machine, process and engine, whatever the order of ``workloads``.
 
-    All of ``others`` when ``max_others`` is ``None`` or 0, or when there are no more than
-    ``max_others``; otherwise the ``max_others`` of them with the smallest BLAKE2b hash of
-    ``(workload, other)``: the same choice on every machine, process and engine, whatever the
-    order of ``others``, and a different subset for each workload. Returned in the order of
-    ``others``.
+    >>> reference_order(["c", "a", "b"]) == reference_order(["b", "c", "a"])
+    True
+    >>> sorted(reference_order(["c", "a", "b"], seed=1))
+    ['a', 'b', 'c']
+    """
+    names = sorted(set(workloads))
+    return [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
 
-    >>> reference_workloads("a", ["b", "c", "d"], None)
-    ['b', 'c', 'd']
-    >>> picked = reference_workloads("a", ["b", "c", "d", "e"], 2)
-    >>> len(picked), picked == reference_workloads("a", ["e", "d", "c", "b"], 2)[::-1]
-    (2, True)
+
+def reference_workloads(workload: str, order: Sequence[str], max_others: int | None) -> list[str]:
+    """The other workloads whose median traces the runs of ``workload`` are compared with: the
+    first ``max_others`` of ``order`` (:func:`reference_order`, or the candidates that have
+    the metric, in that order) other than ``workload``; all of them when ``max_others`` is
+    ``None`` or 0.
+
+    >>> reference_workloads("a", ["b", "a", "c", "d"], 2)
+    ['b', 'c']
+    >>> reference_workloads("c", ["b", "a", "c", "d"], 2)
+    ['b', 'a']
+    >>> reference_workloads("a", ["b", "a", "c"], None)
+    ['b', 'c']
     """
     if max_others is not None and max_others < 0:
         raise ValueError(f"max_other_workloads must be >= 0 or None, got {max_others}")
-    if not max_others or len(others) <= max_others:
-        return list(others)
-    key = {o: (_pair_hash(workload, o), o) for o in others}
-    keep = set(sorted(others, key=key.__getitem__)[:max_others])
-    return [o for o in others if o in keep]
-
-
-def _pair_hash(workload: str, other: str) -> bytes:
-    return hashlib.blake2b(f"{workload}\x00{other}".encode(), digest_size=8).digest()
+    others = [o for o in order if o != workload]
+    return others if not max_others else others[:max_others]
 
 
 def dtw_to_median(
@@ -380,6 +389,7 @@ def dtw_reproducibility(
     min_pairs: int | None = None,
     prepared: bool = False,
     max_other_workloads: int | None = MAX_OTHER_WORKLOADS,
+    seed: int = 0,
 ) -> DTWStudy:
     """The §5.4 study over ``traces[workload][metric] -> [trace of each run]``.
 
@@ -388,8 +398,9 @@ def dtw_reproducibility(
     Sakoe–Chiba band in samples of the resampled traces. ``prepared``: the traces are
     already z-normalized and resampled (:func:`reveal_lab.studies.dtw_piece`), as this
     function would prepare them. ``max_other_workloads``: each run is compared with the
-    medians of at most this many other workloads (:func:`reference_workloads`; ``None`` or 0:
-    all of them), so that its cost does not grow with the number of workloads.
+    medians of this many other workloads (:func:`reference_workloads`, from the front of the
+    study's :func:`reference_order` drawn with ``seed``; ``None`` or 0: all of them), so that
+    its cost does not grow with the number of workloads.
 
     Examples
     --------
@@ -417,6 +428,7 @@ def dtw_reproducibility(
     medians = {w: {m: median_trace(rs, length) for m, rs in bm.items() if rs} for w, bm in prep.items()}
 
     names = list(prep)
+    order = reference_order(names, seed)
     code = {w: i for i, w in enumerate(names)}
     metric_names = list(dict.fromkeys(m for bm in prep.values() for m in bm))
     mcode = {m: i for i, m in enumerate(metric_names)}
@@ -424,8 +436,9 @@ def dtw_reproducibility(
     cols = _Columns()
     for w, by_metric in prep.items():
         for m, runs in by_metric.items():
-            candidates = [w2 for w2 in prep if w2 != w and m in medians[w2]]
-            others = reference_workloads(w, candidates, max_other_workloads)
+            candidates = [w2 for w2 in order if m in medians[w2]]
+            chosen = set(reference_workloads(w, candidates, max_other_workloads))
+            others = [w2 for w2 in prep if w2 in chosen]  # in the order given, as every other workload
             within, between = _distances(runs, [medians[w2][m] for w2 in others], length, window)
             row = _pair_test(within, between, (pairing, min_pairs, alpha))
             row["n_others"] = len(others)

@@ -1,4 +1,4 @@
-"""DTW study: the cap on the other workloads each run is compared with, and the batched distances."""
+"""DTW study: the fixed sample of other workloads each run is compared with, and the batched distances."""
 
 import numpy as np
 import polars as pl
@@ -7,10 +7,10 @@ from polars.testing import assert_frame_equal
 
 from reveal_lab.studies import _dtw
 from reveal_lab.studies._dtw import (
-    MAX_OTHER_WORKLOADS,
     dtw_distance,
     dtw_distances,
     dtw_reproducibility,
+    reference_order,
     reference_workloads,
 )
 
@@ -62,17 +62,18 @@ def test_the_cap_bounds_the_references_of_every_run(monkeypatch):
     assert (s2.pairs["n_pairs"] == 4 * 3).all()
 
 
-def test_the_choice_is_fixed_and_independent_of_order():
-    others = list("bcdefgh")
-    picked = reference_workloads("a", others, 3)
-    assert picked == ["c", "d", "e"]  # a stable hash: the same on every machine and process
-    assert sorted(reference_workloads("a", others[::-1], 3)) == sorted(picked)
-    assert reference_workloads("b", list("acdefgh"), 3) == ["a", "d", "e"]  # a choice per workload
-    assert reference_workloads("a", others, None) == others
-    assert reference_workloads("a", others, 0) == others
-    assert reference_workloads("a", others, 7) == others
+def test_the_sample_is_drawn_once_per_study_and_independent_of_order():
+    names = [f"w{i:02d}" for i in range(9)]
+    order = reference_order(names)
+    assert sorted(order) == names
+    assert order == reference_order(names[::-1])  # the same on every machine, whatever the order given
+    assert order != reference_order(names, seed=1)  # seeded
+    assert reference_workloads(order[0], order, 3) == order[1:4]
+    assert reference_workloads(order[5], order, 3) == order[:3]  # one sample for every workload
+    assert reference_workloads("x", order, None) == order
+    assert reference_workloads("x", order, 0) == order
     with pytest.raises(ValueError):
-        reference_workloads("a", others, -1)
+        reference_workloads("x", order, -1)
 
     traces = _many(9)
     fwd = dtw_reproducibility(traces, length=30, max_other_workloads=4)
@@ -81,22 +82,25 @@ def test_the_choice_is_fixed_and_independent_of_order():
     a = fwd.distances.sort(refs)
     b = rev.distances.sort(refs)
     assert a.select(refs).equals(b.select(refs))
+    # every run is compared with the first 4 of one order, itself left out: 5 workloads' medians in all
+    others = a.filter(pl.col("reference") != "own")["reference"].unique().sort().to_list()
+    assert others == sorted(order[:5])
     assert np.allclose(a["distance"].to_numpy(), b["distance"].to_numpy(), rtol=0, atol=1e-12)
     keys = ["workload", "metric"]
     assert_frame_equal(fwd.pairs.sort(keys), rev.pairs.sort(keys), check_exact=False, rel_tol=1e-12)
 
 
-def test_the_default_leaves_an_all_workload_study_unchanged():
-    assert MAX_OTHER_WORKLOADS >= 8
+def test_a_sample_as_large_as_the_others_is_the_full_study():
     traces = _many(5)
-    default = dtw_reproducibility(traces, length=30)
     every = dtw_reproducibility(traces, length=30, max_other_workloads=None)
-    assert (default.pairs["n_others"] == 4).all()
-    assert_frame_equal(default.pairs, every.pairs)
-    assert_frame_equal(default.distances, every.distances)
-    assert_frame_equal(default.by_metric, every.by_metric)
-    # the same other workloads as without any cap, in the order given
-    refs = default.distances.filter(pl.col("reference") != "own")
+    assert (every.pairs["n_others"] == 4).all()
+    for k in (4, 10):
+        capped = dtw_reproducibility(traces, length=30, max_other_workloads=k)
+        assert_frame_equal(capped.pairs, every.pairs)
+        assert_frame_equal(capped.by_metric, every.by_metric)
+        assert_frame_equal(capped.distances, every.distances)
+    # every other workload, in the order given
+    refs = every.distances.filter(pl.col("reference") != "own")
     got = refs.filter((pl.col("workload") == "w00") & (pl.col("run") == 0) & (pl.col("metric") == "m"))
     assert got["reference"].to_list() == ["w01", "w02", "w03", "w04"]
 
