@@ -3,7 +3,8 @@
 :func:`collect` runs the hot loop; probes (``reveal_lab.collect.probes``) are
 listed once in :data:`ALL_PROBES` and selected by name and group (:data:`PROBES`,
 :data:`GROUPS`, :func:`resolve_probes`); :func:`write_proc_tree` writes a synthetic host of
-any number of cores for them to read (``proc_root``); the on-disk
+any number of cores for them to read (``proc_root``), :class:`ProcTreeMover` moves its
+counters as a host's move; the on-disk
 format is described in ``FORMAT.md`` and read back by
 :func:`reveal_lab.io.read_collector_run`. Collecting needs numpy, numba and pyarrow, not polars
 (a GPU machine lent without this project's environment runs it): the views over a run
@@ -20,7 +21,7 @@ from reveal_lab.collect._probe import (
     ProbeUnavailable,
     sanitize_instance,
 )
-from reveal_lab.collect._proctree import write_proc_tree
+from reveal_lab.collect._proctree import ROW_CHANGE, ProcTreeMover, write_proc_tree
 from reveal_lab.collect._registry import PROBES, probe_table, resolve_probes
 from reveal_lab.collect.probes import ALL_PROBES
 from reveal_lab.collect._writer import DiskFull
@@ -45,6 +46,8 @@ __all__ = [
     "MISSING_INT",
     "DiskFull",
     "write_proc_tree",
+    "ProcTreeMover",
+    "ROW_CHANGE",
 ]
 
 

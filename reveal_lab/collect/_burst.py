@@ -171,6 +171,11 @@ def burst(  # noqa: ANN201, PLR0913
     expected,
     direct,
     active,
+    prev,
+    rec,
+    roff,
+    cst,
+    vals,
     tdiv,
     tdue,
     blank_i,
@@ -208,6 +213,7 @@ def burst(  # noqa: ANN201, PLR0913
     from row ``st[S_ROWS]`` on. ``post[t]``: table ``t`` belongs to a probe whose row
     slice the ops ``poff[t]:poff[t+1]`` compute (:func:`apply_ops`); ``pbi``/``pbf``
     hold that probe's int and float slices, missing on the ticks it skips.
+    ``prev``...``vals``: the state of the tables that re-read only their changed rows.
     ``cfd``...``cbuf``: the counter groups read on every tick (:func:`read_counters`).
 
     One long compiled function: numba takes plain arrays, so every piece of the batch's state
@@ -241,10 +247,9 @@ def burst(  # noqa: ANN201, PLR0913
         st[S_TWALL] = t_wall
         for t in range(nt):
             active[t] = tdiv[t] <= 1 or k >= tdue[t]
-        if (
-            batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active)
-            == 0
-        ):
+        read = batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active,
+                          prev, rec, roff, cst, vals)  # fmt: skip
+        if read == 0:
             return R_RELAYOUT
         for t in range(nt):
             if post[t] and active[t] and (sigs[t] == 0 or sigs[t] != expected[t]):

@@ -197,7 +197,8 @@ class Burst:
         return self.fn(
             self.st, self.ts, mono0, interval_ns, flush_ns,
             b.fds, b.buf, b.boff, b.want, b.woff, b.dest, b.out, b.ooff, b.colons, b.sigs,
-            b.expected, b.direct, b.active, self.tdiv, self.tdue, self.blank_i, self.blank_f, self.self_off,
+            b.expected, b.direct, b.active, b.prev, b.rec, b.roff, b.cst, b.vals,
+            self.tdiv, self.tdue, self.blank_i, self.blank_f, self.self_off,
             row_i, row_f, bt, bi, bf,
             self.post, self.poff, self.op_kind, self.op_a, self.op_b, self.op_dst, self.op_scale,
             self.pbi, self.pbf,

@@ -18,17 +18,24 @@ drop_stale_cache(__file__, _scan.__file__)  # batch_read calls scan()
 #: the scanner's dispatcher (compiled into :func:`batch_read`; importing this module
 #: neither compiles nor loads it)
 scan = _scan.dispatcher()
+rows_scan = _scan._ROWS  # made with the scanner
 
-__all__ = ["batch_read", "ONE_READ"]
+__all__ = ["batch_read", "ONE_READ", "ROWS"]
 
 #: flag in a table's mode: one read returns the whole file
 ONE_READ = 16
+#: flag in a table's mode: re-read only the rows whose bytes changed since its last read
+#: (``rows_scan``; its state in ``prev``, ``rec``, ``cst`` and, for a direct table, ``vals``)
+ROWS = 32
 
 _pread = types.ExternalFunction("pread", types.intp(types.int32, types.voidptr, types.uintp, types.intp))
 
 
 @_jit
-def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active):  # noqa: ANN001, ANN201
+def batch_read(  # noqa: ANN201
+    fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expected, direct, active, prev, rec, roff, cst,
+    vals,
+):  # noqa: ANN001  # fmt: skip
     """For each table ``t`` with ``active[t]``: read file ``fds[t]`` (to its end) into
     ``buf[boff[t]:boff[t+1]]`` and scan it into ``out[ooff[t, 0]:ooff[t, 1]]`` with
     the table's ``want``/``dest`` (slices ``woff[t]:woff[t+1]``); ``sigs[t]`` gets
@@ -36,8 +43,12 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
     grew). ``colons[t]``: the scan's blanks (0 whitespace, 1 and ``:``, 3 and ``.``, ``/``,
     ``=``), or 2: the value is the file's number of lines after the header
     (:class:`LineCount`); plus :data:`ONE_READ` where one ``pread`` returns the whole
-    file. Returns 1 when every active ``direct`` table's signature equals ``expected``,
-    else 0."""
+    file; plus :data:`ROWS` where only the rows whose bytes changed since the table's last
+    read are scanned again (``rows_scan``: the bytes of that read in ``prev`` at ``boff[t]``,
+    its clean points in ``rec[roff[t]:roff[t+1]]``, its state in ``cst[t]``, the values of
+    the unchanged rows in ``out``, or in ``vals`` for a direct table, whose slice of the row
+    the loop may blank). Returns 1 when every active ``direct`` table's signature equals
+    ``expected``, else 0."""
     ok = 1
     for t in range(fds.shape[0]):
         if not active[t]:
@@ -67,6 +78,16 @@ def batch_read(fds, buf, boff, want, woff, dest, out, ooff, colons, sigs, expect
                     lines += 1
             out[ooff[t, 0]] = lines - 1 if lines > 0 else 0
             sigs[t] = 1
+        elif colons[t] & ROWS:
+            w0 = woff[t]
+            w1 = woff[t + 1]
+            o0 = ooff[t, 0]
+            o1 = ooff[t, 1]
+            dst = vals[o0:o1] if direct[t] else out[o0:o1]
+            sigs[t] = rows_scan(buf[b0 : b0 + n], prev[b0 : b0 + cap], want[w0:w1], dest[w0:w1], dst, mode,
+                                rec[roff[t] : roff[t + 1]], cst[t])  # fmt: skip
+            if direct[t]:
+                out[o0:o1] = dst
         else:
             w0 = woff[t]
             w1 = woff[t + 1]

@@ -50,7 +50,9 @@ class Interrupts(Probe):
     description = "/proc/interrupts per core: named classes and device IRQs summed"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, ctx.proc("/proc/interrupts"), _percpu_index, colons=PERCPU_MODE)
+        self.table = Table(
+            ctx, ctx.proc("/proc/interrupts"), _percpu_index, colons=PERCPU_MODE, changed_rows=True
+        )
         keys = self.table.keys
         ncpu = max(j for _, j in keys) + 1
         named = list(dict.fromkeys(lab for lab, _ in keys if not lab.isdigit()))
@@ -104,7 +106,9 @@ class Softirqs(TableProbe):
     description = "/proc/softirqs per core and type"
 
     def open(self, ctx: ProbeContext) -> None:
-        self.table = Table(ctx, ctx.proc("/proc/softirqs"), _percpu_index, colons=PERCPU_MODE)
+        self.table = Table(
+            ctx, ctx.proc("/proc/softirqs"), _percpu_index, colons=PERCPU_MODE, changed_rows=True
+        )
         self.channels = [
             Channel("Softirqs", lab, str(j), "count", counter=True) for lab, j in self.table.keys
         ]

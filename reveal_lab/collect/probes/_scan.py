@@ -238,33 +238,57 @@ def _make_column():  # pragma: no cover - exercised when numba is present
 
 _LOAD8 = None  # the 64-bit load of _make_column, set when it is made
 _COLUMN = None  # its column reader, called by the scanner
+_BLANKS = None  # the blank bytes of each mode (row), set when the scanner is made
+_SPAN = None  # the scanner's walk over a range of bytes, from a given state
+_SAME = None  # whether two byte ranges are equal
+_ROWS = None  # the scan that re-reads only the rows whose bytes changed (see rows_scan)
 
 
 def _make_compiled():  # pragma: no cover - exercised when numba is present
+    global _BLANKS, _COLUMN, _SPAN, _SAME, _ROWS  # noqa: PLW0603
     # blanks by mode (row): whitespace; and ':' (1, 2); and '.', '/', '=' (3)
     blanks = np.zeros((4, 256), dtype=np.bool_)
     for mode_ in range(4):
         for ch in b" \n\t\r\x0b\x0c" + (b":" if mode_ >= 1 else b"") + (b"./=" if mode_ >= 3 else b""):
             blanks[mode_, ch] = True
-    _BLANKS = blanks  # a global of the compiled function: frozen in as a constant
-    global _COLUMN  # noqa: PLW0603
+    _BLANKS = blanks  # a global of the compiled functions: frozen in as a constant
     _COLUMN = _make_column()
+    _SPAN = _make_span()
 
     @_jit
     def scan_nb(buf, want, dest, out, colons):  # noqa: ANN001, ANN202
         n = buf.shape[0]
-        m = want.shape[0]
-        h = np.uint64(_FNV_OFFSET)
+        none = np.empty((0, 4), dtype=np.int64)
+        _, tok, w, h, _, _ = _SPAN(buf, 0, n, n, want, dest, out, np.int64(colons), 0, 0,
+                                   np.uint64(_FNV_OFFSET), False, none)  # fmt: skip
         prime = np.uint64(_FNV_PRIME)
-        i = 0
-        tok = 0
-        w = 0
-        mode = np.int64(colons)
+        h = (h ^ np.uint64(tok)) * prime
+        h = (h ^ np.uint64(w)) * prime
+        return np.int64(h)
+
+    _SAME, _ROWS = _make_rows()
+    return scan_nb
+
+
+def _make_span():  # noqa: ANN202 # pragma: no cover - exercised when numba is present
+    """The scanner's walk over a range of bytes."""
+
+    @_jit
+    def span(buf, i, hi, n, want, dest, out, mode, tok, w, h, after, rec):  # noqa: ANN001, ANN202
+        """The scan of ``buf[:n]`` from byte ``i`` in state ``(tok, w, h, after)`` until it
+        reaches ``hi`` or beyond; returns ``(i, tok, w, h, after, r)``. Each newline it takes
+        as a plain blank (not the start of a column) is a *clean point*: from the byte after
+        it the scan depends only on ``(tok, w, h)``; the first ``len(rec)`` of them are
+        written to ``rec`` as ``(byte after it, tok, w, h)``, ``r`` counts them all."""
+        m = want.shape[0]
+        prime = np.uint64(_FNV_PRIME)
         fixed = mode == FIXED_WIDTH
         blank = _BLANKS[0 if fixed else min(mode, 3)]
-        after = False  # at the first blank after a token
-        while i < n:
-            if blank[buf[i]]:
+        cap = rec.shape[0]
+        r = 0
+        while i < hi:
+            c = buf[i]
+            if blank[c]:
                 if fixed and after and i + 11 <= n:
                     v = _COLUMN(buf, i)
                     if v >= 0 and (i + 11 == n or blank[buf[i + 11]]):
@@ -276,6 +300,13 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
                         continue
                 after = False
                 i += 1
+                if c == 10:
+                    if r < cap:
+                        rec[r, 0] = i
+                        rec[r, 1] = tok
+                        rec[r, 2] = w
+                        rec[r, 3] = np.int64(h)
+                    r += 1
                 continue
             after = True
             start = i
@@ -297,11 +328,83 @@ def _make_compiled():  # pragma: no cover - exercised when numba is present
                 h = (h ^ np.uint64(first)) * prime
                 h = (h ^ np.uint64(buf[i - 1])) * prime
             tok += 1
-        h = (h ^ np.uint64(tok)) * prime
-        h = (h ^ np.uint64(w)) * prime
-        return np.int64(h)
+        return i, tok, w, h, after, r
 
-    return scan_nb
+    return span
+
+
+def _make_rows():  # noqa: ANN202 # pragma: no cover - exercised when numba is present
+    """The equality of two byte ranges, and the scan that re-reads only the rows whose
+    bytes changed (``rows_scan``)."""
+
+    @_jit
+    def same(a, b, lo, hi):  # noqa: ANN001, ANN202
+        j = lo
+        while j + 8 <= hi:
+            if _LOAD8(a, j) != _LOAD8(b, j):
+                return False
+            j += 8
+        while j < hi:
+            if a[j] != b[j]:
+                return False
+            j += 1
+        return True
+
+    @_jit
+    def rows_scan(buf, prev, want, dest, out, mode, rec, st):  # noqa: ANN001, ANN202
+        """:func:`scan` of ``buf`` (values into ``out``, the signature returned) that
+        re-reads only the rows whose bytes differ from the last call's (``prev``), the
+        values of the others being in ``out`` since that call. ``rec`` (rows of 4) holds
+        the clean points of the last full scan (see ``span``), ``st`` (6 slots) their
+        number (0: none, scan it all), the length, signature and final ``(tok, w, h)``
+        of the bytes in ``prev``. A changed row is scanned from the blank before it with
+        the state its clean point recorded; when it ends at the next clean point in the
+        recorded state, every later row reads as before and the signature is the last
+        one; otherwise (a row grew, a label changed, a different length) the whole file
+        is scanned again and its clean points recorded."""
+        n = buf.shape[0]
+        nrec = st[0]
+        blank = _BLANKS[0 if mode == FIXED_WIDTH else min(mode, 3)]
+        if nrec > 0 and st[1] == n:
+            none = np.empty((0, 4), dtype=np.int64)
+            ok = True
+            for k in range(nrec):
+                lo = rec[k, 0]
+                hi = rec[k + 1, 0] if k + 1 < nrec else n
+                if _SAME(buf, prev, lo, hi):
+                    continue
+                i0 = lo - 1 if lo > 0 else 0  # the newline before the row: a column may start there
+                after = lo >= 2 and not blank[buf[lo - 2]]
+                i, tok, w, h, after, _ = _SPAN(buf, i0, hi, n, want, dest, out, mode, rec[k, 1],
+                                               rec[k, 2], np.uint64(rec[k, 3]), after, none)  # fmt: skip
+                if k + 1 < nrec:
+                    et, ew, eh, clean = rec[k + 1, 1], rec[k + 1, 2], rec[k + 1, 3], not after
+                else:
+                    et, ew, eh, clean = st[3], st[4], st[5], True
+                if i != hi or not clean or tok != et or w != ew or np.int64(h) != eh:
+                    ok = False
+                    break
+                prev[lo:hi] = buf[lo:hi]
+            if ok:
+                return st[2]
+        rec[0, 0] = 0
+        rec[0, 1] = 0
+        rec[0, 2] = 0
+        rec[0, 3] = np.int64(np.uint64(_FNV_OFFSET))
+        _, tok, w, h, _, r = _SPAN(buf, 0, n, n, want, dest, out, mode, 0, 0, np.uint64(_FNV_OFFSET), False,
+                                   rec[1:])  # fmt: skip
+        prime = np.uint64(_FNV_PRIME)
+        sig = np.int64((((h ^ np.uint64(tok)) * prime) ^ np.uint64(w)) * prime)
+        st[0] = r + 1 if r + 1 <= rec.shape[0] else 0
+        st[1] = n
+        st[2] = sig
+        st[3] = tok
+        st[4] = w
+        st[5] = np.int64(h)
+        prev[:n] = buf
+        return sig
+
+    return same, rows_scan
 
 
 #: set by the collector while it starts: :func:`scan_now` then scans in Python until

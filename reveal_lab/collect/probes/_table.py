@@ -50,6 +50,10 @@ class Table:
         Treat ``:`` as a blank (``/proc/net/dev``, where ``eth0:123`` may be glued);
         :data:`~reveal_lab.collect.probes._scan.DECIMALS` splits ``.``, ``/`` and ``=``
         as well (fixed-point ``0.42`` read as ``0`` and ``42``).
+    changed_rows : bool
+        In a batch, scan again only the rows whose bytes changed since the last read, the
+        others keeping their values (the same values and signature as a whole scan): for
+        files of many long rows of which few change between ticks (``/proc/interrupts``).
     """
 
     def __init__(
@@ -60,8 +64,10 @@ class Table:
         keys: list[Hashable] | None = None,
         *,
         colons: bool | int = False,
+        changed_rows: bool = False,
     ) -> None:
         data = self._open(ctx, path, colons, int(colons))
+        self.changed_rows = changed_rows
         self.index = index
         mapping, _ = index(data.split(b"\n"))
         self.keys: list[Hashable] = list(mapping) if keys is None else [k for k in keys if k in mapping]
@@ -107,6 +113,7 @@ class Table:
         self._missing = np.setdiff1d(np.arange(self.n), self._dest)
         self._scratch = np.full(self.n, MISSING_INT, dtype=np.int64)
         self._sig = scan_now(np.frombuffer(data, np.uint8), self._want, self._dest, self._scratch, self.mode)
+        self.lines = data.count(b"\n")
         # does one read return the whole file (not a record-by-record file past one page)?
         self.single = len(os.pread(self.fd, max(self.hint, len(data) + 1), 0)) == len(data)
         if self.batch is not None:
@@ -166,6 +173,8 @@ class LineCount(Table):
     def __init__(self, ctx: ProbeContext, path: str) -> None:  # noqa: D107 - no super(): no layout to learn
         self._open(ctx, path, False, 2)
         self.index = None  # type: ignore[assignment]
+        self.changed_rows = False
+        self.lines = 0
         self.keys = ["lines"]
         self.n = 1
         self._want = np.zeros(0, dtype=np.int64)
@@ -254,8 +263,17 @@ class TableBatch:
         spans = [[s, s + t.n] for s, t in zip(self.starts, ts, strict=True)]
         self.ooff = np.array(spans, dtype=np.int64).reshape(-1, 2)
         # 0: tokens split on whitespace, 1: ':' is a blank too, 2: count the lines, 3: decimals;
-        # + ONE_READ (16) where one read returns the whole file
-        self.colons = np.array([t.mode | (16 if getattr(t, "single", False) else 0) for t in ts], np.int8)
+        # + ONE_READ (16) where one read returns the whole file, + ROWS (32) where only changed
+        # rows are scanned again: their state starts empty (the first read scans it all)
+        self.colons = np.array(
+            [t.mode | (16 if t.single else 0) | (32 if t.changed_rows else 0) for t in ts], np.int8
+        )
+        self.prev = np.zeros(self.buf.size, dtype=np.uint8)
+        caps = [2 * t.lines + 16 if t.changed_rows else 0 for t in ts]
+        self.roff = np.concatenate([[0], np.cumsum(caps)]).astype(np.int64)
+        self.rec = np.zeros((int(self.roff[-1]), 4), dtype=np.int64)
+        self.cst = np.zeros((len(ts), 6), dtype=np.int64)
+        self.vals = np.zeros(self.out.size, dtype=np.int64)
         self.sigs = np.zeros(len(ts), dtype=np.int64)
         # a table with keys missing since a relayout always takes its own path (0 never matches)
         self.expected = np.array([0 if t._missing.size else t._sig for t in ts], dtype=np.int64)
@@ -283,6 +301,11 @@ class TableBatch:
             self.expected,
             self.direct,
             self.active,
+            self.prev,
+            self.rec,
+            self.roff,
+            self.cst,
+            self.vals,
         )
         sigs, active, views, tables = self.sigs, self.active, self.views, self.tables
         for i in self.indirect:
