@@ -194,7 +194,7 @@ def dtw_distances(
     return np.asarray(d, dtype=np.float64).reshape(n, k)
 
 
-MAX_OTHER_WORKLOADS = 3
+MAX_OTHER_WORKLOADS = 32
 """Default number of other workloads each run is compared with (:func:`reference_workloads`)."""
 
 
