@@ -289,14 +289,18 @@ def _make_span():  # noqa: ANN202 # pragma: no cover - exercised when numba is p
         while i < hi:
             c = buf[i]
             if blank[c]:
-                if fixed and after and i + 11 <= n:
-                    v = _COLUMN(buf, i)
-                    if v >= 0 and (i + 11 == n or blank[buf[i + 11]]):
+                if fixed and after:
+                    i0 = i
+                    while i + 11 <= n:  # a row's columns one after the other
+                        v = _COLUMN(buf, i)
+                        if v < 0 or not (i + 11 == n or blank[buf[i + 11]]):
+                            break
                         if w < m and want[w] == tok:
                             out[dest[w]] = v
                             w += 1
                         tok += 1
                         i += 11
+                    if i > i0:
                         continue
                 after = False
                 i += 1
