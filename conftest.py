@@ -13,6 +13,8 @@ The groups:
 - ``timing``: tests that assert how soon something happens (the collector's first sample, its
   gaps, a measured overhead's interval): they run one at a time.
 - ``browser``: tests that drive a headless Chromium (memory).
+- ``tslearn``: the tests that check the DTW against tslearn's, which numba compiles (about 15 s
+  of CPU, not cached) in each process that calls it: one worker compiles it, not every one.
 - ``module:<path>``: the tests of a module that use a fixture of ``scope="module"`` (a
   recording, a detected run, a built dataset), so the fixture is built once, on one worker,
   not once per worker that takes one of its tests.
@@ -49,6 +51,7 @@ FILE_GROUPS = {
     "tests/collect/test_first_start.py": "timing",
     "tests/collect/test_deferred_start.py": "timing",
     "tests/studies/test_measure.py": "timing",
+    "tests/studies/test_dtw.py": "tslearn",
     "tests/notebooks/test_first_look_browser.py": "browser",
     "tests/render/test_index_page_browser.py": "browser",
 }
@@ -98,4 +101,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xdist_group(group))
     yield
     if hasattr(config, "workerinput"):
+        if config.getvalue("loadgroup"):
+            keep_group_ids(items)
         items.sort(key=long_first)
+
+
+def keep_group_ids(items: list[pytest.Item]) -> None:
+    """Make each grouped test's id the ``ID@GROUP`` pytest-xdist wrote for it.
+
+    pytest-xdist 3.8 marks a test's group by writing ``ID@GROUP`` into ``item._nodeid``; from
+    pytest 9.2 the id is read from the structured ``item._id``, so the suffix is lost and every
+    group is spread over the workers as if it had none (pytest-dev/pytest-xdist#1386). Where the
+    two differ, the structured id is set from the suffixed one (what older pytest reported)."""
+    try:
+        from _pytest.nodeid import NodeId
+    except ImportError:  # pytest before 9.2: the suffixed ``_nodeid`` is the id already
+        return
+    for item in items:
+        written = getattr(item, "_nodeid", None)
+        if isinstance(written, str) and written != item.nodeid and hasattr(item, "_id"):
+            item._id = NodeId.parse(written)
