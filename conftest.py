@@ -13,7 +13,7 @@ The groups:
 - ``timing``: tests that assert how soon something happens (the collector's first sample, its
   gaps, a measured overhead's interval): they run one at a time.
 - ``browser``: tests that drive a headless Chromium (memory).
-- ``tslearn``: the tests that check the DTW against tslearn's, which numba compiles (about 15 s
+- ``tslearn``: the tests that check the DTW against tslearn's, which numba compiles (seconds
   of CPU, not cached) in each process that calls it: one worker compiles it, not every one.
 - ``module:<path>``: the tests of a module that use a fixture of ``scope="module"`` (a
   recording, a detected run, a built dataset), so the fixture is built once, on one worker,
@@ -27,8 +27,8 @@ handed out first, so that no long test starts last while the other workers sit i
 
 Each test process, and every child it starts (the CLI, papermill kernels, Dask workers), runs
 its native thread pools (OpenMP, OpenBLAS, MKL) on one thread unless the environment says
-otherwise: the suite already runs one worker per core, and a pool's spinning threads on a busy
-core made scikit-learn's t-SNE of 50 points take 26 s instead of 0.9 s.
+otherwise: the suite already runs one worker per core, and a pool's threads spinning on a core
+the other worker is using make scikit-learn's t-SNE, for one, many times slower.
 """
 
 from __future__ import annotations
