@@ -164,10 +164,9 @@ def vs_labels(detections: dict, space: str) -> pl.DataFrame:  # noqa: ANN001 - o
                                  for p, (w, _) in detections.items()})
 
 
-by_label = pl.DataFrame()
-if labels.height:
-    by_label = studies.by_platform({s: pl.concat([vs_labels(d, "pruned")]
-                                                 + ([vs_labels(every[s], "every metric")] if s in every else []))
-                                    for s, (d, _) in parts.items()})
-    studies.save_table(by_label, out_dir, "detection_vs_labels")
+# without labels.csv (the public dataset) only the (all) rows: no episode, recall n/a
+by_label = studies.by_platform({s: pl.concat([vs_labels(d, "pruned")]
+                                             + ([vs_labels(every[s], "every metric")] if s in every else []))
+                                for s, (d, _) in parts.items()})
+studies.save_table(by_label, out_dir, "detection_vs_labels")
 by_label

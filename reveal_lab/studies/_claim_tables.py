@@ -173,7 +173,7 @@ def label_detection(windows: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame
     one of its episodes (``precision``); a last row ``(all)`` over every run detected, fault-free
     ones included (their anomalous windows are false alarms). A study's run id may carry the
     host (``<run>_<host>``). Recall is null without episodes, precision without anomalous
-    windows.
+    windows or without any label (the public dataset: nothing says which windows are false).
 
     >>> import datetime as dt
     >>> t = lambda s: dt.datetime(2026, 1, 1) + dt.timedelta(seconds=s)
@@ -216,9 +216,10 @@ def label_detection(windows: pl.DataFrame, labels: pl.DataFrame) -> pl.DataFrame
         a = w.filter(pl.col("anomalous") & pl.col("run_id").is_in(kruns))
         n_det = sum(1 for i in e["_e"].to_list() if i in found)
         n_in = sum(1 for i in a["_w"].to_list() if i in inside)
+        judged = a.height and labels.height
         rows.append({"fault_type": kind, "runs": len(kruns), "episodes": e.height, "detected": n_det,
                      "recall": n_det / e.height if e.height else None, "anomalous": a.height,
-                     "in_episode": n_in, "precision": n_in / a.height if a.height else None})
+                     "in_episode": n_in, "precision": n_in / a.height if judged else None})
     return pl.DataFrame(rows, schema=schema)
 
 

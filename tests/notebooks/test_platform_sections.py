@@ -104,3 +104,28 @@ def test_notebook_01_writes_each_platform_apart_and_its_gpu_section_equals_gpu_a
         assert (outs["one"] / "tables" / f"{which}.csv").read_bytes() == \
             (outs["gpu"] / "tables" / f"{which}.csv").read_bytes(), which
     assert (outs["one"] / "figures" / "usage_cdfs.png").exists()
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_notebook_03_on_a_dataset_without_labels_writes_its_label_table_and_the_claims_cannot(
+        proxy, manifest, tmp_path):
+    """The public dataset has no ``labels.csv``: notebook 03 still writes every table of the
+    manifest (a reproduction must not fail on it); ``detection_vs_labels`` holds the ``(all)``
+    rows only, with no recall and no precision (nothing says which windows are false), and the
+    claims read from it come out as "cannot", not as a figure."""
+    from reveal_lab.studies._claims import CLAIMS
+
+    entry = manifest.entry("03-detection")
+    out = tmp_path / "o3"
+    run_notebook(manifest, entry, preset="smoke", data=str(proxy), out=out,
+                 overrides={"pruning": "", "unpruned": False})
+    missing = [p for p in expected_outputs(entry, out) if not p.exists()]
+    assert not missing, missing
+    table = pl.read_csv(out / "tables" / "detection_vs_labels.csv")
+    assert set(table["fault_type"]) == {"(all)"} and table.height >= 1
+    assert table["recall"].null_count() == table.height and table["precision"].null_count() == table.height
+    assert table["episodes"].sum() == 0
+    for claim in (c for c in CLAIMS if c.claim_id in ("five_issues_found", "pruning_improves_accuracy")):
+        for policy in ("paper", "default"):
+            assert claim.read(ClaimContext(out, policy=policy, platform="gpu")).value is None, claim.claim_id
