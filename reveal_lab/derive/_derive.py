@@ -375,7 +375,7 @@ def plan_derived(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | 
 
 
 DETECTION_REASONS = (
-    "static metric", "instrument metric", "all values missing", "constant over the run"
+    "static metric", "instrument metric", "smoothed metric", "all values missing", "constant over the run"
 )
 
 

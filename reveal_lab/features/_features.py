@@ -58,6 +58,7 @@ COUNTER_FEATURES: tuple[str, ...] = ("sum", "max")
 _NOT_SCORED = {
     "static": "static metric: kept for cross-host comparison, not single-host detection",
     "instrument": "the collector's own telemetry: data quality, not the host's state",
+    "smoothed": "a kernel average over minutes: it cannot place a change in a window",
 }
 FEATURES: tuple[str, ...] = tuple(FEATURE_CODES)
 BACKENDS: tuple[str, ...] = ("numba", "numpy", "tsfresh")

@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.io import JobPace
-from reveal_lab.telemetry import TIMESTAMP, classify, metric_columns
+from reveal_lab.telemetry import TIMESTAMP, UNSCORED_KINDS, classify, metric_columns
 
 __all__ = [
     "EPISODE_GAP_S",
@@ -106,7 +106,7 @@ def what_moved(
     moved = []
     for c in metric_columns(frame):
         info = classify(c)
-        if info.subsystem != subsystem or info.kind in ("static", "instrument"):
+        if info.subsystem != subsystem or info.kind in UNSCORED_KINDS:
             continue
         x = frame[c].cast(pl.Float64, strict=False).to_numpy()
         a, b = x[inside], x[calm]

@@ -38,10 +38,14 @@ SUBSYSTEMS: tuple[str, ...] = ("cpu", "gpu", "memory", "network", "storage", "sy
 #: counter: sparse event/error counts (summed per window);
 #: static: configuration-like values (kept for cross-host comparison only);
 #: instrument: the collector's own telemetry (its lag, missed ticks, CPU time): the state of the
-#: instrument, not of the host, so kept in the frames as data quality and never scored.
-KINDS: tuple[str, ...] = ("dynamic", "counter", "static", "instrument")
+#: instrument, not of the host, so kept in the frames as data quality and never scored;
+#: smoothed: a kernel average over minutes (the 5- and 15-minute load averages): its value in a
+#: window is mostly the minutes before it, so it cannot place a change in a 1-3 s window and
+#: keeps "deviating" for minutes after any change (or after a busy hour before the run); the
+#: run queue (``threads_runnable``) and pressure (PSI) it averages are scored instead.
+KINDS: tuple[str, ...] = ("dynamic", "counter", "static", "instrument", "smoothed")
 #: the kinds single-host detection leaves out (no window features, not in pruning)
-UNSCORED_KINDS: tuple[str, ...] = ("static", "instrument")
+UNSCORED_KINDS: tuple[str, ...] = ("static", "instrument", "smoothed")
 
 #: Pruning priority: lower is more interpretable and preferred as a cluster representative.
 PRIORITY_UTILIZATION = 0
@@ -166,6 +170,7 @@ _DEFAULT_RULES: list[MetricRule] = [
     # the collector's self-telemetry: it lags when the host stalls it (a storage burst, a full
     # run queue), so scoring it names the instrument, not a subsystem an operator can act on
     MetricRule("Collector", kind="instrument"),
+    MetricRule("System", r"^loadavg(1|5|15)$", kind="smoothed"),
     MetricRule("*", r"(?i)(MemTotal|Hugepagesize|HugePages_Total|SwapTotal|CommitLimit|TSC_MHz|"
                r"memory\.total|pcie\.link\.(gen|width)\.max|power\.(limit|max_limit|default_limit)|"
                r"(^|_)speed$|(^|_)mtu$|cpu_count|quota|cpu\.max|memory\.max|total_cores|"

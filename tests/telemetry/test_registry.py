@@ -61,14 +61,30 @@ def test_the_collectors_own_telemetry_is_an_instrument_and_gets_no_features() ->
             "Storage_diff:sectors_read.h[sectors]"]  # fmt: skip
     cat = catalogue(cols)
     assert cat["kind"].to_list() == ["instrument", "instrument", "instrument", "dynamic"]
-    assert "instrument" in KINDS and set(UNSCORED_KINDS) == {"static", "instrument"}
+    assert "instrument" in KINDS and set(UNSCORED_KINDS) == {"static", "instrument", "smoothed"}
     pairs, excluded = feature_plan(cat)
     assert set(pairs["metric"]) == {"Storage_diff:sectors_read.h[sectors]"}
     assert set(excluded["metric"]) == set(cols[:3])
     assert set(excluded["reason"]) == {"the collector's own telemetry: data quality, not the host's state"}
     # every kind left unscored gets features from nobody, with its reason
-    _, both = feature_plan(catalogue(["Memory:MemTotal.h[kB]", "Collector:lag.h[us]"]))
+    unscored = ["Memory:MemTotal.h[kB]", "Collector:lag.h[us]", "System:loadavg5.h[-]"]
+    _, both = feature_plan(catalogue(unscored))
     assert set(both["kind"]) == set(UNSCORED_KINDS) and both["reason"].null_count() == 0
+
+
+def test_load_averages_are_smoothed_not_scored() -> None:
+    """The kernel's 1-, 5- and 15-minute load averages carry minutes of the past: after a busy
+    hour they drift down through a calm run, and after any change they keep deviating for
+    minutes, so they are left out of window scoring (``smoothed``); the run queue they average
+    and the 10-second pressure averages are scored."""
+    from reveal_lab.features import feature_plan
+
+    cols = ["System:loadavg1.h[-]", "System:loadavg5.h[-]", "System:loadavg15.h[-]",
+            "System:threads_runnable.h[count]", "PSI:cpu_some_avg10.h[%]"]  # fmt: skip
+    assert catalogue(cols)["kind"].to_list() == ["smoothed"] * 3 + ["dynamic", "dynamic"]
+    pairs, excluded = feature_plan(catalogue(cols))
+    assert set(pairs["metric"]) == set(cols[3:])
+    assert set(excluded["metric"]) == set(cols[:3])
 
 
 def test_unknown_names_fall_back_without_crashing() -> None:
