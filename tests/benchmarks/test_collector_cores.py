@@ -35,8 +35,14 @@ def test_quick_run_writes_the_result_schema(tmp_path, monkeypatch):
     rows = _harness.validate_timing(doc)
     assert doc["benchmark"] == "collector_cores" and "--quick" in doc["command"]
     assert [h["cores"] for h in doc["hosts"]] == [2, 16]
-    assert len(rows) == 2 and all(r["unit"] == "% of a core per 100 ms tick" for r in rows)
-    assert all(r["alternative"]["name"].startswith("interpreted loop") for r in rows)
+    ticks = [r for r in rows if r["unit"] == "% of a core per 100 ms tick"]
+    assert len(ticks) == 2 and all(r["alternative"]["name"].startswith("interpreted loop") for r in ticks)
+    # per synthetic tree, /proc/interrupts and /proc/softirqs read as the collector does (changed
+    # rows re-read) against a whole-file scan, on a tree that moves like a real host's
+    reads = [r for r in rows if r not in ticks]
+    assert len(reads) == 4 and all(r["unit"] == "µs of CPU" for r in reads)
+    assert all(r["ours"]["name"] == "changed rows re-read" for r in reads)
+    assert {r["case"].split(",")[0] for r in reads} == {"/proc/interrupts", "/proc/softirqs"}
     assert set(doc["goals"]) == {"16 cores", "192 cores", "this host"}
     assert doc["goals"]["16 cores"]["median_pct"] is not None
     for h in doc["hosts"]:
