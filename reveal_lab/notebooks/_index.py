@@ -109,7 +109,7 @@ def cache_section(folder: Path, since: int = 0) -> dict[str, object]:
     counts = lookup_counts(folder, since)
     kinds = counts.group_by("kind", maintain_order=True).agg(pl.col("hits").sum(), pl.col("misses").sum())
     per_kind = {k: (h, m) for k, h, m in kinds.iter_rows()}
-    reads, reread = per_kind.get("run", (0, 0))[1], per_kind.get("run", (0, 0))[0]
+    reread, reads = per_kind.get("run", (0, 0))  # hits: read back; misses: read from the file
     line = (
         f"{int(kinds['misses'].sum()) if kinds.height else 0} results computed, "
         f"{int(kinds['hits'].sum()) if kinds.height else 0} read back; "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from numba import types
 
 from reveal_lab.collect.probes import _scan
-from reveal_lab.collect.probes._scan import _jit, drop_stale_cache
+from reveal_lab.collect.probes._scan import ONE_READ, ROWS, _jit, drop_stale_cache
 
 drop_stale_cache(__file__, _scan.__file__)  # batch_read calls scan()
 
@@ -21,12 +21,6 @@ scan = _scan.dispatcher()
 rows_scan = _scan._ROWS  # made with the scanner
 
 __all__ = ["batch_read", "ONE_READ", "ROWS"]
-
-#: flag in a table's mode: one read returns the whole file
-ONE_READ = 16
-#: flag in a table's mode: re-read only the rows whose bytes changed since its last read
-#: (``rows_scan``; its state in ``prev``, ``rec``, ``cst`` and, for a direct table, ``vals``)
-ROWS = 32
 
 _pread = types.ExternalFunction("pread", types.intp(types.int32, types.voidptr, types.uintp, types.intp))
 

@@ -45,6 +45,8 @@ __all__ = [
     "COMPILED",
     "DECIMALS",
     "FIXED_WIDTH",
+    "ONE_READ",
+    "ROWS",
     "split_blanks",
     "drop_stale_cache",
 ]
@@ -56,6 +58,11 @@ DECIMALS = 3
 #: the ``colons`` mode of whitespace blanks with the kernel's `` %10u`` per-core columns read
 #: a column at a time (``/proc/interrupts``, ``/proc/softirqs``); the results of mode 0
 FIXED_WIDTH = 4
+#: flag added to a batched table's mode: one read returns the whole file
+ONE_READ = 16
+#: flag added to a batched table's mode: re-read only the rows whose bytes changed since its
+#: last read (``rows_scan``; its state in the batch's ``prev``, ``rec``, ``cst``, ``vals``)
+ROWS = 32
 
 
 def split_blanks(data: bytes, colons: int | bool) -> bytes:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from reveal_lab.collect._probe import MISSING_INT, ProbeContext, read_all
-from reveal_lab.collect.probes._scan import scan_now, split_blanks
+from reveal_lab.collect.probes._scan import ONE_READ, ROWS, scan_now, split_blanks
 
 __all__ = ["Table", "LineCount", "TableBatch", "Layout"]
 
@@ -263,10 +263,10 @@ class TableBatch:
         spans = [[s, s + t.n] for s, t in zip(self.starts, ts, strict=True)]
         self.ooff = np.array(spans, dtype=np.int64).reshape(-1, 2)
         # 0: tokens split on whitespace, 1: ':' is a blank too, 2: count the lines, 3: decimals;
-        # + ONE_READ (16) where one read returns the whole file, + ROWS (32) where only changed
-        # rows are scanned again: their state starts empty (the first read scans it all)
+        # + ONE_READ where one read returns the whole file, + ROWS where only changed rows are
+        # scanned again: their state starts empty (the first read scans it all)
         self.colons = np.array(
-            [t.mode | (16 if t.single else 0) | (32 if t.changed_rows else 0) for t in ts], np.int8
+            [t.mode | (ONE_READ if t.single else 0) | (ROWS if t.changed_rows else 0) for t in ts], np.int8
         )
         self.prev = np.zeros(self.buf.size, dtype=np.uint8)
         caps = [2 * t.lines + 16 if t.changed_rows else 0 for t in ts]
