@@ -23,10 +23,10 @@
 # paper's method as written (each run scored by detectors fitted on the other fault-free runs
 # of its workload pooled, the top 1 % of their scores per detector flagged, the standardized
 # Z-score, any detector, no clip, no sentinel rule, the whole recording, the space of notebook
-# 02's runs pruned pairwise, `pruning-pairwise.json`; a workload with no other fault-free run
-# is fitted on the run itself), and `default`, reveal-lab's (in notebook 02's pruned space, on
-# the workload's span only, fitted on the workload's other fault-free runs with calibrated
-# thresholds where there are two or more). Every table has a `policy` column saying which
+# 02's runs, each whole, pruned pairwise, `pruning-pairwise-untrimmed.json`; a workload with no
+# other fault-free run is fitted on the run itself), and `default`, reveal-lab's (in notebook
+# 02's pruned space, on the workload's span only, fitted on the workload's other fault-free
+# runs with calibrated thresholds where there are two or more). Every table has a `policy` column saying which
 # setting made each row; the figures show the first setting. Each platform of the data is
 # detected apart (rows: `platform`; figures: `NAME--PLATFORM`). Against `labels.csv`, each
 # setting's recall and precision, in its pruned space and (`unpruned`) in every metric.
@@ -73,10 +73,8 @@ sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_
                               max_runs=max_runs)
 parts, every, skipped = {}, {}, []
 for section, refs in sections.items():
-    # each setting in its own cut of the section's pruned space (the paper's: pairwise)
-    file = studies.section_file(pruning, section, sections)
-    spaces = {p: scale.study_space(refs, out_dir, prune=file, method=policy.prune_method, **engine)
-              for p, policy in settings.items()}
+    # each setting in its own cut of the section's pruned space (the paper's: pairwise, on the whole recordings)
+    spaces = scale.setting_spaces(refs, out_dir, studies.section_file(pruning, section, sections), settings, **engine)
     detections, mapped = scale.detect_runs(refs, settings, preset=preset, window_s=window_s, stride_s=stride_s,
                                            pruning=spaces, **engine)
     skipped.append(mapped.skipped)

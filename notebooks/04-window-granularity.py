@@ -66,8 +66,9 @@ sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
-    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    mapped = scale.granularity_runs(refs, grans, settings, preset, space,
+    # each setting in its own cut of the section's pruned space (the paper's: pairwise, on the whole recordings)
+    spaces = scale.setting_spaces(refs, out_dir, studies.section_file(pruning, section, sections), settings, **engine)
+    mapped = scale.granularity_runs(refs, grans, settings, preset, spaces,
                                     desc=f"04 granularity ({section})", **engine)
     skipped.append(mapped.skipped)
     parts[section] = studies.reduce_granularity(mapped.pieces, settings)

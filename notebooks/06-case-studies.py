@@ -62,8 +62,9 @@ sections = scale.section_refs(data, platform, workloads=workloads, max_runs_per_
                               max_runs=max_runs)
 parts, skipped = {}, []
 for section, refs in sections.items():
-    space = scale.study_space(refs, out_dir, prune=studies.section_file(pruning, section, sections), **engine)
-    detections, mapped = scale.detect_runs(refs, setting, preset=preset, pruning=space, **engine)
+    # the setting's own cut of the section's pruned space (the paper's: pairwise, on the whole recordings)
+    spaces = scale.setting_spaces(refs, out_dir, studies.section_file(pruning, section, sections), setting, **engine)
+    detections, mapped = scale.detect_runs(refs, setting, preset=preset, pruning=spaces, **engine)
     skipped.append(mapped.skipped)
     runs = scale.lazy_runs(refs, mapped.pieces, max_seconds)  # each loaded when a study reads it, not kept
     parts[section] = (runs, studies.top_windows(detections[policy][1], 2, agreement_at_least=min_agreement))

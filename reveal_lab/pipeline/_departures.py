@@ -104,7 +104,8 @@ def paper_departures(resolved: ResolvedPolicy, *, asked: DetectionPolicy) -> lis
                 "no pruned space was fitted or given for this run",
             )
         )
-    method = _given_method(resolved.prune)
+    given = _given_params(resolved.prune)
+    method = None if given is None else str(given.get("method", "complete"))
     if method is not None and method != "pairwise":
         out.append(
             _entry(
@@ -115,13 +116,25 @@ def paper_departures(resolved: ResolvedPolicy, *, asked: DetectionPolicy) -> lis
                 "the space was fitted before and given to this run",
             )
         )
+    span = None if given is None else given.get("trim", "auto")
+    if span not in (None, False, "none"):
+        _, section, quote = PAPER_FIELDS["trim"]
+        out.append(
+            _entry(
+                "prune_trim",
+                section,
+                quote,
+                f"a pruned space given, fitted on each run's {'auto' if span is True else span} span",
+                "the space was fitted before and given to this run",
+            )
+        )
     return out + [dict(d) for d in ALWAYS]
 
 
-def _given_method(prune: Any) -> str | None:
-    """How a pruned space given to a run (a :class:`Pruning`) was cut; ``None`` when the policy
-    fits it (``True``), scores every metric (``False``) or names a file (read when scored)."""
+def _given_params(prune: Any) -> dict[str, Any] | None:
+    """The parameters of a pruned space given to a run (a :class:`Pruning`: how it was cut,
+    on which span of its runs); ``None`` when the policy fits it (``True``), scores every
+    metric (``False``) or names a file (read when scored)."""
     if isinstance(prune, bool | str | os.PathLike) or prune is None:
         return None
-    params = getattr(prune, "params", None) or {}
-    return str(params.get("method", "complete"))
+    return dict(getattr(prune, "params", None) or {})

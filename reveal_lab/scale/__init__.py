@@ -30,6 +30,8 @@ from reveal_lab.scale._engine import (
     map_runs,
     read_skipped,
     record_skipped,
+    setting_spaces,
+    space_file,
     study_refs,
     study_space,
 )
@@ -66,6 +68,8 @@ __all__ = [
     "section_refs",
     "study_refs",
     "study_space",
+    "setting_spaces",
+    "space_file",
     "ClusterPlan",
     "MIN_MEMORY_LIMIT",
     "PATIENCE_S",

@@ -52,6 +52,8 @@ __all__ = [
     "read_skipped",
     "engine_label",
     "study_space",
+    "setting_spaces",
+    "space_file",
     "dataset_problems",
     "detect_runs",
     "LazyRun",
@@ -418,6 +420,7 @@ def study_space(
     *,
     threshold: float = 0.5,
     method: str = "complete",
+    trim: bool | str = True,
     max_seconds: float | None = None,
     workers: int = 0,
     scheduler: str = "",
@@ -425,12 +428,15 @@ def study_space(
 ) -> Any:
     """The reproduction's pruned space as :func:`reveal_lab.studies.study_pruning` gives it
     (``prune``: ``False``/``""`` none; a path, or ``True`` for ``out_dir/pruning.json``: read
-    when it exists; cut by ``method`` of :data:`reveal_lab.pruning.CLUSTER_METHODS`, a method
-    other than ``complete`` in its own file, ``STEM-METHOD.json``, e.g. the paper's
-    ``pruning-pairwise.json``), fitted here otherwise by the per-run map
+    when it exists), fitted here otherwise by the per-run map
     (:func:`~reveal_lab.studies.pruning_piece` folded into a :class:`~reveal_lab.studies.PruningFold`)
-    on the runs of ``refs`` and saved there."""
-    from reveal_lab.pipeline import load_pruning, save_pruning
+    on the runs of ``refs`` and saved there. ``method`` (one of
+    :data:`reveal_lab.pruning.CLUSTER_METHODS`) cuts it and ``trim`` (a mode of
+    :data:`~reveal_lab.pipeline.TRIM_RULES`, ``True``: ``auto``) chooses the span of each run
+    it is fitted on; a space cut or fitted otherwise than notebook 02's (``complete`` on each
+    run's ``auto`` span) has its own file, :func:`space_file` (the paper's:
+    ``pruning-pairwise-untrimmed.json``)."""
+    from reveal_lab.pipeline import load_pruning, save_pruning, trim_arguments
     from reveal_lab.studies import PruningFold, pruning_piece
 
     if prune is False or prune is None or prune == "":
@@ -440,18 +446,56 @@ def study_space(
         path = Path(prune)
         if not path.is_absolute() and not path.exists():
             path = Path(out_dir) / path
-    if method != "complete":
-        path = path.with_name(f"{path.stem}-{method}{path.suffix}")
+    mode = trim_arguments(trim)[0]
+    path = space_file(path, method, mode)
     if path.exists():
         return load_pruning(path)
     fold = PruningFold()
     map_runs(
-        pruning_piece, refs, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
+        pruning_piece, refs, mode, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
         progress=progress, desc="pruned space", fold=fold,
     )
-    _, space = fold.result(threshold, fit_method=method)
+    _, space = fold.result(threshold, fit_method=method, trim=mode)
     save_pruning(space, path)
     return space
+
+
+def space_file(path: str | Path, method: str = "complete", trim: str = "auto") -> Path:
+    """Where :func:`study_space` keeps a space cut by ``method`` and fitted on each run's
+    ``trim`` span: ``path`` itself for notebook 02's (``complete``, ``auto``), else its stem
+    followed by what differs.
+
+    >>> space_file("out/pruning.json").name, space_file("out/pruning.json", "pairwise", "none").name
+    ('pruning.json', 'pruning-pairwise-untrimmed.json')
+    """
+    path = Path(path)
+    parts = [method] if method != "complete" else []
+    if trim != "auto":
+        parts.append("untrimmed" if trim == "none" else trim)
+    return path.with_name(f"{path.stem}-{'-'.join(parts)}{path.suffix}") if parts else path
+
+
+def setting_spaces(
+    refs: Sequence[RunRef],
+    out_dir: str | Path,
+    prune: bool | str | Path,
+    settings: Mapping[str, DetectionPolicy],
+    **engine: Any,
+) -> dict[str, Any]:
+    """Each setting's pruned space (name → :func:`study_space` cut by its policy's
+    ``prune_method`` and fitted on the span its ``trim`` scores: the paper's pairwise, on the
+    whole recordings), one fit per distinct (method, span). ``engine``: ``max_seconds``,
+    ``workers``, ``scheduler``, ``progress``."""
+    from reveal_lab.pipeline import trim_arguments
+
+    fitted: dict[tuple[str, str], Any] = {}
+    out = {}
+    for name, policy in settings.items():
+        key = (policy.prune_method, trim_arguments(policy.trim)[0])
+        if key not in fitted:
+            fitted[key] = study_space(refs, out_dir, prune, method=key[0], trim=key[1], **engine)
+        out[name] = fitted[key]
+    return out
 
 
 def _detect_piece(

@@ -184,11 +184,13 @@ def _metric_types(ctx: ClaimContext) -> Reading:
 
 def _pruning_json(ctx: ClaimContext) -> dict | None:
     """``out/pruning.json``; in an output of platform sections, the claim's platform's
-    ``pruning--PLATFORM.json`` (:meth:`ClaimContext.section`)."""
+    ``pruning--PLATFORM.json`` (:meth:`ClaimContext.section`), not a space cut or fitted
+    otherwise (``pruning--PLATFORM-pairwise-untrimmed.json``, :func:`reveal_lab.scale.space_file`)."""
     p = ctx.out / "pruning.json"
     if not p.exists():
         found = ctx.out.glob(f"pruning{SECTION_SEP}*.json")
         by_platform = {f.stem.split(SECTION_SEP, 1)[1]: f for f in found}
+        by_platform = {k: f for k, f in by_platform.items() if "-" not in k}
         section = ctx.section(list(by_platform))
         if section is None:
             return None

@@ -43,7 +43,8 @@ def parse_list(text: str | Sequence[str] | None) -> list[str] | None:
 
 def resolve_data(data: str | Path | None) -> str | Path:
     """``None``/``""``: the bundled dataset (:func:`reveal_lab.config.data_dir`);
-    ``"synth"``: synthetic runs; anything else: a dataset folder that must exist."""
+    ``"synth"``: synthetic runs, unless a folder of that name exists (a path that exists is
+    the user's data, however it is spelled); anything else: a dataset folder that must exist."""
     if data is None or str(data) == "":
         root = data_dir()
         if not root.exists():
@@ -52,9 +53,9 @@ def resolve_data(data: str | Path | None) -> str | Path:
                 "(--data / data=...) or set REVEAL_DATA_DIR"
             )
         return root
-    if str(data) == SYNTH:
-        return SYNTH
     root = Path(data).expanduser()
+    if str(data) == SYNTH and not root.exists():
+        return SYNTH
     if not root.exists():
         raise FileNotFoundError(f"dataset folder {root} does not exist")
     return root

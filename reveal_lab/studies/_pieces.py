@@ -227,17 +227,19 @@ def granularity_piece(
     (name → policy, :func:`setting_policies`; :func:`granularity_intervals` on this run with
     :func:`detect_windows`): detected alone, but for a setting fitted per workload (the
     paper's, ``thresholds="workload"``), fitted on ``baseline``, the other fault-free runs of
-    its workload (:func:`baseline_runs`)."""
+    its workload (:func:`baseline_runs`). ``pruning``: one space, or one per setting by
+    name (:func:`reveal_lab.scale.setting_spaces`)."""
     from reveal_lab.studies._granularity import detect_windows, granularity_intervals
 
     out = {}
     for name, policy in settings.items():
         base = list(baseline) if policy.thresholds == "workload" else None
+        space = pruning.get(name) if isinstance(pruning, dict) else pruning
         out[name] = granularity_intervals(
             [run],
             granularities,
-            detect=lambda r, wc, policy=policy, base=base: detect_windows(
-                r, wc, preset, pruning=pruning, policy=policy, baseline=base
+            detect=lambda r, wc, policy=policy, base=base, space=space: detect_windows(
+                r, wc, preset, pruning=space, policy=policy, baseline=base
             ),
         )
     return out

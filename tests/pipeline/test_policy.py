@@ -15,6 +15,7 @@ from reveal_lab.config import get_preset
 from reveal_lab.pipeline import (
     POLICIES,
     DetectionPolicy,
+    Pruning,
     ResolvedPolicy,
     detect_run,
     get_policy,
@@ -302,6 +303,50 @@ def test_method_md_lists_every_departure_the_paper_policy_can_give():
     text = (PROJECT_ROOT / "docs" / "METHOD.md").read_text()
     alone = get_policy("paper").resolve(baseline_runs=0).departures
     given = get_policy("paper", prune=False).resolve(baseline_runs=2).departures
-    for d in [*ALWAYS, *alone, *given]:
+    other = Pruning([], {"method": "complete", "trim": True}, {})
+    other_space = get_policy("paper", prune=other).resolve(baseline_runs=2).departures
+    for d in [*ALWAYS, *alone, *given, *other_space]:
         assert f'{d["section"]} "{d["quote"]}"' in text.replace("\\|", "|"), d["field"]
     assert "(the paper's agreement)" not in text
+
+
+@pytest.mark.parametrize(
+    ("method", "trim", "fields"),
+    [
+        ("pairwise", "none", set()),
+        ("pairwise", False, set()),
+        ("complete", "none", {"prune_method"}),
+        ("pairwise", True, {"prune_trim"}),
+        ("complete", "span", {"prune_method", "prune_trim"}),
+    ],
+)
+def test_a_given_space_cut_or_fitted_otherwise_is_a_departure(method, trim, fields):
+    """The paper prunes every run's whole recording pairwise: a space given to the paper policy
+    that was cut by another method, or fitted on a part of each run (notebook 02's trimmed
+    span), is listed with the paper's sentence; the studies' own paper space is neither."""
+    space = Pruning(["CPU:Busy%.-"], {"method": method, "trim": trim}, {})
+    departures = get_policy("paper", prune=space).resolve(baseline_runs=2).departures
+    assert {d["field"] for d in departures} & {"prune_method", "prune_trim"} == fields
+    assert all(d["quote"] and d["section"].startswith("§") and d["why"] for d in departures)
+
+
+@pytest.mark.skipif(not (LAB / "meta_lab.csv").is_file(), reason="data/lab not present")
+def test_each_setting_gets_a_space_cut_and_fitted_as_it_scores(tmp_path):
+    """scale.setting_spaces: the paper's space is cut pairwise on each run's whole recording
+    (its own file), the default's is notebook 02's (complete linkage on each run's span); the
+    two differ in what they were fitted on, and a second call reads the saved files."""
+    from reveal_lab import scale, studies
+    from reveal_lab.pipeline import load_pruning
+
+    refs = scale.study_refs(str(LAB), max_runs=3)
+    settings = studies.setting_policies(["paper", "default"])
+    spaces = scale.setting_spaces(refs, tmp_path, True, settings, progress=False)
+    assert spaces["paper"].params["method"] == "pairwise" and spaces["paper"].params["trim"] == "none"
+    assert spaces["default"].params["method"] == "complete" and spaces["default"].params["trim"] == "auto"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pruning-pairwise-untrimmed.json", "pruning.json"]
+    assert load_pruning(tmp_path / "pruning-pairwise-untrimmed.json").selected == spaces["paper"].selected
+    assert scale.setting_spaces(refs, tmp_path, True, settings, progress=False)["paper"].selected == (
+        spaces["paper"].selected
+    )
+    paper = get_policy("paper", prune=spaces["paper"]).resolve(baseline_runs=2).departures
+    assert not {"prune_method", "prune_trim"} & {d["field"] for d in paper}

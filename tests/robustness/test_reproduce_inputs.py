@@ -115,6 +115,27 @@ def test_a_data_folder_named_synth_is_the_users_data(tmp_path, monkeypatch, spel
     assert row["data"] == str(folder.resolve()) and row["digest"] != "synth"
 
 
+def test_a_folder_named_synth_is_the_users_data_for_every_caller(tmp_path, monkeypatch):
+    """Not only ``reproduce``: a study called with ``data="synth"`` (a notebook run by hand,
+    ``scale.study_refs``) reads the user's ``./synth`` folder when one exists, and the seeded
+    synthetic runs only when none does."""
+    from reveal_lab import scale, studies
+
+    monkeypatch.chdir(tmp_path)
+    assert studies.resolve_data("synth") == "synth"
+    assert {r.root for r in scale.study_refs("synth", max_runs=2)} == {"synth"}
+    lab = ROOT / "data" / "lab"
+    first = pl.read_csv(lab / "meta_lab.csv", infer_schema_length=0).head(1)
+    folder = tmp_path / "synth"
+    (folder / "infer_separated").mkdir(parents=True)
+    src = first["source_file"][0].removeprefix("./")
+    (folder / src).write_bytes((lab / src).read_bytes())
+    first.write_csv(folder / "meta_lab.csv")
+    assert Path(studies.resolve_data("synth")).resolve() == folder.resolve()
+    refs = scale.study_refs("synth")
+    assert [r.run_id for r in refs] == [Path(src).stem] and {Path(r.root) for r in refs} == {folder.resolve()}
+
+
 # -- --param and the flags ---------------------------------------------------------------------
 
 
