@@ -38,19 +38,21 @@ def window_feature_piece(
     run: Run, window: WindowConfig | None = None, max_windows_per_run: int | None = 200
 ) -> list[tuple[dict[str, np.ndarray], pl.DataFrame]]:
     """One run's part of :func:`window_feature_table`: per host, its (evenly sampled)
-    windows' features by metric-feature pair and their ``run_id, workload, window_id``."""
-    from reveal_lab.features import pair_keys, window_features
+    windows' features by metric-feature pair and their ``run_id, workload, window_id``.
+    Only the sampled windows' features are computed (a window's features are its own
+    samples' alone)."""
+    from reveal_lab.features import make_windows, pair_keys, window_features
 
     window = window or WindowConfig()
     out = []
     for _host, sub in run.split_hosts().items():
-        wf = window_features(sub.frame, window)
+        windows = make_windows(sub.frame, window)
+        if max_windows_per_run and windows.height > max_windows_per_run:
+            windows = windows[np.linspace(0, windows.height - 1, max_windows_per_run).astype(int)]
+        wf = window_features(sub.frame, window, windows=windows)
         keys = pair_keys(wf.pairs)
         X = np.asarray(wf.X, dtype=float)
         wid = np.asarray(wf.windows.get_column("window_id").to_list())
-        if max_windows_per_run and len(wid) > max_windows_per_run:
-            sel = np.linspace(0, len(wid) - 1, max_windows_per_run).astype(int)
-            X, wid = X[sel], wid[sel]
         meta = pl.DataFrame(
             {
                 "run_id": run.meta.run_id,
