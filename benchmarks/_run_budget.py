@@ -2,7 +2,8 @@
 
 * :func:`stage_budget`: the stages every detection goes through, timed one after the other on
   a few runs of the proxy with the cache off (read, derive, window, features, each detector's
-  fit and scores, attribution), in seconds per run and as shares of their sum.
+  fit and scores, attribution), in the pruned space the studies score in (a reproduction's
+  ``pruning.json``) or in every metric, in wall and CPU seconds per run and as shares of the CPU.
 * :func:`map_step_budget`: each study's map step as a reproduction ran it, from the per-run
   task log (``OUT/cache/tasks.tsv``, :func:`reveal_lab.scale.task_times`): per notebook and
   task, seconds per run, the share of the reproduction's per-run work, and the part spent
@@ -22,42 +23,67 @@ import numpy as np
 import polars as pl
 
 
-def _timed(sink: dict[str, float], name: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
-    t = time.perf_counter()
+def _timed(sink: dict[str, list[float]], name: str, fn, *args, **kwargs):  # noqa: ANN001, ANN202
+    w, c = time.perf_counter(), time.process_time()
     out = fn(*args, **kwargs)
-    sink[name] = sink.get(name, 0.0) + time.perf_counter() - t
+    acc = sink.setdefault(name, [0.0, 0.0])
+    acc[0] += time.perf_counter() - w
+    acc[1] += time.process_time() - c
     return out
 
 
-def stage_budget(data: Path, n_runs: int, preset: str = "paper") -> dict[str, Any]:
-    """Seconds per run of each detection stage on the first ``n_runs`` fault-free runs of
-    ``data`` (the workloads in turn), cache off, in this process (numba compiled first on one
-    run that is not counted)."""
+def _budget_refs(data: Path, spaces: Path | None) -> list[tuple[Any, Any]]:
+    """The fault-free runs of ``data``, the platforms' sections taken in turn, each with the
+    pruned space it is scored in: its section's file of notebook 02 in ``spaces`` (a
+    reproduction's output folder; ``None``, or no such file: every metric)."""
+    from itertools import chain, zip_longest
+
+    from reveal_lab.pipeline import load_pruning
+    from reveal_lab.scale import section_refs
+    from reveal_lab.studies import section_file
+
+    sections = section_refs(data, "each", fault_free=True)
+    space = {}
+    for section in sections:
+        path = spaces / section_file("pruning.json", section, list(sections)) if spaces else None
+        space[section] = load_pruning(path) if path is not None and path.exists() else None
+    turns = zip_longest(*([(r, space[s]) for r in refs] for s, refs in sections.items()))
+    return [x for x in chain.from_iterable(turns) if x is not None]
+
+
+def stage_budget(
+    data: Path, n_runs: int, preset: str = "paper", spaces: Path | None = None
+) -> dict[str, Any]:
+    """Seconds per run (wall and CPU) of each detection stage on the first ``n_runs``
+    fault-free runs of ``data`` (the platforms in turn), cache off, in this process (numba
+    compiled first on one run that is not counted). ``spaces``: a reproduction's output folder
+    whose pruned spaces (notebook 02's ``pruning.json``, one per platform) the runs are viewed
+    in, as the studies score them; without it every metric is."""
     from reveal_lab.attribution import attribute
     from reveal_lab.config import get_preset
     from reveal_lab.detectors import DetectorEnsemble, default_detectors
     from reveal_lab.features import make_windows, window_features
     from reveal_lab.pipeline import detection_view, using_cache
-    from reveal_lab.scale import load_study_run, study_refs
+    from reveal_lab.scale import load_study_run
     from reveal_lab.telemetry import TelemetryError
 
     pr = get_preset(preset)
-    refs = study_refs(data, fault_free=True)
-    t: dict[str, float] = {}
-    hosts, runs = 0, -1
+    t: dict[str, list[float]] = {}
+    hosts, runs, pruned = 0, -1, 0
     with using_cache(None):
-        for ref in refs:
+        for ref, space in _budget_refs(data, spaces):
             if runs == n_runs:
                 break
-            sink: dict[str, float] = {} if runs < 0 else t  # the first run warms the compiled code
+            sink: dict[str, list[float]] = {} if runs < 0 else t  # the first run warms the compiled code
             try:
                 run = _timed(sink, "read", load_study_run, ref)
             except TelemetryError:  # the proxy's bad inputs on purpose
                 continue
             runs += 1
+            pruned += runs > 0 and space is not None
             for host, part in run.split_hosts().items():
                 hosts += runs > 0
-                frame, _ = _timed(sink, "derive", detection_view, part.frame)
+                frame, _ = _timed(sink, "derive", detection_view, part.frame, space)
                 windows = _timed(sink, "window", make_windows, frame, pr.window)
                 wf = _timed(sink, "features", window_features, frame, pr.window, windows=windows)
                 dets = default_detectors(pr.detect)
@@ -67,15 +93,19 @@ def stage_budget(data: Path, n_runs: int, preset: str = "paper") -> dict[str, An
                 _timed(sink, "attribution", attribute, ens.detectors_, wf.X, wf.pairs, wf.windows,
                        ens.result_, top_k=pr.detect.top_k, host=host)
     runs = max(runs, 1)
-    total = sum(t.values())
+    cpu = sum(c for _, c in t.values())
     return {
         "runs": runs,
         "host_runs": hosts,
         "preset": preset,
-        "seconds_per_run": {k: round(v / runs, 4) for k, v in t.items()},
-        "share": {k: round(v / total, 4) for k, v in t.items()} if total else {},
+        "runs_in_pruned_space": pruned,
+        "seconds_per_run": {k: round(w / runs, 4) for k, (w, _) in t.items()},
+        "cpu_seconds_per_run": {k: round(c / runs, 4) for k, (_, c) in t.items()},
+        "share": {k: round(c / cpu, 4) for k, (_, c) in t.items()} if cpu else {},
         "note": "each stage alone on the runs' every host, cache off, one after the other in one process; "
-        "a detector's time is its fit and scores on the run's own windows",
+        "a detector's time is its fit and scores on the run's own windows; derive: the detection view "
+        "(derived metrics, static and constant columns out, restricted to the run's platform's pruned space "
+        "when runs_in_pruned_space counts it); share: of the CPU seconds",
     }
 
 

@@ -26,7 +26,8 @@ Beside them (``_run_budget.py``): ``map_steps`` per reproduction, each study's m
 ran (per notebook and task: seconds per run, share, the seconds spent reading runs; from the
 reproduction's ``OUT/cache/tasks.tsv``); ``stage_budget``, the detection stages one by one
 (read, derive, window, features, each detector, attribution) on ``--budget-runs`` runs of the
-smallest proxy, seconds per run and share; ``dtw_sample``, notebook 05's study on the largest
+smallest proxy, in the pruned spaces its reproduction fitted (as the studies score them), wall
+and CPU seconds per run and share; ``dtw_sample``, notebook 05's study on the largest
 proxy with each run compared with K other workloads' medians (``--dtw-samples``) against every
 other workload: the labels and ranks that change.
 
@@ -256,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     smallest = work / f"proxy-K{min(scales)}"
     if args.budget_runs and smallest.exists():
         print(f"detection stages on {args.budget_runs} runs of {smallest}", flush=True)
-        extra["stage_budget"] = stage_budget(smallest, args.budget_runs)
+        spaces = work / f"out-K{min(scales)}-{args.engines.split(',')[0]}"  # its reproduction's pruned spaces
+        extra["stage_budget"] = stage_budget(smallest, args.budget_runs, spaces=spaces if spaces.exists() else None)
     largest = work / f"proxy-K{max(scales)}"  # the most workloads: where a sample leaves most out
     if args.dtw_samples and largest.exists():
         print(f"notebook 05 with samples of {args.dtw_samples} other workloads on {largest}", flush=True)
