@@ -1,7 +1,11 @@
 """Deferred start: with the compiled code in numba's cache, the collector takes its first
 sample before that code is loaded (the first ticks scan in Python), then switches to the
 compiled loop once a thread has loaded it; with an empty cache it compiles before its first
-sample instead. Every tick is counted in one of the loop's kinds and the values agree."""
+sample instead. Every tick is counted in one of the loop's kinds and the values agree.
+
+The cache is filled once for the module (the cold start, a full compile of the collector's code:
+the slow part), and both deferral settings then start on it: deferral off must load the compiled
+code before the first sample even though the filled cache would allow deferring."""
 
 from __future__ import annotations
 
@@ -53,10 +57,16 @@ def _run(defer: str, cache: str, seconds: float = 1.0) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+@pytest.fixture(scope="module")
+def cold_start(tmp_path_factory) -> tuple[str, dict]:
+    """A numba cache folder filled by one collector start on it while empty, and that start's report."""
+    cache = str(tmp_path_factory.mktemp("deferred") / "numba-cache")
+    return cache, _run("1", cache, 0.3)  # an empty cache: compiled before the first sample
+
+
 @pytest.mark.slow
-def test_first_sample_comes_before_the_cached_code_is_loaded(tmp_path):
-    cache = str(tmp_path / "numba-cache")
-    first = _run("1", cache, 0.3)  # an empty cache: compiled before the first sample
+def test_first_sample_comes_before_the_cached_code_is_loaded(cold_start):
+    cache, first = cold_start
     assert first["code"]["start"] == "before sampling"
     assert "burst" in first["code"]["compiled_before_sampling"]
     assert first["seen"][0] is True and first["code"]["compiled_while_sampling"] == []
@@ -71,8 +81,9 @@ def test_first_sample_comes_before_the_cached_code_is_loaded(tmp_path):
 
 
 @pytest.mark.slow
-def test_without_deferral_the_compiled_code_is_loaded_before_the_first_sample(tmp_path):
-    out = _run("0", str(tmp_path / "numba-cache"), 0.3)
+def test_without_deferral_the_compiled_code_is_loaded_before_the_first_sample(cold_start):
+    cache, _ = cold_start  # filled: deferring would be possible, and is not done
+    out = _run("0", cache, 0.3)
     assert out["seen"][0] is True
     assert out["code"]["start"] == "before sampling"
     assert "ticks_before_compiled" not in out["hot"]
