@@ -72,6 +72,7 @@ COPIED = (
     "self/net/sockstat",
     "self/net/sockstat6",
     "self/net/unix",
+    "self/net/protocols",
 )
 
 

@@ -1,5 +1,5 @@
 """The ``sockets`` probe (``/proc/net/sockstat`` and ``sockstat6`` read as direct
-tables) and the ``unix`` probe (``/proc/net/unix`` line count) on this machine's real
+tables) and the ``unix`` probe (the UNIX sockets in use) on this machine's real
 procfs: the channel names runs had before the split, values equal to a plain Python
 split of the files read around the probe's read, batched and unbatched."""
 
@@ -176,14 +176,24 @@ def test_sockstat6_is_optional():
         Sockets().open(NoSockstat("h", 0.1))
 
 
-def test_unix_counts_the_lines_of_proc_net_unix():
+@pytest.mark.parametrize("source", ["/proc/net/protocols", "/proc/net/unix"])
+def test_unix_counts_the_sockets_listed_in_proc_net_unix(tmp_path, source):
+    """The count from the kernel's in-use counters (``/proc/net/protocols``) equals the lines
+    of ``/proc/net/unix``; a procfs root without ``net/protocols`` counts those lines
+    itself. Either way the compiled loop takes it (ops, no Python per tick)."""
     # 200 sockets: the file spans several pages, and one read of a seq_file returns one page
     pairs = [socket.socketpair(socket.AF_UNIX) for _ in range(100)]
+    ctx = ProbeContext("h", 0.1)
+    if source == "/proc/net/unix":  # a procfs root that has net/unix but not net/protocols
+        (tmp_path / "self" / "net").mkdir(parents=True)
+        (tmp_path / "self" / "net" / "unix").symlink_to(UNIX)
+        ctx = ProbeContext("h", 0.1, proc_root=str(tmp_path))
     p = Unix()
-    p.open(ProbeContext("h", 0.1))
+    p.open(ctx)
     try:
         assert [c.name("h") for c in p.channels] == ["NetworkProtocolCounts:UNIX.h[count]"]
-        assert _is_direct(p)  # a LineCount table: the compiled batched read counts the lines
+        assert p.info["source"] == source
+        assert p.compiled_ops() and not _is_direct(p)
 
         def read():
             ints = np.zeros(1, np.int64)
@@ -198,6 +208,11 @@ def test_unix_counts_the_lines_of_proc_net_unix():
         # the line count, not the byte count: a socket's line is listed by its inode
         inode = os.fstat(pairs[0][0].fileno()).st_ino
         assert any(line.split()[6:7] == [str(inode)] for line in open(UNIX).read().splitlines()[1:])
+        for a, b in pairs[:50]:
+            a.close()
+            b.close()
+        before, after, got = bracketed(read)
+        assert min(before["UNIX"], after["UNIX"]) <= got <= max(before["UNIX"], after["UNIX"])
     finally:
         p.close()
         for a, b in pairs:
@@ -248,8 +263,8 @@ def test_run_has_the_old_channel_names_and_the_files_values(tmp_path, spec, batc
     meta = json.loads((tmp_path / "run" / "meta.json").read_text())
     assert meta["probes_used"] == ["self", "sockets", "unix"]
     if batched:
-        # numba is a dependency: both sockstat files and /proc/net/unix (a LineCount) go
-        # through the one compiled read per tick
+        # numba is a dependency: both sockstat files and /proc/net/protocols go through
+        # the one compiled read per tick
         assert meta["batch_read_tables"] == (3 if HAS6 else 2)
     else:
         assert meta["probe_every_ticks"] == {"unix": 5}
