@@ -451,11 +451,11 @@ def study_space(
     if path.exists():
         return load_pruning(path)
     fold = PruningFold()
-    map_runs(
-        pruning_piece, refs, mode, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
+    map_runs(  # the fit pieces only: the runs as recorded (Fig. 4's correlations) are not needed here
+        pruning_piece, refs, mode, 3, False, max_seconds=max_seconds, workers=workers, scheduler=scheduler,
         progress=progress, desc="pruned space", fold=fold,
     )
-    _, space = fold.result(threshold, fit_method=method, trim=mode)
+    space = fold.space(threshold, fit_method=method, trim=mode)
     save_pruning(space, path)
     return space
 

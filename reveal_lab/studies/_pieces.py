@@ -82,8 +82,12 @@ class PruningPiece:
     fit: list[Any]
 
 
-def pruning_piece(run: Run, trim: bool | str = True, min_periods: int = 3) -> PruningPiece:
-    """The pruning study's piece of one run (see :class:`PruningPiece`)."""
+def pruning_piece(
+    run: Run, trim: bool | str = True, min_periods: int = 3, recorded: bool = True
+) -> PruningPiece:
+    """The pruning study's piece of one run (see :class:`PruningPiece`); without
+    ``recorded``, its ``raw`` part (the run as recorded, Fig. 4's) is left empty, for a fold
+    that only fits the space (:meth:`PruningFold.space`)."""
     from reveal_lab.pipeline import pruning_frame
     from reveal_lab.pruning import run_correlations
     from reveal_lab.studies._detection import is_fault_free
@@ -92,7 +96,7 @@ def pruning_piece(run: Run, trim: bool | str = True, min_periods: int = 3) -> Pr
         run.meta.run_id,
         run.meta.workload or "unknown",
         is_fault_free(run),
-        run_correlations(run.frame, min_periods),
+        run_correlations(run.frame, min_periods) if recorded else [],
         run_correlations(pruning_frame(run, trim), min_periods),
     )
 
@@ -132,15 +136,23 @@ class PruningFold:
         trim: bool | str = True,
     ) -> tuple[Any, Any]:
         """``(result, space)`` as :func:`reduce_pruning` gives them."""
+        from reveal_lab.pruning import prune_spaces
+
+        space = self.space(threshold, fit_method=fit_method, trim=trim)
+        return prune_spaces({w: a.space() for w, a in self.raw.items()}, threshold, method=method), space
+
+    def space(self, threshold: float = 0.5, *, fit_method: str = "complete", trim: bool | str = True) -> Any:
+        """The pruned space alone (:meth:`result`'s second part), fitted on the fault-free
+        runs' pieces (every run's when none is fault-free); the pieces' ``raw`` part is not
+        read (:func:`pruning_piece` without ``recorded``)."""
         from reveal_lab.pipeline import pruning_of
         from reveal_lab.pruning import prune_spaces
 
         if not self.all_ids:
             raise ValueError("the pruning study needs at least one run")
-        result = prune_spaces({w: a.space() for w, a in self.raw.items()}, threshold, method=method)
         fit, ids = (self.fit, self.free_ids) if self.free_ids else (self.fit_any or {}, self.all_ids)
         fitted = prune_spaces({w: a.space() for w, a in fit.items()}, threshold, method=fit_method)
-        return result, pruning_of(fitted, ids, trim)
+        return pruning_of(fitted, ids, trim)
 
 
 def reduce_pruning(

@@ -350,3 +350,10 @@ def test_each_setting_gets_a_space_cut_and_fitted_as_it_scores(tmp_path):
     )
     paper = get_policy("paper", prune=spaces["paper"]).resolve(baseline_runs=2).departures
     assert not {"prune_method", "prune_trim"} & {d["field"] for d in paper}
+    # fitted without the runs' recorded correlations (Fig. 4's, not needed for a space): the
+    # same space as the pruning study's whole pieces give
+    runs = [scale.load_study_run(r) for r in refs]
+    for name, (method, trim) in {"paper": ("pairwise", "none"), "default": ("complete", "auto")}.items():
+        pieces = [studies.pruning_piece(r, trim) for r in runs]
+        _, whole = studies.reduce_pruning(pieces, fit_method=method, trim=trim)
+        assert whole.to_dict() == spaces[name].to_dict(), name
