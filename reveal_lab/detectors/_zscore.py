@@ -13,7 +13,7 @@ from reveal_lab.detectors._base import (
     safe_divide,
 )
 
-__all__ = ["ZScoreDetector", "GROUP_SCALE_FLOOR"]
+__all__ = ["ZScoreDetector", "GROUP_SCALE_FLOOR", "TAIL_SHARE"]
 
 #: with ``groups``: a group's mean ``|z|`` is scaled by its robust spread over the fit windows,
 #: never below this (a group calm in every window would otherwise turn round-off into sigmas)
@@ -21,6 +21,10 @@ GROUP_SCALE_FLOOR = 0.25
 #: with ``groups`` and no ``clip``: the ``|z|`` of one feature taken as its most, for the
 #: group's least scale (see :class:`ZScoreDetector`)
 ONE_FEATURE_CAP = 10.0
+#: with ``groups``: the upper tail of a group, the mean of its ``ceil(TAIL_SHARE · size)``
+#: largest ``|z|``, is a second statistic of the group beside its mean (a shift of a minority
+#: of a large family's features is not averaged away)
+TAIL_SHARE = 0.01
 
 
 class ZScoreDetector(BaseDetector):
@@ -61,7 +65,19 @@ class ZScoreDetector(BaseDetector):
         put in units of its own spread over the fit windows (median and 1.4826·MAD, at least
         :data:`GROUP_SCALE_FLOOR`, and at least what one feature at the clip adds to the
         group's mean), so a group that is always busy does not outrank one that is always
-        calm, and one twitching feature cannot make its group fire.
+        calm, and one twitching feature cannot make its group fire. A mean averages away a
+        strong shift of a minority of a large group (30 of 1,200 features at the clip move it
+        by 0.25), so each group is also scored by its upper tail: the mean of its ``k``
+        largest ``|z|``, ``k = ceil(tail_share · size)``, in units of its own spread over the
+        fit windows likewise (at least :data:`GROUP_SCALE_FLOOR` and the clip over ``k``: one
+        feature entering the tail at the clip moves it by at most one unit). A group's score
+        is the larger of its mean and its tail over ``tail_margin``; both are shares of the
+        group, so neither grows with its size. Two tests per group: a threshold by family
+        counts both (:func:`~reveal_lab.pipeline.family_threshold`).
+    tail_share : with ``groups``: the share of a group's features whose mean is its upper
+        tail (:data:`TAIL_SHARE`).
+    tail_margin : with ``groups``: how many times the threshold the tail must clear
+        (:attr:`TAIL_MARGIN`).
     relative_floor : each feature's scale is at least this share of its centre's magnitude
         (``0``: no floor): a gauge near-flat within the run (free memory, the page cache)
         drifting by a fraction of a percent is not hundreds of its tiny MADs away.
@@ -70,8 +86,10 @@ class ZScoreDetector(BaseDetector):
 
     ``explain(X)`` returns ``|z|`` per feature (clipped as the score); without ``groups`` its
     row mean is the score exactly; with ``groups``, each feature's part in its group's score
-    (its ``|z|`` over the group's size and scale), so the features of the group that fired
-    come first.
+    by the statistic that scores the group higher in that window (by the mean, its ``|z|``
+    over the group's size and scale; by the tail, its ``|z|`` over ``k``, the tail's scale and
+    the margin for the ``k`` largest, 0 for the others), so the features of the group that fired come
+    first.
 
     Examples
     --------
@@ -87,6 +105,13 @@ class ZScoreDetector(BaseDetector):
 
     name = "zscore"
     clips = True
+    #: with ``groups``: the tail counts in its group's score divided by this (``tail_margin``'s
+    #: default), so it must clear twice the group's threshold: under the normal model of a
+    #: family's threshold (:func:`~reveal_lab.pipeline.family_threshold`, which counts it) its
+    #: false alarms add ``P(N > 2 t)`` to the mean's ``P(N > t)``, under 10⁻⁴ of it for any
+    #: ``t ≥ 2.5`` (the default rate gives 2.7 and up); a tail is heavier than a mean (fewer
+    #: features averaged) and is held to more
+    TAIL_MARGIN = 2.0
 
     def __init__(
         self,
@@ -98,6 +123,8 @@ class ZScoreDetector(BaseDetector):
         groups: tuple[int, ...] | None = None,
         relative_floor: float = 0.0,
         scale_floor: tuple[float, ...] | None = None,
+        tail_share: float = TAIL_SHARE,
+        tail_margin: float = TAIL_MARGIN,
     ) -> None:
         super().__init__(quantile=quantile, outlier_fence=outlier_fence, clip=clip)
         self.robust = robust
@@ -105,6 +132,8 @@ class ZScoreDetector(BaseDetector):
         self.groups = groups
         self.relative_floor = relative_floor
         self.scale_floor = scale_floor
+        self.tail_share = tail_share
+        self.tail_margin = tail_margin
 
     #: the two forms of the Z-score: ``robust`` (median and 1.4826·MAD, a constant feature
     #: floored) and ``standard`` (mean and standard deviation, a constant feature neutral: the
@@ -169,8 +198,14 @@ class ZScoreDetector(BaseDetector):
             mad = 1.4826 * np.median(np.abs(S - self.group_center_), axis=0)
             # one feature alone at its cap moves its group's mean by cap / size: never more than
             # one unit, so a group fires only when several of its features move
-            one = (self.clip if self.clip is not None else ONE_FEATURE_CAP) * G.max(axis=0)
-            self.group_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), one)
+            cap = self.clip if self.clip is not None else ONE_FEATURE_CAP
+            self.group_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), cap * G.max(axis=0))
+            # the upper tail likewise, against its own calm majority; one feature entering the
+            # top k at its cap moves the tail's mean by at most cap / k
+            T = self._group_tails(X)
+            self.tail_center_ = np.median(T, axis=0)
+            mad = 1.4826 * np.median(np.abs(T - self.tail_center_), axis=0)
+            self.tail_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), cap / self._tail_sizes()[1])
 
     def _z(self, X: np.ndarray) -> np.ndarray:
         z = np.abs(safe_divide(X - self.center_, self.scale_))
@@ -195,10 +230,36 @@ class ZScoreDetector(BaseDetector):
             out[i : i + 256] = self._z(X[i : i + 256]) @ G
         return out
 
+    def _tail_sizes(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """Each group's features (in the order of ``np.unique(groups)``) and its tail's size
+        ``k = ceil(tail_share · size)``."""
+        g = np.asarray(self.groups, dtype=np.int64)
+        _, inv = np.unique(g, return_inverse=True)
+        members = [np.flatnonzero(inv == j) for j in range(int(inv.max(initial=-1)) + 1)]
+        k = np.array([max(1, int(np.ceil(self.tail_share * m.size))) for m in members])
+        return members, k
+
+    def _group_tails(self, X: np.ndarray) -> np.ndarray:
+        """Windows x groups: the mean of each group's ``k`` largest ``|z|`` (:meth:`_tail_sizes`)."""
+        members, ks = self._tail_sizes()
+        out = np.empty((X.shape[0], len(members)))
+        for i in range(0, X.shape[0], 256):
+            z = self._z(X[i : i + 256])
+            for j, (m, k) in enumerate(zip(members, ks, strict=True)):
+                out[i : i + 256, j] = np.partition(z[:, m], m.size - k, axis=1)[:, m.size - k :].mean(axis=1)
+        return out
+
+    def _group_scores(self, X: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Windows x groups: each group's mean in units of its own spread, and its tail in units
+        of its own spread over ``tail_margin``."""
+        S = (self._group_means(X, G) - self.group_center_) / self.group_scale_
+        T = (self._group_tails(X) - self.tail_center_) / (self.tail_scale_ * self.tail_margin)
+        return S, T
+
     def _score(self, X: np.ndarray) -> np.ndarray:
         G = self._group_matrix(X.shape[1])
         if G is not None:
-            S = (self._group_means(X, G) - self.group_center_) / self.group_scale_
+            S = np.maximum(*self._group_scores(X, G))
             return S.max(axis=1, initial=-np.inf) if S.shape[1] else np.zeros(X.shape[0])
         # |x - c| / s summed in row blocks (small memory on wide feature matrices), with
         # 1/s precomputed (0 for neutral features); equals the mean of ``_z`` to rounding
@@ -224,8 +285,20 @@ class ZScoreDetector(BaseDetector):
         G = self._group_matrix(X.shape[1])
         if G is None:
             return z
-        # with groups: each feature's part in its group's score (|z| / group size / group scale)
-        return z * (G @ (1.0 / self.group_scale_))
+        # with groups: each feature's part in its group's score by the statistic that scores the
+        # group higher in the window: its mean (|z| / group size / group scale) or its tail
+        # (|z| / k / tail scale / margin for the group's k largest, 0 for the others)
+        S, T = self._group_scores(X, G)
+        members, ks = self._tail_sizes()
+        out = z * (G @ (1.0 / self.group_scale_))
+        for j, (m, k) in enumerate(zip(members, ks, strict=True)):
+            rows = np.flatnonzero(T[:, j] > S[:, j])
+            if rows.size:
+                zj = z[np.ix_(rows, m)]
+                kth = np.partition(zj, m.size - k, axis=1)[:, m.size - k : m.size - k + 1]
+                part = zj / (k * self.tail_scale_[j] * self.tail_margin)
+                out[np.ix_(rows, m)] = np.where(zj >= kth, part, 0.0)
+        return out
 
     def zscores(self, X) -> np.ndarray:  # noqa: ANN001
         """Signed z per feature (for the words of a claim: above or below its baseline)."""

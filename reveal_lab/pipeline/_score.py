@@ -13,7 +13,7 @@ import polars as pl
 
 from reveal_lab.attribution import Attribution, attribute
 from reveal_lab.config import Preset
-from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, default_detectors
+from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, ZScoreDetector, default_detectors
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes, unreachable_notes
@@ -76,17 +76,25 @@ def family_groups(pairs: pl.DataFrame) -> tuple[int, ...]:
 
 
 def family_threshold(rate: float, n_detectors: int, n_groups: int) -> float:
-    """The Z-score's threshold by family (:func:`family_groups`): each family's score is in
-    units of its own spread (:class:`~reveal_lab.detectors.ZScoreDetector` ``groups``), so
-    the false-alarm rate is held per family: the normal quantile at
-    ``1 − rate / (n_detectors · n_groups)`` (a union bound over detectors and families).
+    """The Z-score's threshold by family (:func:`family_groups`): each family's two statistics,
+    its mean ``|z|`` and its upper tail, are in units of their own spread
+    (:class:`~reveal_lab.detectors.ZScoreDetector` ``groups``), and the tail must clear
+    ``ZScoreDetector.TAIL_MARGIN`` (``m``) times the threshold, so the false-alarm rate is held
+    per family: the ``t`` at which ``P(N > t) + P(N > m·t) = rate / (n_detectors · n_groups)``,
+    ``N`` standard normal (a union bound over detectors, families and the two statistics; the
+    tail's term lifts ``t`` by under 10⁻⁵ above the normal quantile at
+    ``1 − rate / (n_detectors · n_groups)`` at the default rate).
 
     >>> round(family_threshold(0.01, 3, 40), 2)
     3.76
     """
+    from scipy.optimize import brentq
     from scipy.stats import norm
 
-    return float(norm.ppf(1.0 - rate / (n_detectors * max(n_groups, 1))))
+    margin = ZScoreDetector.TAIL_MARGIN
+    alpha = rate / (n_detectors * max(n_groups, 1))
+    t0 = float(norm.isf(alpha))  # the mean's alone; the tail's term lifts it a little
+    return float(brentq(lambda t: norm.sf(t) + norm.sf(margin * t) - alpha, t0, t0 + 1.0, xtol=1e-12))
 
 
 def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
