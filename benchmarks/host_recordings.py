@@ -94,8 +94,9 @@ def _goals_met(res: dict) -> dict[str, bool]:
 
 
 def _verdict_rows(verdicts: list, run: str, host: str, fault: str) -> list[dict]:
-    """The scored verdicts of one replay as the scorer's windows: a flagged window's joint
-    subsystems share its attribution equally (``top_subsystem``: the first)."""
+    """The scored verdicts of one replay as the scorer's windows: a flagged window's
+    subsystems with their shares of its attribution (``Verdict.shares``, as ``detect``'s
+    ``share_*`` columns that the offline measure ranks by; ``top_subsystem``: the first named)."""
     from reveal_lab.telemetry import SUBSYSTEMS
 
     rows = []
@@ -103,6 +104,7 @@ def _verdict_rows(verdicts: list, run: str, host: str, fault: str) -> list[dict]
         if v.phase != "scored":
             continue
         joint = [s for s in (v.subsystems or "").split("+") if s] if v.anomalous else []
+        shares = (v.shares or {s: 1.0 / len(joint) for s in joint}) if joint else {}
         rows.append(
             {
                 "run": run,
@@ -114,7 +116,7 @@ def _verdict_rows(verdicts: list, run: str, host: str, fault: str) -> list[dict]
                 "flagged": v.anomalous,
                 "sentinel": v.sentinel,
                 "top_subsystem": joint[0] if joint else None,
-                **{f"share_{s}": (1.0 / len(joint) if s in joint else 0.0) if joint else None for s in SUBSYSTEMS},
+                **{f"share_{s}": shares.get(s, 0.0) if shares else None for s in SUBSYSTEMS},
             }
         )
     return rows

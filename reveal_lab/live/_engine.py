@@ -24,6 +24,17 @@ With a baseline, the sentinel rule of ``detect_run`` holds here too: a window wh
 counter that is 0 in every baseline sample is non-zero in the policy's ``sentinel_samples`` of its
 samples is anomalous (:func:`reveal_lab.pipeline.sentinel_windows`), attributed to that
 counter; the stream keeps those counters beside the pruned space for it.
+
+Without a baseline the stream is a run alone, scored by ``detect_run``'s rules for one
+(docs/METHOD.md, "A run alone"), each in its causal form: per-core families folded; every
+column but static, unscored and all-missing ones (a column constant over the warm-up is kept:
+``detect_run`` judges constancy over the whole run, where a disk read or a network send that
+comes later moves it); the detectors set as ``score_host`` sets them (the policy's clip, the
+Z-score by family) with a run alone's robust thresholds (the Z-score's per family, the others
+``median + k·MAD`` of their scores of the windows fitted on), refitted on the stream so far; a
+flag counted from its ``min_run``-th window in a row; the attribution by the Z-score's own
+contributions; and the sentinel rule's form for a run alone (:class:`_LoneSentinel`), whose
+counter names the window's subsystem.
 """
 
 from __future__ import annotations
@@ -80,6 +91,13 @@ REFIT_MAX_WINDOWS = 300
 
 log = logging.getLogger(__name__)
 
+#: why :func:`reveal_lab.derive.detection_view` leaves out a column that never changes
+CONSTANT_REASON = "constant over the run"
+
+#: the fields of an evidence row a verdict keeps (:func:`reveal_lab.attribution.attribute`'s)
+EVIDENCE_FIELDS = ("subsystem", "metric", "feature", "score", "claim", "evidence_of", "rank", "value", "baseline", "z")
+
+
 @dataclass
 class Verdict:
     """The verdict on one completed window.
@@ -105,8 +123,12 @@ class Verdict:
     compute_ms: float = 0.0
     #: wall-clock time (epoch seconds) the verdict was made
     decided_at: float = 0.0
-    #: the silent counter that fired the sentinel rule in this window (with a baseline)
+    #: the silent counter that fired the sentinel rule in this window (with a baseline; a run
+    #: alone: its own quiet counter)
     sentinel: str | None = None
+    #: an anomalous window's subsystems and their shares of its attribution (as ``detect``'s
+    #: ``share_*`` columns; the sentinel rule's subsystem 1)
+    shares: dict[str, float] = field(default_factory=dict)
 
     @property
     def subsystem(self) -> str | None:
@@ -246,6 +268,8 @@ class LiveDetector:
         self.pairs: pl.DataFrame | None = None
         self.host: str | None = None
         self.fitted_on: str | None = None
+        #: what each fit was on, in order (the warm-up or the baseline first, then the refits)
+        self.fits: list[str] = []
         self.fit_seconds: float | None = None
         self._plan_cols: list[str] | None = None
         self._plan_state: WindowPlan | None = None
@@ -266,6 +290,8 @@ class LiveDetector:
         self.baseline_notes: list[str] = []
         self._silent_idx = np.empty(0, dtype=np.int64)  # their positions in the plan's metrics
         self._silent_names: list[str] = []
+        #: a run alone: the sentinel rule's own form (``detect_run``'s ``lone``), live
+        self._lone = _LoneSentinel(self.alone.sentinel_min_run) if self.alone.sentinel_rule == "lone" else None
         if isinstance(prune, Pruning):
             self.pruning, self.pruning_source = prune, "given"
         elif isinstance(prune, str | os.PathLike):
@@ -297,28 +323,37 @@ class LiveDetector:
                 f"baseline of at least {self.window.window_s + 2 * self.window.stride_s:g} s)"
             )
         t = time.perf_counter()
-        dets = make_detectors(self.detect, self.policy.outlier_fence)
-        by_family = self._alone_rules and self.alone.by_subsystem
-        if by_family:
+        dets = self._alone_detectors(pairs) if self._alone_rules else make_detectors(
+            self.detect, self.policy.outlier_fence
+        )
+        fitted = FittedDetectors.fit(X, dets, fast_forest=self.fast_forest)
+        if self._alone_rules and self.alone.thresholds == "robust":
+            _robust_thresholds(fitted, self.alone.false_alarm_rate)
+        self.fitted_detectors, self.ensemble, self.detectors = fitted, fitted.ensemble, fitted.detectors
+        self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
+        self.fits.append(what)
+        self._align_cols = None
+        self.fit_seconds = time.perf_counter() - t
+
+    def _alone_detectors(self, pairs: pl.DataFrame) -> list[Any]:
+        """The detectors of a run alone, set as ``detect_run`` sets them for one
+        (:func:`reveal_lab.pipeline.score_host`): the policy's clip (the Z-score's and the
+        Mahalanobis projection's), Z-score form and quantile, and by family the Z-score's
+        groups and floors."""
+        a = self.alone
+        dets = default_detectors(
+            self.detect, clip=a.z_clip, outlier_fence=a.outlier_fence, zscore=a.zscore,
+            **({"quantile": a.quantile} if a.quantile is not None else {}),
+        )
+        if a.by_subsystem:
             from reveal_lab.pipeline import RELATIVE_FLOOR, family_groups, unit_floors
 
             for d in dets:
                 if d.name == "zscore":
                     d.set_params(
-                        groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs),
-                        clip=self.alone.z_clip,
+                        groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs)
                     )
-        fitted = FittedDetectors.fit(X, dets, fast_forest=self.fast_forest)
-        if by_family:  # the Z-score's per-family threshold, as a run alone's (detect_run)
-            from reveal_lab.pipeline import family_threshold
-
-            z = fitted.ensemble.detectors_["zscore"]
-            z.threshold_ = family_threshold(self.alone.false_alarm_rate, len(dets), len(set(z.groups)))
-            fitted.detectors["zscore"].threshold_ = z.threshold_
-        self.fitted_detectors, self.ensemble, self.detectors = fitted, fitted.ensemble, fitted.detectors
-        self.keys, self.pairs, self.fitted_on = pair_keys(pairs), pairs, what
-        self._align_cols = None
-        self.fit_seconds = time.perf_counter() - t
+        return dets
 
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
         """Fit the detectors on every window of reference run(s) (each host's windows stacked)."""
@@ -401,8 +436,12 @@ class LiveDetector:
         if not self.fitted:
             # as the pipeline's detection view: static, all-missing and constant columns out,
             # judged on the warm-up (with a baseline, alignment to its columns decides)
-            view, _cat = single_host_view(self._apply_derive(frame))
-            self._keep = view.columns
+            view, cat = single_host_view(self._apply_derive(frame))
+            # a run alone keeps the columns constant over the warm-up too: the pipeline judges
+            # constancy over the whole run, where a counter whose first event comes later (a
+            # disk read, a network send) moves; dropped here, the stream could never see it
+            later = set(cat.filter(pl.col("reason") == CONSTANT_REASON)["column"]) if self._alone_rules else set()
+            self._keep = [c for c in self._apply_derive(frame.head(2)).columns if c in set(view.columns) | later]
             if self._prune_pending:  # the pruned space of the run itself, as detect_run alone
                 host = parse_metric_name(next((c for c in frame.columns if c != TIMESTAMP), ""))
                 warm = Run(RunMeta("warm-up", hosts=(host.host,) if host is not None else ()), frame)
@@ -502,11 +541,7 @@ class LiveDetector:
             if metrics
             else np.empty((rows.height, 0))
         )
-        if self._buf_t.size:
-            self._buf_t = np.concatenate([self._buf_t, t_new])
-            self._buf_v = np.concatenate([self._buf_v, v_new], axis=0)
-        else:
-            self._buf_t, self._buf_v = t_new, v_new
+        self._append(t_new, v_new)
         out = []
         # the data end as make_windows sees it: the last timestamp plus one interval
         data_end = self._last_ts + round(self.window.interval_s * 1000)
@@ -522,6 +557,16 @@ class LiveDetector:
             self._buf_t, self._buf_v = self._buf_t[cut:], self._buf_v[cut:]
         return out
 
+    def _append(self, t_new: np.ndarray, v_new: np.ndarray) -> None:
+        """New rows into the buffer (and counted for a run alone's sentinel rule)."""
+        if self._alone_rules and self._lone is not None:
+            self._lone.count(v_new)
+        if self._buf_t.size:
+            self._buf_t = np.concatenate([self._buf_t, t_new])
+            self._buf_v = np.concatenate([self._buf_v, v_new], axis=0)
+        else:
+            self._buf_t, self._buf_v = t_new, v_new
+
     def _window_rows(self, start: int, end: int) -> np.ndarray:
         a = int(np.searchsorted(self._buf_t, start, side="left"))
         b = int(np.searchsorted(self._buf_t, end, side="left"))
@@ -536,6 +581,8 @@ class LiveDetector:
         metrics = list(self._plan_state.metrics)
         self._silent_idx = np.array(silent_indices(metrics, self.silent), dtype=np.int64)
         self._silent_names = [metrics[i] for i in self._silent_idx]
+        if self._lone is not None:
+            self._lone.plan(metrics)
 
     def window_vector(self, values: np.ndarray) -> tuple[np.ndarray, pl.DataFrame]:
         """Features of one window from its rows (``values[n_samples, n_metrics]`` in the
@@ -607,7 +654,8 @@ class LiveDetector:
             if self.keep_features:
                 self.history.append((k, x, pairs))
             xa = self._align(x, pairs)
-            self._score(v, xa[None, :], self._sentinel(rows))
+            lone = self._lone.window(rows) if self._alone_rules and self._lone is not None else None
+            self._score(v, xa[None, :], self._sentinel(rows) if lone is None else lone, lone=lone is not None)
             if self._alone_rules:
                 self._refit_on_history(xa)
         v.compute_ms = (time.perf_counter() - t_start) * 1e3
@@ -654,7 +702,12 @@ class LiveDetector:
         j = int(n.argmax())
         return (self._silent_names[j], int(n[j])) if n[j] >= k else None
 
-    def _score(self, v: Verdict, xa: np.ndarray, sentinel: tuple[str, int] | None = None) -> None:
+    def _score(
+        self, v: Verdict, xa: np.ndarray, sentinel: tuple[str, int] | None = None, *, lone: bool = False
+    ) -> None:
+        """Score one window; ``sentinel``: the counter the sentinel rule fired on, ``lone`` its
+        form for a run alone (then the window is that counter's subsystem's, as ``detect_run``
+        attributes it)."""
         assert self.fitted_detectors is not None
         res = self.fitted_detectors.score(xa)  # the ensemble's own scores, labels and combination
         if self._alone_rules and self.alone.min_run > 1:
@@ -675,35 +728,101 @@ class LiveDetector:
                 rule="shares" if by_family else "deviation",
             )
             if att.windows.height:
-                v.subsystems = att.windows.get_column("subsystems")[0]
-            v.evidence = [
-                {
-                    k: r[k]
-                    for k in (
-                        "subsystem",
-                        "metric",
-                        "feature",
-                        "score",
-                        "claim",
-                        "evidence_of",
-                        "rank",
-                        "value",
-                        "baseline",
-                        "z",
-                    )
-                }
-                for r in att.evidence.iter_rows(named=True)
-            ]
+                w = att.windows.row(0, named=True)
+                v.subsystems = w["subsystems"]
+                v.shares = {k.removeprefix("share_"): float(x) for k, x in w.items() if k.startswith("share_") and x}
+            v.evidence = [{k: r[k] for k in EVIDENCE_FIELDS} for r in att.evidence.iter_rows(named=True)]
         if sentinel is not None:  # the sentinel rule: anomalous whatever the detectors say
             metric, n = sentinel
-            ev = {**sentinel_evidence(metric, n), "rank": len(v.evidence) + 1}
+            ev = {**sentinel_evidence(metric, n, lone_windows=self.alone.sentinel_min_run if lone else None),
+                  "rank": len(v.evidence) + 1}
             v.sentinel = metric
             v.methods.append("sentinel")
-            if not v.anomalous:
-                v.subsystems = ev["subsystem"]
-            v.evidence.append(ev)
+            if lone:  # its counter, quiet in most of the stream, is more specific than the detectors' pairs
+                v.evidence = [{**ev, "rank": 1}, *({**e, "rank": e["rank"] + 1} for e in v.evidence)]
+            else:
+                v.evidence.append(ev)
+            if lone or not v.anomalous:
+                v.subsystems, v.shares = ev["subsystem"], {ev["subsystem"]: 1.0}
             v.anomalous = True
 
+
+class _LoneSentinel:
+    """The sentinel rule of a run alone (:func:`reveal_lab.pipeline.lone_sentinel_windows`),
+    one window at a time: a counter of the host (a per-interval difference, not the
+    collector's own, not a per-CPU interrupt) that is 0 in at least
+    :data:`~reveal_lab.pipeline.LONE_QUIET_SHARE` of the stream's samples so far and moved in
+    :data:`~reveal_lab.pipeline.LONE_ACTIVE_SHARE` of a window's samples, ``min_run`` windows
+    in a row, fires (from its ``min_run``-th window on: the causal form). Whether a counter is
+    quiet is judged on the samples before its current active stretch began, as the pipeline
+    judges it on the whole run, where a stretch is a minority."""
+
+    def __init__(self, min_run: int | None) -> None:
+        self.min_run = int(min_run or 1)
+        self.names: list[str] = []
+        self.idx = np.empty(0, dtype=np.int64)
+
+    def plan(self, metrics: Sequence[str]) -> None:
+        """The counters of a new column set (their counts start again)."""
+        from reveal_lab.pipeline import LONE_GENERIC_SOURCES
+        from reveal_lab.telemetry import classify
+
+        keep = [
+            i for i, m in enumerate(metrics)
+            if (src := m.split(":", 1)[0]).endswith("_diff") and src not in LONE_GENERIC_SOURCES
+            and classify(m).kind != "instrument"
+        ]
+        self.idx = np.array(keep, dtype=np.int64)
+        self.names = [metrics[i] for i in keep]
+        n = len(keep)
+        self.seen, self.moved = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        self.run = np.zeros(n, dtype=np.int64)
+        self.quiet_at = np.zeros(n)  # each counter's quiet share when its active stretch began
+
+    def count(self, values: np.ndarray) -> None:
+        """New rows of the stream (in the plan's metric order)."""
+        if self.idx.size and values.shape[0]:
+            x = values[:, self.idx]
+            self.seen += np.isfinite(x).sum(axis=0)
+            self.moved += moved_samples(x).sum(axis=0)
+
+    def window(self, rows: np.ndarray) -> tuple[str, int] | None:
+        """The counter the rule fires on in this window (the rarest: the quietest, then the one
+        that moved in most of its samples), with its samples moved; ``None``."""
+        from reveal_lab.pipeline import LONE_ACTIVE_SHARE, LONE_QUIET_SHARE
+
+        if not self.idx.size:
+            return None
+        n = moved_samples(rows[:, self.idx]).sum(axis=0) if rows.shape[0] else np.zeros(self.idx.size, int)
+        active = n >= LONE_ACTIVE_SHARE * max(rows.shape[0], 1)
+        quiet = 1.0 - self.moved / np.maximum(self.seen, 1)
+        self.quiet_at = np.where(active & (self.run == 0), quiet, self.quiet_at)
+        self.run = np.where(active, self.run + 1, 0)
+        fired = (self.run >= self.min_run) & (self.quiet_at >= LONE_QUIET_SHARE)
+        if not fired.any():
+            return None
+        j = max(np.flatnonzero(fired), key=lambda k: (self.quiet_at[k], n[k], -k))
+        return self.names[j], int(n[j])
+
+
+def _robust_thresholds(fitted: FittedDetectors, rate: float) -> None:
+    """Each detector's threshold as a run alone's (``detect_run``, ``robust``): the Z-score by
+    family at its per-family threshold (:func:`reveal_lab.pipeline.family_threshold`), every
+    other at ``median + k·1.4826·MAD`` of its own scores of the windows it was fitted on
+    (:func:`reveal_lab.pipeline.robust_threshold`), not the top share of them."""
+    from reveal_lab.pipeline import family_threshold, robust_threshold
+
+    res = fitted.ensemble.result_
+    n_det = len(res.methods)
+    for m in res.methods:
+        det = fitted.ensemble.detectors_[m]
+        groups = getattr(det, "groups", None)
+        det.threshold_ = (
+            family_threshold(rate, n_det, len(set(groups)))
+            if groups is not None
+            else robust_threshold(res.scores[m], rate, n_det)
+        )
+        fitted.detectors[m].threshold_ = det.threshold_
 
 
 def _dt(ms: int) -> dt.datetime:

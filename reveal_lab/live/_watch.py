@@ -261,8 +261,9 @@ def _follow(
                 say(v.line())
             if det.fitted and not announced:
                 announced = True
-                summary.fitted_on = det.fitted_on
-                _announce_fit(det, out, say)
+                # the first fit (the warm-up): a refit may follow it within the same rows
+                summary.fitted_on = det.fits[0]
+                _announce_fit(det, out, say, det.fits[0])
         last_data = time.monotonic()  # idle time counts from when this data was handled
         if max_windows is not None and summary.scored >= max_windows:
             summary.stopped = f"--max-windows {max_windows} reached"
@@ -277,13 +278,17 @@ _RUN_FILE = re.compile(
 )
 
 
-def _announce_fit(det: LiveDetector, out: IO[str] | None, say: Callable[[str], None]) -> None:
-    """Say what the detectors were fitted on and in which metric space (and log it to the JSONL)."""
+def _announce_fit(
+    det: LiveDetector, out: IO[str] | None, say: Callable[[str], None], on: str | None = None
+) -> None:
+    """Say what the detectors were fitted ``on`` (default: their last fit's) and in which metric
+    space (and log it to the JSONL)."""
+    on = on or det.fitted_on
     space = _pruning_info(det, det.pruning is not None)
     where = f"pruned space of {space['n_selected']} metrics ({space['source']})" if space["applied"] else "every metric"
-    say(f"detectors fitted on {det.fitted_on}; {len(det.keys or [])} features; {where}")
+    say(f"detectors fitted on {on}; {len(det.keys or [])} features; {where}")
     if out is not None:
-        event = {"event": "fitted", "on": det.fitted_on, "n_features": len(det.keys or []), "pruning": space}
+        event = {"event": "fitted", "on": on, "n_features": len(det.keys or []), "pruning": space}
         out.write(json.dumps(event) + "\n")
 
 

@@ -64,6 +64,9 @@ from reveal_lab.pipeline._policy import (
 )
 from reveal_lab.pipeline._result import ANOMALIES_COLUMNS, Detection
 from reveal_lab.pipeline._sentinel import (
+    LONE_ACTIVE_SHARE,
+    LONE_GENERIC_SOURCES,
+    LONE_QUIET_SHARE,
     SENTINEL_COLUMNS,
     SENTINEL_MIN_SAMPLES,
     SENTINEL_WINDOW_SCHEMA,
@@ -123,6 +126,9 @@ __all__ = [
     "TRIM_RULES",
     "run_source",
     "moved_samples",
+    "LONE_QUIET_SHARE",
+    "LONE_ACTIVE_SHARE",
+    "LONE_GENERIC_SOURCES",
     "Detection",
     "detect_run",
     "detect_many",

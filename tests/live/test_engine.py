@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from reveal_lab.config import WindowConfig
+from reveal_lab.derive import add_derived
 from reveal_lab.features import window_features
 from reveal_lab.live import LiveDetector
 from reveal_lab.pipeline import POLICIES, Pruning, detection_view, fit_pruning, save_pruning
@@ -32,14 +33,16 @@ def test_each_window_features_equal_the_offline_features():
     det = LiveDetector(warmup_s=20, keep_features=True, policy=POLICIES["default"].with_(prune=False))
     verdicts = _stream(det, run.frame)
     # the live view decides on the warm-up what the pipeline decides on the whole run (derived
-    # metrics; static, all-missing and constant columns out): only columns constant during the
-    # warm-up (a counter whose first event comes later) can differ
+    # metrics; static and all-missing columns out); a stream alone keeps the columns constant
+    # over its warm-up (a counter whose first event comes later), so it holds every column of
+    # the offline view, and besides only columns constant over the warm-up
     offline_view = detection_view(run.frame)[0]
     live_cols = det._keep
-    assert set(live_cols) <= set(offline_view.columns)
-    warm = detection_view(run.frame.slice(0, 200))[0]
-    assert set(offline_view.columns) - set(live_cols) <= set(offline_view.columns) - set(warm.columns)
-    offline = window_features(offline_view.select(live_cols), WindowConfig())
+    assert set(offline_view.columns) <= set(live_cols)
+    derived = add_derived(run.frame).select(live_cols)
+    warm = derived.slice(0, 200)
+    assert all(warm[c].n_unique() == 1 for c in set(live_cols) - set(offline_view.columns))
+    offline = window_features(derived, WindowConfig())
     assert len(det.history) == offline.n_windows == len(verdicts)
     for k, x, pairs in det.history:
         row = offline.windows.get_column("window_id").to_list().index(k)
@@ -52,9 +55,10 @@ def test_each_window_features_equal_the_offline_features():
 @pytest.mark.slow
 def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
     """Fitted on its warm-up, the stream is a run alone: a 10 s level shift of the network is
-    flagged from its 8th window in a row on (the causal form of a run alone's ``min_run``),
-    named network, with evidence in words, and few windows outside it are flagged; with
-    ``min_run=1`` every window of it is."""
+    flagged by the detectors from its 8th window in a row on (the causal form of a run alone's
+    ``min_run``) and by the sentinel rule of a run alone from its 4th (a network error counter,
+    0 before, moves in each sample), named network, with evidence in words, and few windows
+    outside it are flagged; with ``min_run=1`` every window of it is."""
     run, truth = make_run(
         80, n_channels=200, seed=3, anomalies=[Anomaly("network", 55.0, 65.0, kind="level", magnitude=10.0)]
     )
@@ -75,7 +79,9 @@ def test_planted_anomaly_is_flagged_and_attributed_while_streaming():
         flagged_in = [v for v in inside if v.anomalous]
         if min_run is None:
             assert det.alone.min_run == 8
-            assert not any(v.anomalous for v in inside[:7])  # an episode's first 7 windows
+            assert not any(set(v.methods) - {"sentinel"} for v in inside[:7])  # an episode's first 7
+            lone = det.alone.sentinel_min_run
+            assert lone == 4 and not any(v.anomalous for v in inside[: lone - 1])
             assert len(flagged_in) >= len(inside) - 8
             assert sum(v.anomalous for v in outside) <= 0.1 * len(outside)
         else:
