@@ -9,6 +9,7 @@
 
 from reveal_lab.derive._cores import FOLDS, PER_CORE_SOURCES, CoreFamily, core_families, fold_cores, folded_family, with_cores
 from reveal_lab.derive._derive import (
+    CONSTANT_REASON,
     CUMULATIVE_SOURCES,
     DERIVED_SOURCE,
     DerivedPlan,
@@ -29,6 +30,7 @@ __all__ = [
     "with_cores",
     "DerivedPlan",
     "plan_derived",
+    "CONSTANT_REASON",
     "CUMULATIVE_SOURCES",
     "DERIVED_SOURCE",
     "add_derived",

@@ -374,8 +374,11 @@ def plan_derived(frame: pl.DataFrame, *, link_speed_mbps: Mapping[str, float] | 
     return DerivedPlan(table, tuple(diff_exprs), tuple(exprs), tuple(drop))
 
 
+#: why :func:`detection_view` leaves out a column whose values never change (the pipeline keeps
+#: such columns of baseline runs; a live stream alone keeps those constant over its warm-up)
+CONSTANT_REASON = "constant over the run"
 DETECTION_REASONS = (
-    "static metric", "instrument metric", "smoothed metric", "all values missing", "constant over the run"
+    "static metric", "instrument metric", "smoothed metric", "all values missing", CONSTANT_REASON
 )
 
 
@@ -424,7 +427,7 @@ def detection_view(frame: Frame, catalogue: pl.DataFrame | None = None) -> tuple
         elif count[i] == 0:
             reasons[c] = "all values missing"
         elif lo[i] == hi[i]:
-            reasons[c] = "constant over the run"
+            reasons[c] = CONSTANT_REASON
         else:
             reasons[c] = None
     cat = cat.with_columns(

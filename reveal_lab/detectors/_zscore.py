@@ -193,7 +193,8 @@ class ZScoreDetector(BaseDetector):
         self.center_, self.scale_ = center, scale
         G = self._group_matrix(X.shape[1])
         if G is not None:  # each group's mean |z| against its own calm majority in the fit data
-            S = self._group_means(X, G)
+            self.tail_members_, self.tail_k_ = self._tail_sizes()
+            S, T = self._group_stats(X, G)
             self.group_center_ = np.median(S, axis=0)
             mad = 1.4826 * np.median(np.abs(S - self.group_center_), axis=0)
             # one feature alone at its cap moves its group's mean by cap / size: never more than
@@ -202,10 +203,9 @@ class ZScoreDetector(BaseDetector):
             self.group_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), cap * G.max(axis=0))
             # the upper tail likewise, against its own calm majority; one feature entering the
             # top k at its cap moves the tail's mean by at most cap / k
-            T = self._group_tails(X)
             self.tail_center_ = np.median(T, axis=0)
             mad = 1.4826 * np.median(np.abs(T - self.tail_center_), axis=0)
-            self.tail_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), cap / self._tail_sizes()[1])
+            self.tail_scale_ = np.maximum(np.maximum(mad, GROUP_SCALE_FLOOR), cap / self.tail_k_)
 
     def _z(self, X: np.ndarray) -> np.ndarray:
         z = np.abs(safe_divide(X - self.center_, self.scale_))
@@ -223,13 +223,6 @@ class ZScoreDetector(BaseDetector):
         G[np.arange(p), inv] = 1.0 / counts[inv]
         return G
 
-    def _group_means(self, X: np.ndarray, G: np.ndarray) -> np.ndarray:
-        """Windows x groups: each group's mean ``|z|``."""
-        out = np.empty((X.shape[0], G.shape[1]))
-        for i in range(0, X.shape[0], 256):
-            out[i : i + 256] = self._z(X[i : i + 256]) @ G
-        return out
-
     def _tail_sizes(self) -> tuple[list[np.ndarray], np.ndarray]:
         """Each group's features (in the order of ``np.unique(groups)``) and its tail's size
         ``k = ceil(tail_share · size)``."""
@@ -239,21 +232,26 @@ class ZScoreDetector(BaseDetector):
         k = np.array([max(1, int(np.ceil(self.tail_share * m.size))) for m in members])
         return members, k
 
-    def _group_tails(self, X: np.ndarray) -> np.ndarray:
-        """Windows x groups: the mean of each group's ``k`` largest ``|z|`` (:meth:`_tail_sizes`)."""
-        members, ks = self._tail_sizes()
-        out = np.empty((X.shape[0], len(members)))
+    def _group_stats(self, X: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Windows x groups: each group's mean ``|z|`` and the mean of its ``k`` largest
+        (``tail_members_``, ``tail_k_``: :meth:`_tail_sizes` at fit), from one ``|z|`` per block
+        of rows."""
+        means = np.empty((X.shape[0], G.shape[1]))
+        tails = np.empty((X.shape[0], len(self.tail_members_)))
         for i in range(0, X.shape[0], 256):
             z = self._z(X[i : i + 256])
-            for j, (m, k) in enumerate(zip(members, ks, strict=True)):
-                out[i : i + 256, j] = np.partition(z[:, m], m.size - k, axis=1)[:, m.size - k :].mean(axis=1)
-        return out
+            means[i : i + 256] = z @ G
+            for j, (m, k) in enumerate(zip(self.tail_members_, self.tail_k_, strict=True)):
+                top = np.partition(z[:, m], m.size - k, axis=1)[:, m.size - k :]
+                tails[i : i + 256, j] = top.mean(axis=1)
+        return means, tails
 
     def _group_scores(self, X: np.ndarray, G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Windows x groups: each group's mean in units of its own spread, and its tail in units
         of its own spread over ``tail_margin``."""
-        S = (self._group_means(X, G) - self.group_center_) / self.group_scale_
-        T = (self._group_tails(X) - self.tail_center_) / (self.tail_scale_ * self.tail_margin)
+        means, tails = self._group_stats(X, G)
+        S = (means - self.group_center_) / self.group_scale_
+        T = (tails - self.tail_center_) / (self.tail_scale_ * self.tail_margin)
         return S, T
 
     def _score(self, X: np.ndarray) -> np.ndarray:
@@ -289,9 +287,8 @@ class ZScoreDetector(BaseDetector):
         # group higher in the window: its mean (|z| / group size / group scale) or its tail
         # (|z| / k / tail scale / margin for the group's k largest, 0 for the others)
         S, T = self._group_scores(X, G)
-        members, ks = self._tail_sizes()
         out = z * (G @ (1.0 / self.group_scale_))
-        for j, (m, k) in enumerate(zip(members, ks, strict=True)):
+        for j, (m, k) in enumerate(zip(self.tail_members_, self.tail_k_, strict=True)):
             rows = np.flatnonzero(T[:, j] > S[:, j])
             if rows.size:
                 zj = z[np.ix_(rows, m)]

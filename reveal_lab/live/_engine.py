@@ -53,7 +53,7 @@ import polars as pl
 
 from reveal_lab.attribution import attribute
 from reveal_lab.config import DetectConfig, WindowConfig
-from reveal_lab.derive import DerivedPlan, plan_derived
+from reveal_lab.derive import CONSTANT_REASON, DerivedPlan, plan_derived
 from reveal_lab.derive import detection_view as single_host_view
 from reveal_lab.detectors import DetectorEnsemble, FittedDetectors, default_detectors
 from reveal_lab.features import WindowPlan, pair_keys, window_features, window_plan
@@ -90,9 +90,6 @@ HISTORY_WINDOWS = 3600
 REFIT_MAX_WINDOWS = 300
 
 log = logging.getLogger(__name__)
-
-#: why :func:`reveal_lab.derive.detection_view` leaves out a column that never changes
-CONSTANT_REASON = "constant over the run"
 
 #: the fields of an evidence row a verdict keeps (:func:`reveal_lab.attribution.attribute`'s)
 EVIDENCE_FIELDS = ("subsystem", "metric", "feature", "score", "claim", "evidence_of", "rank", "value", "baseline", "z")
@@ -436,12 +433,15 @@ class LiveDetector:
         if not self.fitted:
             # as the pipeline's detection view: static, all-missing and constant columns out,
             # judged on the warm-up (with a baseline, alignment to its columns decides)
-            view, cat = single_host_view(self._apply_derive(frame))
+            derived = self._apply_derive(frame)
+            view, cat = single_host_view(derived)
             # a run alone keeps the columns constant over the warm-up too: the pipeline judges
             # constancy over the whole run, where a counter whose first event comes later (a
             # disk read, a network send) moves; dropped here, the stream could never see it
-            later = set(cat.filter(pl.col("reason") == CONSTANT_REASON)["column"]) if self._alone_rules else set()
-            self._keep = [c for c in self._apply_derive(frame.head(2)).columns if c in set(view.columns) | later]
+            kept = set(view.columns)
+            if self._alone_rules:
+                kept |= set(cat.filter(pl.col("reason") == CONSTANT_REASON)["column"])
+            self._keep = [c for c in derived.columns if c in kept]
             if self._prune_pending:  # the pruned space of the run itself, as detect_run alone
                 host = parse_metric_name(next((c for c in frame.columns if c != TIMESTAMP), ""))
                 warm = Run(RunMeta("warm-up", hosts=(host.host,) if host is not None else ()), frame)
@@ -764,14 +764,9 @@ class _LoneSentinel:
 
     def plan(self, metrics: Sequence[str]) -> None:
         """The counters of a new column set (their counts start again)."""
-        from reveal_lab.pipeline import LONE_GENERIC_SOURCES
-        from reveal_lab.telemetry import classify
+        from reveal_lab.pipeline import lone_candidate
 
-        keep = [
-            i for i, m in enumerate(metrics)
-            if (src := m.split(":", 1)[0]).endswith("_diff") and src not in LONE_GENERIC_SOURCES
-            and classify(m).kind != "instrument"
-        ]
+        keep = [i for i, m in enumerate(metrics) if lone_candidate(m)]
         self.idx = np.array(keep, dtype=np.int64)
         self.names = [metrics[i] for i in keep]
         n = len(keep)

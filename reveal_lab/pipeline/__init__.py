@@ -65,11 +65,11 @@ from reveal_lab.pipeline._policy import (
 from reveal_lab.pipeline._result import ANOMALIES_COLUMNS, Detection
 from reveal_lab.pipeline._sentinel import (
     LONE_ACTIVE_SHARE,
-    LONE_GENERIC_SOURCES,
     LONE_QUIET_SHARE,
     SENTINEL_COLUMNS,
     SENTINEL_MIN_SAMPLES,
     SENTINEL_WINDOW_SCHEMA,
+    lone_candidate,
     moved_samples,
     per_interval_counts,
     sentinel_evidence,
@@ -128,7 +128,7 @@ __all__ = [
     "moved_samples",
     "LONE_QUIET_SHARE",
     "LONE_ACTIVE_SHARE",
-    "LONE_GENERIC_SOURCES",
+    "lone_candidate",
     "Detection",
     "detect_run",
     "detect_many",

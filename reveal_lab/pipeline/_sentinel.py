@@ -307,6 +307,18 @@ def _quiet_shares(frame: pl.DataFrame, cols: Sequence[str]) -> np.ndarray:
     return out
 
 
+def lone_candidate(metric: str) -> bool:
+    """Whether ``metric`` can fire a run alone's sentinel rule: a per-interval counter of the
+    host (not the collector's own) outside :data:`LONE_GENERIC_SOURCES`.
+
+    >>> lone_candidate("Disk_diff:sectors_read.vda.h[sectors]")
+    True
+    >>> lone_candidate("Interrupts_diff:CAL.0.h[count]")  # a generic source
+    False
+    """
+    return _is_counter(metric) and metric.split(":", 1)[0] not in LONE_GENERIC_SOURCES
+
+
 def quiet_counters(frame: pl.DataFrame, quiet_share: float = LONE_QUIET_SHARE) -> list[str]:
     """The counter columns of ``frame`` (per-interval differences of the host, not the
     collector's own, not of :data:`LONE_GENERIC_SOURCES`) that moved in some sample and are 0
@@ -323,7 +335,7 @@ def quiet_counters(frame: pl.DataFrame, quiet_share: float = LONE_QUIET_SHARE) -
     """
     out = []
     for c in metric_columns(frame):
-        if not _is_counter(c) or c.split(":", 1)[0] in LONE_GENERIC_SOURCES:
+        if not lone_candidate(c):
             continue
         x = frame[c].cast(pl.Float64, strict=False).to_numpy()
         x = x[np.isfinite(x)]

@@ -53,7 +53,7 @@ def detection_view(
     static, all-missing and constant columns left out (:func:`reveal_lab.derive.detection_view`,
     the reasons go to the returned notes), restricted to ``selected`` metrics (column
     names or host-free keys, or a pruning result with ``.selected``)."""
-    from reveal_lab.derive import add_derived
+    from reveal_lab.derive import CONSTANT_REASON, add_derived
 
     notes: list[str] = []
     if derive:
@@ -62,9 +62,9 @@ def detection_view(
     kept, cat = single_host_columns(frame)
     frame = frame.select(kept)
     if keep_constant:  # baseline runs: "never moved in the baseline" is information
-        const = cat.filter(pl.col("reason") == "constant over the run")["column"].to_list()
+        const = cat.filter(pl.col("reason") == CONSTANT_REASON)["column"].to_list()
         frame = full.select(*frame.columns, *const)
-        cat = cat.filter(pl.col("reason") != "constant over the run")
+        cat = cat.filter(pl.col("reason") != CONSTANT_REASON)
     left = cat.filter(~pl.col("used")).group_by("reason").len().sort("reason")
     if left.height:
         notes.append(
