@@ -151,6 +151,9 @@ def watch(
         out = open(jsonl, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - closed in finally
     say = echo or (lambda _msg: None)
     t_begin = time.monotonic()
+    # whether the run has started is settled before "watching" is said: a folder deleted
+    # after that line is then always named as deleted, however soon it goes
+    started = (directory / "meta.json").exists()
     if det.fitted:
         say(f"watching {directory}")
         _announce_fit(det, out, say)
@@ -177,6 +180,7 @@ def watch(
                     poll_s,
                     directory,
                     wait_s,
+                    started,
                 )
             except KeyboardInterrupt:
                 summary.stopped = "interrupted"
@@ -208,10 +212,10 @@ def _follow(
     poll_s: float,
     directory: Path,
     wait_s: float,
+    seen_run: bool,
 ) -> None:
     last_data = t_begin  # --idle-exit holds in every state, before the first data too
     announced = det.fitted
-    seen_run = False
     finished_polls = 0
     while True:
         now = time.monotonic()

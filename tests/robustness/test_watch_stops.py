@@ -97,6 +97,29 @@ def test_watch_stops_when_the_run_folder_is_deleted(tmp_path):
     assert "the run folder was deleted while it was watched" in out + err
 
 
+def test_a_folder_deleted_right_after_watching_is_named_deleted(tmp_path):
+    """The folder goes the moment "watching" is said, before the first poll (the race CI
+    met): named as deleted, not as a run that never started."""
+    from reveal_lab.live import watch
+
+    run = tmp_path / "run"
+    collector = subprocess.Popen([*CLI, "collect", "--out", str(run), "--probes", "procfs", "--interval", "100ms",
+                                  "--duration", "120s"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    said: list[str] = []
+
+    def echo(msg: str) -> None:
+        said.append(msg)
+        if msg.startswith("watching"):
+            shutil.rmtree(run)
+
+    try:
+        wait_for_file(run / "journal-000000.bin", collector, 120)
+        summary = watch(run, wait_s=1.0, duration_s=60, echo=echo)
+    finally:
+        _stop(collector)
+    assert summary.stopped == "the run folder was deleted while it was watched", said
+
+
 def test_a_pruned_space_the_stream_lacks_advises_a_flag_that_exists():
     from reveal_lab.cli import build_parser
     from reveal_lab.live import LiveDetector
