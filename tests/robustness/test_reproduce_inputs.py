@@ -17,29 +17,30 @@ from reveal_lab.cli import main
 from reveal_lab.notebooks import load_manifest, run_manifest
 from tests.notebooks.notebook_files import write_notebook
 
-from .conftest import ROOT, assert_clean_error, cli, wait_for_file
+from .conftest import ROOT, Result, assert_clean_error, cli, wait_for_file
 
 pytestmark = pytest.mark.notebook
 
 PARAMS = 'data = ""\nout_dir = "."\nsmoke = False\nvalue = 1.0\nworkers = 0\n'
-#: writes what it was given and a digest of the data it read
+#: writes what it was given and a digest of the data it read (through the project's table
+#: writer, which ``studies.save_table`` calls, without importing every study)
 SHOW = """
 import hashlib, os, pathlib
 import polars as pl
-from reveal_lab import studies
+from reveal_lab.render import write_table
 digest = "synth"
 if data != "synth":
     files = sorted(p for p in pathlib.Path(data).rglob("*") if p.is_file())
     digest = hashlib.md5(b"".join(p.read_bytes() for p in files)).hexdigest()
-studies.save_table(pl.DataFrame({"data": [data], "digest": [digest], "value": [value], "smoke": [smoke]}),
-                   out_dir, TABLE)
+write_table(pl.DataFrame({"data": [data], "digest": [digest], "value": [value], "smoke": [smoke]}),
+            out_dir + "/tables/" + TABLE)
 """
 #: reads what the first notebook wrote
 AFTER = """
 import polars as pl
-from reveal_lab import studies
+from reveal_lab.render import write_table
 first = pl.read_csv(f"{out_dir}/tables/first.csv")
-studies.save_table(first.with_columns(pl.lit(data).alias("now")), out_dir, "second")
+write_table(first.with_columns(pl.lit(data).alias("now")), f"{out_dir}/tables/second")
 """
 #: writes, says it started, then waits (at most 120 s) while the block file exists
 BLOCKING = """
@@ -156,16 +157,17 @@ def test_param_values_are_checked_with_the_flags_ranges(tmp_path, capsys, param,
     assert not (tmp_path / "o").exists()  # refused before any notebook
 
 
-def test_workers_flag_errors_name_the_flag_not_param(tmp_path):
+def test_workers_flag_errors_name_the_flag_not_param(tmp_path, capsys):
     res = cli("reproduce", "--workers", "0", "--out", str(tmp_path / "o"))
     assert_clean_error(res, "argument --workers: expected a whole number from 1", rc=2)
     assert "--param workers" not in res.err
     # a notebook that does not declare 'workers' simply does not get it (no "--param workers" error)
     m = _manifest(tmp_path, params=PARAMS.replace("workers = 0\n", ""))
-    ok = cli("reproduce", "--manifest", str(m), "--only", "01-first", "--workers", "2", "--data", "synth",
-             "--out", str(tmp_path / "o2"), "--no-cache")
-    assert ok.rc == 0, ok.text
-    assert "--param workers" not in ok.err
+    rc = main(["reproduce", "--manifest", str(m), "--only", "01-first", "--workers", "2", "--data", "synth",
+               "--out", str(tmp_path / "o2"), "--no-cache"])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert "--param workers" not in err
 
 
 # -- --resume and the notebooks a run starts after -----------------------------------------------
@@ -208,13 +210,15 @@ def _reproduce_cmd(manifest: Path, out: Path, *extra: str) -> list[str]:
             "--manifest", str(manifest), "--data", "synth", "--out", str(out), "--no-cache", *extra]
 
 
-def test_a_notebook_killed_part_way_is_not_kept_by_resume(tmp_path):
+def test_a_notebook_killed_part_way_is_not_kept_by_resume(tmp_path, monkeypatch):
+    """The first and the resumed reproduction run in this process (the kernels inherit its
+    environment); the one killed is a real ``reveal-lab reproduce`` process."""
     m, out = _manifest(tmp_path, first=SHOW + BLOCKING, after=False), tmp_path / "out"
     started, block = tmp_path / "started", tmp_path / "block"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RVL_STARTED": str(started), "RVL_BLOCK": str(block)}
-    first = subprocess.run(_reproduce_cmd(m, out, "--only", "01-first"), env=env, capture_output=True, text=True,
-                           timeout=120)
-    assert first.returncode == 0, first.stderr
+    monkeypatch.setenv("RVL_STARTED", str(started))
+    monkeypatch.setenv("RVL_BLOCK", str(block))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    _run(m, out, "synth", only=["01-first"])
     started.unlink()
     block.write_text("hold")
     proc = subprocess.Popen(_reproduce_cmd(m, out, "--only", "01-first"), env=env, stdout=subprocess.DEVNULL,
@@ -225,14 +229,12 @@ def test_a_notebook_killed_part_way_is_not_kept_by_resume(tmp_path):
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     block.unlink()
-    again = subprocess.run(_reproduce_cmd(m, out, "--only", "01-first", "--resume"), env=env, capture_output=True,
-                           text=True, timeout=120)
-    assert again.returncode == 0, again.stderr
-    assert "complete, kept" not in again.stderr
+    _, lines = _run(m, out, "synth", only=["01-first"], resume=True)
+    assert not any("complete, kept" in line for line in lines), lines
     assert json.loads((out / "notebooks" / "status.json").read_text())["01-first.ipynb"]["status"] == "ok"
 
 
-def test_a_second_reproduction_into_the_same_out_is_refused_naming_the_first(tmp_path):
+def test_a_second_reproduction_into_the_same_out_is_refused_naming_the_first(tmp_path, capsys):
     m, out = _manifest(tmp_path, first=SHOW + BLOCKING, after=False), tmp_path / "out"
     started, block = tmp_path / "started", tmp_path / "block"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RVL_STARTED": str(started), "RVL_BLOCK": str(block)}
@@ -241,9 +243,10 @@ def test_a_second_reproduction_into_the_same_out_is_refused_naming_the_first(tmp
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         wait_for_file(started, proc, 120)
-        second = cli("reproduce", "--manifest", str(m), "--data", "synth", "--out", str(out), "--no-cache",
-                     "--only", "01-first")
-        assert_clean_error(second, "another reproduction", f"pid {proc.pid}", str(out), rc=1)
+        rc = main(["reproduce", "--manifest", str(m), "--data", "synth", "--out", str(out), "--no-cache",
+                   "--only", "01-first"])
+        printed, said = capsys.readouterr()
+        assert_clean_error(Result(rc, printed, said), "another reproduction", f"pid {proc.pid}", str(out), rc=1)
         block.unlink()
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
