@@ -114,21 +114,36 @@ def workload_warning(run: Any, baseline: Sequence | None) -> str | None:  # noqa
     )
 
 
-def check_writable_folder(path: str, flag: str = "--out") -> None:
-    """Refuse (``ValueError``) an output folder that cannot be made or written, before any work."""
+def check_writable_folder(path: str, flag: str = "--out", *, make: bool = True) -> None:
+    """Refuse (``ValueError``) an output folder that cannot be made or written, before any work.
+
+    With ``make=False`` nothing is made or written: the first folder on the way that exists is
+    looked at, and a file there, or a folder this user cannot write, is refused (a first look a
+    command can take before its slow imports; the full check follows)."""
+    import errno
     import os
     from pathlib import Path
 
+    def refuse(why: object) -> ValueError:
+        return ValueError(f"{flag} {path}: cannot write there ({why}); give a folder you can write")
+
     p = Path(path)
+    if not make:
+        there = p.absolute()
+        while not there.exists() and there.parent != there:
+            there = there.parent
+        if not there.is_dir():
+            raise refuse(os.strerror(errno.ENOTDIR))
+        if not os.access(there, os.W_OK | os.X_OK):
+            raise refuse(os.strerror(errno.EACCES))
+        return
     probe = p / f".reveal-lab-write-check-{os.getpid()}"
     try:
         p.mkdir(parents=True, exist_ok=True)
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:
-        raise ValueError(
-            f"{flag} {path}: cannot write there ({exc.strerror or exc}); give a folder you can write"
-        ) from None
+        raise refuse(exc.strerror or exc) from None
 
 
 def keep_inputs_in_report(target: str, stage: Any, inputs: dict[str, Sequence[str | None]]) -> list[str]:  # noqa: ANN401

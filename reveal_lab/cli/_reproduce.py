@@ -104,6 +104,9 @@ def _run(args: argparse.Namespace) -> int:
     import sys
 
     from reveal_lab.cli._checks import check_writable_folder
+
+    if not args.list:  # a folder that cannot be written is said before the notebooks' imports
+        check_writable_folder(args.out, make=False)
     from reveal_lab.notebooks import (
         ClaimsFailed,
         NotebookFailed,

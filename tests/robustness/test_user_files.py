@@ -4,6 +4,7 @@ dataset, and a ``detect`` input that lies inside the report folder it replaces."
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -42,23 +43,31 @@ def test_synth_public_overwrite_replaces_the_folder_whole(tmp_path):
     assert "writing 4 runs" in res.err
 
 
-def _report_with_pruning(rep: Path) -> bytes:
-    """A report folder of ``detect`` holding a ``pruning.json`` fitted on the lab run (as
-    ``detect`` writes one when it prunes); its bytes."""
+@pytest.fixture(scope="module")
+def pruned_report(tmp_path_factory) -> Path:
+    """A report folder of ``detect`` (run here, in-process) holding a ``pruning.json`` fitted on
+    the lab run (as ``detect`` writes one when it prunes)."""
+    from reveal_lab.cli import main
     from reveal_lab.io import load_run
     from reveal_lab.pipeline import fit_pruning, save_pruning
 
-    first = cli("detect", str(LAB_RUN), "--out", str(rep), cwd=rep.parent)
-    assert first.rc == 0, first.text
+    rep = tmp_path_factory.mktemp("first") / "reveal-report"
+    assert main(["detect", str(LAB_RUN), "--out", str(rep)]) == 0
     if not (rep / "pruning.json").exists():
         save_pruning(fit_pruning([load_run(LAB_RUN)]), rep / "pruning.json")
+    return rep
+
+
+def _report_with_pruning(first: Path, rep: Path) -> bytes:
+    """A copy of the report folder ``first`` at ``rep``; the bytes of its ``pruning.json``."""
+    shutil.copytree(first, rep)
     return (rep / "pruning.json").read_bytes()
 
 
 @pytest.mark.slow
-def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
+def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path, pruned_report):
     rep = tmp_path / "reveal-report"
-    pruning = _report_with_pruning(rep)
+    pruning = _report_with_pruning(pruned_report, rep)
     again = cli("detect", str(OTHER_RUN), "--pruning", str(rep / "pruning.json"), "--out", str(rep), cwd=tmp_path)
     assert again.rc == 0, again.text
     assert "kept in the new report" in again.err
@@ -69,9 +78,9 @@ def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path):
 
 
 @pytest.mark.slow
-def test_detect_with_a_relative_pruning_inside_the_default_report_folder(tmp_path):
+def test_detect_with_a_relative_pruning_inside_the_default_report_folder(tmp_path, pruned_report):
     """The issue's spelling: default ``--out reveal-report``, a relative ``--pruning`` path."""
-    before = _report_with_pruning(tmp_path / "reveal-report")
+    before = _report_with_pruning(pruned_report, tmp_path / "reveal-report")
     res = cli("detect", str(OTHER_RUN), "--pruning", "reveal-report/pruning.json", cwd=tmp_path)
     assert res.rc == 0, res.text
     assert Path(tmp_path / "reveal-report" / "pruning.json").read_bytes() == before
