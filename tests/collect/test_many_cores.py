@@ -5,15 +5,12 @@
 ``/proc/interrupts`` and ``/proc/softirqs`` of 16- and 192-core files, in the compiled
 loop and the interpreted one, against a label-by-label reading of the same text written
 here; the per-core sums of the device IRQs (one ``OP_COLSUM`` per core) against the ops
-they replace (``OP_ZERO`` then one ``OP_ADD`` per row and core); and a numba cache filled on
-this host serving a start on a host of other cores, with nothing compiled while sampling."""
+they replace (``OP_ZERO`` then one ``OP_ADD`` per row and core). (A numba cache filled on this
+host serving a start on a host of other cores is ``test_deferred_start.py``'s, on the cache its
+cold start fills.)"""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -149,41 +146,3 @@ def test_device_sums_equal_the_per_row_ops(tmp_path, cores):
         assert (a == d).all()
     finally:
         p.close()
-
-
-START = """
-import json, sys
-from pathlib import Path
-from reveal_lab.collect import collect, write_proc_tree
-out, probes, cores = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-roots = {}
-if cores:
-    proc, sys_ = write_proc_tree(out.parent / f"tree-{cores}", cores)
-    roots = {"proc_root": str(proc), "sys_root": str(sys_)}
-res = collect(out, interval_s=0.05, duration_s=float(sys.argv[4]), probes=probes, handle_signals=False,
-              **roots)
-meta = res.meta
-print(json.dumps({"code": meta["compiled_code"], "hot": meta["hot_loop"], "n": meta["n_channels"]}))
-"""
-
-
-@pytest.mark.slow
-def test_a_cache_filled_on_this_host_serves_a_host_of_other_cores(tmp_path):
-    pytest.importorskip("numba")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "REVEAL_LAB_COLLECT_DEFER": "1"}
-
-    def start(name: str, probes: str, cores: int, seconds: float) -> dict:
-        args = [str(tmp_path / name), probes, str(cores), str(seconds)]
-        res = subprocess.run([sys.executable, "-c", START, *args], capture_output=True, text=True,
-                             timeout=600, env=env)  # fmt: skip
-        assert res.returncode == 0, res.stderr[-2000:]
-        return json.loads(res.stdout.strip().splitlines()[-1])
-
-    here = start("here", "cpu,meminfo", 0, 0.3)  # this host's /proc, an empty cache: compiled first
-    assert here["code"]["start"] == "before sampling" and here["code"]["compiled_while_sampling"] == []
-    # 64 cores, every procfs file: loaded, not compiled. Loading the cache took ~2 s of the run at
-    # load 13 on 2 cores (41 ticks of 50 ms in Python first): 6 s leave the compiled ticks room
-    there = start("there", "procfs", 64, 6.0)
-    code = there["code"]
-    assert code == {"start": "deferred", "compiled_before_sampling": [], "compiled_while_sampling": []}
-    assert there["hot"]["compiled_ticks"] >= 1 and there["n"] > here["n"]
