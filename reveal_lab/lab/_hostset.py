@@ -347,16 +347,18 @@ def record_host_set(
     net_addrs: tuple[str, str] = NET_ADDRS,
     probes: str | None = None,
     python: str = sys.executable,
+    gate: LoadGate | None = None,
 ) -> list[dict]:
     """Record every plan (:func:`record_host_recording`) into ``raw``, each after the load
     gate has passed (the 1-minute load average less this process's and its jobs' own share
     at most ``load_gate``; :class:`~reveal_lab.lab.LoadGate`); the manifests. The gate's
     readings go into ``<raw>/recording.json``. The network job sends over
-    :func:`net_pair` (``net_ns``, ``net_addrs``), set up once for all recordings."""
+    :func:`net_pair` (``net_ns``, ``net_addrs``), set up once for all recordings. ``gate``:
+    a :class:`~reveal_lab.lab.LoadGate` to use instead of one of ``load_gate`` and ``gate_wait_s``."""
     require_root(("ip", "nsenter"))
     raw = Path(raw)
     raw.mkdir(parents=True, exist_ok=True)
-    gate = LoadGate(gate=load_gate, max_wait_s=gate_wait_s)
+    gate = gate if gate is not None else LoadGate(gate=load_gate, max_wait_s=gate_wait_s)
     book = HostSetLog(list(sys.argv), load_gate)
     mans = []
     needs_net = any(j.kind == "net_send" for p in plans for j in p.jobs)

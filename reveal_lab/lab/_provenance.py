@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import subprocess
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -415,6 +416,17 @@ def _load_range(sessions: list[dict]) -> str:
     return f"{min(vals):.1f} to {max(vals):.1f} (median {sorted(vals)[len(vals) // 2]:.1f}) on 2 cores"
 
 
+def _version(module: str) -> str:
+    """``module.__version__``, read from its installed metadata unless it is imported already
+    (importing torch only for its version took 5 s of CPU)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return loaded.__version__
+    from importlib.metadata import version
+
+    return version(module)
+
+
 def machine_provenance() -> dict:
     """What the recording ran on (:func:`reveal_lab.machine.machine_info`), the package
     versions and the commit."""
@@ -424,8 +436,8 @@ def machine_provenance() -> dict:
     info: dict = machine_info()
     versions = {"numpy": numpy.__version__, "polars": polars.__version__}
     for mod in ("torch", "pyarrow"):
-        with contextlib.suppress(ImportError):
-            versions[mod] = __import__(mod).__version__
+        with contextlib.suppress(ImportError):  # PackageNotFoundError is one
+            versions[mod] = _version(mod)
     with contextlib.suppress(Exception):
         from importlib.metadata import version
 

@@ -18,6 +18,7 @@ from reveal_lab.lab import (
     HOST_JOBS,
     HostJob,
     HostRecordingPlan,
+    LoadGate,
     build_host_set,
     host_set_plan,
     record_host_recording,
@@ -95,11 +96,16 @@ def test_two_tiny_recordings_with_the_script_end_to_end(tmp_path):
     namespace pair and a disk write with fsync, one without a job; the pair is gone afterwards."""
     _need_root()
     ns = f"rlt{os.getpid() % 100000:05d}"
-    jobs = (HostJob("net_send", 3.0, 3.0), HostJob("disk_write", 7.5, 3.0))
-    plans = [HostRecordingPlan(0, 14.0, jobs), HostRecordingPlan(1, 6.0)]  # the second: a calm recording, any length
+    jobs = (HostJob("net_send", 2.0, 2.0), HostJob("disk_write", 5.0, 2.0))  # 100 MiB sent at 50 MiB/s
+    plans = [HostRecordingPlan(0, 9.5, jobs), HostRecordingPlan(1, 3.0)]  # the second: a calm recording, any length
     octet = 100 + os.getpid() % 100
     mans = record_host_set(
-        plans, tmp_path / "raw", load_gate=None, net_ns=ns, net_addrs=(f"10.78.{octet}.1", f"10.78.{octet}.2")
+        plans,
+        tmp_path / "raw",
+        load_gate=None,
+        net_ns=ns,
+        net_addrs=(f"10.78.{octet}.1", f"10.78.{octet}.2"),
+        gate=LoadGate(gate=None, sample_s=0.2),  # the readings over 0.2 s, not 2 s, before each recording
     )
     assert ns not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert all(m["collector_rc"] == 0 for m in mans)
