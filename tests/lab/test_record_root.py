@@ -23,6 +23,7 @@ from reveal_lab.lab import (
     MAX_HOSTS,
     FaultPlan,
     LabError,
+    LoadGate,
     RunPlan,
     bridge_namespace,
     build_dataset,
@@ -33,6 +34,14 @@ from reveal_lab.lab import (
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 NAMES = tuple(f"t{os.getpid() % 100000:05d}{c}" for c in "ABC")
+
+
+def _record(slots: list, raw: Path, hosts: tuple[str, ...], subnet: str, calm_s: float, **kw) -> dict:
+    """``record_plans`` with ``calm_s`` of calm before and after each run, and the default gate
+    (measure and log, never wait) measuring the busiest processes over 0.2 s instead of 2 s
+    before each slot: the readings are there, sooner."""
+    kw.update(calm_before_s=calm_s, calm_after_s=calm_s, gate=LoadGate(gate=None, sample_s=0.2))
+    return record_plans(slots, raw, host_names=hosts, subnet=subnet, **kw)
 
 
 def _need_root():
@@ -81,9 +90,7 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     )
     plan = RunPlan("MLP", "train", NAMES, 6.0, faults, host_quota=0.6, case="irq:after")
     try:
-        prov = record_plans(
-            [[plan]], raw, host_names=NAMES, subnet="10.78.0", calm_before_s=1.0, calm_after_s=1.0
-        )
+        prov = _record([[plan]], raw, NAMES, "10.78.0", 1.0)
     finally:
         leftovers = _leftovers()
     assert leftovers == [], f"not cleaned up: {leftovers}"
@@ -140,15 +147,7 @@ def test_warmup_runs_once_per_workload_and_stays_out_of_the_dataset(tmp_path):
     contention = (FaultPlan("cpu_contention", hosts[0], 1.0, 1.0, 1.0),)
     faulted = RunPlan("MLP", "infer", hosts, 3.0, contention, seed=1)
     try:
-        prov = record_plans(
-            [[base], [faulted]],
-            raw,
-            host_names=hosts,
-            subnet="10.79.0",
-            calm_before_s=0.5,
-            calm_after_s=0.5,
-            warmup_s=2.0,
-        )
+        prov = _record([[base], [faulted]], raw, hosts, "10.79.0", 0.5, warmup_s=2.0)
     finally:
         leftovers = _leftovers(hosts)
     assert leftovers == [], f"not cleaned up: {leftovers}"
@@ -186,14 +185,7 @@ def test_a_workload_that_aborts_after_its_summary_is_kept(tmp_path, monkeypatch)
     raw, out = tmp_path / "raw", tmp_path / "lab"
     hosts = NAMES[:1]
     try:
-        prov = record_plans(
-            [[RunPlan("MLP", "infer", hosts, 2.0)]],
-            raw,
-            host_names=hosts,
-            subnet="10.80.0",
-            calm_before_s=0.5,
-            calm_after_s=0.5,
-        )
+        prov = _record([[RunPlan("MLP", "infer", hosts, 2.0)]], raw, hosts, "10.80.0", 0.5)
     finally:
         leftovers = _leftovers(hosts)
     assert leftovers == [], f"not cleaned up: {leftovers}"
