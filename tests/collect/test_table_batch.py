@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
-from collect_helpers import run_collect
+from collect_helpers import collect_cmd
 
 from reveal_lab.collect import MISSING_INT, ProbeContext
 from reveal_lab.collect.probes._memory import _meminfo_index
@@ -98,19 +99,21 @@ def test_collector_with_and_without_batch_agree(tmp_path, monkeypatch):
     """The same probes with batching on and off: same channels, gauges that do not
     move (MemTotal, cores' presence) identical, counters non-decreasing."""
     runs = {}
-    for flag in ("1", "0"):
-        out = tmp_path / f"b{flag}"
-        res = run_collect(
-            out,
-            "--interval",
-            "100ms",
-            "--duration",
-            "1s",
-            "--probes",
-            "cpu,meminfo,interrupts,nstat",
+    probes = "cpu,meminfo,interrupts,nstat"
+    procs = {  # side by side
+        flag: subprocess.Popen(
+            collect_cmd(tmp_path / f"b{flag}", "--interval", "100ms", "--duration", "1s", "--probes", probes),
             env={**os.environ, "REVEAL_LAB_COLLECT_BATCH": flag},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
-        assert res.returncode == 0, res.stderr
+        for flag in ("1", "0")
+    }
+    for flag, proc in procs.items():
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        out = tmp_path / f"b{flag}"
         meta = json.loads((out / "meta.json").read_text())
         raw, _, channels, _ = read_raw_frame(out)
         runs[flag] = (meta, raw, channels)

@@ -112,14 +112,18 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
 def test_watch_function_with_a_baseline_run(tmp_path):
     """Fit on a finished collector run, then follow a second one: no warm-up, every window scored."""
     base, live = tmp_path / "base", tmp_path / "live"
-    for d, secs in ((base, "6s"), (live, "5s")):
-        subprocess.run(
+    collectors = [
+        subprocess.Popen(
             [CLI, "collect", "--out", str(d), "--probes", "procfs", "--duration", secs],
-            check=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            timeout=60,
         )
+        for d, secs in ((base, "6s"), (live, "5s"))
+    ]  # side by side: both finished before the watch starts
+    try:
+        assert [c.wait(timeout=60) for c in collectors] == [0, 0]
+    finally:
+        _kill(*collectors)
     seen, features = [], {}
     for prune in (True, False):
         jsonl = tmp_path / f"prune_{prune}.jsonl"
