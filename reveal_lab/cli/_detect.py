@@ -94,15 +94,16 @@ def _jobs(runs: list) -> list[dict]:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    preset = _preset_from_args(args)  # the window flags and --out checked before the slow imports
+    out_dir = Path(args.out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--out {out_dir} is a file; give a folder for the report (made if missing)")
+
     from reveal_lab.io import StagedFolder, load_run
     from reveal_lab.pipeline import detect_run, fit_pruning, load_pruning, save_pruning
     from reveal_lab.report import write_report
 
-    preset = _preset_from_args(args)
     policy = policy_from_args(args)
-    out_dir = Path(args.out)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--out {out_dir} is a file; give a folder for the report (made if missing)")
     selected = _selected_keys(args.select)
 
     def load(path: str):  # noqa: ANN202

@@ -91,7 +91,6 @@ def _run(args: argparse.Namespace) -> int:
 
     from reveal_lab.cli._checks import check_stride, check_warmup
     from reveal_lab.config import get_preset, parse_duration
-    from reveal_lab.live import watch
 
     p = get_preset(args.preset)
     w = p.window
@@ -105,6 +104,8 @@ def _run(args: argparse.Namespace) -> int:
     check_stride(w)  # what detect refuses, watch refuses
     if not args.baseline:
         check_warmup(parse_duration(args.warmup), w)
+    from reveal_lab.live import watch  # after the flags are checked: a refusal comes at once
+
     try:
         summary = watch(
             args.dir,

@@ -75,6 +75,18 @@ def cli(
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def in_process(capsys: pytest.CaptureFixture[str], *args: str) -> Result:
+    """``reveal-lab ARGS`` called in this process (``main``), what it printed captured by
+    ``capsys``: for a test of what a command says or writes, not of its process (the command's
+    own refusals before its imports are tested through :func:`cli`)."""
+    from reveal_lab.cli import main
+
+    capsys.readouterr()
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return Result(rc, out, err)
+
+
 def wait_for_file(path: Path, proc: subprocess.Popen, limit: float = 60.0) -> None:
     """Wait until ``path`` exists (a child process got that far); fails when the child ends
     first, and as a hang (the child killed) after ``limit`` seconds."""

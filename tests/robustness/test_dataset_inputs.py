@@ -16,7 +16,7 @@ from reveal_lab.io import describe_dataset, load_run, open_dataset
 from reveal_lab.io._sample import sample_dir
 from reveal_lab.telemetry import TelemetryError
 
-from .conftest import assert_clean_error, cli
+from .conftest import assert_clean_error, cli, in_process
 
 GOOD = "train_Resnet50forImageClassification_CIFAR10_2025-06-03T11-02-44_nserver07.txt"
 
@@ -153,10 +153,10 @@ def test_stride_longer_than_window_is_refused(tmp_path, good_lines):
 
 
 @pytest.mark.slow
-def test_interval_mismatching_the_data_is_warned(tmp_path, good_lines):
+def test_interval_mismatching_the_data_is_warned(tmp_path, good_lines, capsys):
     run = tmp_path / GOOD
     run.write_text("\n".join(good_lines) + "\n")
-    res = cli("detect", str(run), "--interval", "1s", "--out", str(tmp_path / "r"))
+    res = in_process(capsys, "detect", str(run), "--interval", "1s", "--out", str(tmp_path / "r"))
     assert res.rc == 0, res.text
     assert "--interval 1s does not match the data, sampled every 100 ms" in res.err
     assert "does not match the data" in (tmp_path / "r" / "report.md").read_text()

@@ -74,10 +74,12 @@ def test_one_huge_value_is_flagged_not_hidden(runs, value):
 
 
 @pytest.mark.slow
-def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs):
+def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs, capsys):
+    """The refusal from a real ``reveal-lab detect`` process; the run with ``--force`` in
+    this one."""
     from reveal_lab.io import write_parquet_run
 
-    from .conftest import assert_clean_error, cli
+    from .conftest import assert_clean_error, cli, in_process
 
     run, base = runs
     few = dataclasses.replace(base, frame=base.frame.select("timestamp", *metric_columns(base.frame)[:4]))
@@ -86,7 +88,7 @@ def test_cli_refuses_a_mismatched_baseline_and_names_force(tmp_path, runs):
     res = cli("detect", str(tmp_path / "run.parquet"), "--baseline", str(tmp_path / "few.parquet"),
               "--out", str(tmp_path / "rep"))
     assert_clean_error(res, "shares", "--force", rc=1)
-    res = cli("detect", str(tmp_path / "run.parquet"), "--baseline", str(tmp_path / "few.parquet"),
-              "--force", "--out", str(tmp_path / "rep"))
+    res = in_process(capsys, "detect", str(tmp_path / "run.parquet"), "--baseline",
+                     str(tmp_path / "few.parquet"), "--force", "--out", str(tmp_path / "rep"))
     assert res.rc == 0, res.text
     assert "used because of --force" in (tmp_path / "rep" / "report.md").read_text()

@@ -19,7 +19,7 @@ from reveal_lab.config import data_dir
 from reveal_lab.io import load_run, read_labels, read_meta, write_parquet_run
 from reveal_lab.telemetry import TelemetryError
 
-from .conftest import assert_clean_error, cli
+from .conftest import assert_clean_error, cli, in_process
 
 LAB = data_dir()
 RUN = sorted((LAB / "train_separated").glob("train_CNNfor*.parquet"))[0]
@@ -79,10 +79,10 @@ def test_non_utf8_tables_name_file_line_and_column(lab_copy, name):
 
 
 @pytest.mark.slow
-def test_a_broken_labels_file_beside_a_run_is_warned_and_the_report_written(lab_copy, tmp_path):
+def test_a_broken_labels_file_beside_a_run_is_warned_and_the_report_written(lab_copy, tmp_path, capsys):
     (lab_copy / "labels.csv").write_text("run,host,start\nx,labA,2026-01-01 00:00:00.000\n")
     out = tmp_path / "r"
-    res = cli("detect", str(lab_copy / "train_separated" / RUN.name), "--out", str(out))
+    res = in_process(capsys, "detect", str(lab_copy / "train_separated" / RUN.name), "--out", str(out))
     assert res.rc == 0, res.text
     assert "warning: labelled episodes left out of the report" in res.err and "lacks columns" in res.err
     assert (out / "report.html").exists()

@@ -17,7 +17,7 @@ import pytest
 from reveal_lab.config import data_dir
 from reveal_lab.io import StagedFolder, staged_folder
 
-from .conftest import ROOT, assert_clean_error, cli, copy_lab_runs
+from .conftest import ROOT, assert_clean_error, cli, copy_lab_runs, in_process
 
 LAB = data_dir()
 
@@ -149,10 +149,10 @@ def test_sigterm_during_detect_leaves_the_previous_report_whole(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_complete_detect_leaves_no_file_of_the_previous_run(tmp_path):
+def test_a_complete_detect_leaves_no_file_of_the_previous_run(tmp_path, capsys):
     old = {"sentinels.csv": "previous run", "pruning_other.json": "previous run", "notes.txt": "the user's"}
     out = _folder(tmp_path / "rep", old)
-    res = cli("detect", str(_lab_run()), "--out", str(out))
+    res = in_process(capsys, "detect", str(_lab_run()), "--out", str(out))
     assert res.rc == 0, res.text
     names = {p.name for p in out.iterdir()}
     assert "pruning_other.json" not in names

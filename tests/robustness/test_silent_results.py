@@ -26,7 +26,7 @@ from reveal_lab.io import check_labels, load_run, read_labels, read_meta, write_
 from reveal_lab.pipeline import POLICIES, Pruning
 from reveal_lab.reliability import SimulationResult
 
-from .conftest import assert_clean_error, cli, copy_lab_runs
+from .conftest import assert_clean_error, cli, copy_lab_runs, in_process
 
 LAB = data_dir()
 
@@ -46,12 +46,12 @@ def mlp():
 
 
 @pytest.mark.slow
-def test_run_in_its_own_baseline_is_left_out_and_said(tmp_path):
+def test_run_in_its_own_baseline_is_left_out_and_said(tmp_path, capsys):
     f, g = _runs("CNN", 2)
     copy = tmp_path / "renamed_copy.parquet"  # the same run under another name
     shutil.copy(f, copy)
     out = tmp_path / "rep"
-    res = cli("detect", str(f), "--baseline", str(copy), str(g), "--out", str(out))
+    res = in_process(capsys, "detect", str(f), "--baseline", str(copy), str(g), "--out", str(out))
     assert res.rc == 0, res.text
     assert "is also a --baseline run: left out of its own baseline (1 other baseline run(s)" in res.err
     summary = json.loads((out / "summary.json").read_text())
@@ -151,11 +151,11 @@ def test_other_workload_in_the_baseline_is_warned(cnn, mlp):
 
 
 @pytest.mark.slow
-def test_thresholds_on_too_few_windows_are_warned(tmp_path, cnn):
+def test_thresholds_on_too_few_windows_are_warned(tmp_path, cnn, capsys):
     run = cnn[0]
     short = dataclasses.replace(run, frame=run.frame.slice(200, 50))  # 5 s: 3 windows
     path = write_parquet_run(short, tmp_path / "short.parquet")
-    res = cli("detect", str(path), "--thresholds", "self", "--out", str(tmp_path / "r"))
+    res = in_process(capsys, "detect", str(path), "--thresholds", "self", "--out", str(tmp_path / "r"))
     assert res.rc == 0, res.text
     assert "3 windows are too few for thresholds fit on the run itself" in res.err
     assert few_windows_warning("r", MIN_SELF_WINDOWS, "self", 0.01) is None
