@@ -9,59 +9,69 @@ from fractions import Fraction
 import pytest
 
 
-def _independent(cols: list[list[Fraction]]) -> list[int]:
-    """Indices of a maximal independent subset of ``cols`` (greedy, in order),
-    decided exactly by Gram-Schmidt over the rationals."""
-    basis: list[list[Fraction]] = []
-    keep = []
-    for j, c in enumerate(cols):
-        r = c[:]
-        for b in basis:
-            bb = sum(v * v for v in b)
-            f = sum(u * v for u, v in zip(r, b, strict=True)) / bb
-            r = [u - f * v for u, v in zip(r, b, strict=True)]
-        if any(v != 0 for v in r):
-            basis.append(r)
+def _det(M: list[list[int]]) -> int:
+    """The determinant of a square integer matrix, exactly (Bareiss' fraction-free
+    elimination: every division is exact)."""
+    a = [row[:] for row in M]
+    k = len(a)
+    if k == 0:
+        return 1
+    sign, prev = 1, 1
+    for c in range(k - 1):
+        if a[c][c] == 0:
+            piv = next((r for r in range(c + 1, k) if a[r][c] != 0), None)
+            if piv is None:
+                return 0
+            a[c], a[piv] = a[piv], a[c]
+            sign = -sign
+        p = a[c][c]
+        for r in range(c + 1, k):
+            arc = a[r][c]
+            row, top = a[r], a[c]
+            for j in range(c + 1, k):
+                row[j] = (row[j] * p - arc * top[j]) // prev
+        prev = p
+    return sign * a[k - 1][k - 1]
+
+
+def _sub(G: list[list[int]], idx: list[int]) -> list[list[int]]:
+    return [[G[i][j] for j in idx] for i in idx]
+
+
+def _ols_exact(cols: list[list[int]], y: list[int], scale: list[int], yscale: int):
+    """OLS on the independent columns, exactly, from the Gram matrix of integer columns:
+    column ``j`` is ``cols[j] / scale[j]`` and ``y`` is ``y / yscale`` in the caller's units.
+    A column is kept (greedy, in order) when it adds to the rank (the Gram determinant of
+    the kept ones stays non-zero); with ``A`` the Gram matrix of the kept columns and ``c``
+    their products with ``y``: SSR = det([[A, c], [c', y'y]]) / det(A) (the Schur
+    complement), the first coefficient det(A with c for its first column) / det(A) (Cramer)
+    and the first diagonal entry of A's inverse det(A without its first row and column) /
+    det(A). Returns ``(keep, b0, inv00, ssr)`` in the caller's units."""
+    p = len(cols)
+    G = [[sum(u * v for u, v in zip(cols[i], cols[j], strict=True)) for j in range(p)] for i in range(p)]
+    keep: list[int] = []
+    for j in range(p):
+        if _det(_sub(G, [*keep, j])) != 0:
             keep.append(j)
-    return keep
-
-
-def _solve(M: list[list[Fraction]], b: list[Fraction]) -> tuple[list[Fraction], list[list[Fraction]]]:
-    """Gauss-Jordan on a non-singular system: solution and inverse, exactly."""
-    k = len(M)
-    aug = [row[:] + [b[i]] + [Fraction(int(i == j)) for j in range(k)] for i, row in enumerate(M)]
-    for c in range(k):
-        piv = next(r for r in range(c, k) if aug[r][c] != 0)
-        aug[c], aug[piv] = aug[piv], aug[c]
-        p = aug[c][c]
-        aug[c] = [v / p for v in aug[c]]
-        for r in range(k):
-            if r != c and aug[r][c] != 0:
-                f = aug[r][c]
-                aug[r] = [a - f * bb for a, bb in zip(aug[r], aug[c], strict=True)]
-    return [aug[i][k] for i in range(k)], [aug[i][k + 1 :] for i in range(k)]
-
-
-def _ols_exact(cols: list[list[Fraction]], y: list[Fraction]):
-    """OLS on the independent columns (the fit, and any estimable coefficient such as
-    the first column's when it is kept, do not depend on which basis is used)."""
-    keep = _independent(cols)
-    X = [cols[j] for j in keep]
-    k = len(X)
-    XtX = [[sum(u * v for u, v in zip(X[i], X[j], strict=True)) for j in range(k)] for i in range(k)]
-    Xty = [sum(u * v for u, v in zip(X[i], y, strict=True)) for i in range(k)]
-    b, inv = _solve(XtX, Xty)
-    fit = [sum(X[j][r] * b[j] for j in range(k)) for r in range(len(y))]
-    ssr = sum((u - v) ** 2 for u, v in zip(y, fit, strict=True))
-    return keep, b, inv, ssr
+    A = _sub(G, keep)
+    c = [sum(u * v for u, v in zip(cols[i], y, strict=True)) for i in keep]
+    yy = sum(v * v for v in y)
+    det_a = _det(A)
+    aug = [[*row, ci] for row, ci in zip(A, c, strict=True)] + [[*c, yy]]
+    ssr = Fraction(_det(aug), det_a * yscale * yscale)
+    first = [[c[i], *row[1:]] for i, row in enumerate(A)]
+    s0 = scale[keep[0]]
+    b0 = Fraction(_det(first) * s0, det_a * yscale)
+    inv00 = Fraction(_det([row[1:] for row in A[1:]]) * s0 * s0, det_a)
+    return keep, b0, inv00, ssr
 
 
 EXACT_FIT_RTOL = Fraction(1, 10**10)  # reveal_lab.features._adf.EXACT_FIT_RTOL
 
 
-def _tss(y: list[Fraction]) -> Fraction:
-    mu = sum(y) / len(y)
-    return sum((v - mu) ** 2 for v in y)
+def _tss(y: list[int], yscale: int) -> Fraction:
+    m = len(y)
+    return Fraction(m * sum(v * v for v in y) - sum(y) ** 2, m * yscale * yscale)
 
 
 def exact_adf(x, with_kappa: bool = False):
@@ -70,10 +80,17 @@ def exact_adf(x, with_kappa: bool = False):
     the smaller lag (which wins), ``add_trend``'s skipping of the intercept when a
     design column is a non-zero constant. NaN where the kernel defines it so (an
     exact fit: RSS < 1e-10 TSS). With ``with_kappa`` returns ``(t, TSS/RSS)`` of the
-    refit: rounding the float64 inputs moves t by about eps * kappa, relatively."""
+    refit: rounding the float64 inputs moves t by about eps * kappa, relatively.
+
+    The float64 samples are dyadic rationals: times their common denominator ``D`` they
+    are integers, and so are the design's columns and ``y`` (the intercept's column is
+    1); every sum and determinant is then taken on Python integers, exactly, and the
+    results are brought back to the samples' units."""
     nan = (float("nan"), float("inf")) if with_kappa else float("nan")
-    xs = [Fraction(float(v)) for v in x]
-    n = len(xs)
+    fr = [Fraction(float(v)) for v in x]
+    n = len(fr)
+    den = math.lcm(*(f.denominator for f in fr)) if fr else 1
+    xs = [f.numerator * (den // f.denominator) for f in fr]
     if max(xs) == min(xs):
         return nan
     maxlag = min(int(math.ceil(12.0 * math.pow(n / 100.0, 0.25))), n // 2 - 2)
@@ -90,15 +107,17 @@ def exact_adf(x, with_kappa: bool = False):
 
     cols, y = design(maxlag)
     m = len(y)
-    one = [Fraction(1)] * m
+    one = [1] * m
     c0 = has_const(cols)
     best = None
     prev_rank = -1
-    tss = _tss(y)
+    tss = _tss(y, den)
     if tss == 0:
         return nan
     for k in range(1, maxlag + 2):
-        keep, _, _, ssr = _ols_exact(([one] if c0 else []) + cols[:k], y)
+        design_k = ([one] if c0 else []) + cols[:k]
+        scale = ([1] if c0 else []) + [den] * k
+        keep, _, _, ssr = _ols_exact(design_k, y, scale, den)
         if ssr < EXACT_FIT_RTOL * tss:
             return nan  # an exact fit: the kernel's NaN
         if len(keep) == prev_rank:
@@ -109,13 +128,14 @@ def exact_adf(x, with_kappa: bool = False):
             best = (aic, k - 1)
     cols, y = design(best[1])
     c1 = has_const(cols)
-    keep, b, inv, ssr = _ols_exact(cols + ([[Fraction(1)] * len(y)] if c1 else []), y)
+    scale = [den] * len(cols) + ([1] if c1 else [])
+    keep, b0, inv00, ssr = _ols_exact(cols + ([[1] * len(y)] if c1 else []), y, scale, den)
     assert keep[0] == 0, "the level is a combination of the other columns"
-    tss = _tss(y)
+    tss = _tss(y, den)
     if ssr < EXACT_FIT_RTOL * tss:
         return nan
     df = len(y) - len(keep)
-    t = float(b[0]) / math.sqrt(float(ssr) / df * float(inv[0][0]))
+    t = float(b0) / math.sqrt(float(ssr) / df * float(inv00))
     return (t, float(tss / ssr)) if with_kappa else t
 
 
