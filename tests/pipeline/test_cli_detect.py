@@ -19,6 +19,9 @@ GPU_ZIP = fixtures_dir() / "reveal_sample" / "Reveal_GPU.zip"
 TWO_HOSTS = "train_separated/train_BERTLARGEforTextClassification_imdb_2025-06-05T14-20-31_nserver07.txt"
 GPU_RUN = "train_separated/train_VGG16forImageClassification_CIFAR10_2025-05-11T12-27-13_htc-g003.txt"
 GPU_BASE = "infer_separated/infer_Resnet18forImageClassification_CIFAR10_2025-05-12T10-00-05_htc-g003.txt"
+#: the fast preset: the checks below read what the flags decide (thresholds' rule, cross-host
+#: deviation), which the number of trees in the Isolation Forest does not change
+SMOKE = ("--preset", "smoke")
 COLUMNS = "window_id,start,end,host,methods,agreement,subsystem,metric,feature,score,claim"
 
 
@@ -222,7 +225,7 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     summaries = {}
     for rule in ("trimmed", "pooled"):
         out = tmp_path / rule
-        args = ["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--calibration", rule]
+        args = ["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--calibration", rule, *SMOKE]
         assert main(args) == 0
         summaries[rule] = _check_report(out)["runs"][0]
     thr = {rule: s["config"]["thresholds"] for rule, s in summaries.items()}
@@ -234,7 +237,7 @@ def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
     assert summaries["trimmed"]["config"]["z_clip"] == 10.0
     # --z-clip none: the paper's unbounded z, so the Z-score threshold can only go up
     out = tmp_path / "unclipped"
-    assert main(["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--z-clip", "none"]) == 0
+    assert main(["detect", paths[0], "--baseline", *paths[1:], "--out", str(out), "--z-clip", "none", *SMOKE]) == 0
     s0 = _check_report(out)["runs"][0]
     assert s0["config"]["z_clip"] is None
     assert "each standardized feature counts at most 10 units" in (tmp_path / "trimmed" / "report.md").read_text()
@@ -262,7 +265,7 @@ def test_detect_cross_host_against_the_jobs_fault_free_runs(tmp_path, capsys):
     free = meta.filter((pl.col("fault") == "none") & (pl.col("world_size") > 1))
     base = files(free.filter(pl.col("run").is_in(free["run"].unique(maintain_order=True).to_list()[:4])))
     out = tmp_path / "rep"
-    assert main(["detect", *runs, "--cross-host", "--baseline", *base, "--out", str(out)]) == 0
+    assert main(["detect", *runs, "--cross-host", "--baseline", *base, "--out", str(out), *SMOKE]) == 0
     assert "cross-host: 3 hosts against 4 baseline runs of the same hosts" in capsys.readouterr().out
     xh = pl.read_csv(out / "crosshost.csv")
     assert {"excess", "threshold", "cluster_persistent"} <= set(xh.columns)
