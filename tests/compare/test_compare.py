@@ -42,7 +42,9 @@ def test_compare_runs_sees_the_planted_network_fault(tmp_path):
     # the utilisation rule (trim active, asked: synthetic runs have no recorded span) keeps the healthy
     # side near the false-alarm rate (whole runs: 0.16 of A's windows flagged by any one detector)
     active = POLICIES["default"].with_(trim="active")
-    cmp = compare_runs(a, b, n_boot=1000, a_label="healthy", b_label="network fault", policy=active)
+    # the smoke preset (fewer trees): the shares checked below are the paper preset's
+    kw = {"a_label": "healthy", "b_label": "network fault", "policy": active, "preset": "smoke"}
+    cmp = compare_runs(a, b, n_boot=1000, **kw)
     t = cmp.table
     assert t.columns == list(COMPARE_COLUMNS)
     row = {(r["level"], r["name"]): r for r in t.iter_rows(named=True)}
@@ -122,7 +124,8 @@ def test_compare_cases_scores_shared_runs_once_with_equal_tables(tmp_path, monke
 
     a = [spec(i, False) for i in range(3)]
     cases = {"x": (a, [spec(10, True), spec(11, True)]), "y": (a, [spec(20, True), spec(21, False)])}
-    kw = {"n_boot": 200, "policy": POLICIES["default"].with_(trim="active")}
+    # the smoke preset (fewer trees): what is checked is that sharing gives the tables scoring alone gives
+    kw = {"n_boot": 200, "preset": "smoke", "policy": POLICIES["default"].with_(trim="active")}
     alone = {c: compare_runs(sa, sb, a_label="A", b_label=c, **kw) for c, (sa, sb) in cases.items()}
     calls = []
     real = cmp_mod.run_shares
