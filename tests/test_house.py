@@ -12,6 +12,7 @@ team's tool ``../shared/tools/house_check.py``, when present beside the checkout
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from collections import defaultdict
@@ -22,6 +23,13 @@ import pytest
 import reveal_lab
 
 PACKAGE = Path(reveal_lab.__file__).resolve().parent
+
+
+@functools.cache
+def _parse(text: str, name: str) -> ast.Module:
+    """``ast.parse`` of one file's text, parsed once per text in this process (the checks
+    below read the same package)."""
+    return ast.parse(text, name)
 
 
 def _is_private(part: str) -> bool:
@@ -39,7 +47,7 @@ def scan(root: Path) -> tuple[list[str], list[list[str]]]:
         parts = f.relative_to(root.parent).with_suffix("").parts
         mod = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         here = mod.split(".")[1] if "." in mod else ""
-        for node in ast.walk(ast.parse(f.read_text(), str(f))):
+        for node in ast.walk(_parse(f.read_text(), str(f))):
             targets: list[tuple[str, str]] = []
             if isinstance(node, ast.ImportFrom):
                 if node.level:
@@ -99,13 +107,19 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+@functools.cache
+def _package_scan() -> tuple[list[str], list[list[str]]]:
+    """:func:`scan` of the package, once per process (two tests read it)."""
+    return scan(PACKAGE)
+
+
 def test_no_private_imports_across_subpackages():
-    crossings, _ = scan(PACKAGE)
+    crossings, _ = _package_scan()
     assert crossings == [], "import the public name from the subpackage instead:\n" + "\n".join(crossings)
 
 
 def test_no_cycles_between_subpackages():
-    _, cycles = scan(PACKAGE)
+    _, cycles = _package_scan()
     assert cycles == [], f"subpackages importing each other: {cycles}"
 
 
@@ -139,14 +153,10 @@ def test_shared_house_tool_agrees():
 def test_no_function_over_120_lines_without_a_reason():
     """A function of more than 120 lines (docstring included) says why in its docstring
     ("One long function: ..."); the others are short sequences of named steps."""
-    import ast
-
-    import reveal_lab
-
-    root = Path(reveal_lab.__file__).parent
+    root = PACKAGE
     long = []
     for path in sorted(root.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parse(path.read_text(), str(path))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 n = node.end_lineno - node.lineno + 1
                 if n > 120 and "One long" not in (ast.get_docstring(node) or ""):
