@@ -197,8 +197,9 @@ def _value_cube(buckets: Mapping[str, pl.DataFrame], key_list: list[str], hosts:
     for j, h in enumerate(hosts):
         b = buckets[h]
         rows = np.searchsorted(all_b, b["_b"].to_numpy())
-        present = [c for c in key_list if c in b.columns]
-        cols = [key_list.index(c) for c in present]
+        b_cols = set(b.columns)
+        present = [c for c in key_list if c in b_cols]
+        cols = [k for k, c in enumerate(key_list) if c in b_cols]
         if present:
             V[rows[:, None], np.array(cols)[None, :], j] = b.select(present).to_numpy().astype(np.float64)
     return V

@@ -126,7 +126,8 @@ def read_raw_frame(path: str | Path) -> tuple[pl.DataFrame, dict[str, Any], list
                 _warn(warns, f"{f}: unreadable segment ({exc}); using its journal instead")
                 continue
             raise TelemetryError(f"unreadable Parquet segment: {exc}", path=str(f)) from None
-        missing = [n for n in names if n not in seg.columns]
+        have = set(seg.columns)  # a polars frame builds its column list on each access
+        missing = [n for n in names if n not in have]
         if missing:
             raise TelemetryError(
                 f"segment lacks {len(missing)} channel(s) listed in channels.json",

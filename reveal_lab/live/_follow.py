@@ -245,7 +245,8 @@ class CollectorFollower:
             seg = seg.filter(pl.col("seq") > self._last_seq)
         if seg.height == 0:
             return None
-        missing = [n for n in self._names if n not in seg.columns]
+        have = set(seg.columns)  # a polars frame builds its column list on each access
+        missing = [n for n in self._names if n not in have]
         if missing:
             raise TelemetryError(
                 "segment lacks a channel listed in channels.json", path=str(path), column=missing[0]

@@ -423,12 +423,14 @@ def traces_around(
     Unknown metric names raise ``ValueError`` naming them.
     """
     frame = run.frame
-    if any(m not in frame.columns for m in metrics):
+    have = set(frame.columns)  # a polars frame builds its column list on each access
+    if any(m not in have for m in metrics):
         from reveal_lab.derive import add_derived
 
         derived = add_derived(frame)  # replaces counters by their _diff: keep both names
-        frame = frame.with_columns(derived.select([c for c in derived.columns if c not in frame.columns]))
-    missing = [m for m in metrics if m not in frame.columns]
+        frame = frame.with_columns(derived.select([c for c in derived.columns if c not in have]))
+        have = set(frame.columns)
+    missing = [m for m in metrics if m not in have]
     if missing:
         raise ValueError(f"metrics not in run {run.meta.run_id}: {missing}")
     lo, hi = start - dt.timedelta(seconds=pad_s), end + dt.timedelta(seconds=pad_s)
