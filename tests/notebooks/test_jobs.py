@@ -103,7 +103,7 @@ MEET = """
 import time
 from pathlib import Path
 import polars as pl
-from reveal_lab import studies
+from reveal_lab.render import write_table
 marks = Path(out_dir) / "marks"
 marks.mkdir(exist_ok=True)
 (marks / me).touch()
@@ -111,7 +111,7 @@ deadline = time.monotonic() + 60
 while not (marks / other).exists():
     assert time.monotonic() < deadline, f"{other} never ran beside {me}"
     time.sleep(0.05)
-studies.save_table(pl.DataFrame({"me": [me]}), out_dir, me)
+write_table(pl.DataFrame({"me": [me]}), Path(out_dir) / "tables" / me)  # studies.save_table's writer
 """
 
 

@@ -12,9 +12,11 @@ ONLY = ["01-good", "02-second"]
 
 SECOND = """
 import os
+from pathlib import Path
 import polars as pl
-from reveal_lab import studies
-studies.save_table(pl.DataFrame({"cache": [os.environ.get("REVEAL_LAB_CACHE", "")]}), out_dir, "second")
+from reveal_lab.render import write_table
+cache = pl.DataFrame({"cache": [os.environ.get("REVEAL_LAB_CACHE", "")]})
+write_table(cache, Path(out_dir) / "tables" / "second")
 """
 
 
