@@ -1,9 +1,13 @@
 """The detection studies of ``scripts/studies/`` on the bundled lab data, as real subprocesses:
-what each finds, that it says it is a study, and that bad input is refused by name."""
+what each finds, that it says it is a study; and that bad input is refused by name (the script
+run as ``__main__`` in this process: its argument checks need no interpreter of their own)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -26,27 +30,31 @@ def _study(name: str, tmp_path: Path, *args: str) -> dict:
     return doc
 
 
-def _refused(name: str, *args: str) -> str:
-    """The error of ``scripts/studies/NAME.py ARGS``, which must exit 2 (a usage error)."""
-    p = subprocess.run([sys.executable, str(STUDIES / f"{name}.py"), *args], capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
-    assert p.returncode == 2, p.stdout + p.stderr
-    return p.stderr
+def _refused(monkeypatch: pytest.MonkeyPatch, name: str, *args: str) -> str:
+    """The error of ``scripts/studies/NAME.py ARGS`` (run as ``__main__``), which must exit 2
+    (a usage error)."""
+    script = STUDIES / f"{name}.py"
+    monkeypatch.setattr(sys, "argv", [str(script), *args])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exc:
+        runpy.run_path(str(script), run_name="__main__")
+    assert exc.value.code == 2, out.getvalue() + err.getvalue()
+    return err.getvalue()
 
 
 @pytest.mark.slow
-def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path):
+def test_sentinel_study_finds_the_bundled_packet_loss(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """v3: counters never non-zero in the fault-free runs move in every loss episode (5 of a
     window's 30 samples), and rarely if ever in fault-free windows; bad input is refused by name."""
     res = _study("sentinel_counters", tmp_path, "--min-samples", "5")["by_min_samples"]["5"]
     loss = {k: v for k, v in res["episodes_found"].items() if k.startswith("packet_loss")}
     assert len(loss) == 3 and all(v["found"] == v["episodes"] == 3 for v in loss.values())
     assert res["false_alarm_share"] < 0.01  # 0 since the collector's missed ticks are no sentinel
-    assert "--min-samples" in _refused("sentinel_counters", "--min-samples", "0")
+    assert "--min-samples" in _refused(monkeypatch, "sentinel_counters", "--min-samples", "0")
 
 
 @pytest.mark.slow
-def test_crosshost_references_study_on_the_bundled_ddp_runs(tmp_path: Path):
+def test_crosshost_references_study_on_the_bundled_ddp_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """v3, all 4 other fault-free runs as references (what evaluate uses): every whole-run label
     found on its host, no host of a fault-free run flagged; a number of references the data
     cannot give is refused by name."""
@@ -55,4 +63,4 @@ def test_crosshost_references_study_on_the_bundled_ddp_runs(tmp_path: Path):
     assert res["fault_free_runs"] == 5 and res["labels"] == 8
     assert v["fault_free_hosts_judged"] == 15 and v["fault_free_hosts_flagged"] == 0
     assert v["labels_found"] == v["labels_judged"] == 40
-    assert "--refs 1" in _refused("crosshost_references", "--refs", "1")
+    assert "--refs 1" in _refused(monkeypatch, "crosshost_references", "--refs", "1")
