@@ -84,7 +84,7 @@ PLANS: dict[str, dict] = {
     "smoke": {
         "device": "cpu",
         "size": "small",
-        "recordings": (Recording("smoke-cpu", 20.0, (1.0, 18.0), (Fault("loader_cpu", 10.0, 4.0, {"procs": 1}),)),),
+        "recordings": (Recording("smoke-cpu", 14.0, (1.0, 12.5), (Fault("loader_cpu", 7.0, 4.0, {"procs": 1}),)),),
     },
 }
 #: pause between two recordings (the previous job's memory handed back)
