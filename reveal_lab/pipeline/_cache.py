@@ -13,7 +13,9 @@ it. An entry that cannot be written (a full disk) leaves no partial file; the wa
 names it and the results are computed from then on.
 
 The cache is on when ``$REVEAL_LAB_CACHE`` names a folder (``reveal-lab reproduce``
-sets it to ``OUT/cache``) or inside :func:`using_cache`; off otherwise.
+sets it to ``OUT/cache``) or inside :func:`using_cache`; off otherwise, and when it says
+off as such variables do (``0``, ``off``, ``false``, ``no``: a folder of that name is
+``./0``).
 
 Examples
 --------
@@ -80,10 +82,22 @@ LOOKUPS = "lookups.tsv"
 NOTEBOOK_ENV = "REVEAL_LAB_NOTEBOOK"
 
 
+#: values of ``$REVEAL_LAB_CACHE`` that turn the cache off, as the empty value does
+CACHE_OFF = ("0", "off", "false", "no")
+
+
 def cache_dir() -> Path | None:
-    """The cache folder (``$REVEAL_LAB_CACHE``), or ``None`` when caching is off."""
+    """The cache folder (``$REVEAL_LAB_CACHE``), or ``None`` when caching is off.
+
+    >>> with using_cache("0"):  # off, not a folder named 0
+    ...     cache_dir() is None
+    True
+    >>> with using_cache("./0"):
+    ...     str(cache_dir())
+    '0'
+    """
     d = os.environ.get(CACHE_ENV, "")
-    return Path(d) if d else None
+    return Path(d) if d and d.strip().lower() not in CACHE_OFF else None
 
 
 @contextlib.contextmanager

@@ -94,6 +94,26 @@ def test_off_without_a_folder(tmp_path):
         content_key(object())
 
 
+@pytest.mark.parametrize("value", ["0", "off", "FALSE", "no"])
+def test_a_value_that_says_off_is_off_not_a_folder(tmp_path, monkeypatch, value):
+    calls = []
+
+    @memoize("off")
+    def f(x: int) -> int:
+        calls.append(x)
+        return x
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REVEAL_LAB_CACHE", value)
+    f(1)
+    f(1)
+    assert calls == [1, 1] and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("REVEAL_LAB_CACHE", "./0")  # a folder named 0, said as a path
+    f(2)
+    f(2)
+    assert calls == [1, 1, 2] and (tmp_path / "0").is_dir()
+
+
 def _score_hits_misses() -> tuple[int, int]:
     s = cache_stats()
     return s.get("score_hits", 0), s.get("score_misses", 0)
