@@ -10,7 +10,6 @@ from pathlib import Path
 
 import polars as pl
 
-from reveal_lab.pipeline import lookup_counts
 from reveal_lab.render import render, table_cells
 
 __all__ = ["NotebookResult", "cache_section", "figure_files", "write_index"]
@@ -106,6 +105,8 @@ def cache_section(folder: Path, since: int = 0) -> dict[str, object]:
     log on, hits and misses per kind (``run``: a run read from its file, ``view``: derived, ...)
     in all and per kind and notebook, and a line saying how many runs were read and how often
     they were read back."""
+    from reveal_lab.pipeline import lookup_counts
+
     counts = lookup_counts(folder, since)
     kinds = counts.group_by("kind", maintain_order=True).agg(pl.col("hits").sum(), pl.col("misses").sum())
     per_kind = {k: (h, m) for k, h, m in kinds.iter_rows()}

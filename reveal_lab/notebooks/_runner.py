@@ -24,7 +24,6 @@ from reveal_lab.notebooks._manifest import Manifest, NotebookEntry, load_manifes
 from reveal_lab.notebooks._lock import output_lock
 from reveal_lab.notebooks._overrides import notebook_overrides, read_status, resume_from, write_status
 from reveal_lab.notebooks._provenance import code_identity, data_identity, describe_change, input_keys
-from reveal_lab.pipeline import LOOKUPS, NOTEBOOK_ENV, using_cache
 
 __all__ = ["ClaimsFailed", "NotebookFailed", "run_notebook", "run_manifest", "expected_outputs"]
 
@@ -319,6 +318,9 @@ def _run_entries(  # noqa: PLR0913 - the run's settings, resolved once by run_ma
     and ``index.html``; see :func:`run_manifest`."""
     import polars as pl
 
+    # the pipeline here, not at the top: it imports scikit-learn (~2 s), which a refused
+    # reproduce (an unknown --only, a bad --param) need not wait for
+    from reveal_lab.pipeline import NOTEBOOK_ENV, using_cache
     from reveal_lab.studies import counts_line, write_paper_vs_reproduced
 
     status_lock = threading.Lock()
@@ -415,6 +417,8 @@ def _lookup_mark(cache_folder: Path | None) -> tuple[Path, int] | None:
     reproduction's (``index.html`` counts them); ``None`` without a cache."""
     if cache_folder is None:
         return None
+    from reveal_lab.pipeline import LOOKUPS
+
     log = cache_folder / LOOKUPS
     return cache_folder, log.stat().st_size if log.exists() else 0
 
@@ -423,6 +427,8 @@ def _count_lookups_as(notebook: str, jobs: int) -> None:
     """Count the cache lookups of the kernel started next under ``notebook`` (it inherits the
     variable); with several notebooks at once they are counted in all only."""
     if jobs == 1:
+        from reveal_lab.pipeline import NOTEBOOK_ENV
+
         os.environ[NOTEBOOK_ENV] = Path(notebook).stem
 
 
