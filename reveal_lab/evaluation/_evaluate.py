@@ -396,7 +396,7 @@ class _RunLoader:
 def _evaluation_space(prune: Any, mode: str, pre: Preset, load: _RunLoader, meta: pl.DataFrame):  # noqa: ANN202
     """``(pruning, prune_info)``: the pruned metric space the evaluation detects in (a saved
     one, or fitted once on every fault-free run of the dataset, trimmed; a run alone: its own)."""
-    from reveal_lab.pipeline import Pruning, load_pruning
+    from reveal_lab.pipeline import Pruning, fitted_space, load_pruning
 
     prune_info: dict[str, Any] = {"applied": False}
     pruning = None
@@ -406,7 +406,7 @@ def _evaluation_space(prune: Any, mode: str, pre: Preset, load: _RunLoader, meta
         pruning = load_pruning(prune)
     elif (prune or prune is None) and mode != "alone":  # alone: each run's own space, as detect RUN
         base_runs = [load(s) for s in meta.filter(pl.col("fault") == "none")["source_file"].to_list()]
-        pruning = _untrimmed_space(base_runs, pre.prune.threshold)
+        pruning = fitted_space(base_runs, pre.prune.threshold)  # kept in the run cache when it is on
         pruning.params["trim"] = load.trim  # the runs were trimmed on loading
     if pruning is not None:
         prune_info = {"applied": True, "n_selected": len(pruning.selected), **pruning.params}
@@ -414,21 +414,6 @@ def _evaluation_space(prune: Any, mode: str, pre: Preset, load: _RunLoader, meta
     if mode == "alone":
         prune_info = {"applied": bool(prune), "source": "fitted on each run itself"} if prune is True else prune_info
     return pruning, prune_info
-
-
-def _untrimmed_space(runs: list, threshold: float) -> Any:
-    """:func:`reveal_lab.pipeline.fit_pruning` of ``runs`` as they are (``trim=False``), kept
-    in the run cache when it is on (:func:`reveal_lab.pipeline.memoize`, by the runs'
-    contents), so evaluations of the same dataset fit the space once."""
-    from reveal_lab.pipeline import memoize
-
-    return memoize("pruning")(_fit_untrimmed)(runs, threshold)
-
-
-def _fit_untrimmed(runs: list, threshold: float, method: str = "complete") -> Any:
-    from reveal_lab.pipeline import fit_pruning
-
-    return fit_pruning(runs, threshold, method=method, trim=False)
 
 
 def _score_runs(todo, meta, mode, load, pre, policy, pruning):  # noqa: ANN001, ANN202

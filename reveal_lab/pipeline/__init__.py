@@ -90,7 +90,7 @@ from reveal_lab.pipeline._episodes import (
 )
 from reveal_lab.pipeline._score import RELATIVE_FLOOR, family_groups, family_threshold, unit_floors
 from reveal_lab.pipeline._startup import StartUp, collector_startup, without_startup
-from reveal_lab.pipeline._view import detection_view, select_metrics
+from reveal_lab.pipeline._view import detection_view, fitted_space, select_metrics
 from reveal_lab.numeric import sustained
 
 __all__ = [
@@ -135,6 +135,7 @@ __all__ = [
     "default_min_run",
     "past_a_spike",
     "detection_view",
+    "fitted_space",
     "select_metrics",
     "ANOMALIES_COLUMNS",
     "BaselineMismatch",
