@@ -45,10 +45,16 @@ def _first_line(proc: subprocess.Popen, limit: float = 120) -> str:
         raise Hang(f"{proc.args!r} printed nothing within {limit} s") from None
 
 
-def _collector_and_watch(run: Path) -> tuple[subprocess.Popen, subprocess.Popen]:
+def _collector(run: Path) -> subprocess.Popen:
+    """A real collector writing into ``run`` for up to 2 minutes, once its first journal is there."""
     collector = subprocess.Popen([*CLI, "collect", "--out", str(run), "--probes", "procfs", "--interval", "100ms",
                                   "--duration", "120s"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wait_for_file(run / "journal-000000.bin", collector, 120)
+    return collector
+
+
+def _collector_and_watch(run: Path) -> tuple[subprocess.Popen, subprocess.Popen]:
+    collector = _collector(run)
     watcher = subprocess.Popen([*CLI, "watch", str(run)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     assert _first_line(watcher).startswith(f"watching {run}")
@@ -103,8 +109,7 @@ def test_a_folder_deleted_right_after_watching_is_named_deleted(tmp_path):
     from reveal_lab.live import watch
 
     run = tmp_path / "run"
-    collector = subprocess.Popen([*CLI, "collect", "--out", str(run), "--probes", "procfs", "--interval", "100ms",
-                                  "--duration", "120s"], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    collector = _collector(run)
     said: list[str] = []
 
     def echo(msg: str) -> None:
@@ -113,7 +118,6 @@ def test_a_folder_deleted_right_after_watching_is_named_deleted(tmp_path):
             shutil.rmtree(run)
 
     try:
-        wait_for_file(run / "journal-000000.bin", collector, 120)
         summary = watch(run, wait_s=1.0, duration_s=60, echo=echo)
     finally:
         _stop(collector)
