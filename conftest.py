@@ -27,8 +27,9 @@ handed out first, so that no long test starts last while the other workers sit i
 
 Each test process, and every child it starts (the CLI, papermill kernels, Dask workers), runs
 its native thread pools (OpenMP, OpenBLAS, MKL) on one thread unless the environment says
-otherwise: the suite already runs one worker per core, and a pool's threads spinning on a core
-the other worker is using make scikit-learn's t-SNE, for one, many times slower.
+otherwise: the suite already runs a worker per core (and one more,
+``pytest_xdist_auto_num_workers``), and a pool's threads spinning on a core another worker is
+using make scikit-learn's t-SNE, for one, many times slower.
 """
 
 from __future__ import annotations
@@ -45,6 +46,18 @@ def pytest_configure(config: pytest.Config) -> None:  # noqa: ARG001
     """Before any test module (and so any native library) is imported: one thread per pool."""
     for var in ONE_THREAD:
         os.environ.setdefault(var, "1")
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:  # noqa: ARG001
+    """``-n auto``: one worker more than the cores this process may run on.
+
+    Many tests wait on real time (a collector sampling at 100 ms, a watch polling, a Dask
+    scheduler noticing a lost worker, a headless browser): with one worker per core, a core sits
+    idle while its worker waits. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides where it is set
+    (pytest-xdist's own hook reads it)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    return len(os.sched_getaffinity(0)) + 1
+
 
 #: test files whose every test joins a group, by path from the repository root
 FILE_GROUPS = {
