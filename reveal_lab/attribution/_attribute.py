@@ -30,14 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from reveal_lab.attribution._words import claim
-from reveal_lab.detectors import BaseDetector, EnsembleResult
 from reveal_lab.numeric import safe_divide
 from reveal_lab.telemetry import SUBSYSTEMS
+
+if TYPE_CHECKING:
+    from reveal_lab.detectors import BaseDetector, EnsembleResult
 
 __all__ = [
     "Attribution",

@@ -23,15 +23,11 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from reveal_lab.detectors._defaults import OUTLIER_FENCE_ON, QUANTILE
 from reveal_lab.numeric import safe_divide  # noqa: F401  (the detectors' helper lives there)
 
 __all__ = ["BaseDetector", "QUANTILE", "OUTLIER_FENCE_ON"]
 
-#: every detector's threshold is this quantile of its fit scores unless told otherwise: the top
-#: 1 % flagged (paper §4.3); the detection policy's ``quantile`` sets it for a run
-QUANTILE = 0.99
-#: the outlier fence (:func:`outlier_fence`) caps a fitted quantile threshold unless told otherwise
-OUTLIER_FENCE_ON = True
 
 
 class BaseDetector(BaseEstimator, ABC):

@@ -10,6 +10,7 @@ from sklearn.base import clone
 
 from reveal_lab.config import DetectConfig
 from reveal_lab.detectors._base import OUTLIER_FENCE_ON, QUANTILE, BaseDetector, FitStats, fit_stats
+from reveal_lab.detectors._defaults import agreement_score
 from reveal_lab.detectors._iforest import IsolationForestDetector
 from reveal_lab.detectors._mahalanobis import PCAMahalanobisDetector
 from reveal_lab.detectors._pcarecon import PCAReconstructionDetector
@@ -52,20 +53,6 @@ def default_detectors(
     if c.pcarecon:
         dets.append(PCAReconstructionDetector(variance=c.pca_variance, **shared))
     return dets
-
-
-def agreement_score(agreement: np.ndarray, combined: np.ndarray) -> np.ndarray:
-    """The paper's anomaly score that "increases with the number of detectors in agreement"
-    (§3.1), whose formula the paper does not give: the number of detectors that flag the
-    window, plus its combined score mapped into [0, 1) (``c / (1 + c)``, ``c`` clipped at 0),
-    so every window flagged by ``k`` detectors ranks above every window flagged by fewer, and
-    the combined score orders windows with the same agreement.
-
-    >>> agreement_score(np.array([1, 2, 2]), np.array([9.0, 0.5, 1.0])).round(3).tolist()
-    [1.9, 2.333, 2.5]
-    """
-    c = np.clip(np.nan_to_num(np.asarray(combined, dtype=np.float64), nan=0.0, posinf=1e300), 0.0, None)
-    return np.asarray(agreement, dtype=np.float64) + c / (1.0 + c)
 
 
 @dataclass

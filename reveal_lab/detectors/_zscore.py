@@ -12,6 +12,7 @@ from reveal_lab.detectors._base import (
     robust_scale_from_partition,
     safe_divide,
 )
+from reveal_lab.detectors._defaults import ZSCORE_FORMS
 
 __all__ = ["ZScoreDetector", "GROUP_SCALE_FLOOR", "TAIL_SHARE"]
 
@@ -138,7 +139,7 @@ class ZScoreDetector(BaseDetector):
     #: the two forms of the Z-score: ``robust`` (median and 1.4826·MAD, a constant feature
     #: floored) and ``standard`` (mean and standard deviation, a constant feature neutral: the
     #: paper's, :meth:`standardized`)
-    FORMS = ("robust", "standard")
+    FORMS = ZSCORE_FORMS
 
     @classmethod
     def form_params(cls, form: str) -> dict[str, object]:

@@ -7,7 +7,6 @@ import numpy as np
 import polars as pl
 
 from reveal_lab.config import Preset
-from reveal_lab.detectors import DetectorEnsemble, default_detectors
 from reveal_lab.pipeline._view import baseline_matrix
 
 __all__ = ["cross_fit_thresholds", "left_out_notes", "unreachable_notes"]
@@ -56,6 +55,8 @@ def cross_fit_thresholds(
     highest among those kept, the median of its left-out scores, the 90th percentile of all
     kept left-out scores), for :func:`unreachable_notes`.
     """
+    from reveal_lab.detectors import DetectorEnsemble, default_detectors
+
     runs = sorted({entry[2] for entry in base_feats})
     if len(runs) < 2:
         raise ValueError(f"cross-fitted thresholds need at least 2 baseline runs, got {len(runs)}")

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reveal_lab.config import Preset, get_preset
-from reveal_lab.detectors import QUANTILE, ZScoreDetector, default_detectors
+from reveal_lab.detectors import QUANTILE, ZSCORE_FORMS
 from reveal_lab.pipeline._departures import paper_departures
 from reveal_lab.pipeline._pruning import Pruning
 from reveal_lab.pipeline._spikes import spike_windows
@@ -165,6 +165,13 @@ def _whole(value: object, name: str, *, none_ok: bool) -> None:
         raise ValueError(f"DetectionPolicy.{name} must be a whole number >= 1{tail}, got {value!r}")
 
 
+def _detector_count(preset: Preset) -> int:
+    """How many detectors ``preset`` asks (:func:`~reveal_lab.detectors.default_detectors`)."""
+    from reveal_lab.detectors import default_detectors
+
+    return len(default_detectors(preset.detect))
+
+
 def _choice(value: object, name: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f"DetectionPolicy.{name} must be one of {choices}, got {value!r}")
@@ -273,7 +280,7 @@ class DetectionPolicy:
         _choice(self.thresholds, "thresholds", THRESHOLD_MODES)
         _choice(self.calibration, "calibration", CALIBRATION_RULES)
         _choice(self.trim, "trim", TRIM_RULES)
-        _choice(self.zscore, "zscore", ZScoreDetector.FORMS)
+        _choice(self.zscore, "zscore", ZSCORE_FORMS)
         _choice(self.prune_method, "prune_method", PRUNE_METHODS)
         q = self.quantile
         if isinstance(q, bool) or not isinstance(q, int | float) or not 0.5 <= q < 1.0:
@@ -412,7 +419,7 @@ class DetectionPolicy:
         fit_on = "baseline" if mode in ("calibrated", "baseline") else "run"
         if n and fit_on == "run":
             why["fit_on"] = f"{mode} thresholds fit on the run itself: the {n} baseline runs are not used"
-        n_det = len(default_detectors(preset.detect))
+        n_det = _detector_count(preset)
         agree = self.min_agreement
         if agree is None:
             agree = AGREEING_DETECTORS if mode == "calibrated" else ANY_DETECTOR

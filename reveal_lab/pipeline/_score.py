@@ -6,14 +6,13 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from reveal_lab.attribution import Attribution, attribute
 from reveal_lab.config import Preset
-from reveal_lab.detectors import DetectorEnsemble, EnsembleResult, ZScoreDetector, default_detectors
 from reveal_lab.pipeline._baseline_check import check_baseline, outlier_notes
 from reveal_lab.pipeline._cache import memoize
 from reveal_lab.pipeline._calibration import cross_fit_thresholds, left_out_notes, unreachable_notes
@@ -22,6 +21,9 @@ from reveal_lab.pipeline._robust import robust_threshold
 from reveal_lab.pipeline._policy import ResolvedPolicy
 from reveal_lab.pipeline._view import baseline_matrix, detection_view, features_of
 from reveal_lab.telemetry import Run, TelemetryError, TelemetryWarning, metric_key
+
+if TYPE_CHECKING:
+    from reveal_lab.detectors import EnsembleResult
 
 __all__ = [
     "score_host", "sustained_result", "ScoreSettings", "UNSCORED_FIELDS", "unkeyed_fields", "family_groups",
@@ -91,6 +93,8 @@ def family_threshold(rate: float, n_detectors: int, n_groups: int) -> float:
     from scipy.optimize import brentq
     from scipy.stats import norm
 
+    from reveal_lab.detectors import ZScoreDetector
+
     margin = ZScoreDetector.TAIL_MARGIN
     alpha = rate / (n_detectors * max(n_groups, 1))
     t0 = float(norm.isf(alpha))  # the mean's alone; the tail's term lifts it a little
@@ -100,6 +104,8 @@ def family_threshold(rate: float, n_detectors: int, n_groups: int) -> float:
 def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     """Each detector's labels kept only in runs of ``min_run`` windows (:func:`sustained`);
     agreement recounted. Scores, thresholds and the combined score stay as they are."""
+    from reveal_lab.detectors import EnsembleResult
+
     labels = {m: sustained(v == 1, min_run).astype(v.dtype) for m, v in result.labels.items()}
     agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
     return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
@@ -185,6 +191,8 @@ def score_host(
     policy: ScoreSettings,
 ) -> tuple[pl.DataFrame, Attribution, dict[str, float], pl.DataFrame, list[str], EnsembleResult]:
     """One host of ``run`` scored under ``policy``'s scoring fields (:meth:`ScoreSettings.of`)."""
+    from reveal_lab.detectors import DetectorEnsemble, default_detectors
+
     t = time.perf_counter()
     frame, notes = detection_view(run.frame, selected, derive=derive)
     notes = [f"{host}: {n}" for n in notes]
