@@ -11,11 +11,13 @@ Examples
 
 from reveal_lab.scale._cluster import (
     MIN_MEMORY_LIMIT,
+    PATIENCE_ENV,
     PATIENCE_S,
     ClusterLost,
     ClusterPlan,
     dashboard_note,
     dask_client,
+    patience_s,
     plan_local_cluster,
 )
 from reveal_lab.scale._engine import (
@@ -73,6 +75,8 @@ __all__ = [
     "ClusterPlan",
     "MIN_MEMORY_LIMIT",
     "PATIENCE_S",
+    "PATIENCE_ENV",
+    "patience_s",
     "ClusterLost",
     "plan_local_cluster",
     "dask_client",

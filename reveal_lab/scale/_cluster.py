@@ -22,6 +22,8 @@ __all__ = [
     "dashboard_note",
     "ClusterLost",
     "PATIENCE_S",
+    "PATIENCE_ENV",
+    "patience_s",
     "connect",
     "completed",
     "scheduler_name",
@@ -39,6 +41,9 @@ MIN_MEMORY_LIMIT = 512_000_000
 #: the longest any wait on Dask goes without news: reaching the scheduler, a first worker
 #: joining, the scheduler answering, or a worker to run the waiting tasks on
 PATIENCE_S = 10.0
+#: the environment variable that sets that patience in seconds (a positive number) for this
+#: process and the notebooks it runs: longer for a scheduler across a slow network
+PATIENCE_ENV = "REVEAL_LAB_DASK_PATIENCE"
 #: how often a wait for results asks the scheduler how many workers it has (seconds)
 CHECK_EVERY_S = 1.0
 
@@ -60,6 +65,25 @@ class ClusterPlan:
             f"{self.n_workers} worker process(es) x {self.threads_per_worker} thread, "
             f"{self.memory_limit / 1e9:.1f} GB memory limit each"
         )
+
+
+def patience_s() -> float:
+    """The patience of every wait on Dask (seconds): ``$REVEAL_LAB_DASK_PATIENCE``, else
+    :data:`PATIENCE_S`.
+
+    >>> patience_s() > 0
+    True
+    """
+    raw = os.environ.get(PATIENCE_ENV, "").strip()
+    if not raw:
+        return PATIENCE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"${PATIENCE_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
 
 
 def _total_memory() -> int:
@@ -173,7 +197,7 @@ def dask_client(
             yield client
         finally:
             with contextlib.suppress(Exception):  # a scheduler gone: nothing left to close there
-                client.close(timeout=PATIENCE_S)
+                client.close(timeout=patience_s())
         return
     plan = plan_local_cluster(n_workers, memory_limit)
     has_bokeh = importlib.util.find_spec("bokeh") is not None
@@ -196,11 +220,13 @@ def dask_client(
         cluster.close()
 
 
-def connect(address: str, patience: float = PATIENCE_S) -> Any:
+def connect(address: str, patience: float | None = None) -> Any:
     """A client of the scheduler at ``address`` that has at least one worker; raises
-    :class:`ClusterLost` within about ``patience`` seconds when the scheduler cannot be
-    reached or no worker joins it."""
+    :class:`ClusterLost` within about ``patience`` seconds (default :func:`patience_s`) when
+    the scheduler cannot be reached or no worker joins it."""
     from distributed import Client
+
+    patience = patience_s() if patience is None else patience
 
     try:
         client = Client(address, timeout=patience)
@@ -237,11 +263,13 @@ def scheduler_name(client: Any) -> str:
     return f"the Dask scheduler {getattr(getattr(client, 'scheduler', None), 'address', None) or ''}".rstrip()
 
 
-def completed(client: Any, ac: Any, patience: float = PATIENCE_S) -> Iterator[Any]:
+def completed(client: Any, ac: Any, patience: float | None = None) -> Iterator[Any]:
     """The futures of ``ac`` (a ``distributed.as_completed``, which may grow while this runs)
-    as they complete, like iterating it, but a wait never outlasts ``patience`` seconds without
-    a scheduler that answers or without a worker: then :class:`ClusterLost` says which (the
-    tasks would otherwise wait for ever, Dask's client reconnecting inside the process)."""
+    as they complete, like iterating it, but a wait never outlasts ``patience`` seconds
+    (default :func:`patience_s`) without a scheduler that answers or without a worker: then
+    :class:`ClusterLost` says which (the tasks would otherwise wait for ever, Dask's client
+    reconnecting inside the process)."""
+    patience = patience_s() if patience is None else patience
     where = scheduler_name(client)
     gone_since: float | None = None  # the scheduler stopped answering
     empty_since: float | None = None  # it answers and has no worker

@@ -25,9 +25,14 @@ distributed = pytest.importorskip("distributed")
 
 from reveal_lab import scale  # noqa: E402
 
+#: the patience of every wait on Dask in these tests (``$REVEAL_LAB_DASK_PATIENCE``), shorter
+#: than the product's default: each test waits it out once or twice
+PATIENCE_S = 3.0
 #: what "within seconds" means here: the patience of every wait, plus the time to notice
-SAY_WITHIN_S = scale.PATIENCE_S + 15
+SAY_WITHIN_S = PATIENCE_S + 15
 DASK = str(Path(sys.executable).with_name("dask"))
+#: the runs mapped: the bundled sample of the public dataset (a worker reads one run of it)
+SAMPLE = ROOT / "data/fixtures/reveal_sample"
 
 
 class Cluster:
@@ -83,7 +88,9 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    monkeypatch.setenv(scale.PATIENCE_ENV, str(PATIENCE_S))
+    assert scale.patience_s() == PATIENCE_S
     c = Cluster(tmp_path)
     try:
         yield c
@@ -94,18 +101,35 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         c.stop()
 
 
-def _lost(address: str, *, after: Callable[[], None] | None = None) -> tuple[str, float]:
-    """Map runs that take a minute each on ``address``, ``after()`` called 3 s into the map:
-    what :class:`~reveal_lab.scale.ClusterLost` said and how long the map took to say it."""
-    refs = scale.study_refs("synth", max_runs_per_workload=1)
-    scale.load_study_run(refs[0])  # the synthetic runs made here first, not within the 3 s
+def _lost(
+    address: str, *, after: Callable[[], None] | None = None, started: Path | None = None
+) -> tuple[str, float]:
+    """Map runs that take a minute each on ``address``, ``after()`` called once a task runs on a
+    worker (it creates the file ``started``): what :class:`~reveal_lab.scale.ClusterLost` said and
+    how long the map took to say it."""
+    refs = scale.study_refs(SAMPLE, max_runs_per_workload=1)
     t0 = time.monotonic()
+    watcher = None
     if after is not None:
-        threading.Timer(3.0, after).start()
+        assert started is not None and not started.exists()
+
+        def when_started() -> None:
+            end = time.monotonic() + 60
+            while not started.exists() and time.monotonic() < end:
+                time.sleep(0.05)
+            after()
+
+        watcher = threading.Thread(target=when_started, daemon=True)
+        watcher.start()
     with pytest.raises(scale.ClusterLost) as err:
-        res = scale.map_runs(slow, refs, 60.0, scheduler=address, progress=False)
+        extra = () if started is None else (str(started),)
+        res = scale.map_runs(slow, refs, 60.0, *extra, scheduler=address, progress=False)
         raise AssertionError(f"the map ended without a word: {res.pieces}, skipped {res.skipped.to_dicts()}")
-    return str(err.value), time.monotonic() - t0
+    took = time.monotonic() - t0
+    if watcher is not None:
+        watcher.join(60)
+        assert started.exists(), "no task started on the worker before the map stopped"
+    return str(err.value), took
 
 
 def test_a_scheduler_without_any_worker_is_said_within_seconds(cluster):
@@ -121,8 +145,8 @@ def test_a_scheduler_without_any_worker_is_said_within_seconds(cluster):
 def test_the_last_worker_or_the_scheduler_killed_is_said_within_seconds(cluster, killed, says):
     address = cluster.scheduler()
     cluster.worker(address)
-    said, took = _lost(address, after=lambda: cluster.kill(killed))
-    assert took < 3 + SAY_WITHIN_S, f"took {took:.0f} s"
+    said, took = _lost(address, after=lambda: cluster.kill(killed), started=cluster.tmp / "task-started")
+    assert took < SAY_WITHIN_S, f"took {took:.0f} s"
     assert address in said and says in said and ("not done" in said or "waiting" in said), said
 
 
