@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import itertools
 import json
 import platform
@@ -59,9 +60,10 @@ def measure(root: Path, refs_sizes: list[int]) -> dict:
             cache[run] = deviation(out, align="time")
         return cache[run]
 
-    def flagged(run: str, refs: tuple[str, ...]) -> set[str]:
+    @functools.cache  # the labels of one run are judged against the same reference sets
+    def flagged(run: str, refs: tuple[str, ...]) -> frozenset[str]:
         dev = judge_deviation(dev_of(run), [dev_of(r) for r in refs])
-        return set(dev.filter(pl.col("persistent"))["host"].to_list())
+        return frozenset(dev.filter(pl.col("persistent"))["host"].to_list())
 
     free = multi.filter(pl.col("fault") == "none")["run"].unique(maintain_order=True).to_list()
     run_labels = labels.filter(pl.col("scope") == "run")

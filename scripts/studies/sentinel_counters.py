@@ -71,12 +71,21 @@ def host_runs(root: Path, meta: pl.DataFrame) -> Iterator[tuple[dict, pl.DataFra
             cache[sf] = r
         return cache[sf]
 
+    silent: dict[str, set[str]] = {}
+
+    def quiet(row: dict) -> set[str]:
+        """The run's own silent counters: those of several runs are what each run's share."""
+        sf = row["source_file"]
+        if sf not in silent:
+            silent[sf] = silent_counters([run(row)])
+        return silent[sf]
+
     for row in meta.iter_rows(named=True):
         refs = fault_free_refs(meta, row)
         if refs.is_empty():
             continue
         f = run(row).frame
-        cols = silent_columns(f, silent_counters([run(r) for r in refs.iter_rows(named=True)]))
+        cols = silent_columns(f, set.intersection(*(quiet(r) for r in refs.iter_rows(named=True))))
         moved = (
             np.column_stack([np.nan_to_num(f[c].cast(pl.Float64).to_numpy()) != 0 for c in cols])
             if cols
