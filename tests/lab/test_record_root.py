@@ -85,10 +85,10 @@ def test_record_a_tiny_ddp_run_with_packet_loss(tmp_path):
     _need_root()
     raw, out = tmp_path / "raw", tmp_path / "lab"
     faults = (
-        FaultPlan("packet_loss", NAMES[1], 0.05, 2.0, 2.0),
+        FaultPlan("packet_loss", NAMES[1], 0.05, 1.0, 2.0),
         FaultPlan("config_irq_imbalance", NAMES[1], 1.0),
     )
-    plan = RunPlan("MLP", "train", NAMES, 6.0, faults, host_quota=0.6, case="irq:after")
+    plan = RunPlan("MLP", "train", NAMES, 4.0, faults, host_quota=0.6, case="irq:after")
     try:
         prov = _record([[plan]], raw, NAMES, "10.78.0", 1.0)
     finally:
@@ -143,21 +143,21 @@ def test_warmup_runs_once_per_workload_and_stays_out_of_the_dataset(tmp_path):
     _need_root()
     raw, out = tmp_path / "raw", tmp_path / "lab"
     hosts = NAMES[:1]
-    base = RunPlan("MLP", "infer", hosts, 3.0)
-    contention = (FaultPlan("cpu_contention", hosts[0], 1.0, 1.0, 1.0),)
-    faulted = RunPlan("MLP", "infer", hosts, 3.0, contention, seed=1)
+    base = RunPlan("MLP", "infer", hosts, 1.5)
+    contention = (FaultPlan("cpu_contention", hosts[0], 1.0, 0.5, 0.5),)
+    faulted = RunPlan("MLP", "infer", hosts, 1.5, contention, seed=1)
     try:
-        prov = _record([[base], [faulted]], raw, hosts, "10.79.0", 0.5, warmup_s=2.0)
+        prov = _record([[base], [faulted]], raw, hosts, "10.79.0", 0.5, warmup_s=1.0)
     finally:
         leftovers = _leftovers(hosts)
     assert leftovers == [], f"not cleaned up: {leftovers}"
-    assert prov["warmup_s"] == 2.0
+    assert prov["warmup_s"] == 1.0
     first, second = prov["slots"]
     assert "error" not in first and "error" not in second, (first, second)
     assert "warmup" not in second  # the workload was warmed up before the first slot
     (stem,) = first["warmup"]["runs"]
     warm = json.loads((raw / "warmup" / f"{stem}.run.json").read_text())
-    assert warm["plan"]["faults"] == [] and warm["plan"]["duration_s"] == 2.0
+    assert warm["plan"]["faults"] == [] and warm["plan"]["duration_s"] == 1.0
     assert warm["plan"]["case"] == "warmup"
     assert stem not in first["runs"] + second["runs"]
     meta, _ = build_dataset(raw, out)
@@ -185,7 +185,7 @@ def test_a_workload_that_aborts_after_its_summary_is_kept(tmp_path, monkeypatch)
     raw, out = tmp_path / "raw", tmp_path / "lab"
     hosts = NAMES[:1]
     try:
-        prov = _record([[RunPlan("MLP", "infer", hosts, 2.0)]], raw, hosts, "10.80.0", 0.5)
+        prov = _record([[RunPlan("MLP", "infer", hosts, 1.0)]], raw, hosts, "10.80.0", 0.5)
     finally:
         leftovers = _leftovers(hosts)
     assert leftovers == [], f"not cleaned up: {leftovers}"
