@@ -376,6 +376,7 @@ class Cgroups(Probe):
             self._ops += [(t0 + t, k, a, b, c0 + ch, sc) for t, k, a, b, ch, sc in g.ops]
             self._io += [(t0 + t, v2, c0 + ch) for t, v2, ch in g.io_tables]
         self._vals = [np.full(t.n, MISSING_INT, dtype=np.int64) for t in self.tables]
+        self._gone = False  # a file's read failed since start (its cgroup was removed)
         self.channels = []
         for rel in names:
             inst = sanitize_instance(rel)
@@ -394,7 +395,7 @@ class Cgroups(Probe):
     def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
         """The ops :meth:`sample` applies; none once a file changed its layout (a device
         appeared in an I/O file, a cgroup vanished): the Python path then sums afresh."""
-        if any(t.relayouts for t in self.tables):
+        if self._gone or any(t.relayouts for t in self.tables):
             return None
         return list(self._ops)
 
@@ -402,8 +403,9 @@ class Cgroups(Probe):
         for t, v in zip(self.tables, self._vals, strict=True):
             try:
                 t.read_into(v)
-            except OSError:  # the cgroup was removed since start
+            except OSError:  # the cgroup was removed since start: Python samples the probe from now on
                 v[:] = MISSING_INT
+                self._gone = True
         apply_ops_py(self._ops, self._vals, ints, floats)
         for t, v2, ch in self._io:  # a device listed since start: sum over the devices listed now
             table = self.tables[t]
