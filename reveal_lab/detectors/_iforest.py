@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -43,12 +44,18 @@ class _TreeMaker:
     ``RandomState`` its ``fit`` would build), and :meth:`restore` gives every tree its
     integer seed back. The forest is equal to scikit-learn's (a test compares them). When
     the prototype's state is not its parameters (immutable values) with one
-    ``random_state``, the ensemble's own method makes every tree."""
+    ``random_state``, the ensemble's own method makes every tree.
+
+    Each tree made here is fitted by :func:`_build_tree` where the prototype's parameters
+    are the Isolation Forest's (an extra tree: random splits, squared error, integer
+    leaf and split sizes, no leaf cap, pruning or constraint): the steps of scikit-learn's
+    ``BaseDecisionTree._fit`` for such a tree without its per-tree checks."""
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self.params: dict[str, Any] | None = None
         self.fallback = False
+        self.direct = False
         self.seeds: list[tuple[Any, int]] = []
         self._draw = np.random.RandomState(0)
         self._tree_rng = np.random.RandomState(0)
@@ -64,6 +71,7 @@ class _TreeMaker:
         plain = all(v is None or isinstance(v, bool | int | float | str | np.number) for v in params.values())
         same = vars(type(proto)(**params)) == vars(proto) if plain else False
         self.fallback = not (same and seeded == ["random_state"])
+        self.direct = _direct_build(params)
         self.params = params
 
     def __call__(self, append: bool = True, random_state: Any = None) -> Any:
@@ -77,6 +85,8 @@ class _TreeMaker:
         seed = self._draw.randint(np.iinfo(np.int32).max)
         self._tree_rng.seed(seed)
         est.random_state = self._tree_rng
+        if self.direct:
+            est.fit = functools.partial(_build_tree, est)  # an instance attribute: shadows the method
         self.seeds.append((est, seed))
         if append:
             m.estimators_.append(est)
@@ -86,7 +96,64 @@ class _TreeMaker:
         """Every tree made here holds its integer seed as ``random_state``."""
         for est, seed in self.seeds:
             est.random_state = seed
+            vars(est).pop("fit", None)
         self.seeds = []
+
+
+def _direct_build(params: dict[str, Any]) -> bool:
+    """Whether :func:`_build_tree` fits a tree of ``params`` as scikit-learn's ``fit`` does:
+    an extra tree of the Isolation Forest's kind."""
+    from numbers import Integral
+
+    wanted = {
+        "criterion": "squared_error", "splitter": "random", "min_weight_fraction_leaf": 0.0,
+        "max_leaf_nodes": None, "ccp_alpha": 0.0, "monotonic_cst": None,
+    }
+    ints = ("max_depth", "min_samples_split", "min_samples_leaf", "max_features")
+    return (
+        all(k in params and type(params[k]) is type(v) and params[k] == v for k, v in wanted.items())
+        and all(isinstance(params.get(k), Integral) and not isinstance(params[k], bool) for k in ints)
+        and isinstance(params.get("min_impurity_decrease"), float)
+    )
+
+
+def _build_tree(est: Any, X: Any, y: Any, sample_weight: Any = None, check_input: bool = True) -> Any:
+    """``est.fit(X, y, sample_weight, check_input=False)`` of a tree :func:`_direct_build`
+    accepts, for a dense ``X`` and a 1-D ``y`` and ``sample_weight`` (else the tree's own
+    ``fit``): the criterion, splitter, tree and depth-first builder that
+    ``BaseDecisionTree._fit`` makes for it, fed the same arrays, so the same tree."""
+    from sklearn.tree._classes import CRITERIA_REG, DENSE_SPLITTERS
+    from sklearn.tree._tree import DepthFirstTreeBuilder, Tree
+
+    y = np.asarray(y)
+    if (
+        check_input or not isinstance(X, np.ndarray) or X.ndim != 2 or y.ndim != 1 or y.shape[0] != X.shape[0]
+        or sample_weight is None or np.ndim(sample_weight) != 1 or len(sample_weight) != X.shape[0]
+    ):
+        return type(est).fit(est, X, y, sample_weight=sample_weight, check_input=check_input)
+    n_samples, est.n_features_in_ = X.shape
+    y = np.reshape(y, (-1, 1))
+    est.n_outputs_ = 1
+    if y.dtype != np.float64 or not y.flags.contiguous:
+        y = np.ascontiguousarray(y, dtype=np.float64)
+    sample_weight = np.ascontiguousarray(sample_weight, dtype=np.float64)
+    if not sample_weight.any():
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+    min_samples_leaf = est.min_samples_leaf
+    min_samples_split = max(est.min_samples_split, 2 * min_samples_leaf)
+    est.max_features_ = est.max_features
+    min_weight_leaf = est.min_weight_fraction_leaf * np.sum(sample_weight)
+    criterion = CRITERIA_REG[est.criterion](1, n_samples)
+    splitter = DENSE_SPLITTERS[est.splitter](
+        criterion, est.max_features_, min_samples_leaf, min_weight_leaf, est.random_state, None
+    )
+    est.tree_ = Tree(est.n_features_in_, np.array([1], dtype=np.intp), 1)
+    builder = DepthFirstTreeBuilder(
+        splitter, min_samples_split, min_samples_leaf, min_weight_leaf, est.max_depth,
+        est.min_impurity_decrease,
+    )
+    builder.build(est.tree_, X, y, sample_weight, None)
+    return est
 
 
 #: forests fitted lately, by their fit data's bytes and parameters (most recent last)
