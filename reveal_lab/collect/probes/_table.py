@@ -126,8 +126,9 @@ class Table:
         if pre is None:
             return False
         self._pre = None
-        if self._pre_sig == self._sig and not self._missing.size:
+        if self._pre_sig == self._sig:
             out[:] = pre
+            out[self._missing] = MISSING_INT  # keys gone since the layout was learnt
             return True
         return False
 
@@ -146,7 +147,8 @@ class Table:
             return
         data = self._read()
         sig = scan_now(np.frombuffer(data, np.uint8), self._want, self._dest, out, self.mode)
-        if sig == self._sig and not self._missing.size:
+        if sig == self._sig:  # the learnt layout: its keys read, those gone since missing
+            out[self._missing] = MISSING_INT
             return
         self.relayouts += 1
         self._build(data, self.index(data.split(b"\n"))[0])
@@ -273,10 +275,16 @@ class TableBatch:
         self.roff = np.concatenate([[0], np.cumsum(caps)]).astype(np.int64)
         self.rec = np.zeros((int(self.roff[-1]), 4), dtype=np.int64)
         self.cst = np.zeros((len(ts), 6), dtype=np.int64)
-        self.vals = np.zeros(self.out.size, dtype=np.int64)
+        self.vals = np.full(self.out.size, MISSING_INT, dtype=np.int64)
         self.sigs = np.zeros(len(ts), dtype=np.int64)
-        # a table with keys missing since a relayout always takes its own path (0 never matches)
-        self.expected = np.array([0 if t._missing.size else t._sig for t in ts], dtype=np.int64)
+        # a table with keys missing since a relayout: a direct one goes on in the batch (the scan
+        # writes its keys found; its slice of the row keeps the missing values its own path wrote
+        # there, and a changed-rows table's values start missing); any other takes its own path
+        # (0 never matches)
+        self.expected = np.array(
+            [0 if t._missing.size and not d else t._sig for t, d in zip(ts, self.direct, strict=True)],
+            dtype=np.int64,
+        )
         self.views = [self.out[a:b] for a, b in self.ooff]
         self.indirect = [i for i in range(len(ts)) if not self.direct[i]]
         self.dirty = False
