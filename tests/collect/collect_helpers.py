@@ -37,6 +37,17 @@ def wait_for(path: Path, timeout: float = 180) -> None:
         time.sleep(0.05)
 
 
+def wait_for_chunks(run: Path, n: int, timeout: float = 60) -> None:
+    """Wait until the run's journal holds ``n`` chunks (one per flush, each written whole by
+    one write): the collector has flushed ``n`` times."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if sum(p.read_bytes().count(b"RVLC") for p in run.glob("journal-*.bin")) >= n:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"{run}: fewer than {n} journal chunks after {timeout} s")
+
+
 def journal_chunk_sizes(path: Path) -> list[int]:
     """Samples per chunk, read by the layout FORMAT.md documents (independently of the
     reader): a 24-byte header, then ``RVLC``, crc32 (u32), n (u32), len (u32), payload."""

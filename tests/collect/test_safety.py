@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from collect_helpers import collect_cmd, journal_chunk_sizes, net_interfaces, wait_for
+from collect_helpers import collect_cmd, journal_chunk_sizes, net_interfaces, wait_for, wait_for_chunks
 
 from reveal_lab.io._collector import read_collector_run
 from reveal_lab.telemetry import TelemetryError, TelemetryWarning, validate_frame
@@ -35,7 +35,8 @@ def killed_run(tmp_path_factory):
     )
     try:
         wait_for(out / "channels.json")
-        time.sleep(3.3)
+        wait_for_chunks(out, 3)  # three flushes: the first tick's, then one a second
+        time.sleep(0.3)  # then killed between two flushes
         kill_ns = time.time_ns()
         proc.send_signal(signal.SIGKILL)
         rc = proc.wait(10)
@@ -80,7 +81,7 @@ def test_kill9_loses_at_most_one_flush_period(killed_run):
     meta = json.loads((out / "meta.json").read_text())
     assert meta["flush_s"] == 1.0 and meta["interval_ms"] == 100.0
     sizes = journal_chunk_sizes(next(out.glob("journal-*.bin")))
-    assert len(sizes) >= 2, sizes  # 3.3 s of collecting: at least two flushes
+    assert len(sizes) >= 2, sizes  # killed after three flushes
     assert max(sizes) <= 1.0 / 0.1 + 1, sizes
     with pytest.warns(TelemetryWarning, match="killed"):
         assert read_collector_run(out, view="raw").frame.height == sum(sizes)

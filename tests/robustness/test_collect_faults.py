@@ -131,7 +131,9 @@ def test_disk_full_mid_run_says_disk_full_in_meta(small_tmpfs):
     proc = _start(out, "60s", "--interval", "20ms")
     try:
         wait_for_file(out / "journal-000000.bin", proc)
-        time.sleep(1.5)  # at least one flush
+        while b"RVLC" not in (out / "journal-000000.bin").read_bytes():  # a chunk flushed
+            assert proc.poll() is None, _finish(proc)
+            time.sleep(0.05)
         with open(fs / "filler", "wb", buffering=0) as f:  # fill the disk under the running collector
             try:
                 while True:
