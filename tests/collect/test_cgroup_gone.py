@@ -1,8 +1,9 @@
 """A cgroup removed while the collector samples it (a container that exits): its files' reads
 fail from then on; its channels read as missing, the other cgroups' keep their values, and the
-probe leaves the compiled ops for Python (partial ticks) instead of sending every later tick
-back to the interpreted loop. The removal is a real failing read: the files' descriptors are
-replaced by a directory's (``EISDIR``, as a removed cgroup's files give ``ENODEV``)."""
+probe stays in the compiled loop instead of sending every later tick back to the interpreted
+loop (its files are read as empty files from then on, in the compiled loop's batch and ops as
+in Python). The removal is a real failing read: the files' descriptors are replaced by a
+directory's (``EISDIR``, as a removed cgroup's files give ``ENODEV``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 from sampling_helpers import while_sampling
+from test_cgroup_probe import _compiled_row
 
 from reveal_lab.collect import MISSING_INT, ProbeContext, collect
 from reveal_lab.collect.probes._cgroup import N_PER_GROUP, Cgroups
@@ -80,7 +82,12 @@ def test_a_removed_cgroup_reads_missing_and_leaves_the_compiled_ops(tmp_path):
         p.sample(ints, np.zeros(0))
         assert (ints[:N_PER_GROUP] == MISSING_INT).all()
         assert ints[N_PER_GROUP:].tolist() == CTR_B
-        assert p.compiled_ops() is None  # the loop rebuilds without them: Python samples the probe
+        assert all(t.gone == (".ctr_a" in t.path or "/ctr_a/" in t.path) for t in p.tables)
+        assert all(t.relayouts == 0 for t in p.tables)
+        # the compiled ops go on: the removed cgroup's channels missing, the other's values
+        np.testing.assert_array_equal(_compiled_row(p), ints)
+        p.sample(ints, np.zeros(0))  # and Python's next read of the emptied files agrees
+        assert (ints[:N_PER_GROUP] == MISSING_INT).all() and ints[N_PER_GROUP:].tolist() == CTR_B
     finally:
         p.close()
 
@@ -96,8 +103,9 @@ def test_a_run_goes_on_compiled_after_a_cgroup_is_removed(tmp_path):
     assert removed == [len(FILES)]
     assert res.status == "complete"
     loop = res.meta["hot_loop"]
-    if loop["compiled_ticks"]:  # numba present: the compiled loop went on, with Python for cgroups
-        assert loop["python_ticks"] <= 2 and loop["partial_ticks"] > 0, loop
+    if loop["compiled_ticks"]:  # numba present: the compiled loop went on, cgroups in it
+        assert loop["python_ticks"] <= 2 and loop["partial_ticks"] == 0, loop
+        assert loop["compiled_ticks"] > loop["python_ticks"], loop
     raw, _, channels, _ = read_raw_frame(out)
     names = [c["name"] for c in channels if c["probe"] == "cgroup"]
     a, b = names[:N_PER_GROUP], names[N_PER_GROUP:]

@@ -25,8 +25,9 @@ Each file is a :class:`~reveal_lab.collect.probes._table.Table` and the channels
 :meth:`Cgroups.compiled_ops` on their values (copies, ``ns``/ticks to ``us``, sums over the
 devices of an I/O file), so the compiled hot loop samples cgroups itself, without a
 Python call per tick; :meth:`Cgroups.sample` applies the same ops in Python. A file
-whose layout changes (a device's first I/O adds a line to ``io.stat``, a cgroup is
-removed) sends the probe back to Python, which sums over the devices listed now.
+whose layout changes (a device's first I/O adds a line to ``io.stat``) sends the probe back
+to Python, which sums over the devices listed now; the files of a removed cgroup (their reads
+fail) are read as empty files from then on, its channels missing, in the compiled ops too.
 """
 
 from __future__ import annotations
@@ -376,7 +377,6 @@ class Cgroups(Probe):
             self._ops += [(t0 + t, k, a, b, c0 + ch, sc) for t, k, a, b, ch, sc in g.ops]
             self._io += [(t0 + t, v2, c0 + ch) for t, v2, ch in g.io_tables]
         self._vals = [np.full(t.n, MISSING_INT, dtype=np.int64) for t in self.tables]
-        self._gone = False  # a file's read failed since start (its cgroup was removed)
         self.channels = []
         for rel in names:
             inst = sanitize_instance(rel)
@@ -393,19 +393,23 @@ class Cgroups(Probe):
         self.info.update(root=scope.v2, v1_roots=scope.v1, cgroups=names, sources=sources)
 
     def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
-        """The ops :meth:`sample` applies; none once a file changed its layout (a device
-        appeared in an I/O file, a cgroup vanished): the Python path then sums afresh."""
-        if self._gone or any(t.relayouts for t in self.tables):
+        """The ops :meth:`sample` applies, those of a removed cgroup's files (:meth:`Table.vanish`)
+        writing their channels missing; none once a file changed its layout (a device appeared
+        in an I/O file): the Python path then sums afresh."""
+        if any(t.relayouts for t in self.tables):
             return None
-        return list(self._ops)
+        gone = {i for i, t in enumerate(self.tables) if t.gone}
+        return [
+            (t, OP_MISSING, 0, 0, ch, 1) if t in gone else (t, k, a, b, ch, sc) for t, k, a, b, ch, sc in self._ops
+        ]
 
     def sample(self, ints: np.ndarray, floats: np.ndarray) -> None:
         for t, v in zip(self.tables, self._vals, strict=True):
             try:
                 t.read_into(v)
-            except OSError:  # the cgroup was removed since start: Python samples the probe from now on
+            except OSError:  # the cgroup was removed since start: its files read as empty from now on
+                t.vanish()
                 v[:] = MISSING_INT
-                self._gone = True
         apply_ops_py(self._ops, self._vals, ints, floats)
         for t, v2, ch in self._io:  # a device listed since start: sum over the devices listed now
             table = self.tables[t]

@@ -83,6 +83,7 @@ class Table:
         self.batch: TableBatch | None = None
         self._pre: np.ndarray | None = None  # this tick's values, read by the batch
         self._pre_sig = 0
+        self.gone = False  # the file's reads failed: an empty file read in its place (vanish)
         data = read_all(self.fd)
         self.hint = max(4096, 2 * len(data))
         return data
@@ -91,6 +92,18 @@ class Table:
         """Learn the layout again (after changing :attr:`keys`)."""
         data = read_all(self.fd, self.hint)
         self._build(data, self.index(data.split(b"\n"))[0])
+
+    def vanish(self) -> None:
+        """The file is gone (a removed cgroup's reads fail): an empty file is read in its place
+        from now on, every key missing, in a layout that does not change (a batch goes on
+        reading it)."""
+        null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            os.dup2(null, self.fd, inheritable=False)
+        finally:
+            os.close(null)
+        self.gone = True
+        self._build(b"", {})
 
     def _split_line(self, line: bytes) -> list[bytes]:
         return split_blanks(line, self.mode).split()
@@ -279,10 +292,13 @@ class TableBatch:
         self.sigs = np.zeros(len(ts), dtype=np.int64)
         # a table with keys missing since a relayout: a direct one goes on in the batch (the scan
         # writes its keys found; its slice of the row keeps the missing values its own path wrote
-        # there, and a changed-rows table's values start missing); any other takes its own path
-        # (0 never matches)
+        # there, and a changed-rows table's values start missing), as does one gone (vanish: its
+        # probe's ops write its channels missing); any other takes its own path (0 never matches)
         self.expected = np.array(
-            [0 if t._missing.size and not d else t._sig for t, d in zip(ts, self.direct, strict=True)],
+            [
+                0 if t._missing.size and not (d or t.gone) else t._sig
+                for t, d in zip(ts, self.direct, strict=True)
+            ],
             dtype=np.int64,
         )
         self.views = [self.out[a:b] for a, b in self.ooff]
