@@ -180,7 +180,7 @@ def test_warm_up_waits_for_enough_windows_of_a_collector_that_starts_late_and_st
     )
     time.sleep(1.5)  # the collector starts after the watch
     collector = subprocess.Popen(
-        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "18s"],
+        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "15s"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
