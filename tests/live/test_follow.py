@@ -43,7 +43,7 @@ def test_follows_a_real_collector_through_segment_rollover(tmp_path):
             "--interval",
             "100ms",
             "--duration",
-            "5s",
+            "3.5s",
             "--segment",
             "2s",
         ],
