@@ -2,13 +2,17 @@
 (where ``/proc/diskstats`` has three rows or more per disk read): the same channels, in the same
 order, with the same values as read from ``/proc/diskstats``, on a tree written here (loop, ram
 and partition rows beside two disks, one of them with counters wider than their columns), in
-the compiled loop and the interpreted one; and ``/proc/diskstats`` read where a disk's ``stat``
-is missing or lacks a field."""
+the compiled loop and the interpreted one; ``/proc/diskstats`` read where a disk's ``stat``
+is missing or lacks a field; a disk removed while sampled (its ``stat`` failing to read) missing
+from then on, the other disk's values kept, the compiled loop going on."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
+from sampling_helpers import while_sampling
 
 from reveal_lab.collect import ProbeContext, collect
 from reveal_lab.collect.probes._disk import DISK_FIELDS, DiskStats
@@ -124,3 +128,40 @@ def test_a_run_records_the_sysfs_values(tmp_path, monkeypatch, burst):
     assert [c["name"] for c in channels if c["probe"] == "diskstats"] == names
     assert raw.height > 0
     assert raw.select(names).rows() == [tuple(_expected())] * raw.height
+
+
+def _fail_reads(path: str) -> int:
+    """Make the open descriptors of ``path`` fail to read, as a removed disk's ``stat`` does."""
+    d = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
+    n = 0
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if target == path:
+                os.dup2(d, int(fd))
+                n += 1
+    finally:
+        os.close(d)
+    return n
+
+
+def test_a_removed_disk_reads_missing_and_the_others_keep_their_values(tmp_path):
+    proc, sys_ = _tree(tmp_path)
+    out = tmp_path / "run"
+    with while_sampling(out, lambda: _fail_reads(f"{sys_}/block/nvme0n1/stat")) as failed:
+        res = collect(
+            out, interval_s=0.05, duration_s=1.5, probes="diskstats", host="h", proc_root=proc, sys_root=sys_,
+            handle_signals=False,
+        )  # fmt: skip
+    assert failed == [1] and res.status == "complete"
+    assert res.meta["probe_errors"] == {}
+    loop = res.meta["hot_loop"]
+    if loop["compiled_ticks"]:  # numba present: one interpreted tick, then compiled again
+        assert loop["python_ticks"] <= 2 and loop["compiled_ticks"] > loop["python_ticks"], loop
+    raw, _, channels, _ = read_raw_frame(out)
+    names = [c["name"] for c in channels if c["probe"] == "diskstats"]
+    assert raw.select(names).row(0) == tuple(_expected())
+    assert raw.select(names).row(raw.height - 1) == (None,) * len(DISK_FIELDS) + tuple(DISKS["vda"])
