@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,3 +31,23 @@ def while_sampling(out: Path, change: Callable[[], Any], delay_s: float = 0.3) -
         yield done
     finally:
         t.join()
+
+
+def fail_reads(dir_: Path | str, match: Callable[[str], bool]) -> int:
+    """Make every open descriptor of this process whose path ``match`` es fail to read, as a
+    removed cgroup's or disk's files do: each replaced by a descriptor of the directory
+    ``dir_`` (``EISDIR``); how many."""
+    d = os.open(dir_, os.O_RDONLY | os.O_DIRECTORY)
+    n = 0
+    try:
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                target = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if match(target):
+                os.dup2(d, int(fd))
+                n += 1
+    finally:
+        os.close(d)
+    return n

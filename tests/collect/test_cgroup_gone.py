@@ -7,11 +7,10 @@ directory's (``EISDIR``, as a removed cgroup's files give ``ENODEV``)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
-from sampling_helpers import while_sampling
+from sampling_helpers import fail_reads, while_sampling
 from test_cgroup_probe import _compiled_row
 
 from reveal_lab.collect import MISSING_INT, ProbeContext, collect
@@ -53,20 +52,7 @@ def _tree(tmp_path: Path) -> Path:
 def _remove(tmp_path: Path, ctr: str) -> int:
     """Make every open file of ``ctr`` fail to read, as a removed cgroup's do; how many."""
     gone = [str(tmp_path / c / ctr) + "/" for c in ("cpu", "cpuacct", "memory", "blkio")]
-    d = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    n = 0
-    try:
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if any(target.startswith(g) for g in gone):
-                os.dup2(d, int(fd))
-                n += 1
-    finally:
-        os.close(d)
-    return n
+    return fail_reads(tmp_path, lambda p: any(p.startswith(g) for g in gone))
 
 
 def test_a_removed_cgroup_reads_missing_and_leaves_the_compiled_ops(tmp_path):

@@ -8,11 +8,9 @@ from then on, the other disk's values kept, the compiled loop going on."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from sampling_helpers import while_sampling
+from sampling_helpers import fail_reads, while_sampling
 
 from reveal_lab.collect import ProbeContext, collect
 from reveal_lab.collect.probes._disk import DISK_FIELDS, DiskStats
@@ -130,28 +128,11 @@ def test_a_run_records_the_sysfs_values(tmp_path, monkeypatch, burst):
     assert raw.select(names).rows() == [tuple(_expected())] * raw.height
 
 
-def _fail_reads(path: str) -> int:
-    """Make the open descriptors of ``path`` fail to read, as a removed disk's ``stat`` does."""
-    d = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY)
-    n = 0
-    try:
-        for fd in os.listdir("/proc/self/fd"):
-            try:
-                target = os.readlink(f"/proc/self/fd/{fd}")
-            except OSError:
-                continue
-            if target == path:
-                os.dup2(d, int(fd))
-                n += 1
-    finally:
-        os.close(d)
-    return n
-
-
 def test_a_removed_disk_reads_missing_and_the_others_keep_their_values(tmp_path):
     proc, sys_ = _tree(tmp_path)
     out = tmp_path / "run"
-    with while_sampling(out, lambda: _fail_reads(f"{sys_}/block/nvme0n1/stat")) as failed:
+    stat = f"{sys_}/block/nvme0n1/stat"
+    with while_sampling(out, lambda: fail_reads(tmp_path, lambda p: p == stat)) as failed:
         res = collect(
             out, interval_s=0.05, duration_s=1.5, probes="diskstats", host="h", proc_root=proc, sys_root=sys_,
             handle_signals=False,
