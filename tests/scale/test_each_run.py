@@ -18,6 +18,9 @@ pytest.importorskip("distributed")
 
 # the fixture's all-NaN / all-zero columns are reported by the loader on every read
 pytestmark = pytest.mark.filterwarnings("ignore::reveal_lab.telemetry.TelemetryWarning")
+#: in this process, and on the LocalCluster (``client``, taken only there: the parameter joins
+#: the cluster's xdist group, so it runs where the cluster is and while it is open)
+ENGINES = ["in process", pytest.param("dask", marks=pytest.mark.xdist_group("dask"))]
 
 FIXTURE = fixtures_dir() / "reveal_sample"
 #: every window over a threshold counts (min_run 1), so the evidence tables have rows to compare
@@ -69,7 +72,7 @@ def test_the_same_per_run_function_gives_equal_results_here_and_on_a_local_clust
             assert_frame_equal(fa, fb)
 
 
-@pytest.mark.parametrize("engine", ["in process", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_failing_run_is_kept_and_the_others_complete(engine, request):
     client = request.getfixturevalue("client") if engine == "dask" else None
     good = run_refs(FIXTURE)[:2]

@@ -20,6 +20,9 @@ from reveal_lab.scale._engine import close_clients, each_run
 
 pytest.importorskip("distributed")
 pytestmark = pytest.mark.filterwarnings("ignore::reveal_lab.telemetry.TelemetryWarning")
+#: in this process, and on the LocalCluster (``client``, taken only there: the parameter joins
+#: the cluster's xdist group, so it runs where the cluster is and while it is open)
+ENGINES = ["in process", pytest.param("dask", marks=pytest.mark.xdist_group("dask"))]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers cannot import this file
 
 SAMPLE = fixtures_dir() / "reveal_sample"
@@ -31,7 +34,7 @@ def _timed(ref, delay):  # noqa: ANN001, ANN202 - a per-run function: (run id, s
     return ref.run_id, start, time.time()
 
 
-@pytest.mark.parametrize("engine", ["in process", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_runs_are_consumed_in_reference_order_and_not_kept(engine, request):
     client = request.getfixturevalue("client") if engine == "dask" else None
     refs = study_refs(SAMPLE)[:4]
@@ -50,7 +53,7 @@ def test_runs_are_consumed_in_reference_order_and_not_kept(engine, request):
         assert res.peak_in_flight <= 2
 
 
-@pytest.mark.parametrize("engine", ["in process", "dask"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_the_pruning_fold_gives_the_numbers_of_the_reduce(engine, request):
     client = request.getfixturevalue("client") if engine == "dask" else None
     refs = study_refs(SAMPLE)
