@@ -30,7 +30,7 @@ CLI = str(Path(sys.executable).with_name("reveal-lab"))
 def collector_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("host") / "run"
     subprocess.run(
-        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "20s"],
+        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "10s"],
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
