@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import ROOT, assert_clean_error, cli
+from .conftest import ROOT, assert_clean_error, cli, in_process
 
 LAB_RUN = (
     ROOT / "data/lab/infer_separated/infer_MLPforImageClassification_synthetic_2026-11-26T08-12-33_labA.parquet"
@@ -65,10 +65,12 @@ def _report_with_pruning(first: Path, rep: Path) -> bytes:
 
 
 @pytest.mark.slow
-def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path, pruned_report):
+def test_detect_keeps_a_pruning_input_that_lies_in_its_report_folder(tmp_path, pruned_report, capsys, monkeypatch):
+    """In this process (the next test runs ``detect`` in its own)."""
     rep = tmp_path / "reveal-report"
     pruning = _report_with_pruning(pruned_report, rep)
-    again = cli("detect", str(OTHER_RUN), "--pruning", str(rep / "pruning.json"), "--out", str(rep), cwd=tmp_path)
+    monkeypatch.chdir(tmp_path)
+    again = in_process(capsys, "detect", str(OTHER_RUN), "--pruning", str(rep / "pruning.json"), "--out", str(rep))
     assert again.rc == 0, again.text
     assert "kept in the new report" in again.err
     assert (rep / "pruning.json").read_bytes() == pruning  # the input survives, byte for byte
