@@ -13,6 +13,7 @@ import pytest
 
 from reveal_lab.cli import main
 from reveal_lab.config import fixtures_dir
+from reveal_lab.pipeline import using_cache
 
 CPU_ZIP = fixtures_dir() / "reveal_sample" / "Reveal_CPU.zip"
 GPU_ZIP = fixtures_dir() / "reveal_sample" / "Reveal_GPU.zip"
@@ -23,6 +24,15 @@ GPU_BASE = "infer_separated/infer_Resnet18forImageClassification_CIFAR10_2025-05
 #: deviation), which the number of trees in the Isolation Forest does not change
 SMOKE = ("--preset", "smoke")
 COLUMNS = "window_id,start,end,host,methods,agreement,subsystem,metric,feature,score,claim"
+
+
+@pytest.fixture
+def run_cache(tmp_path_factory):
+    """One run cache (``$REVEAL_LAB_CACHE``) for the detects of one test: a run's view, pruned
+    space and window features are computed once for the test's several detects of it; the
+    scores are keyed by every setting that decides them (the calibration, the clip ...)."""
+    with using_cache(tmp_path_factory.mktemp("run-cache")) as folder:
+        yield folder
 
 
 def _check_report(out: Path) -> dict:
@@ -205,7 +215,7 @@ def test_detect_min_run_reaches_the_detection_and_the_report(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_detect_calibration_flag_reaches_the_thresholds(tmp_path):
+def test_detect_calibration_flag_reaches_the_thresholds(tmp_path, run_cache):
     """``--calibration``: with five fault-free baseline runs of a recorded lab workload, the
     trimmed rule (default) leaves the most extreme left-out run out, so its thresholds are
     never above the pooled rule's, and the summary says which rule set them."""
@@ -276,7 +286,7 @@ def test_detect_cross_host_against_the_jobs_fault_free_runs(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_detect_asks_two_detectors_with_calibrated_thresholds_as_evaluate(tmp_path, capsys):
+def test_detect_asks_two_detectors_with_calibrated_thresholds_as_evaluate(tmp_path, capsys, run_cache):
     """With 2+ baseline runs the thresholds are calibrated and a window needs two detectors
     (as `reveal-lab evaluate` measures it); alone, or with --min-agreement, as asked."""
     from reveal_lab.config import data_dir
