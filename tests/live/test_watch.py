@@ -46,11 +46,9 @@ def _kill(*procs: subprocess.Popen) -> None:
 @pytest.mark.slow
 def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
     out, jsonl = tmp_path / "run", tmp_path / "verdicts.jsonl"
-    collector = subprocess.Popen(
-        [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "12s"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    # the watch first, the collector once it watches: it follows the run from its first chunk
+    # however long its imports take on a loaded machine (started together, a watch that came
+    # up after the collector had finished read the finished run's segment, no journal bytes)
     watcher = subprocess.Popen(
         [
             CLI,
@@ -65,8 +63,8 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
             "--all",
             "--jsonl",
             str(jsonl),
-            "--idle-exit",  # past a loaded machine's stall of the collector, not only its end
-            "10s",
+            "--idle-exit",  # past a loaded machine's stall of the collector (or its start), not only its end
+            "30s",
             "--duration",
             "90s",
             "--prune",  # a stream alone scores every metric unless asked
@@ -75,11 +73,19 @@ def test_watch_cli_scores_windows_of_a_running_collector(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
+    collector = None
     try:
+        first = watcher.stdout.readline()  # "watching RUN: warm-up ...", said before it follows
+        collector = subprocess.Popen(
+            [CLI, "collect", "--out", str(out), "--probes", "procfs", "--interval", "100ms", "--duration", "10s"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         stdout, stderr = watcher.communicate(timeout=120)
+        stdout = first + stdout
         assert collector.wait(timeout=30) == 0
     finally:
-        _kill(collector, watcher)
+        _kill(*(p for p in (collector, watcher) if p is not None))
     assert watcher.returncode == 0, stderr[-2000:]
     lines = [json.loads(line) for line in jsonl.read_text().splitlines()]
     windows = [r for r in lines if r["event"] == "window"]
