@@ -97,7 +97,7 @@ def test_two_tiny_recordings_with_the_script_end_to_end(tmp_path):
     _need_root()
     ns = f"rlt{os.getpid() % 100000:05d}"
     jobs = (HostJob("net_send", 2.0, 2.0), HostJob("disk_write", 5.0, 2.0))  # 100 MiB sent at 50 MiB/s
-    plans = [HostRecordingPlan(0, 9.5, jobs), HostRecordingPlan(1, 3.0)]  # the second: a calm recording, any length
+    plans = [HostRecordingPlan(0, 9.5, jobs), HostRecordingPlan(1, 1.5)]  # the second: a calm recording, any length
     octet = 100 + os.getpid() % 100
     mans = record_host_set(
         plans,
