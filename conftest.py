@@ -8,8 +8,9 @@ The groups:
 - ``root``: every test marked ``root`` (network namespaces, cgroups, iptables rules, private
   mounts, another user): the lab's namespaces and firewall rules have fixed names, and two at
   once would tear down each other's.
-- ``dask``: every test that takes the session's ``client`` fixture (``tests/scale/conftest.py``),
-  so one worker starts the one ``LocalCluster`` instead of each worker starting its own.
+- ``dask``: every test that takes the ``client`` fixture (``tests/scale/conftest.py``), so one
+  worker starts the one ``LocalCluster``, open from the first of them to the last, instead of
+  each worker starting its own.
 - ``timing``: tests that assert how soon something happens (the collector's first sample, its
   gaps, a measured overhead's interval): they run one at a time.
 - ``browser``: tests that drive a headless Chromium (memory).
