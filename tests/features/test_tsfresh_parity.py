@@ -35,6 +35,7 @@ result of cancellation (so its relative error is meaningless):
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import os
 from pathlib import Path
 
@@ -46,8 +47,12 @@ from reveal_lab.config import PROJECT_ROOT, WindowConfig
 from reveal_lab.derive import add_derived
 from reveal_lab.features import window_features
 
-pytest.importorskip("tsfresh")
-statsmodels = pytest.importorskip("statsmodels")
+# found, not imported: every pytest-xdist worker collects this module, and importing tsfresh
+# costs ~4 s of CPU; the tests import it through window_features(backend="tsfresh")
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("tsfresh", "statsmodels")),
+    reason="needs tsfresh and statsmodels",
+)
 
 SMD = (
     Path(os.environ.get("REVEAL_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))

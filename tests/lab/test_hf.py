@@ -17,8 +17,6 @@ from reveal_lab.io import read_labels, read_meta
 from reveal_lab.lab import HubError, export_hf, hf_column_name, push_hf
 from reveal_lab.telemetry import TelemetryError
 
-datasets = pytest.importorskip("datasets")
-
 
 def _small_copy(tmp: Path) -> Path:
     """Three runs of the bundled lab dataset (a faulted train run, a baseline infer run, a DDP host)."""
@@ -47,6 +45,8 @@ def _small_copy(tmp: Path) -> Path:
 
 
 def test_export_loads_with_datasets(tmp_path, monkeypatch):
+    # imported here, not at collection: every pytest-xdist worker collects this module
+    datasets = pytest.importorskip("datasets")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     src = _small_copy(tmp_path)

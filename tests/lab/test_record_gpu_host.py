@@ -4,6 +4,7 @@ collector, a small training job, one busy process), and the set builder reads wh
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 import subprocess
@@ -15,7 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "record_gpu_host.py"
 
-pytest.importorskip("torch")
+# found, not imported: every pytest-xdist worker collects this module (importing torch ~2 s of CPU)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 
 #: what a lent GPU machine lacks of this project's environment (it has PyTorch, numpy, numba,
 #: pyarrow, nvidia-ml-py): every process of the recording runs with these unimportable

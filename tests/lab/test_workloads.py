@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -9,14 +10,18 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from reveal_lab.lab import WORKLOADS, build_model, run_workload  # noqa: E402
-from reveal_lab.lab._workloads import _batch  # noqa: E402
+# torch is imported by the tests that use it, not at collection: every pytest-xdist worker
+# collects this module, and importing torch costs ~2 s of CPU
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
 
 
 @pytest.mark.parametrize(("model", "classes"), [("CNN", 10), ("MLP", 10), ("Transformer", 4)])
 def test_models_map_synthetic_batches_to_class_scores(model, classes):
+    import torch
+
+    from reveal_lab.lab import build_model
+    from reveal_lab.lab._workloads import _batch
+
     net = build_model(model)
     x, y = _batch(model, 4, torch.Generator().manual_seed(0))
     out = net(x)
@@ -25,6 +30,8 @@ def test_models_map_synthetic_batches_to_class_scores(model, classes):
 
 
 def test_training_lowers_the_loss_and_logs_progress(tmp_path):
+    from reveal_lab.lab import WORKLOADS, run_workload
+
     log = tmp_path / "progress.jsonl"
     s = run_workload("MLP", "train", 2.0, log_path=str(log))
     assert s["steps"] > 3 and s["samples"] == s["steps"] * WORKLOADS["MLP"].train_batch
@@ -57,5 +64,7 @@ def test_workload_module_runs_as_a_process():
 
 
 def test_distributed_inference_is_refused():
+    from reveal_lab.lab import run_workload
+
     with pytest.raises(ValueError, match="training"):
         run_workload("MLP", "infer", 1.0, world_size=2)
