@@ -133,7 +133,10 @@ def run_notebook(
             str(executed),
             parameters=params,
             kernel_name=kernel or manifest.kernel,
-            cwd=str(manifest.root),
+            # the kernel starts in the manifest's folder (nbclient's resources path); papermill's
+            # own cwd= changes this process's working folder for the whole run, which threads
+            # running notebooks side by side (--jobs) restore in the wrong order
+            resources={"metadata": {"path": str(manifest.root)}},
             progress_bar=progress_bar,
             log_output=False,
             report_mode=False,

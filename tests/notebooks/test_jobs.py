@@ -2,6 +2,7 @@
 an ``alone`` notebook with nothing beside it, a failure that stops new starts; and real
 papermill kernels running side by side."""
 
+import os
 import re
 import threading
 import time
@@ -100,6 +101,7 @@ def test_manifest_after_must_name_earlier_notebooks_and_alone_a_bool(tmp_path):
 PARAMS = 'data = ""\nout_dir = "."\nsmoke = False\nme = ""\nother = ""\n'
 # each notebook leaves a mark, then waits for the other's: only notebooks running at once both end
 MEET = """
+import os
 import time
 from pathlib import Path
 import polars as pl
@@ -112,6 +114,7 @@ while not (marks / other).exists():
     assert time.monotonic() < deadline, f"{other} never ran beside {me}"
     time.sleep(0.05)
 write_table(pl.DataFrame({"me": [me]}), Path(out_dir) / "tables" / me)  # studies.save_table's writer
+(marks / f"{me}.cwd").write_text(os.getcwd())
 """
 
 
@@ -133,9 +136,14 @@ def test_two_real_kernels_run_side_by_side_and_record_their_status(tmp_path):
         "  - {notebook: 03-c.ipynb, after: [01-a, 02-b]}\n"
     )
     out = tmp_path / "out"
+    here = os.getcwd()
     results = run_manifest(preset="full", data="synth", out=out, manifest=load_manifest(d / "manifest.yml"),
                            log=lambda s: None, jobs=2, cache=False)
     assert [r.status for r in results] == ["ok", "ok", "ok"]
+    # each kernel runs in the manifest's folder; this process's working folder is left as it was
+    # (two threads changing it for their kernels once left it in the manifest's folder)
+    assert os.getcwd() == here
+    assert all((out / "marks" / f"{me}.cwd").read_text() == str(d) for me in ("a", "b"))
     assert (out / "tables" / "a.csv").exists() and (out / "tables" / "b.csv").exists()
     status = (out / "notebooks" / "status.json").read_text()
     assert all(nb in status for nb in ("01-a.ipynb", "02-b.ipynb", "03-c.ipynb"))
