@@ -42,6 +42,7 @@ if [ ! -f "$stamp" ] || ! grep -qxF "$want" "$stamp"; then
   mv "$stamp.new" "$stamp"
 fi
 "$VENV/bin/python" -m reveal_lab.collect.warm || echo "[bootstrap] warning: could not warm the collector's compiled cache (its first start compiles)"
+"$VENV/bin/python" -m reveal_lab.features.warm || echo "[bootstrap] warning: could not warm the feature kernels' compiled cache (the first detection compiles)"
 # System tools the lab harness and its tests use (root only; skipped otherwise).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v iptables >/dev/null; then
   echo "[bootstrap] installing iptables (lab fault injection)"
