@@ -40,13 +40,13 @@ if [ ! -f "$stamp" ] || ! grep -qxF "$want" "$stamp"; then
   # keep the other sets installed from these same files; drop stale ones
   { grep -F "$hash " "$stamp" 2>/dev/null || true; echo "$want"; } > "$stamp.new"
   mv "$stamp.new" "$stamp"
+  # UMAP and pynndescent compile their numba functions when imported (cache=True, in their own
+  # __pycache__, which only an install changes): ~18 s of CPU cold against ~3 s from the cache,
+  # once here instead of in the first processes that draw the projections (notebook 07)
+  "$VENV/bin/python" -c "import umap" >/dev/null 2>&1 || echo "[bootstrap] warning: could not import umap (notebook 07 compiles it)"
 fi
 "$VENV/bin/python" -m reveal_lab.collect.warm || echo "[bootstrap] warning: could not warm the collector's compiled cache (its first start compiles)"
 "$VENV/bin/python" -m reveal_lab.features.warm || echo "[bootstrap] warning: could not warm the feature kernels' compiled cache (the first detection compiles)"
-# UMAP and pynndescent compile their numba functions when imported (cache=True, in their own
-# __pycache__): ~18 s of CPU cold against ~3 s from the cache, once here instead of in the first
-# processes that draw the projections (notebook 07)
-"$VENV/bin/python" -c "import umap" >/dev/null 2>&1 || echo "[bootstrap] warning: could not import umap (notebook 07 compiles it)"
 # System tools the lab harness and its tests use (root only; skipped otherwise).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! command -v iptables >/dev/null; then
   echo "[bootstrap] installing iptables (lab fault injection)"
