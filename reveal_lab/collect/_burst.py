@@ -110,11 +110,12 @@ def apply_ops(t, base, poff, op_kind, op_a, op_b, op_dst, op_scale, out, row_i, 
             row_f[op_dst[o]] = (out[base + op_a[o]] * sc + out[base + op_b[o]]) / sc
         elif kd == 6:
             row_i[op_dst[o]] = _MISSING
-        elif kd == 8:  # a column of op_b rows, op_scale apart, summed
+        elif kd == 8:  # a column of op_b rows, op_scale apart, summed (a missing value as zero)
             s = 0
             p = base + op_a[o]
             for _ in range(op_b[o]):
-                s += out[p]
+                if out[p] != _MISSING:
+                    s += out[p]
                 p += op_scale[o]
             row_i[op_dst[o]] = s
         else:  # 4 div, 5 mul, 7 sum: a missing value stays missing

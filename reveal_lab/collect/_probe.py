@@ -193,7 +193,8 @@ OP_COPY, OP_ZERO, OP_ADD, OP_FIXED = 0, 1, 2, 3
 #: (ticks to us), the missing value itself (no source for the channel), ``dst + a``
 OP_DIV, OP_MUL, OP_MISSING, OP_SUM = 4, 5, 6, 7
 #: ``dst = a[0] + a[scale] + ... + a[(b - 1) * scale]``: a column of a table of ``b`` rows of
-#: ``scale`` values summed in one op (per-core sums of ``/proc/interrupts``' device rows)
+#: ``scale`` values summed in one op, a missing value counting as zero (per-core sums of
+#: ``/proc/interrupts``' device rows, an IRQ freed since start adding nothing)
 OP_COLSUM = 8
 
 
@@ -211,6 +212,9 @@ def apply_ops_py(
     >>> apply_ops_py(ops, [np.array([2500000, 7, 3])], ints, np.zeros(0))
     >>> ints.tolist() == [2500, 70, MISSING_INT, 2500007, 10]
     True
+    >>> apply_ops_py([(0, OP_COLSUM, 0, 3, 0, 1)], [np.array([4, MISSING_INT, 5])], ints, np.zeros(0))
+    >>> int(ints[0])
+    9
     """
     miss = MISSING_INT
     for t, kind, a, b, dst, scale in ops:
@@ -232,7 +236,8 @@ def apply_ops_py(
         elif kind == OP_SUM:
             ints[dst] = miss if v[a] == miss or ints[dst] == miss else ints[dst] + v[a]
         elif kind == OP_COLSUM:
-            ints[dst] = int(v[a : a + b * scale : scale].sum()) if b > 0 else 0
+            col = v[a : a + b * scale : scale] if b > 0 else v[:0]
+            ints[dst] = int(col[col != miss].sum())
         else:
             raise ValueError(f"unknown op kind {kind}")
 

@@ -88,10 +88,9 @@ class Interrupts(Probe):
         dev.sum(axis=0, out=ints[nn:])
 
     def compiled_ops(self) -> list[tuple[int, int, int, int, int, int]] | None:
-        """Named rows copied, device IRQ rows summed per core (as :meth:`sample`); none
-        once an IRQ vanished (its count then reads as zero: the Python path)."""
-        if self.table.relayouts:
-            return None
+        """Named rows copied, device IRQ rows summed per core (as :meth:`sample`), an IRQ
+        vanished since start (a device's vectors freed) counting as zero in the sum and a
+        vanished named row reading as missing, so the compiled loop goes on after a relayout."""
         nn, ncpu = self.n_named, self.ncpu
         ops = [(0, OP_COPY, i, 0, i, 1) for i in range(nn)]
         rows = (self.table.n - nn) // ncpu

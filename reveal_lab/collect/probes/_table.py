@@ -290,17 +290,16 @@ class TableBatch:
         self.cst = np.zeros((len(ts), 6), dtype=np.int64)
         self.vals = np.full(self.out.size, MISSING_INT, dtype=np.int64)
         self.sigs = np.zeros(len(ts), dtype=np.int64)
-        # a table with keys missing since a relayout: a direct one goes on in the batch (the scan
-        # writes its keys found; its slice of the row keeps the missing values its own path wrote
-        # there, and a changed-rows table's values start missing), as does one gone (vanish: its
-        # probe's ops write its channels missing); any other takes its own path (0 never matches)
-        self.expected = np.array(
-            [
-                0 if t._missing.size and not (d or t.gone) else t._sig
-                for t, d in zip(ts, self.direct, strict=True)
-            ],
-            dtype=np.int64,
-        )
+        # a table with keys missing since a relayout goes on in the batch: the scan writes only the
+        # keys found. A direct one's slice of the row keeps the missing values its own path wrote
+        # there (a changed-rows table's values start missing); a gone one (vanish) has its channels
+        # written missing by its probe's ops; any other's missing keys are written missing in its
+        # slice here, so its probe's compiled ops (a probe that has ops after a relayout:
+        # interrupts) read them as missing
+        self.expected = np.array([t._sig for t in ts], dtype=np.int64)
+        for t, (a, _), d in zip(ts, self.ooff, self.direct, strict=True):
+            if not d and t._missing.size:
+                self.out[a + t._missing] = MISSING_INT
         self.views = [self.out[a:b] for a, b in self.ooff]
         self.indirect = [i for i in range(len(ts)) if not self.direct[i]]
         self.dirty = False
