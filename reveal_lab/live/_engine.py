@@ -62,8 +62,10 @@ from reveal_lab.pipeline import (
     DetectionPolicy,
     Pruning,
     check_metric_overlap,
+    confirmed_result,
     detection_view,
     fit_pruning,
+    host_memory_kb,
     load_pruning,
     moved_samples,
     per_interval_counts,
@@ -254,6 +256,7 @@ class LiveDetector:
         self._derive_state: DerivedPlan | None = None
         self._pending: list[pl.DataFrame] = []
         self._t0: int | None = None  # epoch ms of the first sample
+        self._mem_total_kb: float | None = None  # the host's memory, from the first rows
         self._last_ts: int | None = None
         self._next_id = 0
         self._warm_X: list[np.ndarray] = []
@@ -345,11 +348,10 @@ class LiveDetector:
         if a.by_subsystem:
             from reveal_lab.pipeline import RELATIVE_FLOOR, family_groups, unit_floors
 
+            floors = unit_floors(pairs, self._mem_total_kb)
             for d in dets:
                 if d.name == "zscore":
-                    d.set_params(
-                        groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs)
-                    )
+                    d.set_params(groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=floors)
         return dets
 
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:
@@ -495,6 +497,7 @@ class LiveDetector:
         self._t0 = t0
         m = parse_metric_name(next((c for c in rows.columns if c != TIMESTAMP), ""))
         self.host = m.host if m is not None else None
+        self._mem_total_kb = host_memory_kb(rows)  # a run alone's host-memory floors
 
     def push(self, rows: pl.DataFrame) -> list[Verdict]:
         """Add new rows (any number, in time order); return the verdicts of the windows they complete."""
@@ -710,6 +713,8 @@ class LiveDetector:
         attributes it)."""
         assert self.fitted_detectors is not None
         res = self.fitted_detectors.score(xa)  # the ensemble's own scores, labels and combination
+        if self._alone_rules and self.alone.by_subsystem:
+            res = confirmed_result(res)
         if self._alone_rules and self.alone.min_run > 1:
             res = self._sustained(res)
         v.methods = [n for n in res.methods if res.labels[n][0]]

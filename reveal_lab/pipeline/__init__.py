@@ -88,7 +88,14 @@ from reveal_lab.pipeline._episodes import (
     unexplained_slowdowns,
     what_moved,
 )
-from reveal_lab.pipeline._score import RELATIVE_FLOOR, family_groups, family_threshold, unit_floors
+from reveal_lab.pipeline._score import (
+    RELATIVE_FLOOR,
+    confirmed_result,
+    family_groups,
+    family_threshold,
+    host_memory_kb,
+    unit_floors,
+)
 from reveal_lab.pipeline._startup import StartUp, collector_startup, without_startup
 from reveal_lab.pipeline._view import detection_view, fitted_space, select_metrics
 from reveal_lab.numeric import sustained
@@ -98,6 +105,8 @@ __all__ = [
     "family_groups",
     "family_threshold",
     "unit_floors",
+    "confirmed_result",
+    "host_memory_kb",
     "EPISODE_GAP_S",
     "EPISODE_SCHEMA",
     "SLOW_FACTOR",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "score_host", "sustained_result", "ScoreSettings", "UNSCORED_FIELDS", "unkeyed_fields", "family_groups",
-    "family_threshold",
+    "family_threshold", "confirmed_result", "host_memory_kb",
 ]
 
 
@@ -41,19 +41,76 @@ LEVEL_FEATURES = frozenset({"mean", "min", "max", "sum", "median"})
 #: a run alone by subsystem: the least scale of a percentage's level and spread features, in
 #: percentage points
 PERCENT_FLOOR = 1.0
+#: a run alone by subsystem: the least scale of a host-memory gauge's level and spread
+#: features, as a share of the host's memory (0.1 %: 25 MB of 24 GB, 2 GB of 2 TB): buffers,
+#: page tables or a cgroup's usage moving by a few megabytes on a host of gigabytes is the
+#: host's housekeeping, not a deviation
+MEMORY_FLOOR = 0.001
+#: a run alone by subsystem: the least scale of the reclaimable page cache's gauges (and of
+#: free memory, its mirror), as a share of the host's memory: files read, written and deleted
+#: move the cache by gigabytes while what processes can use stays (``MemAvailable`` and
+#: anonymous memory keep :data:`MEMORY_FLOOR`; the pressure and reclaim counters, no floor)
+PAGE_CACHE_FLOOR = 0.02
+#: the page cache's gauges and free memory (``/proc/meminfo`` and ``/proc/vmstat`` names)
+PAGE_CACHE_FIELDS = frozenset({
+    "MemFree", "Buffers", "Cached", "Active_file", "Inactive_file", "Active(file)", "Inactive(file)",
+    "FileHugePages", "FilePmdMapped", "SReclaimable", "KReclaimable", "nr_free_pages", "nr_file_pages",
+    "nr_active_file", "nr_inactive_file", "nr_slab_reclaimable",
+})
+#: the units of host memory, per kB
+MEMORY_UNITS_PER_KB = {"kB": 1.0, "Bytes": 1024.0, "B": 1024.0, "pages": 0.25}
+#: sources whose memory gauges are not the host's memory (a GPU's own)
+MEMORY_FLOOR_EXEMPT = frozenset({"GPU"})
 
 
-def unit_floors(pairs: pl.DataFrame) -> tuple[float, ...]:
+def unit_floors(pairs: pl.DataFrame, mem_total_kb: float | None = None) -> tuple[float, ...]:
     """For each metric-feature pair of ``pairs``, the least Z-score scale in the feature's
-    unit: :data:`PERCENT_FLOOR` for the level features and the standard deviation of a
-    percentage, else 0."""
+    unit, for its level features and its standard deviation: :data:`PERCENT_FLOOR` for a
+    percentage; for a gauge of host memory (kB, Bytes, pages: anonymous memory, a cgroup's
+    usage, …) :data:`MEMORY_FLOOR` of the host's memory (``mem_total_kb``; none when it is not
+    known), :data:`PAGE_CACHE_FLOOR` for the page cache and free memory; else 0.
+
+    >>> p = pl.DataFrame({"metric": ["CPU:User%.h[%]", "Memory:AnonPages.h[kB]", "Vmstat:nr_mapped.h[pages]",
+    ...                              "Memory:Cached.h[kB]", "Vmstat_diff:pgfree.h[count]", "Memory:Cached.h[kB]"],
+    ...                   "feature": ["mean", "max", "std", "min", "mean", "skew"]})
+    >>> unit_floors(p, mem_total_kb=1_000_000)
+    (1.0, 1000.0, 250.0, 20000.0, 0.0, 0.0)
+    >>> unit_floors(p)
+    (1.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    """
     from reveal_lab.telemetry import parse_metric_name
 
-    pct = {m: (p := parse_metric_name(m)) is not None and p.unit == "%" for m in set(pairs["metric"].to_list())}
+    def floor(m: str) -> tuple[float, bool]:
+        p = parse_metric_name(m)
+        if p is None:
+            return 0.0, False
+        if p.unit == "%":
+            return PERCENT_FLOOR, True
+        per_kb = MEMORY_UNITS_PER_KB.get(p.unit)
+        if per_kb is None or p.diff or not mem_total_kb or p.source in MEMORY_FLOOR_EXEMPT:
+            return 0.0, False
+        share = PAGE_CACHE_FLOOR if p.field in PAGE_CACHE_FIELDS else MEMORY_FLOOR
+        return share * mem_total_kb * per_kb, True
+
+    floors = {m: floor(m) for m in set(pairs["metric"].to_list())}
     return tuple(
-        PERCENT_FLOOR if pct[m] and (f in LEVEL_FEATURES or f == "std") else 0.0
+        floors[m][0] if floors[m][1] and (f in LEVEL_FEATURES or f == "std") else 0.0
         for m, f in zip(pairs["metric"].to_list(), pairs["feature"].to_list(), strict=True)
     )
+
+
+def host_memory_kb(frame: pl.DataFrame) -> float | None:
+    """The host's memory in kB, from a ``Memory:MemTotal`` column of ``frame`` (its first
+    value); ``None`` where there is none."""
+    from reveal_lab.telemetry import parse_metric_name
+
+    for c in frame.columns:
+        p = parse_metric_name(c)
+        if p is not None and p.source == "Memory" and p.field == "MemTotal" and p.unit == "kB" and not p.diff:
+            v = frame[c].drop_nulls()
+            v = v.filter(v > 0) if v.dtype.is_numeric() else v.clear()
+            return float(v[0]) if v.len() else None
+    return None
 
 
 def family_groups(pairs: pl.DataFrame) -> tuple[int, ...]:
@@ -107,6 +164,36 @@ def sustained_result(result: EnsembleResult, min_run: int) -> EnsembleResult:
     from reveal_lab.detectors import EnsembleResult
 
     labels = {m: sustained(v == 1, min_run).astype(v.dtype) for m, v in result.labels.items()}
+    agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
+    return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
+
+
+def confirmed_result(result: EnsembleResult, lead: str = "zscore") -> EnsembleResult:
+    """A run alone by family: the ``lead`` detector's labels as they are (the Z-score by family
+    holds its false-alarm rate per family), every other detector's kept only in the windows
+    that another detector flags too; agreement recounted. The Mahalanobis distance and the
+    Isolation Forest score every feature at once against the run's own windows, and a burst of
+    spikes in a few shape features (a host's housekeeping: kurtosis, an ADF statistic) takes
+    either alone over its threshold for seconds on a calm host. Without ``lead`` among the
+    detectors, ``result`` as it is.
+
+    >>> import numpy as np
+    >>> from reveal_lab.detectors import EnsembleResult
+    >>> lab = {"zscore": np.array([1, 0, 0, 0]), "mahalanobis": np.array([1, 1, 1, 0]), "iforest": np.array([0, 0, 1, 1])}
+    >>> r = confirmed_result(EnsembleResult({m: np.zeros(4) for m in lab}, {}, lab, sum(lab.values()), np.zeros(4)))
+    >>> {m: v.tolist() for m, v in r.labels.items()}, r.agreement.tolist()
+    ({'zscore': [1, 0, 0, 0], 'mahalanobis': [1, 0, 1, 0], 'iforest': [0, 0, 1, 0]}, [2, 0, 2, 0])
+    """
+    from reveal_lab.detectors import EnsembleResult
+
+    if lead not in result.labels:
+        return result
+    flags = {m: np.asarray(v) == 1 for m, v in result.labels.items()}
+    count = np.sum([flags[m] for m in result.methods], axis=0)
+    labels = {
+        m: v if m == lead else (flags[m] & (count >= 2)).astype(np.asarray(v).dtype)
+        for m, v in result.labels.items()
+    }
     agreement = np.sum([labels[m] for m in result.methods], axis=0).astype(result.agreement.dtype)
     return EnsembleResult(result.scores, result.thresholds, labels, agreement, result.combined)
 
@@ -223,7 +310,7 @@ def score_host(
         for d in dets:
             if d.name == "zscore":
                 d.set_params(
-                    groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs)
+                    groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs, host_memory_kb(run.frame))
                 )
     ens = DetectorEnsemble(dets)
     if baseline:
@@ -266,6 +353,8 @@ def score_host(
                 )
                 replaced.add(m)
             result = ens.score(wf.X)
+    if policy.by_subsystem:
+        result = confirmed_result(result)
     raw_agreement = result.agreement  # before the min_run rule (the report counts what it dropped)
     if policy.min_run > 1:
         result = sustained_result(result, policy.min_run)
