@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from reveal_lab.pipeline import memoize
 from reveal_lab.scale._cluster import ClusterLost, completed, scheduler_name
-from reveal_lab.scale._tasks import RunDone, RunRef, _open_dataset, attempt, load_ref
+from reveal_lab.scale._tasks import RunDone, RunRef, _file_stamp, _open_dataset, attempt, load_ref
 
 if TYPE_CHECKING:
     from reveal_lab.pipeline import DetectionPolicy
@@ -510,18 +511,61 @@ def _detect_piece(
 ) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
     """One run detected under every setting (name → policy; ``pruning``: one space, or a
     dict of them by setting), its baseline runs (its workload's other fault-free runs, never
-    the run itself) loaded here when a setting needs them."""
+    the run itself) loaded here when a setting needs them and its detection is not in the
+    cache (:func:`_detected`: a notebook detecting a run as an earlier one did reads it back
+    without loading the baseline runs again)."""
     from reveal_lab.studies import detect_one, detection_setup, needs_baseline
 
-    loaded: list[Any] | None = None
+    loaded: list[Any] = []
+
+    def baseline() -> list[Any]:
+        if not loaded:
+            loaded.append([load_study_run(ref, max_seconds) for ref in candidates])
+        return loaded[0]
+
+    stamped = _stamped(candidates)
     out = {}
     for name, asked in settings.items():
         pr, policy = detection_setup(preset, window_s, stride_s, asked)
-        if needs_baseline(policy) and loaded is None:
-            loaded = [load_study_run(ref, max_seconds) for ref in candidates]
         space = pruning.get(name) if isinstance(pruning, dict) else pruning
-        out[name] = detect_one(run, loaded if needs_baseline(policy) else [], pr, policy, None, space)
+        if not needs_baseline(policy):
+            out[name] = _detected(run, (), max_seconds, pr, policy, space, list)
+        elif stamped is None:  # a baseline run without a file to key it by: detected as it is
+            out[name] = detect_one(run, baseline(), pr, policy, None, space)
+        else:
+            out[name] = _detected(run, stamped, max_seconds, pr, policy, space, baseline)
     return out
+
+
+def _stamped(refs: Sequence[RunRef]) -> tuple[tuple[RunRef, tuple[str, int, int]], ...] | None:
+    """Each reference with the size and modification time of its file (as kind ``run`` keys
+    it), or ``None`` when one has no file to stat (a synthetic run)."""
+    out = []
+    for ref in refs:
+        stamp = None if ref.root == SYNTH else _file_stamp(ref)
+        if stamp is None:
+            return None
+        out.append((ref, stamp))
+    return tuple(out)
+
+
+@memoize("detection", ignore=("baseline",))
+def _detected(
+    run: Any,
+    candidates: tuple[tuple[RunRef, tuple[str, int, int]], ...],
+    max_seconds: float | None,
+    preset: Any,
+    policy: DetectionPolicy,
+    space: Any,
+    baseline: Callable[[], list[Any]],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """:func:`~reveal_lab.studies.detect_one` of ``run`` under ``policy`` in ``space``, its
+    baseline runs ``baseline()`` (called only when computed): cached by the run's contents,
+    its baseline runs' references and files (``candidates``, cropped to ``max_seconds``), the
+    preset and the whole policy."""
+    from reveal_lab.studies import detect_one
+
+    return detect_one(run, baseline() if candidates else [], preset, policy, None, space)
 
 
 def detect_runs(
