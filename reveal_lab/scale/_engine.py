@@ -387,6 +387,18 @@ def map_runs(
     holds its accumulators and no more than a window of pieces.
     A progress bar over runs is drawn on stderr when ``progress``.
     """
+    return _mapped(
+        _apply, fn, refs, args, max_seconds, fault_free, workers, scheduler, progress, desc, per_run, fold
+    )
+
+
+def _mapped(
+    apply: Callable[..., Any], fn: Callable[..., Any], refs: Sequence[RunRef], args: tuple,
+    max_seconds: float | None, fault_free: bool, workers: int, scheduler: str, progress: bool,
+    desc: str | None, per_run: Sequence[tuple] | None, fold: Callable[[Any], None] | None,
+) -> RunMap:
+    """:func:`map_runs` with ``apply(ref, fn, args, max_seconds, fault_free)`` as each run's task
+    (:func:`_apply`: the run loaded, then ``fn``)."""
     refs = list(refs)
     extra = list(per_run) if per_run is not None else [()] * len(refs)
     pieces, ids, skipped = [], [], []
@@ -403,7 +415,7 @@ def map_runs(
             ids.append(d.ref.run_id)
 
     each_run(
-        _apply,
+        apply,
         refs,
         per_run=[(fn, (*e, *args), max_seconds, fault_free) for e in extra],
         client=_client(workers, scheduler) if workers or scheduler else None,
@@ -627,11 +639,33 @@ def _with_baselines(
     references of its workload's other fault-free runs (:func:`~reveal_lab.studies.baseline_ids`)."""
     from reveal_lab.studies import baseline_ids, run_facts
 
-    facts = map_runs(run_facts, refs, desc="baselines", **engine)
+    facts = _mapped(_apply_facts, run_facts, refs, (), engine["max_seconds"], False, engine["workers"],
+                    engine["scheduler"], engine["progress"], "baselines", None, None)
     cand = baseline_ids(facts.pieces)
     by_id = {r.run_id: r for r in refs}
     used = [by_id[i] for i in facts.run_ids]
     return facts, used, [([by_id[i] for i in cand[r.run_id]],) for r in used]
+
+
+def _apply_facts(
+    ref: RunRef, fn: Callable[..., Any], args: tuple, max_seconds: float | None, fault_free: bool
+) -> Any:
+    """:func:`_apply` of :func:`~reveal_lab.studies.run_facts`, read back from the per-run cache
+    (kind ``facts``, keyed as kind ``run`` is: the reference, its file's size and modification
+    time) without loading the run when an earlier map step of the reproduction took its facts."""
+    stamp = None if ref.root == SYNTH or fault_free else _file_stamp(ref)
+    if stamp is None:
+        return _apply(ref, fn, args, max_seconds, fault_free)
+    return _facts_of(ref, stamp, max_seconds)
+
+
+@memoize("facts")
+def _facts_of(ref: RunRef, stamp: tuple[str, int, int], max_seconds: float | None) -> dict[str, Any]:
+    """:func:`~reveal_lab.studies.run_facts` of the run ``ref`` points at (its file ``stamp``),
+    cropped to ``max_seconds``."""
+    from reveal_lab.studies import run_facts
+
+    return run_facts(load_study_run(ref, max_seconds))
 
 
 def granularity_runs(

@@ -55,9 +55,10 @@ def test_a_run_detected_again_is_read_back_without_its_baseline_runs(tmp_path):
             assert_frame_equal(got[name][0], want[name][0])
             assert_frame_equal(got[name][1], want[name][1])
     hits, misses = _count(folder, "run")
-    assert hits + misses > 4 * n  # the first detection loaded baseline runs beside each run
+    assert hits + misses > 2 * n  # the first detection loaded baseline runs beside each run
     assert _count(folder, "detection", since) == (2 * n, 0)
-    assert _count(folder, "run", since) == (2 * n, 0)  # each run: its facts, its detection; no baseline run
+    assert _count(folder, "facts", since) == (n, 0)  # what chooses the baselines: read back, no run loaded
+    assert _count(folder, "run", since) == (n, 0)  # each run for its detection; no baseline run
 
 
 def test_a_changed_baseline_file_detects_its_runs_again(tmp_path):
@@ -74,6 +75,7 @@ def test_a_changed_baseline_file_detects_its_runs_again(tmp_path):
         since = (folder / "lookups.tsv").stat().st_size
         after, _ = _detect(refs)
     affected = sum(touched.run_id in c for c in cand.values())
+    assert _count(folder, "facts", since) == (len(refs) - 1, 1)  # the touched run's facts taken again
     assert _count(folder, "detection", since) == (2 * (len(refs) - affected), 2 * affected)
     for name in before:
         assert_frame_equal(after[name][0], before[name][0])
