@@ -19,9 +19,20 @@ from reveal_lab.telemetry import Run
 __all__ = ["crosshost_subsystem"]
 
 
-def _one_run_per_host(runs: Sequence[Run]) -> list[Run]:
+def _host_names(run: Run) -> list[str]:
+    """The keys of ``run.split_hosts()``, in its order, without splitting the frame."""
+    from reveal_lab.telemetry import frame_hosts
+
+    return frame_hosts(run.frame) or ["unknown"]
+
+
+def _one_run_per_host(runs: Sequence[Run], names: dict[int, list[str]]) -> list[Run]:
+    """The first run of every host (its host's part), in run order; a run whose hosts
+    (``names``: by ``id``) all came with earlier runs is not split (a lazily loaded run: not read)."""
     seen: dict[str, Run] = {}
     for r in runs:
+        if all(h in seen for h in names[id(r)]):
+            continue
         for h, sub in r.split_hosts().items():
             seen.setdefault(h, sub)
     return list(seen.values())
@@ -42,11 +53,13 @@ def crosshost_subsystem(
     by_workload: dict[str, list[Run]] = {}
     for r in runs:
         by_workload.setdefault(r.meta.workload or "", []).append(r)
-    best = max(by_workload.items(), key=lambda kv: len(_one_run_per_host(kv[1])), default=("", []))
-    chosen = _one_run_per_host(best[1])
+    names = {id(r): _host_names(r) for r in runs}  # each run read once to name its hosts
+    best = max(by_workload.items(), key=lambda kv: len({h for r in kv[1] for h in names[id(r)]}),
+               default=("", []))
+    chosen = _one_run_per_host(best[1], names)
     scope = f"workload {best[0]}"
     if len(chosen) < min_hosts:
-        chosen, scope = _one_run_per_host(runs), "all workloads (first run per host)"
+        chosen, scope = _one_run_per_host(runs, names), "all workloads (first run per host)"
     if len(chosen) < 2:
         return pl.DataFrame(schema={**DEVIATION_SCHEMA, "scope": pl.String})
     with warnings.catch_warnings():  # the two-host caveat is visible in `scope`/`persistent`; others pass
