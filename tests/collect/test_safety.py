@@ -312,9 +312,15 @@ def test_two_hosts_merge_by_time(tmp_path):
     tb = b.frame.get_column("timestamp").dt.epoch("ms").to_numpy()
     tol = b.meta.interval_ms / 2
     near = np.abs(ta[:, None] - tb[None, :]).min(axis=1) <= tol
-    assert near.any(), "the two collectors ran at the same time: some rows must match"
     assert (m.frame.get_column(col).is_not_null().to_numpy() == near).all()
     assert m.frame.get_column(col).null_count() == (~near).sum()
+    # the two ran at the same time: with h2's phase against h1 taken as its clock offset, the
+    # rows line up whatever the phase (under load the two can start ~50 ms out of phase, and
+    # then no row is within half an interval as they ran)
+    phase = float(np.median(tb - ta[np.abs(tb[:, None] - ta[None, :]).argmin(axis=1)]))
+    aligned = merge_hosts([a, b], skew_ms={"h2": phase})
+    lined_up = aligned.frame.get_column(col).is_not_null().sum()
+    assert lined_up >= min(a.frame.height, b.frame.height) // 2, (phase, lined_up)
     assert set(m.split_hosts()) == {"h1", "h2"}
     # a known clock offset moves host h2 on the reference timeline
     shifted = b.frame.with_columns(pl.col("timestamp") + pl.duration(milliseconds=5000))
