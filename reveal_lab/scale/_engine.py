@@ -541,11 +541,11 @@ def _detect_piece(
         pr, policy = detection_setup(preset, window_s, stride_s, asked)
         space = pruning.get(name) if isinstance(pruning, dict) else pruning
         if not needs_baseline(policy):
-            out[name] = _detected(run, (), max_seconds, pr, policy, space, list)
+            out[name] = _detected(run, (), max_seconds or None, pr, policy, space, list)
         elif stamped is None:  # a baseline run without a file to key it by: detected as it is
             out[name] = detect_one(run, baseline(), pr, policy, None, space)
         else:
-            out[name] = _detected(run, stamped, max_seconds, pr, policy, space, baseline)
+            out[name] = _detected(run, stamped, max_seconds or None, pr, policy, space, baseline)
     return out
 
 
@@ -656,7 +656,7 @@ def _apply_facts(
     stamp = None if ref.root == SYNTH or fault_free else _file_stamp(ref)
     if stamp is None:
         return _apply(ref, fn, args, max_seconds, fault_free)
-    return _facts_of(ref, stamp, max_seconds)
+    return _facts_of(ref, stamp, max_seconds or None)  # 0 and None: the whole run, one key
 
 
 @memoize("facts")

@@ -80,3 +80,15 @@ def test_a_changed_baseline_file_detects_its_runs_again(tmp_path):
     for name in before:
         assert_frame_equal(after[name][0], before[name][0])
         assert_frame_equal(after[name][1], before[name][1])
+
+
+def test_no_crop_given_as_zero_or_none_reads_the_same_entries(tmp_path):
+    refs = study_refs(data_dir(), **SEL)
+    settings = setting_policies(["paper"])
+    folder = tmp_path / "cache"
+    with using_cache(folder):
+        detect_runs(refs, settings, preset="smoke", max_seconds=0.0, progress=False)  # a notebook's parameter
+        since = (folder / "lookups.tsv").stat().st_size
+        detect_runs(refs, settings, preset="smoke", max_seconds=None, progress=False)
+    assert _count(folder, "facts", since) == (len(refs), 0)
+    assert _count(folder, "detection", since) == (len(refs), 0)
