@@ -351,7 +351,9 @@ class LiveDetector:
             floors = unit_floors(pairs, self._mem_total_kb)
             for d in dets:
                 if d.name == "zscore":
-                    d.set_params(groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=floors)
+                    d.set_params(
+                        groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=floors
+                    )
         return dets
 
     def fit_baseline(self, baseline: Run | Sequence[Run]) -> LiveDetector:

@@ -70,9 +70,10 @@ def unit_floors(pairs: pl.DataFrame, mem_total_kb: float | None = None) -> tuple
     usage, …) :data:`MEMORY_FLOOR` of the host's memory (``mem_total_kb``; none when it is not
     known), :data:`PAGE_CACHE_FLOOR` for the page cache and free memory; else 0.
 
-    >>> p = pl.DataFrame({"metric": ["CPU:User%.h[%]", "Memory:AnonPages.h[kB]", "Vmstat:nr_mapped.h[pages]",
-    ...                              "Memory:Cached.h[kB]", "Vmstat_diff:pgfree.h[count]", "Memory:Cached.h[kB]"],
-    ...                   "feature": ["mean", "max", "std", "min", "mean", "skew"]})
+    >>> p = pl.DataFrame({
+    ...     "metric": ["CPU:User%.h[%]", "Memory:AnonPages.h[kB]", "Vmstat:nr_mapped.h[pages]",
+    ...                "Memory:Cached.h[kB]", "Vmstat_diff:pgfree.h[count]", "Memory:Cached.h[kB]"],
+    ...     "feature": ["mean", "max", "std", "min", "mean", "skew"]})
     >>> unit_floors(p, mem_total_kb=1_000_000)
     (1.0, 1000.0, 250.0, 20000.0, 0.0, 0.0)
     >>> unit_floors(p)
@@ -120,8 +121,10 @@ def family_groups(pairs: pl.DataFrame) -> tuple[int, ...]:
     (:data:`LEVEL_FEATURES`) or the shape, so that a level shift of a family's metrics is not
     averaged with the shape features that do not move.
 
-    >>> p = pl.DataFrame({"metric": ["GPU: memory.used.0.h[MiB]", "GPU: power.draw.0.h[W]", "Nstat_diff:TcpInSegs.h[count]"],
-    ...                   "feature": ["mean", "skew", "mean"]})
+    >>> p = pl.DataFrame({
+    ...     "metric": ["GPU: memory.used.0.h[MiB]", "GPU: power.draw.0.h[W]",
+    ...                "Nstat_diff:TcpInSegs.h[count]"],
+    ...     "feature": ["mean", "skew", "mean"]})
     >>> family_groups(p)
     (1, 0, 3)
     """
@@ -179,8 +182,10 @@ def confirmed_result(result: EnsembleResult, lead: str = "zscore") -> EnsembleRe
 
     >>> import numpy as np
     >>> from reveal_lab.detectors import EnsembleResult
-    >>> lab = {"zscore": np.array([1, 0, 0, 0]), "mahalanobis": np.array([1, 1, 1, 0]), "iforest": np.array([0, 0, 1, 1])}
-    >>> r = confirmed_result(EnsembleResult({m: np.zeros(4) for m in lab}, {}, lab, sum(lab.values()), np.zeros(4)))
+    >>> lab = {"zscore": np.array([1, 0, 0, 0]), "mahalanobis": np.array([1, 1, 1, 0]),
+    ...        "iforest": np.array([0, 0, 1, 1])}
+    >>> r = confirmed_result(EnsembleResult({m: np.zeros(4) for m in lab}, {}, lab, sum(lab.values()),
+    ...                                     np.zeros(4)))
     >>> {m: v.tolist() for m, v in r.labels.items()}, r.agreement.tolist()
     ({'zscore': [1, 0, 0, 0], 'mahalanobis': [1, 0, 1, 0], 'iforest': [0, 0, 1, 0]}, [2, 0, 2, 0])
     """
@@ -307,11 +312,10 @@ def score_host(
         **({"quantile": policy.quantile} if policy.quantile is not None else {}),
     )
     if policy.by_subsystem:
+        floors = unit_floors(pairs, host_memory_kb(run.frame))
         for d in dets:
             if d.name == "zscore":
-                d.set_params(
-                    groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=unit_floors(pairs, host_memory_kb(run.frame))
-                )
+                d.set_params(groups=family_groups(pairs), relative_floor=RELATIVE_FLOOR, scale_floor=floors)
     ens = DetectorEnsemble(dets)
     if baseline:
         Xfit = baseline_matrix(baseline, pairs)

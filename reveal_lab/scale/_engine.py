@@ -388,17 +388,19 @@ def map_runs(
     A progress bar over runs is drawn on stderr when ``progress``.
     """
     return _mapped(
-        _apply, fn, refs, args, max_seconds, fault_free, workers, scheduler, progress, desc, per_run, fold
+        _apply, fn, refs, *args, max_seconds=max_seconds, fault_free=fault_free, workers=workers,
+        scheduler=scheduler, progress=progress, desc=desc, per_run=per_run, fold=fold,
     )
 
 
 def _mapped(
-    apply: Callable[..., Any], fn: Callable[..., Any], refs: Sequence[RunRef], args: tuple,
+    apply: Callable[..., Any], fn: Callable[..., Any], refs: Sequence[RunRef], *args: Any,
     max_seconds: float | None, fault_free: bool, workers: int, scheduler: str, progress: bool,
     desc: str | None, per_run: Sequence[tuple] | None, fold: Callable[[Any], None] | None,
 ) -> RunMap:
     """:func:`map_runs` with ``apply(ref, fn, args, max_seconds, fault_free)`` as each run's task
-    (:func:`_apply`: the run loaded, then ``fn``)."""
+    (:func:`_apply`: the run loaded, then ``fn``); every option named, as :func:`map_runs`
+    takes it."""
     refs = list(refs)
     extra = list(per_run) if per_run is not None else [()] * len(refs)
     pieces, ids, skipped = [], [], []
@@ -528,12 +530,9 @@ def _detect_piece(
     without loading the baseline runs again)."""
     from reveal_lab.studies import detect_one, detection_setup, needs_baseline
 
-    loaded: list[Any] = []
-
-    def baseline() -> list[Any]:
-        if not loaded:
-            loaded.append([load_study_run(ref, max_seconds) for ref in candidates])
-        return loaded[0]
+    @functools.cache
+    def baseline() -> list[Any]:  # loaded at most once, and only when a setting computes
+        return [load_study_run(ref, max_seconds) for ref in candidates]
 
     stamped = _stamped(candidates)
     out = {}
@@ -549,12 +548,18 @@ def _detect_piece(
     return out
 
 
+def _stamp(ref: RunRef) -> tuple[str, int, int] | None:
+    """The size and modification time of the file ``ref`` is read from, as kind ``run`` keys
+    it; ``None`` for a synthetic run or one without a file to stat."""
+    return None if ref.root == SYNTH else _file_stamp(ref)
+
+
 def _stamped(refs: Sequence[RunRef]) -> tuple[tuple[RunRef, tuple[str, int, int]], ...] | None:
     """Each reference with the size and modification time of its file (as kind ``run`` keys
     it), or ``None`` when one has no file to stat (a synthetic run)."""
     out = []
     for ref in refs:
-        stamp = None if ref.root == SYNTH else _file_stamp(ref)
+        stamp = _stamp(ref)
         if stamp is None:
             return None
         out.append((ref, stamp))
@@ -639,8 +644,9 @@ def _with_baselines(
     references of its workload's other fault-free runs (:func:`~reveal_lab.studies.baseline_ids`)."""
     from reveal_lab.studies import baseline_ids, run_facts
 
-    facts = _mapped(_apply_facts, run_facts, refs, (), engine["max_seconds"], False, engine["workers"],
-                    engine["scheduler"], engine["progress"], "baselines", None, None)
+    facts = _mapped(
+        _apply_facts, run_facts, refs, fault_free=False, desc="baselines", per_run=None, fold=None, **engine
+    )
     cand = baseline_ids(facts.pieces)
     by_id = {r.run_id: r for r in refs}
     used = [by_id[i] for i in facts.run_ids]
@@ -653,7 +659,7 @@ def _apply_facts(
     """:func:`_apply` of :func:`~reveal_lab.studies.run_facts`, read back from the per-run cache
     (kind ``facts``, keyed as kind ``run`` is: the reference, its file's size and modification
     time) without loading the run when an earlier map step of the reproduction took its facts."""
-    stamp = None if ref.root == SYNTH or fault_free else _file_stamp(ref)
+    stamp = None if fault_free else _stamp(ref)
     if stamp is None:
         return _apply(ref, fn, args, max_seconds, fault_free)
     return _facts_of(ref, stamp, max_seconds or None)  # 0 and None: the whole run, one key
