@@ -29,7 +29,12 @@ reproduction's ``OUT/cache/tasks.tsv``); ``stage_budget``, the detection stages 
 smallest proxy, in the pruned spaces its reproduction fitted (as the studies score them), wall
 and CPU seconds per run and share; ``dtw_sample``, notebook 05's study on the largest
 proxy with each run compared with K other workloads' medians (``--dtw-samples``) against every
-other workload: the labels and ranks that change.
+other workload: the labels and ranks that change. ``worker_model`` (``_worker_model.py``): the
+scheduler's measured cost per empty task on 1, 2 and 4 single-threaded workers, each
+reproduction measured with workers beside what the model makes of the in-process run's task
+times, and the real dataset's 4,522 files projected to 1-32 workers from the two in-process
+scales, with its assumptions. ``--merge RESULT``: an earlier result's reproductions (same
+``--work``) join this run's, so that scales and engines measured in two sittings make one result.
 
 Measure on a quiet machine; every figure in the docs names this command and the date.
 """
@@ -37,6 +42,7 @@ Measure on a quiet machine; every figure in the docs names this command and the 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -46,8 +52,14 @@ from pathlib import Path
 
 from _harness import ROOT, Session, parser, row, side
 from _run_budget import dtw_sample_effect, map_step_budget, stage_budget
+from _worker_model import dispatch_overhead, model_wall, projection, serial_seconds, steps_of
 
 REAL_FILES = 4522
+#: the real dataset's run files unzipped: ~24 GB of GPU and ~74 GB of CPU files
+#: (../shared/reveal-dataset-format.md), their mean size against the proxy's scales its task times
+REAL_MEAN_BYTES = (24e9 + 74e9) / REAL_FILES
+#: the worker counts the model projects the real dataset to (0: in process)
+MODEL_WORKERS = (0, 1, 2, 4, 8, 32)
 CLI = [str(Path(sys.executable).parent / "reveal-lab")]
 
 
@@ -157,6 +169,62 @@ def _ratios(rows: list[dict]) -> dict:
     return out
 
 
+def _dtw_comparisons(k: int) -> int:
+    """Notebook 05's comparisons per run on the proxy at scale ``k``: its own workload's median
+    and every other workload's of its platform (``2k`` workloads), at most 32 others."""
+    return 1 + min(2 * k - 1, 32)
+
+
+def worker_model(rows: list[dict], work: Path) -> dict:
+    """The reproduction on N workers modelled from the in-process runs' task times
+    (``_worker_model``): the scheduler's measured cost per task, the model beside each
+    reproduction measured with workers, and the real dataset projected from the two
+    in-process scales."""
+    import os
+
+    from _worker_model import mean_member_bytes
+
+    from reveal_lab.scale import task_times
+
+    inproc = {r["scale"]: r for r in rows if r["engine"] == "inprocess" and r["exit"] == 0}
+    counts = sorted({int(r["engine"]) for r in rows if r["engine"] != "inprocess"} | {1, 2, 4})
+    dispatch = {n: dispatch_overhead(n) for n in counts}
+    cores = os.cpu_count() or 1
+    checks = []
+    for r in rows:
+        base = inproc.get(r["scale"])
+        if r["engine"] == "inprocess" or base is None or r["exit"] != 0:
+            continue
+        n = int(r["engine"])
+        steps = steps_of(task_times(work / f"out-K{r['scale']}-inprocess" / "cache"))
+        serial = serial_seconds(base["notebook_seconds"], steps)
+        serial["runner"] = max(base["wall_s"] - sum(v or 0 for v in base["notebook_seconds"].values()), 0.0)
+        model = model_wall(steps, serial, n, dispatch[n]["dispatch_s"], cores=cores)
+        checks.append({"scale": r["scale"], "workers": n, "measured_s": r["wall_s"], "model_s": round(model, 1),
+                       "in_process_s": base["wall_s"], "measured_speedup": round(base["wall_s"] / r["wall_s"], 3),
+                       "model_speedup": round(base["wall_s"] / model, 3)})
+    out: dict = {"cores": cores, "dispatch": list(dispatch.values()), "checks": checks}
+    if len(inproc) >= 2:
+        lo, hi = inproc[min(inproc)], inproc[max(inproc)]
+        proxy_bytes = mean_member_bytes(work / f"proxy-K{hi['scale']}")
+        factor = REAL_MEAN_BYTES / proxy_bytes if proxy_bytes else 1.0
+        out["projection"] = projection(
+            lo, hi, task_times(work / f"out-K{hi['scale']}-inprocess" / "cache"), REAL_FILES, MODEL_WORKERS,
+            dispatch[max(counts)]["dispatch_s"], bytes_factor=factor,
+            dtw_comparisons=(_dtw_comparisons(lo["scale"]), _dtw_comparisons(hi["scale"])),
+        )
+        out["projection"]["proxy_mean_member_mb"] = round(proxy_bytes / 1e6, 2)
+        out["projection"]["real_mean_member_mb"] = round(REAL_MEAN_BYTES / 1e6, 2)
+        out["projection"]["assumptions"] = (
+            "one core per worker; each map step's tasks as long as measured in process at the larger scale, "
+            "times the real files' mean size over the proxy's, cycled to 4,522 runs; every step waits for its "
+            "last task; a notebook's own work (kernel, reduce, figures) a line through the two scales in runs "
+            "(05's in comparisons: 33 a run at the real scale, at most 32 other workloads), not parallel; "
+            "the scheduler hands out one task per dispatch_s"
+        )
+    return out
+
+
 def rows(measured: list[dict], preset: str) -> list[dict]:
     """One result row per scale and engine: wall seconds, the peak RSS of the process tree."""
     return [
@@ -182,6 +250,8 @@ def measure_scale(k: int, args, work: Path) -> Iterator[dict]:  # noqa: ANN001 -
     zip_bytes = sum(p.stat().st_size for p in data.glob("Reveal_*.zip"))
     for engine in args.engines.split(","):
         out = work / f"out-K{k}-{engine}"
+        if out.exists():  # an earlier run's output and cache: every reproduction here starts cold
+            shutil.rmtree(out)
         cmd = [*CLI, "reproduce", "--preset", args.preset, "--data", str(data), "--out", str(out)]
         cmd += [a for nb in args.only for a in ("--only", nb)]
         if engine != "inprocess":
@@ -211,6 +281,17 @@ def measure_scale(k: int, args, work: Path) -> Iterator[dict]:  # noqa: ANN001 -
         yield measured
 
 
+def _merged(path: str | None, scales: list[int], engines: list[str]) -> tuple[list[dict], dict]:
+    """The reproductions an earlier result measured that this run does not measure again, and
+    its stage budget and DTW sample."""
+    if not path:
+        return [], {}
+    prior = json.loads(Path(path).read_text())
+    again = {(k, e) for k in scales for e in engines}
+    kept = [r for r in prior["measured"] if (r["scale"], r["engine"]) not in again]
+    return kept, {k: prior[k] for k in ("stage_budget", "dtw_sample") if k in prior}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = parser("public_scale", __doc__, quick="a tiny run (K=1,2; 2 runs of 10 s; notebook 01)")
     ap.add_argument("--check", dest="quick", action="store_true", help="the same as --quick")
@@ -225,6 +306,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="runs of the smallest proxy the detection stages are timed on (0: none)")
     ap.add_argument("--dtw-samples", default="1,2,3",
                     help="sample sizes of other workloads notebook 05 is measured with against all (empty: none)")
+    ap.add_argument("--merge", default=None,
+                    help="an earlier result of this benchmark with the same --work folder: its measured "
+                    "reproductions join this run's (one measured again here replaces it)")
+    ap.add_argument("--no-model", dest="model", action="store_false",
+                    help="leave out the worker model (the scheduler's cost per task, the projection on N workers)")
     args = ap.parse_args(argv)
     if args.quick:
         args.scales, args.engines, args.preset = "1,2", "inprocess", "smoke"
@@ -238,8 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     scales = [int(s) for s in args.scales.split(",")]
     planned = [f"K={k} {engine}" for k in scales for engine in args.engines.split(",")]
     settings = {name: v for name, v in vars(args).items() if name not in ("out", "work")}
-    measured: list[dict] = []
-    extra: dict = {}
+    measured, extra = _merged(args.merge, scales, args.engines.split(","))
+    planned = [f"K={r['scale']} {r['engine']}" for r in measured] + planned
     for k in scales:
         for one in measure_scale(k, args, work):
             measured.append(one)
@@ -263,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dtw_samples and largest.exists():
         print(f"notebook 05 with samples of {args.dtw_samples} other workloads on {largest}", flush=True)
         extra["dtw_sample"] = dtw_sample_effect(largest, tuple(int(x) for x in args.dtw_samples.split(",")))
+    if args.model and not args.quick:
+        print("worker model: the scheduler's cost per task, the projection", flush=True)
+        extra["worker_model"] = worker_model(measured, work)
     if extra:
         session.write(Path(args.out), rows(measured, args.preset), {**details, **extra})
     print("| K | runs | engine | wall s | peak tree RSS MB |\n|---:|---:|---|---:|---:|")

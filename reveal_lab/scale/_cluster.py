@@ -27,6 +27,7 @@ __all__ = [
     "connect",
     "completed",
     "scheduler_name",
+    "WORKER_ENVIRON",
 ]
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,15 @@ PATIENCE_S = 10.0
 PATIENCE_ENV = "REVEAL_LAB_DASK_PATIENCE"
 #: how often a wait for results asks the scheduler how many workers it has (seconds)
 CHECK_EVERY_S = 1.0
+#: set in each local worker's process before it runs a task: one thread for BLAS (as Dask
+#: sets it), OpenMP (dtaidistance) and numba's parallel loops (the window features), so that N
+#: single-threaded workers keep to N cores; a variable set in this process's environment wins
+WORKER_ENVIRON = {
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "NUMBA_NUM_THREADS": "1",
+}
 
 
 class ClusterLost(RuntimeError):
@@ -54,7 +64,8 @@ class ClusterLost(RuntimeError):
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """How a local cluster is sized: one process per core, one thread each."""
+    """How a local cluster is sized: one process per core, one thread each (and one thread for
+    BLAS, OpenMP and numba in each: :data:`WORKER_ENVIRON`)."""
 
     n_workers: int
     threads_per_worker: int
@@ -208,6 +219,7 @@ def dask_client(
         memory_limit=plan.memory_limit,
         dashboard_address=":0" if has_bokeh else None,
         silence_logs=logging.ERROR,
+        env={k: os.environ.get(k, v) for k, v in WORKER_ENVIRON.items()},
     )
     client = Client(cluster)
     try:
