@@ -171,8 +171,11 @@ def dtw_distances(
     """DTW distance of every trace of ``a`` to every trace of ``b``: ``float64[len(a), len(b)]``,
     element ``[i, j]`` equal to ``dtw_distance(a[i], b[j], window)``.
 
-    One call of dtaidistance's C ``distance_matrix`` on the block ``a × b`` (serial, no
-    pruning), instead of one Python call per pair.
+    One call of dtaidistance's C ``distance_matrix`` on the block ``a × b`` (no pruning),
+    instead of one Python call per pair; its pairs are shared among OpenMP threads (as many as
+    the OpenMP runtime gives: ``OMP_NUM_THREADS``, which Dask sets to 1 in its workers and in
+    the process that starts a local cluster), each pair computed as serially, so the values do
+    not depend on the threads.
 
     >>> dtw_distances([np.array([0.0, 1.0, 2.0])], [np.array([0.0, 1.0, 2.0]), np.zeros(3)]).round(3).tolist()
     [[0.0, 2.236]]
@@ -189,7 +192,7 @@ def dtw_distances(
         raise ValueError("DTW needs non-empty 1-D traces")
     kw = {} if window is None else {"window": int(window) + 1}
     d = dtw.distance_matrix_fast(
-        series, block=((0, n), (n, n + k)), compact=True, parallel=False, use_pruning=False, **kw
+        series, block=((0, n), (n, n + k)), compact=True, parallel=True, use_pruning=False, **kw
     )
     return np.asarray(d, dtype=np.float64).reshape(n, k)
 
