@@ -52,7 +52,14 @@ from pathlib import Path
 
 from _harness import ROOT, Session, parser, row, side
 from _run_budget import dtw_sample_effect, map_step_budget, stage_budget
-from _worker_model import dispatch_overhead, model_wall, projection, serial_seconds, steps_of
+from _worker_model import (
+    dispatch_overhead,
+    mean_member_bytes,
+    model_wall,
+    projection,
+    serial_seconds,
+    steps_of,
+)
 
 REAL_FILES = 4522
 #: the real dataset's run files unzipped: ~24 GB of GPU and ~74 GB of CPU files
@@ -182,24 +189,25 @@ def worker_model(rows: list[dict], work: Path) -> dict:
     in-process scales."""
     import os
 
-    from _worker_model import mean_member_bytes
-
     from reveal_lab.scale import task_times
 
     inproc = {r["scale"]: r for r in rows if r["engine"] == "inprocess" and r["exit"] == 0}
+    tasks = {k: task_times(work / f"out-K{k}-inprocess" / "cache") for k in inproc}  # each log read once
     counts = sorted({int(r["engine"]) for r in rows if r["engine"] != "inprocess"} | {1, 2, 4})
     dispatch = {n: dispatch_overhead(n) for n in counts}
     cores = os.cpu_count() or 1
+    steps, serial = {}, {}  # per scale: the in-process run's map steps and its notebooks' own seconds
+    for k, base in inproc.items():
+        steps[k] = steps_of(tasks[k])
+        serial[k] = serial_seconds(base["notebook_seconds"], steps[k])
+        serial[k]["runner"] = max(base["wall_s"] - sum(v or 0 for v in base["notebook_seconds"].values()), 0.0)
     checks = []
     for r in rows:
         base = inproc.get(r["scale"])
         if r["engine"] == "inprocess" or base is None or r["exit"] != 0:
             continue
         n = int(r["engine"])
-        steps = steps_of(task_times(work / f"out-K{r['scale']}-inprocess" / "cache"))
-        serial = serial_seconds(base["notebook_seconds"], steps)
-        serial["runner"] = max(base["wall_s"] - sum(v or 0 for v in base["notebook_seconds"].values()), 0.0)
-        model = model_wall(steps, serial, n, dispatch[n]["dispatch_s"], cores=cores)
+        model = model_wall(steps[r["scale"]], serial[r["scale"]], n, dispatch[n]["dispatch_s"], cores=cores)
         checks.append({"scale": r["scale"], "workers": n, "measured_s": r["wall_s"], "model_s": round(model, 1),
                        "in_process_s": base["wall_s"], "measured_speedup": round(base["wall_s"] / r["wall_s"], 3),
                        "model_speedup": round(base["wall_s"] / model, 3)})
@@ -209,7 +217,7 @@ def worker_model(rows: list[dict], work: Path) -> dict:
         proxy_bytes = mean_member_bytes(work / f"proxy-K{hi['scale']}")
         factor = REAL_MEAN_BYTES / proxy_bytes if proxy_bytes else 1.0
         out["projection"] = projection(
-            lo, hi, task_times(work / f"out-K{hi['scale']}-inprocess" / "cache"), REAL_FILES, MODEL_WORKERS,
+            lo, hi, tasks[hi["scale"]], REAL_FILES, MODEL_WORKERS,
             dispatch[max(counts)]["dispatch_s"], bytes_factor=factor,
             dtw_comparisons=(_dtw_comparisons(lo["scale"]), _dtw_comparisons(hi["scale"])),
         )
